@@ -1,0 +1,58 @@
+# tickwheel — `make` lists the targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3.11
+TOOLS := .tools
+UV_VERSION := 0.13.9
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+KAFKA_LIB := services/broker/target/lib/.fetched
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --frozen --python $(PYTHON)
+	@touch $@
+
+$(KAFKA_LIB): services/broker/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven (mvn) and Java 17+ are needed: apt-get install maven openjdk-17-jre-headless"; exit 1; }
+	mvn -q -B -f services/broker/pom.xml dependency:copy-dependencies
+	@touch $@
+
+setup: $(VENV)/.synced $(KAFKA_LIB) ## create the environment, install everything, fetch Kafka through Maven
+
+run: setup ## start the local stack (Kafka, topology, services) and show what happens; Ctrl-C stops it
+	$(VENV)/bin/tickwheel stack up
+
+test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance)
+	$(VENV)/bin/pytest -q
+
+unit: setup ## run the fast unit tests only
+	$(VENV)/bin/pytest -q tests/unit
+
+lint: setup ## ruff, ruff format, mypy and the import rules
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+format: setup ## format the code
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: setup ## run the benchmarks; reports land in bench/reports/
+	$(VENV)/bin/python bench/run_all.py
+
+down: setup ## stop the local stack
+	$(VENV)/bin/tickwheel stack down
+
+clean: ## remove the environment, the Kafka jars and local state
+	rm -rf $(VENV) $(TOOLS) services/broker/target .tickwheel .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: help setup run test unit lint format bench down clean

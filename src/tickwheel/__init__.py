@@ -1,0 +1,1 @@
+"""tickwheel: a Kafka-native job scheduler and durable workflow engine."""

@@ -1,0 +1,104 @@
+"""Producers: a plain one for definitions and events, and a transactional one for the
+exactly-once paths (the timer's emit + state + offsets in one transaction)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tickwheel.adapters.kafka.config import producer_config, transactional_producer_config
+from tickwheel.errors import TickwheelError
+
+
+class ProduceFailed(TickwheelError, RuntimeError):
+    """A record could not be delivered."""
+
+
+class EventProducer:
+    """At-least-once producer with idempotence on; `flush()` raises if any delivery failed."""
+
+    def __init__(self, bootstrap: str | None = None, **overrides: Any) -> None:
+        self._producer = Producer(producer_config(bootstrap, **overrides))
+        self._errors: list[str] = []
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self._errors.append(f"{msg.topic()}: {err}")
+
+    def send(self, topic: str, key: str | None, value: bytes | None) -> None:
+        while True:
+            try:
+                self._producer.produce(
+                    topic,
+                    key=key.encode() if key is not None else None,
+                    value=value,
+                    on_delivery=self._on_delivery,
+                )
+                break
+            except BufferError:
+                # The local queue is full: serve delivery reports until there is room.
+                self._producer.poll(0.05)
+        self._producer.poll(0)
+
+    def flush(self, timeout: float = 30.0) -> None:
+        remaining = self._producer.flush(timeout)
+        if remaining:
+            raise ProduceFailed(f"{remaining} records not delivered within {timeout}s")
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise ProduceFailed("delivery failed: " + "; ".join(errors[:5]))
+
+
+class TransactionalProducer:
+    """One Kafka transactional producer. `init()` fences any earlier producer with the same
+    transactional id (a zombie's open transaction is aborted and its later writes rejected)."""
+
+    def __init__(self, transactional_id: str, bootstrap: str | None = None, **overrides: Any):
+        self.transactional_id = transactional_id
+        self._producer = Producer(
+            transactional_producer_config(transactional_id, bootstrap, **overrides)
+        )
+
+    def init(self, timeout: float = 30.0) -> None:
+        self._producer.init_transactions(timeout)
+
+    def begin(self) -> None:
+        self._producer.begin_transaction()
+
+    def send(self, topic: str, key: str | None, value: bytes | None, partition: int = -1) -> None:
+        kwargs: dict[str, Any] = {}
+        if partition >= 0:
+            kwargs["partition"] = partition
+        while True:
+            try:
+                self._producer.produce(
+                    topic, key=key.encode() if key is not None else None, value=value, **kwargs
+                )
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+
+    def send_offsets(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+        """Commit consumed input offsets inside the open transaction (KIP-447 group metadata:
+        a consumer of an older group generation is fenced)."""
+        self._producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())
+
+    def commit(self, timeout: float = 30.0) -> None:
+        self._producer.commit_transaction(timeout)
+
+    def abort(self, timeout: float = 30.0) -> None:
+        self._producer.abort_transaction(timeout)
+
+    def poll(self, timeout: float = 0.0) -> None:
+        self._producer.poll(timeout)
+
+    def flush(self, timeout: float = 30.0) -> int:
+        remaining: int = self._producer.flush(timeout)
+        return remaining
+
+
+def is_fatal(exc: KafkaException) -> bool:
+    """A fenced or otherwise fatal producer error: the producer must be dropped, not retried."""
+    error = exc.args[0] if exc.args else None
+    return bool(error is not None and hasattr(error, "fatal") and error.fatal())

@@ -1,0 +1,360 @@
+"""The local stack: a supervisor process that starts the broker and the services, restarts
+any that crash, and keeps a status file that `tickwheel stack status` reads.
+
+Layout under the stack home (`TICKWHEEL_HOME`, default `./.tickwheel`):
+  kafka/            the broker's data (kept across restarts)
+  logs/<name>.log   one log per process
+  stack/status.json what runs now: role, pid, state, restarts
+  stack/supervisor.pid
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tickwheel.errors import StackError
+from tickwheel.paths import state_home
+from tickwheel.stack.broker import BrokerConfig, LocalKafka, broker_serves_metadata
+
+RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+@dataclass
+class ProcessSpec:
+    name: str
+    role: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProcessStatus:
+    name: str
+    role: str
+    pid: int | None
+    state: str  # starting | running | restarting | stopped | failed
+    restarts: int = 0
+    started_at: float | None = None
+    log: str = ""
+
+
+@dataclass
+class StackOptions:
+    timers: int = 1
+    workers: int = 1
+    history: bool = True
+    kafka_port: int = 9092
+    controller_port: int = 9093
+
+
+def stack_dir() -> Path:
+    return state_home() / "stack"
+
+
+def status_path() -> Path:
+    return stack_dir() / "status.json"
+
+
+def pid_path() -> Path:
+    return stack_dir() / "supervisor.pid"
+
+
+def external_bootstrap() -> str | None:
+    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+
+
+def service_specs(options: StackOptions, bootstrap: str) -> list[ProcessSpec]:
+    """The tickwheel services the stack runs. Each service is `python -m services.<name>`-style
+    entry point of the `tickwheel` package; the list grows as services land."""
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+    specs: list[ProcessSpec] = []
+    for module, role, count in _service_modules(options):
+        for index in range(count):
+            name = f"{role}-{index + 1}" if count > 1 else role
+            specs.append(
+                ProcessSpec(
+                    name=name,
+                    role=role,
+                    command=[sys.executable, "-m", module, "--instance", name],
+                    env=env,
+                )
+            )
+    return specs
+
+
+def _service_modules(options: StackOptions) -> list[tuple[str, str, int]]:
+    """(module, role, instances) for each service that exists today."""
+    available: list[tuple[str, str, int]] = []
+    candidates = [
+        ("tickwheel.services.timer", "timer", options.timers),
+        ("tickwheel.services.worker", "worker", options.workers),
+        ("tickwheel.services.history", "history", 1 if options.history else 0),
+    ]
+    import importlib.util
+
+    for module, role, count in candidates:
+        if count > 0 and importlib.util.find_spec(module) is not None:
+            available.append((module, role, count))
+    return available
+
+
+class Supervisor:
+    """Runs in the foreground (or detached by `stack up --detach`) until SIGTERM/SIGINT."""
+
+    def __init__(self, options: StackOptions) -> None:
+        self.options = options
+        self.home = state_home()
+        self.logs = self.home / "logs"
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.statuses: dict[str, ProcessStatus] = {}
+        self.specs: dict[str, ProcessSpec] = {}
+        self.next_restart: dict[str, float] = {}
+        self.broker: LocalKafka | None = None
+        self.bootstrap = external_bootstrap() or f"127.0.0.1:{options.kafka_port}"
+        self.topology_applied = False
+        self.stopping = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self, on_event: Any = print) -> None:
+        stack_dir().mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        pid_path().write_text(str(os.getpid()))
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        try:
+            self._start_broker(on_event)
+            self._apply_topology(on_event)
+            for spec in service_specs(self.options, self.bootstrap):
+                self.specs[spec.name] = spec
+                self._spawn(spec)
+                on_event(f"started {spec.role} {spec.name} (pid {self.statuses[spec.name].pid})")
+            self._write_status()
+            while not self.stopping:
+                self._reap_and_restart(on_event)
+                self._write_status()
+                time.sleep(0.5)
+        finally:
+            self._stop_all(on_event)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.stopping = True
+
+    def _start_broker(self, on_event: Any) -> None:
+        if external_bootstrap():
+            on_event(f"using the Kafka cluster at {self.bootstrap} (KAFKA_BOOTSTRAP_SERVERS)")
+            return
+        config = BrokerConfig(
+            data_dir=self.home / "kafka",
+            port=self.options.kafka_port,
+            controller_port=self.options.controller_port,
+        )
+        self.broker = LocalKafka(config)
+        on_event(f"starting Apache Kafka (KRaft, one node) at {self.bootstrap}")
+        started = time.monotonic()
+        self.broker.prepare()
+        spec = ProcessSpec(name="broker", role="broker", command=self.broker.command())
+        self.specs["broker"] = spec
+        self._spawn(spec, log_path=self.broker.log_path)
+        deadline = time.monotonic() + 90
+        while not broker_serves_metadata(self.bootstrap):
+            if self.children["broker"].poll() is not None:
+                raise StackError(f"the Kafka broker exited; see {self.broker.log_path}")
+            if time.monotonic() > deadline:
+                raise StackError("the Kafka broker did not serve metadata within 90s")
+            time.sleep(0.2)
+        on_event(f"Kafka is up in {time.monotonic() - started:.1f}s")
+
+    def _apply_topology(self, on_event: Any) -> None:
+        from tickwheel.adapters.kafka.admin import apply_topology
+
+        created = apply_topology(bootstrap=self.bootstrap)
+        self.topology_applied = True
+        on_event(
+            f"topology applied: created {', '.join(created)}"
+            if created
+            else "topology verified: every declared topic exists as declared"
+        )
+
+    # -- children --------------------------------------------------------------------------
+    def _spawn(self, spec: ProcessSpec, log_path: Path | None = None) -> None:
+        log_path = log_path or self.logs / f"{spec.name}.log"
+        log = log_path.open("ab")
+        env = {**os.environ, **spec.env}
+        child = subprocess.Popen(
+            spec.command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+        self.children[spec.name] = child
+        previous = self.statuses.get(spec.name)
+        self.statuses[spec.name] = ProcessStatus(
+            name=spec.name,
+            role=spec.role,
+            pid=child.pid,
+            state="running",
+            restarts=previous.restarts + 1 if previous else 0,
+            started_at=time.time(),
+            log=str(log_path),
+        )
+
+    def _reap_and_restart(self, on_event: Any) -> None:
+        now = time.monotonic()
+        for name, child in list(self.children.items()):
+            status = self.statuses[name]
+            if status.state == "restarting":
+                if now >= self.next_restart[name]:
+                    self._spawn(
+                        self.specs[name],
+                        self.broker.log_path if name == "broker" and self.broker else None,
+                    )
+                    on_event(f"restarted {name} (restart #{self.statuses[name].restarts})")
+                continue
+            code = child.poll()
+            if code is None:
+                continue
+            delay = RESTART_BACKOFF_S[min(status.restarts, len(RESTART_BACKOFF_S) - 1)]
+            on_event(f"{name} exited with {code}; restarting in {delay}s")
+            status.state = "restarting"
+            status.pid = None
+            self.next_restart[name] = now + delay
+
+    def _stop_all(self, on_event: Any) -> None:
+        # Services first, the broker last, so services can finish their transactions.
+        order = [n for n in self.children if n != "broker"] + (
+            ["broker"] if "broker" in self.children else []
+        )
+        for name in order:
+            child = self.children[name]
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(30)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait(10)
+            self.statuses[name].state = "stopped"
+            self.statuses[name].pid = None
+        on_event("stack stopped")
+        self._write_status(running=False)
+        pid_path().unlink(missing_ok=True)
+
+    def _write_status(self, running: bool = True) -> None:
+        document = {
+            "supervisor_pid": os.getpid() if running else None,
+            "bootstrap_servers": self.bootstrap,
+            "topology_applied": self.topology_applied,
+            "updated_at": time.time(),
+            "processes": [asdict(s) for s in self.statuses.values()],
+        }
+        tmp = status_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(document, indent=2))
+        tmp.replace(status_path())
+
+
+def read_status() -> dict[str, Any]:
+    """The stack's status, with each recorded pid checked against the live process table."""
+    if not status_path().exists():
+        return {"running": False, "processes": [], "broker": {"healthy": False}}
+    document: dict[str, Any] = json.loads(status_path().read_text())
+    supervisor = document.get("supervisor_pid")
+    document["running"] = isinstance(supervisor, int) and pid_alive(supervisor)
+    for process in document["processes"]:
+        if process["pid"] and not pid_alive(process["pid"]):
+            process["state"] = "dead"
+    if not document["running"]:
+        for process in document["processes"]:
+            if process["state"] != "dead":
+                process["state"] = "stopped"
+    document["broker"] = {
+        "bootstrap_servers": document.get("bootstrap_servers"),
+        "healthy": document["running"] and broker_serves_metadata(document["bootstrap_servers"]),
+    }
+    return document
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is not alive for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def start_detached(options: StackOptions, timeout: float = 120.0) -> dict[str, Any]:
+    """Start a supervisor in its own session and wait until the topology is applied."""
+    if pid_path().exists() and pid_alive(int(pid_path().read_text() or 0)):
+        raise StackError(f"the stack is already running (supervisor pid {pid_path().read_text()})")
+    stack_dir().mkdir(parents=True, exist_ok=True)
+    status_path().unlink(missing_ok=True)
+    log = (stack_dir() / "supervisor.log").open("ab")
+    command = [
+        sys.executable,
+        "-m",
+        "tickwheel.stack.supervisor",
+        json.dumps(asdict(options)),
+    ]
+    child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise StackError(
+                f"the stack supervisor exited with {child.returncode}; "
+                f"see {stack_dir() / 'supervisor.log'}"
+            )
+        if status_path().exists():
+            status = read_status()
+            if status.get("topology_applied"):
+                return status
+        time.sleep(0.3)
+    raise StackError(f"the stack did not come up within {timeout}s")
+
+
+def stop(timeout: float = 60.0) -> list[int]:
+    """Stop the supervisor (which stops its children); kill any child left behind."""
+    stopped: list[int] = []
+    if pid_path().exists():
+        pid = int(pid_path().read_text() or 0)
+        if pid and pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            stopped.append(pid)
+        pid_path().unlink(missing_ok=True)
+    if status_path().exists():
+        document = json.loads(status_path().read_text())
+        for process in document.get("processes", []):
+            pid = process.get("pid")
+            if pid and pid_alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+                stopped.append(pid)
+    return stopped
+
+
+def _main() -> None:
+    options = StackOptions(**json.loads(sys.argv[1])) if len(sys.argv) > 1 else StackOptions()
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    Supervisor(options).run(on_event=log)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,120 @@
+"""The declared Kafka topology (topology/topics.toml) as typed data, and how to compare it
+with what a cluster reports. Pure: the Kafka adapter fetches the cluster's view."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tickwheel.paths import project_root
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    key: str
+    value_schema: str
+    cleanup_policy: str
+    retention_ms: int
+    co_partition: str | None
+    description: str = ""
+
+    def configs(self) -> dict[str, str]:
+        return {"cleanup.policy": self.cleanup_policy, "retention.ms": str(self.retention_ms)}
+
+
+@dataclass(frozen=True)
+class ObservedTopic:
+    name: str
+    partitions: int
+    configs: dict[str, str]
+
+
+def topology_file() -> Path:
+    override = os.environ.get("TICKWHEEL_TOPOLOGY_FILE")
+    return Path(override) if override else project_root() / "topology" / "topics.toml"
+
+
+def load_topology(path: Path | None = None) -> list[TopicSpec]:
+    data = tomllib.loads((path or topology_file()).read_text())
+    defaults = data.get("defaults", {})
+    replication = int(
+        os.environ.get("TICKWHEEL_REPLICATION_FACTOR", defaults.get("replication_factor", 1))
+    )
+    # A prefix lets several tickwheel installations (or test runs) share one cluster.
+    prefix = os.environ.get("TICKWHEEL_TOPIC_PREFIX", "")
+    specs = []
+    for raw in data["topic"]:
+        specs.append(
+            TopicSpec(
+                name=prefix + raw["name"],
+                partitions=int(raw.get("partitions", defaults.get("partitions", 1))),
+                replication_factor=replication,
+                key=raw["key"],
+                value_schema=raw["value_schema"],
+                cleanup_policy=raw["cleanup_policy"],
+                retention_ms=int(raw["retention_ms"]),
+                co_partition=raw.get("co_partition"),
+                description=raw.get("description", ""),
+            )
+        )
+    declared_groups = _co_partition_problems(
+        {s.name: s.partitions for s in specs}, specs, "declared"
+    )
+    if declared_groups:
+        raise ValueError("topology/topics.toml is inconsistent: " + "; ".join(declared_groups))
+    return specs
+
+
+def topic_name(name: str) -> str:
+    """The cluster's name for a declared topic (with `TICKWHEEL_TOPIC_PREFIX`)."""
+    return os.environ.get("TICKWHEEL_TOPIC_PREFIX", "") + name
+
+
+def topic(name: str, specs: list[TopicSpec] | None = None) -> TopicSpec:
+    for spec in specs or load_topology():
+        if spec.name == topic_name(name):
+            return spec
+    raise KeyError(f"topic {name!r} is not declared in topology/topics.toml")
+
+
+def differences(specs: list[TopicSpec], observed: dict[str, ObservedTopic]) -> list[str]:
+    """Every way the cluster differs from the declaration, each said plainly."""
+    problems: list[str] = []
+    for spec in specs:
+        seen = observed.get(spec.name)
+        if seen is None:
+            problems.append(f"topic {spec.name!r} is missing")
+            continue
+        if seen.partitions != spec.partitions:
+            problems.append(
+                f"topic {spec.name!r} has {seen.partitions} partitions, "
+                f"topology declares {spec.partitions}"
+            )
+        for key, want in spec.configs().items():
+            have = seen.configs.get(key)
+            if have is not None and have != want:
+                problems.append(f"topic {spec.name!r} has {key}={have}, topology declares {want}")
+    counts = {name: seen.partitions for name, seen in observed.items()}
+    problems.extend(_co_partition_problems(counts, specs, "cluster"))
+    return problems
+
+
+def _co_partition_problems(counts: dict[str, int], specs: list[TopicSpec], where: str) -> list[str]:
+    groups: dict[str, dict[str, int]] = {}
+    for spec in specs:
+        if spec.co_partition and spec.name in counts:
+            groups.setdefault(spec.co_partition, {})[spec.name] = counts[spec.name]
+    problems = []
+    for group, members in sorted(groups.items()):
+        if len(set(members.values())) > 1:
+            listing = ", ".join(f"{n}={c}" for n, c in sorted(members.items()))
+            problems.append(
+                f"co-partitioned group {group!r} is not co-partitioned in the {where} "
+                f"(partition counts: {listing})"
+            )
+    return problems
