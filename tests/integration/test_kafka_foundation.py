@@ -13,11 +13,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tickwheel.adapters.kafka.admin import apply_topology, verify_topology
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.partitioner import murmur2, partition_for
 from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
 from tickwheel.errors import TopologyMismatch
 from tickwheel.topology import load_topology
 
 pytestmark = pytest.mark.integration
+
+# Kafka's own answer, from the broker's kafka-clients jar in jshell:
+# Utils.toPositive(Utils.murmur2("a".getBytes(UTF_8))) and the same for "job-1".
+JAVA_A, JAVA_JOB_1 = 584102524, 1130425772
 
 
 def _create(bootstrap: str, *topics: tuple[str, int]) -> None:
@@ -108,7 +113,8 @@ def test_committed_transaction_is_visible_and_aborted_one_is_not(
 def test_murmur2_random_matches_the_java_partitioner(
     kafka_bootstrap: str, unique_prefix: str
 ) -> None:
-    """Reference values from Kafka's Java DefaultPartitioner (Utils.murmur2, positive, mod n)."""
+    """librdkafka's murmur2_random places keys as Kafka's Java partitioner does, which our
+    own `partition_for` (used by readers to find a key) also computes."""
     topic = f"{unique_prefix}murmur"
     _create(kafka_bootstrap, (topic, 6))
     producer = EventProducer(kafka_bootstrap)
@@ -117,34 +123,9 @@ def test_murmur2_random_matches_the_java_partitioner(
         producer.send(topic, key, b"x")
     producer.flush()
     placed = {k: p for p, k, _ in _read_all(kafka_bootstrap, topic)}
-    assert placed == {k: _java_murmur2(k.encode()) % 6 for k in keys}
-
-
-def _java_murmur2(data: bytes) -> int:
-    """Kafka's Utils.murmur2 followed by toPositive, written out independently of librdkafka."""
-    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
-    length = len(data)
-    h = (seed ^ length) & 0xFFFFFFFF
-    for i in range(length // 4):
-        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    tail = length & ~3
-    rest = length % 4
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h & 0x7FFFFFFF
+    assert placed == {k: partition_for(k, 6) for k in keys}
+    # Known Java values (Utils.murmur2 of these UTF-8 keys), so a wrong port cannot agree with itself.
+    assert [murmur2(k.encode()) & 0x7FFFFFFF for k in ("a", "job-1")] == [JAVA_A, JAVA_JOB_1]
 
 
 def test_topology_apply_is_idempotent(applied_topology: str, kafka_bootstrap: str) -> None:
