@@ -48,8 +48,8 @@ RECORDS = (
     "ExecutionEvent",
     "ExecutionRequest",
     "JobDefinition",
-    "TimerState",
     "TimerCommand",
+    "TimerState",
     "WorkflowEvent",
 )
 _TEXT = 'ab z0_-{}[]"\\é☃𝄞\n'
