@@ -45,6 +45,7 @@ REPO_SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 RECORDS = (
     "Alert",
     "DeadLetter",
+    "ExecutionControl",
     "ExecutionEvent",
     "ExecutionRequest",
     "JobDefinition",
@@ -274,21 +275,27 @@ def _compatible_v2(v1: dict[str, Any]) -> dict[str, Any]:
 
 def test_an_evolved_version_resolves_old_records_with_defaults(tmp_path: Path) -> None:
     root = _copy_schemas(tmp_path)
+    kept = load_schemas(root)
+    latest = {record: kept.current(record).version for record in RECORDS}
     for record in RECORDS:
-        _write(root, record, 2, _compatible_v2(_v1(root, record)))
-    assert [line.split()[:2] for line in update_lock(root)] == [[r, "v2"] for r in RECORDS]
+        _write(root, record, latest[record] + 1, _compatible_v2(kept.current(record).schema))
+    assert [line.split()[:2] for line in update_lock(root)] == [
+        [r, f"v{latest[r] + 1}"] for r in RECORDS
+    ]
     assert check_schemas(root) == []
 
     evolved = load_schemas(root)
     rnd = random.Random(2)
     for record in RECORDS:
-        v1, v2 = evolved.versions(record)
-        assert evolved.current(record) is v2 and v1.fingerprint != v2.fingerprint
-        datum = sample_value(v1.schema, rnd)
-        name, got = evolved.decode(evolved.encode(record, datum, version=1), expected=record)
+        old, new_version = evolved.versions(record)[-2:]
+        assert evolved.current(record) is new_version and old.fingerprint != new_version.fingerprint
+        datum = sample_value(old.schema, rnd)
+        name, got = evolved.decode(
+            evolved.encode(record, datum, version=old.version), expected=record
+        )
         assert name == record
         assert got == {**datum, "added_in_v2": "fresh"}
-        new = {**sample_value(v2.schema, rnd), "added_in_v2": "new value"}
+        new = {**sample_value(new_version.schema, rnd), "added_in_v2": "new value"}
         assert evolved.decode(evolved.encode(record, new))[1] == new
 
 

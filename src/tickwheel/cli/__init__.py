@@ -17,6 +17,9 @@ from tickwheel.errors import TickwheelError
 COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.stack",
     "tickwheel.cli.topology",
+    "tickwheel.cli.jobs",
+    "tickwheel.cli.schedule",
+    "tickwheel.cli.history",
 ]
 
 

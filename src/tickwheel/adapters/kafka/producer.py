@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tickwheel.adapters.kafka.config import producer_config, transactional_producer_config
 from tickwheel.errors import TickwheelError
@@ -98,7 +98,18 @@ class TransactionalProducer:
         return remaining
 
 
+_FENCED_CODES = {
+    KafkaError._FENCED,
+    KafkaError._FATAL,  # what produce() raises once the producer has hit a fatal (fencing) error
+    KafkaError.PRODUCER_FENCED,
+    KafkaError.INVALID_PRODUCER_EPOCH,
+    KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+
+
 def is_fatal(exc: KafkaException) -> bool:
     """A fenced or otherwise fatal producer error: the producer must be dropped, not retried."""
     error = exc.args[0] if exc.args else None
-    return bool(error is not None and hasattr(error, "fatal") and error.fatal())
+    if not isinstance(error, KafkaError):
+        return False
+    return bool(error.fatal()) or error.code() in _FENCED_CODES

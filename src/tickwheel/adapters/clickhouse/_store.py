@@ -1,0 +1,327 @@
+"""The two `HistoryStore` backends, embedded chDB and a ClickHouse server.
+
+Both go through clickhouse-connect's `Client`: its `interface="chdb"` transport drives the
+in-process chDB engine with the same query, insert, parameter-binding and type-conversion code
+as its HTTP transport. So "the same DDL and queries" is one code path, not two kept in step
+(docs/decisions/0031). Each store holds two clients: a writer for migrations and inserts, and
+a reader whose session has ClickHouse's `readonly` setting, used for every `query`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from tickwheel.adapters.clickhouse import _embedded
+from tickwheel.adapters.clickhouse._migrations import (
+    default_topology_dir,
+    load_migrations,
+    pending,
+    validate_retention,
+)
+from tickwheel.adapters.clickhouse._sql import check_read_only, split_statements
+from tickwheel.ports.history import (
+    HistoryQueryError,
+    HistoryQueryRejected,
+    HistoryStoreError,
+    QueryResult,
+)
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_READONLY_ERROR_CODE = 164  # ClickHouse's READONLY
+#: The `readonly` level of reader sessions: 2 refuses writes and DDL but, unlike 1, lets a
+#: query carry other settings (`SETTINGS max_threads = 1`); `readonly` itself stays locked.
+_READER_READONLY = "2"
+
+
+class _ClientHistoryStore:
+    """`HistoryStore` over a writer and a read-only reader clickhouse-connect client."""
+
+    def __init__(
+        self,
+        writer: Client,
+        reader: Client,
+        *,
+        location: str,
+        retention_days: Mapping[str, int] | None,
+        ddl_dir: Path | None,
+        migrate_lock: threading.Lock,
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._location = location
+        self._retention = validate_retention(retention_days or {})
+        self._ddl_dir = ddl_dir
+        self._migrate_lock = migrate_lock
+        # A clickhouse-connect client runs one request at a time (the chDB handle returns
+        # empty results to a second query while one is streaming), so each client gets a lock;
+        # reads and writes still proceed in parallel.
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def location(self) -> str:
+        """Where the history lives: the chDB directory, or the server URL without password."""
+        return self._location
+
+    @property
+    def retention_days(self) -> Mapping[str, int]:
+        """Retention per table that `migrate` writes into new tables' TTL."""
+        return dict(self._retention)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._location!r})"
+
+    def __enter__(self) -> _ClientHistoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise HistoryStoreError(f"the history store {self._location} is closed")
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations in version order; return the names applied."""
+        self._check_open()
+        ddl_dir = self._ddl_dir or default_topology_dir()
+        migrations = load_migrations(ddl_dir / "migrations")
+        bootstrap = split_statements((ddl_dir / "schema_migrations.sql").read_text("utf-8"))
+        with self._migrate_lock, self._write_lock:
+            try:
+                for statement in bootstrap:
+                    self._writer.command(statement)
+                recorded = self._writer.query(
+                    "SELECT version, name, checksum FROM schema_migrations FINAL"
+                ).result_rows
+                applied = {int(row[0]): (str(row[1]), str(row[2])) for row in recorded}
+                todo = pending(migrations, applied)
+                for migration in todo:
+                    for statement in migration.statements(self._retention):
+                        self._writer.command(statement)
+                    # Recorded only once every statement succeeded; statements are
+                    # IF NOT EXISTS, so an interrupted migration simply runs again.
+                    self._writer.insert(
+                        "schema_migrations",
+                        [[migration.version, migration.name, migration.checksum]],
+                        column_names=["version", "name", "checksum"],
+                    )
+            except ClickHouseError as exc:
+                raise HistoryStoreError(
+                    f"migrating the history store {self._location} failed: {exc}"
+                ) from exc
+        return [migration.name for migration in todo]
+
+    def insert(
+        self,
+        table: str,
+        rows: Sequence[Mapping[str, Any]],
+        dedup_token: str | None = None,
+    ) -> None:
+        """Insert one batch; with `dedup_token`, a repeat of the same token is dropped."""
+        self._check_open()
+        if not _IDENTIFIER.match(table):
+            raise HistoryStoreError(f"{table!r} is not a table name (letters, digits, _)")
+        if not rows:
+            return
+        columns = list(rows[0])
+        expected = set(columns)
+        for index, row in enumerate(rows):
+            if set(row) != expected:
+                raise HistoryStoreError(
+                    f"insert into {table}: row {index} has columns {sorted(row)}, the first row "
+                    f"has {sorted(expected)}; every row of a batch must have the same columns"
+                )
+        data = [[row[column] for column in columns] for row in rows]
+        # Synchronous insert: the sink commits Kafka offsets only after this returns, so the
+        # batch must be in a part by then, not in an async-insert buffer.
+        settings: dict[str, Any] = {"async_insert": 0}
+        if dedup_token is not None:
+            settings["insert_deduplication_token"] = dedup_token
+        with self._write_lock:
+            try:
+                self._writer.insert(table, data, column_names=columns, settings=settings)
+            except (ClickHouseError, TypeError, ValueError) as exc:
+                raise HistoryStoreError(f"insert into {table} failed: {exc}") from exc
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> QueryResult:
+        """Run one read-only statement on the reader session; bind `{name:Type}` params."""
+        self._check_open()
+        check_read_only(sql)
+        with self._read_lock:
+            try:
+                result = self._reader.query(sql, parameters=dict(params or {}))
+            except ClickHouseError as exc:
+                if getattr(exc, "code", None) == _READONLY_ERROR_CODE:
+                    raise HistoryQueryRejected(
+                        sql, "ClickHouse refused it in readonly mode"
+                    ) from exc
+                raise HistoryQueryError(sql, f"the history query failed: {exc}") from exc
+        return QueryResult(
+            columns=tuple(result.column_names),
+            types=tuple(column_type.name for column_type in result.column_types),
+            rows=[tuple(row) for row in result.result_rows],
+        )
+
+    def close(self) -> None:
+        """Close both clients; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for client in (self._reader, self._writer):
+            # Closing is best effort: nothing useful can be done with a failure here.
+            with contextlib.suppress(ClickHouseError):
+                client.close()
+        self._after_close()
+
+    def _after_close(self) -> None:
+        """Hook for backends that hold more than the clients."""
+
+
+class ChdbHistoryStore(_ClientHistoryStore):
+    """History in embedded ClickHouse (chDB) in a local directory; the default backend.
+
+    One process owns the directory: chDB's engine locks it while open, and a process can
+    host only one directory. Several `ChdbHistoryStore`s on the same directory in one process
+    are fine (they share the engine); a second process, or a second directory in this
+    process, gets `HistoryStoreBusy`. Other processes read through the owner (issue 6).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        retention_days: Mapping[str, int] | None = None,
+        ddl_dir: Path | None = None,
+        create: bool = True,
+    ) -> None:
+        # chDB compares engine paths literally; one spelling per directory.
+        directory = os.path.realpath(os.fspath(path))
+        if not create and not os.path.isdir(directory):
+            raise HistoryStoreError(
+                f"no embedded history store at {directory}: nothing has recorded history "
+                "there yet (start the stack, or point TICKWHEEL_HISTORY_DIR / --history-dir "
+                "at the right directory, or CLICKHOUSE_URL at a server)"
+            )
+        os.makedirs(directory, exist_ok=True)
+        _embedded.acquire(directory)
+        self._directory = directory
+        try:
+            writer = self._connect(directory, None)
+            try:
+                reader = self._connect(directory, {"readonly": _READER_READONLY})
+            except BaseException:
+                writer.close()
+                raise
+        except BaseException:
+            _embedded.release(directory)
+            raise
+        super().__init__(
+            writer,
+            reader,
+            location=directory,
+            retention_days=retention_days,
+            ddl_dir=ddl_dir,
+            migrate_lock=_embedded.migrate_lock(directory),
+        )
+
+    @staticmethod
+    def _connect(directory: str, options: dict[str, str] | None) -> Client:
+        try:
+            return clickhouse_connect.get_client(
+                interface="chdb", path=directory, chdb_options=options, tz_mode="aware"
+            )
+        except ClickHouseError as exc:
+            # Lost a race with another process between our probe and the engine's lock.
+            if _embedded.held_by_another_process(directory):
+                raise _embedded.busy_error(directory) from None
+            raise HistoryStoreError(
+                f"cannot open the embedded history store {directory}: {exc}"
+            ) from exc
+
+    @property
+    def directory(self) -> str:
+        """The chDB directory (absolute, symlinks resolved)."""
+        return self._directory
+
+    def _after_close(self) -> None:
+        _embedded.release(self._directory)
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `***`, fit for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class ClickHouseServerHistoryStore(_ClientHistoryStore):
+    """History in a ClickHouse server, e.g. `http://user:pass@host:8123/db` (`CLICKHOUSE_URL`).
+
+    Tables are created in the URL's database (the user's default database if none). The
+    reader session sets `readonly = 2` unless the server already makes the user read-only;
+    for analysts, a server user with `readonly = 1` and no FILE/URL/REMOTE grants is the
+    authority, and this store's checks come on top.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        retention_days: Mapping[str, int] | None = None,
+        ddl_dir: Path | None = None,
+    ) -> None:
+        location = redact_url(url)
+        writer = self._connect(url, location)
+        try:
+            reader = self._connect(url, location)
+            current = reader.server_settings.get("readonly")
+            if current is None or current.value == "0":
+                reader.set_client_setting("readonly", _READER_READONLY)
+        except BaseException:
+            writer.close()
+            raise
+        super().__init__(
+            writer,
+            reader,
+            location=location,
+            retention_days=retention_days,
+            ddl_dir=ddl_dir,
+            migrate_lock=threading.Lock(),
+        )
+
+    @staticmethod
+    def _connect(url: str, location: str) -> Client:
+        try:
+            # No HTTP session: settings travel with each request, and a session would make
+            # two threads' queries on one client collide ("session is locked").
+            return clickhouse_connect.get_client(
+                dsn=url, autogenerate_session_id=False, tz_mode="aware"
+            )
+        except ClickHouseError as exc:
+            message = str(exc).replace(url, location)
+            raise HistoryStoreError(
+                f"cannot connect to the ClickHouse server {location}: {message}"
+            ) from None

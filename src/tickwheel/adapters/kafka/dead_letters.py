@@ -1,0 +1,55 @@
+"""Records that cannot be decoded go to the dead-letter topic with a reason and their
+topic/partition/offset; the consumer that met them keeps running."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.dead_letters")
+
+
+class DeadLetterWriter:
+    def __init__(self, bootstrap: str | None = None, clock: Clock | None = None) -> None:
+        self._clock = clock or SystemClock()
+        self._producer: EventProducer | None = None
+        self._bootstrap = bootstrap
+        self.topic = topic_name("executions.dlq")
+
+    def undecodable(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: str | None,
+        raw: bytes | None,
+        reason: str,
+    ) -> None:
+        log.error(
+            "undecodable record sent to the dead-letter topic",
+            extra={"action": "record_dead_lettered", "topic": topic, "partition": partition,
+                   "offset": offset, "reason": reason},
+        )  # fmt: skip
+        if self._producer is None:
+            self._producer = EventProducer(self._bootstrap)
+        record = {
+            "dead_letter_id": str(uuid.uuid4()),
+            "event_time": int(self._clock.now() * 1000),
+            "reason": f"undecodable: {reason}",
+            "source_topic": topic,
+            "source_partition": partition,
+            "source_offset": offset,
+            "execution_id": None,
+            "job_id": key,
+            "attempt": None,
+            "error": reason,
+            "payload": None,
+            "raw_value": raw,
+        }
+        self._producer.send(self.topic, key, encode("DeadLetter", record))
+        self._producer.flush()

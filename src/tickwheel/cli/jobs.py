@@ -1,0 +1,126 @@
+"""`tickwheel jobs create|get|list|pause|resume|delete|trigger|backfill`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tickwheel.errors import InvalidInput
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "jobs", help="create and change job definitions (KAFKA_BOOTSTRAP_SERVERS names the cluster)"
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    create = verbs.add_parser("create", help="publish a new job definition")
+    source = create.add_mutually_exclusive_group(required=True)
+    source.add_argument("--file", help="a JSON job definition ('-' reads standard input)")
+    source.add_argument("--json", dest="inline", help="the JSON job definition itself")
+    create.set_defaults(handler=_create)
+
+    get = verbs.add_parser("get", help="the current definition of a job")
+    get.add_argument("job_id")
+    get.add_argument("--json", action="store_true", help="print JSON (the default)")
+    get.set_defaults(handler=_get)
+
+    listing = verbs.add_parser("list", help="every job")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_list)
+
+    for verb, help_text in (
+        ("pause", "stop firing a job (occurrences while paused are not owed)"),
+        ("resume", "fire a paused job again, from now"),
+        ("delete", "delete a job (a tombstone; nothing fires any more)"),
+        ("trigger", "fire a job once, now, outside its schedule"),
+    ):
+        sub = verbs.add_parser(verb, help=help_text)
+        sub.add_argument("job_id")
+        sub.set_defaults(handler=_simple, verb_name=verb)
+
+    backfill = verbs.add_parser(
+        "backfill", help="emit every slot of a job's schedule in (--from, --to]"
+    )
+    backfill.add_argument("job_id")
+    backfill.add_argument(
+        "--from", dest="start", required=True, help="ISO 8601 instant with offset"
+    )
+    backfill.add_argument("--to", dest="end", required=True, help="ISO 8601 instant with offset")
+    backfill.set_defaults(handler=_backfill)
+
+
+def _client() -> Any:
+    from tickwheel.sdk.jobs import JobsClient
+
+    return JobsClient()
+
+
+def _print(document: Any) -> None:
+    print(json.dumps(document, indent=2, sort_keys=True))
+
+
+def _create(args: argparse.Namespace) -> int:
+    if args.inline is not None:
+        text = args.inline
+    elif args.file == "-":
+        text = sys.stdin.read()
+    else:
+        with open(args.file) as handle:
+            text = handle.read()
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput("definition", f"not valid JSON: {exc}") from None
+    from tickwheel.sdk.jobs import definition_to_spec
+
+    _print(definition_to_spec(_client().create(spec)))
+    return 0
+
+
+def _get(args: argparse.Namespace) -> int:
+    from tickwheel.sdk.jobs import definition_to_spec
+
+    _print(definition_to_spec(_client().get(args.job_id)))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from tickwheel.sdk.jobs import definition_to_spec
+
+    jobs = [definition_to_spec(j) for j in _client().list()]
+    if args.json:
+        _print(jobs)
+        return 0
+    print(f"{'JOB':<36} {'TYPE':<10} {'SCHEDULE':<24} {'ZONE':<20} {'VER':>4} ENABLED")
+    for job in jobs:
+        schedule = job.get("cron") or job.get("runAt", "")
+        print(
+            f"{job['jobId']:<36} {job['type']:<10} {schedule:<24} {job['timezone']:<20} "
+            f"{job['version']:>4} {job['enabled']}"
+        )
+    return 0
+
+
+def _simple(args: argparse.Namespace) -> int:
+    client = _client()
+    result = getattr(client, args.verb_name)(args.job_id)
+    if args.verb_name == "delete":
+        print(f"deleted {args.job_id}")
+    elif args.verb_name == "trigger":
+        print(f"trigger requested for {args.job_id} (command {result['command_id']})")
+    else:
+        print(f"{args.verb_name}d {args.job_id} (version {result['version']})")
+    return 0
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    from tickwheel.sdk.jobs import parse_instant_ms
+
+    command = _client().backfill(
+        args.job_id, parse_instant_ms(args.start, "--from"), parse_instant_ms(args.end, "--to")
+    )
+    print(f"backfill requested for {args.job_id} (command {command['command_id']})")
+    return 0

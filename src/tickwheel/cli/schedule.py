@@ -1,0 +1,99 @@
+"""`tickwheel schedule preview`: the next occurrences exactly as the timer will fire them.
+
+This module is the only place the preview reads the clock (for the `--from` default);
+the computation itself is `tickwheel.core.preview.preview`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview
+from tickwheel.core.schedule import DST_POLICIES
+from tickwheel.core.timefmt import format_utc, parse_iso_ms
+
+
+def register(subparsers: Any) -> None:
+    """Add the `schedule` command group to the top-level parser's subparsers."""
+    schedule = subparsers.add_parser(
+        "schedule",
+        help="inspect schedules (cron + time zone + DST policy)",
+        description="Inspect schedules without creating a job.",
+    )
+    commands = schedule.add_subparsers(dest="schedule_command", metavar="SUBCOMMAND", required=True)
+    cmd = commands.add_parser(
+        "preview",
+        help="print the next occurrences of a cron schedule (UTC and local, before jitter)",
+        description=(
+            "Print the next occurrences of a cron expression in a time zone, exactly as the "
+            "timer will fire them (before jitter), with a note where the DST policy shifted "
+            "or repeated a local time. Bad input exits with status 2 and says what is accepted."
+        ),
+    )
+    cmd.add_argument(
+        "--cron",
+        required=True,
+        metavar="EXPR",
+        help="5 fields (min hour dom month dow) or 6 with leading seconds, e.g. '30 2 * * *'",
+    )
+    cmd.add_argument(
+        "--timezone",
+        default=None,
+        metavar="ZONE",
+        help="IANA zone, e.g. America/New_York (default: UTC, never the host's zone)",
+    )
+    cmd.add_argument(
+        "--from",
+        dest="from_",
+        default=None,
+        metavar="ISO",
+        help="start after this instant, ISO 8601 with offset, e.g. 2024-03-09T00:00:00Z "
+        "(default: now)",
+    )
+    cmd.add_argument(
+        "--count",
+        type=int,
+        default=10,
+        metavar="N",
+        help=f"how many occurrences, 1-{MAX_PREVIEW_COUNT} (default: 10)",
+    )
+    cmd.add_argument(
+        "--dst-policy",
+        default=None,
+        choices=DST_POLICIES,
+        metavar="POLICY",
+        help="DST policy (default: auto); one of " + ", ".join(DST_POLICIES),
+    )
+    cmd.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    cmd.set_defaults(handler=run_preview)
+
+
+def run_preview(args: argparse.Namespace) -> int:
+    """Handle `tickwheel schedule preview`; returns the exit code."""
+    from_ms = int(time.time() * 1000) if args.from_ is None else parse_iso_ms(args.from_, "--from")
+    rows = preview(args.cron, args.timezone, from_ms, args.count, dst_policy=args.dst_policy)
+    zone = args.timezone or "UTC"
+    if args.json:
+        document = {
+            "cron": " ".join(args.cron.split()),
+            "timezone": zone,
+            "dstPolicy": args.dst_policy or "auto",
+            "from": format_utc(from_ms),
+            "occurrences": [row.as_dict() for row in rows],
+        }
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    _print_table(rows, zone)
+    return 0
+
+
+def _print_table(rows: list[PreviewRow], zone: str) -> None:
+    print(f"{'UTC':<25} {'local (' + zone + ')':<32} note")
+    for row in rows:
+        local = f"{row.local} {row.abbreviation}"
+        print(f"{row.utc:<25} {local:<32} {row.note or ''}".rstrip())

@@ -1,0 +1,257 @@
+"""Parse and validate cron expressions into sets of wall-clock field values.
+
+Accepted: 5 fields (minute hour day-of-month month day-of-week) or 6 with leading
+seconds; in each field `*`, numbers, names (JAN-DEC, SUN-SAT), ranges `a-b`, steps
+`*/n`, `a-b/n`, `a/n`, and comma lists; `?` as `*` in the day fields; 7 as Sunday; the
+macros @yearly @annually @monthly @weekly @daily @midnight @hourly.
+
+Standard (Vixie) cron day semantics: when both day-of-month and day-of-week are
+restricted, a day matches if *either* matches. A day field counts as unrestricted when
+it starts with `*` or `?` (so `*/2` in day-of-month combines with day-of-week by AND),
+exactly as Vixie cron and croniter do.
+
+Parsing is linear in the input, which is capped at `MAX_CRON_LENGTH` characters, so no
+expression can make it hang.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+
+from tickwheel.core.errors import InvalidSchedule
+
+MAX_CRON_LENGTH = 256
+
+MACROS: dict[str, str] = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+_MONTH_NAMES = {name.upper(): i for i, name in enumerate(calendar.month_abbr) if name}
+_DOW_NAMES = {"SUN": 0, "MON": 1, "TUE": 2, "WED": 3, "THU": 4, "FRI": 5, "SAT": 6}
+_MONTH_ABBR = {i: name for name, i in _MONTH_NAMES.items()}
+# The most days each month can have (February in a leap year).
+_MAX_MONTH_DAYS = {
+    1: 31,
+    2: 29,
+    3: 31,
+    4: 30,
+    5: 31,
+    6: 30,
+    7: 31,
+    8: 31,
+    9: 30,
+    10: 31,
+    11: 30,
+    12: 31,
+}
+_QUARTZ = re.compile(r"^(\d*L|\d+W|LW|\d+#\d+|L-\d+)$")
+_SYMBOLS_HELP = "ASCII digits, letters, spaces and the symbols * ? , - /"
+
+
+@dataclass(frozen=True)
+class _FieldSpec:
+    name: str
+    low: int
+    high: int
+    accepted: str
+    names: dict[str, int] | None = None
+    question_mark: bool = False
+
+
+_SECOND = _FieldSpec("second", 0, 59, "0-59")
+_MINUTE = _FieldSpec("minute", 0, 59, "0-59")
+_HOUR = _FieldSpec("hour", 0, 23, "0-23")
+_DOM = _FieldSpec("day-of-month", 1, 31, "1-31", question_mark=True)
+_MONTH = _FieldSpec("month", 1, 12, "1-12 or JAN-DEC", names=_MONTH_NAMES)
+_DOW = _FieldSpec(
+    "day-of-week", 0, 7, "0-7 (0 and 7 are Sunday) or SUN-SAT", names=_DOW_NAMES, question_mark=True
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CronFields:
+    """A validated cron expression as sorted tuples of the values each field allows.
+
+    `days_of_week` uses 0 = Sunday … 6 = Saturday. `dom_restricted`/`dow_restricted`
+    follow the Vixie rule above. `expression` is the normalised text (single spaces,
+    macros kept as written) and is what schedules are keyed and shared by.
+    """
+
+    expression: str
+    seconds: tuple[int, ...]
+    minutes: tuple[int, ...]
+    hours: tuple[int, ...]
+    days_of_month: tuple[int, ...]
+    months: tuple[int, ...]
+    days_of_week: tuple[int, ...]
+    dom_restricted: bool
+    dow_restricted: bool
+    has_seconds: bool
+
+    @property
+    def every_hour(self) -> bool:
+        """True when the hour field allows all 24 hours (the `*` case of the DST policy)."""
+        return len(self.hours) == 24
+
+
+def _fail(message: str) -> InvalidSchedule:
+    return InvalidSchedule("cron", message)
+
+
+def _check_text(expression: str) -> None:
+    if len(expression) > MAX_CRON_LENGTH:
+        raise _fail(
+            f"expression is {len(expression)} characters long; accepted: at most {MAX_CRON_LENGTH}"
+        )
+    for position, char in enumerate(expression):
+        if not char.isascii():
+            raise _fail(
+                f"expression contains the non-ASCII character {char!r} at position {position}; "
+                f"accepted: {_SYMBOLS_HELP}"
+            )
+
+
+def _number(token: str, spec: _FieldSpec, raw: str) -> int:
+    upper = token.upper()
+    if spec.names is not None and upper in spec.names:
+        return spec.names[upper]
+    if not token.isdigit():
+        if _QUARTZ.match(upper):
+            raise _fail(
+                f"{spec.name} field {raw!r}: {token!r} (Quartz L/W/# syntax) is not supported; "
+                f"accepted: {spec.accepted}, *, ranges a-b, steps /n and comma lists"
+            )
+        raise _fail(
+            f"{spec.name} field {raw!r}: {token!r} is not a number; accepted: {spec.accepted}"
+        )
+    value = int(token)
+    if not spec.low <= value <= spec.high:
+        raise _fail(
+            f"{spec.name} field {raw!r}: {value} is out of range; accepted: {spec.accepted}"
+        )
+    return value
+
+
+def _parse_field(raw: str, spec: _FieldSpec) -> tuple[tuple[int, ...], bool]:
+    """Return the allowed values and whether the field is restricted (Vixie rule)."""
+    restricted = not raw.startswith(("*", "?"))
+    # Steps run over the field's own range; for day-of-week that is 0-6 (7 is an alias).
+    high = 6 if spec is _DOW else spec.high
+    span = high - spec.low
+    values: set[int] = set()
+    for item in raw.split(","):
+        if not item:
+            raise _fail(
+                f"{spec.name} field {raw!r}: empty list item; accepted: comma-separated values"
+            )
+        base, slash, step_text = item.partition("/")
+        step = 1
+        if slash:
+            if not step_text.isdigit():
+                raise _fail(
+                    f"{spec.name} field {raw!r}: step {step_text!r} is not a number; "
+                    f"accepted: a step from 1 to {span}"
+                )
+            step = int(step_text)
+            if step == 0:
+                raise _fail(
+                    f"{spec.name} field {raw!r}: step 0 is not allowed; accepted: a step from 1 to {span}"
+                )
+            if step > span:
+                raise _fail(
+                    f"{spec.name} field {raw!r}: step {step} is larger than the field's range "
+                    f"{spec.low}-{high}; accepted: a step from 1 to {span} "
+                    "(a cron step does not carry into the next unit)"
+                )
+        if base in {"*", "?"}:
+            if base == "?" and not spec.question_mark:
+                raise _fail(
+                    f"{spec.name} field {raw!r}: '?' is only allowed in the day fields; "
+                    f"accepted: {spec.accepted} or *"
+                )
+            low, top = spec.low, high
+        elif "-" in base:
+            left, _, right = base.partition("-")
+            low, top = _number(left, spec, raw), _number(right, spec, raw)
+            if low > top:
+                raise _fail(
+                    f"{spec.name} field {raw!r}: range {base} runs backwards; "
+                    "accepted: low-high with low <= high"
+                )
+        else:
+            low = _number(base, spec, raw)
+            # `a/n` means "from a to the end of the range every n" (Quartz, croniter).
+            top = high if slash else low
+        values.update(range(low, top + 1, step))
+    if spec is _DOW and 7 in values:
+        values.discard(7)
+        values.add(0)
+    return tuple(sorted(values)), restricted
+
+
+def _describe_months(months: tuple[int, ...]) -> str:
+    return ",".join(_MONTH_ABBR[m] for m in months)
+
+
+def parse_cron(expression: str) -> CronFields:
+    """Parse and validate a cron expression (see the module docstring for the grammar).
+
+    Raises `InvalidSchedule` (field `cron`) saying what is wrong and what is accepted.
+    """
+    _check_text(expression)
+    text = " ".join(expression.split())
+    if not text:
+        raise _fail(
+            "expression is empty; accepted: 5 fields (minute hour day-of-month month day-of-week) "
+            "or 6 with leading seconds"
+        )
+    fields = text.split(" ")
+    if text.startswith("@"):
+        macro = MACROS.get(text.lower())
+        if macro is None:
+            raise _fail(f"unknown macro {text!r}; accepted: {', '.join(MACROS)}")
+        fields = macro.split(" ")
+    if len(fields) not in (5, 6):
+        raise _fail(
+            f"expected 5 fields (minute hour day-of-month month day-of-week) or 6 with leading "
+            f"seconds; got {len(fields)}"
+        )
+    has_seconds = len(fields) == 6
+    if not has_seconds:
+        fields = ["0", *fields]
+    seconds, _ = _parse_field(fields[0], _SECOND)
+    minutes, _ = _parse_field(fields[1], _MINUTE)
+    hours, _ = _parse_field(fields[2], _HOUR)
+    doms, dom_restricted = _parse_field(fields[3], _DOM)
+    months, _ = _parse_field(fields[4], _MONTH)
+    dows, dow_restricted = _parse_field(fields[5], _DOW)
+    # With both day fields restricted, either may match, and a day-of-week always occurs.
+    either = dom_restricted and dow_restricted
+    if not either and not any(d <= _MAX_MONTH_DAYS[m] for m in months for d in doms):
+        longest = max(_MAX_MONTH_DAYS[m] for m in months)
+        sizes = ", ".join(f"{_MONTH_ABBR[m]} has at most {_MAX_MONTH_DAYS[m]} days" for m in months)
+        raise _fail(
+            f"{text!r} can never fire: day-of-month {fields[3]} never occurs in "
+            f"{_describe_months(months)} ({sizes}); accepted: a day-of-month from 1 to {longest} "
+            "for these months"
+        )
+    return CronFields(
+        expression=text,
+        seconds=seconds,
+        minutes=minutes,
+        hours=hours,
+        days_of_month=doms,
+        months=months,
+        days_of_week=dows,
+        dom_restricted=dom_restricted,
+        dow_restricted=dow_restricted,
+        has_seconds=has_seconds,
+    )

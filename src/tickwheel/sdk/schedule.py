@@ -1,0 +1,30 @@
+"""Schedules for job authors and producers: validate a schedule and preview it.
+
+`preview` returns the next occurrences exactly as the timer will fire them (before
+jitter); `parse_schedule` raises `InvalidSchedule` with the same messages the API and
+CLI give.
+"""
+
+from __future__ import annotations
+
+from tickwheel.core.errors import InvalidSchedule
+from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview
+from tickwheel.core.schedule import (
+    DST_POLICIES,
+    CompiledSchedule,
+    Schedule,
+    compile_schedule,
+    parse_schedule,
+)
+
+__all__ = [
+    "DST_POLICIES",
+    "MAX_PREVIEW_COUNT",
+    "CompiledSchedule",
+    "InvalidSchedule",
+    "PreviewRow",
+    "Schedule",
+    "compile_schedule",
+    "parse_schedule",
+    "preview",
+]

@@ -1,0 +1,3 @@
+from tickwheel.services.timer.service import main
+
+main()

@@ -1,0 +1,401 @@
+"""What one timer partition decides, without I/O: the jobs it owns, the wheel of their next
+occurrences inside the horizon, and — at each tick — what to emit.
+
+The Kafka loop (`service.py`) feeds it definitions, timer state and commands, calls `tick(now)`
+and writes the returned `Emission` in one transaction. Nothing here reads a clock: `now_ms`
+is always an argument, so the tests drive it with a fake clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.core.identity import execution_id
+from tickwheel.core.jitter import default_jitter_window_ms, jitter_offset_ms
+from tickwheel.core.misfire import walk_forward
+from tickwheel.core.period import period_of, render_payload_template
+from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.core.wheel import TimingWheel
+from tickwheel.durations import parse_duration_ms
+
+# Slots missed by less than this are simply late, not misfired: a failover of a few seconds
+# must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
+MISFIRE_GRACE_MS = 60_000
+# An emission later than this after its fire time is flagged `late`.
+LATE_AFTER_MS = 1_000
+
+
+@dataclass(slots=True)
+class JobEntry:
+    """The compact view of one definition that the timer keeps in memory."""
+
+    job_id: str
+    version: int
+    job_type: str
+    tenant_id: str
+    priority: str
+    payload: str
+    payload_template: str | None
+    max_attempts: int
+    misfire_policy: str
+    max_catch_up: int
+    enabled: bool
+    jitter_ms: int
+    updated_at_ms: int
+    created_at_ms: int
+    schedule: CompiledSchedule
+    one_off: bool
+    # Timer state: the last slot emitted or skipped (the walk resumes after it).
+    last_scheduled_ms: int | None = None
+    last_fire_ms: int | None = None
+    # The next slot materialised, in the wheel (handle set) or parked beyond the horizon.
+    next_ms: int | None = None
+    handle: int | None = None
+
+
+@dataclass
+class Emission:
+    """What one tick (or one command) asks the service to write in one transaction."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.requests or self.events or self.states)
+
+    def extend(self, other: Emission) -> None:
+        self.requests.extend(other.requests)
+        self.events.extend(other.events)
+        self.states.update(other.states)
+
+
+def entry_from_definition(record: dict[str, Any]) -> JobEntry:
+    """A JobDefinition record (already validated when published) as a JobEntry."""
+    if record.get("runAt") is not None:
+        schedule = parse_schedule(run_at=_iso(record["runAt"]))
+    else:
+        schedule = parse_schedule(
+            cron=record["cron"], timezone=record.get("timezone"), dst_policy=record.get("dstPolicy")
+        )
+    compiled = compile_schedule(schedule)
+    one_off = record.get("runAt") is not None
+    explicit = parse_duration_ms(record["jitter"], "jitter") if record.get("jitter") else None
+    jitter = default_jitter_window_ms(compiled.nominal_period_ms, explicit_ms=explicit)
+    return JobEntry(
+        job_id=record["jobId"],
+        version=record["version"],
+        job_type=record["type"],
+        tenant_id=record["tenantId"],
+        priority=record["priority"],
+        payload=record["payload"],
+        payload_template=record.get("payloadTemplate"),
+        max_attempts=record["maxAttempts"],
+        misfire_policy=record["misfirePolicy"],
+        max_catch_up=record["maxCatchUp"],
+        enabled=record["enabled"],
+        jitter_ms=jitter,
+        updated_at_ms=record["updatedAt"],
+        created_at_ms=record["createdAt"],
+        schedule=compiled,
+        one_off=one_off,
+    )
+
+
+def _iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
+
+
+class PartitionTimer:
+    """The jobs of one partition and their occurrences inside the horizon."""
+
+    def __init__(
+        self, partition: int, horizon_ms: int, tick_ms: int, start_ms: int, max_batch: int
+    ) -> None:
+        self.partition = partition
+        self.horizon_ms = horizon_ms
+        self.max_batch = max_batch
+        self.jobs: dict[str, JobEntry] = {}
+        self.wheel = TimingWheel(tick_ms=tick_ms, start_ms=start_ms)
+        # Wheel entries are ints; this maps them back to (job_id, slot).
+        self._entries: dict[int, tuple[str, int]] = {}
+        self._next_entry = 0
+        # Jobs whose next slot lies beyond the horizon: (next_ms, job_id), lazily invalidated.
+        self._parked: list[tuple[int, str]] = []
+        # Due occurrences waiting for a batch, per tenant, served round-robin.
+        self._ready: dict[str, deque[tuple[str, int]]] = {}
+        self._restoring_states: dict[str, dict[str, Any]] = {}
+        self.serving = False
+
+    # -- restore ---------------------------------------------------------------------------
+    def load_state(self, job_id: str, state: dict[str, Any] | None) -> None:
+        if state is None:
+            self._restoring_states.pop(job_id, None)
+        else:
+            self._restoring_states[job_id] = state
+
+    def load_definition(self, job_id: str, record: dict[str, Any] | None) -> None:
+        """During restore: remember the latest definition (None = deleted)."""
+        if record is None:
+            self.jobs.pop(job_id, None)
+        else:
+            self.jobs[job_id] = entry_from_definition(record)
+
+    def finish_restore(self, now_ms: int) -> Emission:
+        """Walk every job forward from its last slot with its misfire policy, then fill the
+        wheel to the horizon. Returns the catch-up and skip records to write."""
+        emission = Emission()
+        for job in self.jobs.values():
+            state = self._restoring_states.get(job.job_id)
+            if state is not None:
+                job.last_scheduled_ms = state.get("last_scheduled_time")
+                job.last_fire_ms = state.get("last_fire_time")
+            emission.extend(self._catch_up(job, now_ms))
+            self._materialise(job, now_ms)
+        self._restoring_states.clear()
+        self.serving = True
+        return emission
+
+    # -- live changes ----------------------------------------------------------------------
+    def apply_definition(self, job_id: str, record: dict[str, Any] | None, now_ms: int) -> Emission:
+        """A definition changed while serving: delete, pause, resume or edit."""
+        old = self.jobs.get(job_id)
+        emission = Emission()
+        if old is not None:
+            self._unschedule(old)
+        if record is None:
+            self.jobs.pop(job_id, None)
+            if old is not None:
+                emission.states[job_id] = None  # tombstone the timer state too
+            return emission
+        job = entry_from_definition(record)
+        if old is not None and job.version <= old.version:
+            # A replay of what we already hold (e.g. read during restore and again live).
+            self._materialise(old, now_ms)
+            return emission
+        if old is not None:
+            job.last_scheduled_ms = old.last_scheduled_ms
+            job.last_fire_ms = old.last_fire_ms
+        if old is not None and not old.enabled and job.enabled:
+            # Resumed: slots that fell while paused are not owed (docs/decisions/0004).
+            job.last_scheduled_ms = max(job.last_scheduled_ms or 0, job.updated_at_ms)
+        self.jobs[job_id] = job
+        emission.extend(self._catch_up(job, now_ms))
+        self._materialise(job, now_ms)
+        return emission
+
+    def _unschedule(self, job: JobEntry) -> None:
+        if job.handle is not None:
+            self.wheel.cancel(job.handle)
+            job.handle = None
+        job.next_ms = None
+
+    # -- the walk --------------------------------------------------------------------------
+    def _start_after(self, job: JobEntry) -> int:
+        """The instant the job's walk resumes after: its last slot, or its creation (a job's
+        first occurrence is its first slot strictly after it was created)."""
+        if job.last_scheduled_ms is not None:
+            return job.last_scheduled_ms
+        if job.one_off:
+            return min(job.created_at_ms, job.schedule.next_after(-1) or 0) - 1
+        return job.created_at_ms
+
+    def _catch_up(self, job: JobEntry, now_ms: int) -> Emission:
+        """Slots missed by more than the grace period, under the job's misfire policy."""
+        emission = Emission()
+        if not job.enabled:
+            return emission
+        cutoff = now_ms - MISFIRE_GRACE_MS
+        start = self._start_after(job)
+        if start >= cutoff:
+            return emission
+        walk = walk_forward(job.schedule, start, cutoff, job.misfire_policy, job.max_catch_up)
+        # Non-firing slots come first in the walk, then the elided middle, then the fired ones.
+        for missed in walk:
+            if missed.disposition != "fire":
+                emission.events.append(
+                    self._skipped(job, missed.scheduled_ms, now_ms, missed.reason)
+                )
+        if walk.elided is not None:
+            gap = walk.elided
+            summary = self._skipped(job, gap.through_ms, now_ms, f"{gap.reason}:range")
+            summary["details"] = json.dumps(
+                {"job_version": job.version, "after": gap.after_ms, "through": gap.through_ms,
+                 "count": gap.count, "disposition": gap.disposition}
+            )  # fmt: skip
+            emission.events.append(summary)
+        for missed in walk.to_fire:
+            fire_ms = missed.scheduled_ms + self._jitter(job, missed.scheduled_ms)
+            emission.requests.append(
+                self._request(job, missed.scheduled_ms, fire_ms, now_ms, "catch_up")
+            )
+        if walk.last_scheduled_ms is not None:
+            job.last_scheduled_ms = walk.last_scheduled_ms
+        if emission:
+            emission.states[job.job_id] = self._state(job, now_ms)
+        return emission
+
+    def _jitter(self, job: JobEntry, slot_ms: int) -> int:
+        if job.jitter_ms <= 0:
+            return 0
+        return jitter_offset_ms(job.job_id, slot_ms, job.jitter_ms)
+
+    def _materialise(self, job: JobEntry, now_ms: int) -> None:
+        """Put the job's next slot in the wheel if it is inside the horizon, else park it."""
+        if not job.enabled or job.handle is not None:
+            return
+        nxt = job.schedule.next_after(self._start_after(job))
+        job.next_ms = nxt
+        if nxt is None:
+            return
+        if nxt <= now_ms + self.horizon_ms:
+            self._insert(job, nxt)
+        else:
+            heapq.heappush(self._parked, (nxt, job.job_id))
+
+    def _insert(self, job: JobEntry, slot_ms: int) -> None:
+        entry = self._next_entry
+        self._next_entry += 1
+        self._entries[entry] = (job.job_id, slot_ms)
+        job.handle = self.wheel.insert(slot_ms + self._jitter(job, slot_ms), entry)
+
+    def _refill(self, now_ms: int) -> None:
+        limit = now_ms + self.horizon_ms
+        while self._parked and self._parked[0][0] <= limit:
+            slot, job_id = heapq.heappop(self._parked)
+            job = self.jobs.get(job_id)
+            if job is not None and job.handle is None and job.next_ms == slot and job.enabled:
+                self._insert(job, slot)
+
+    # -- the tick --------------------------------------------------------------------------
+    def tick(self, now_ms: int) -> Emission:
+        """Everything due at `now_ms`, at most `max_batch` occurrences, tenants round-robin."""
+        emission = Emission()
+        if not self.serving:
+            return emission
+        self._refill(now_ms)
+        for _fire_ms, entry in self.wheel.advance(now_ms):
+            job_id, slot = self._entries.pop(entry)
+            job = self.jobs.get(job_id)
+            if job is None or job.next_ms != slot:
+                continue
+            job.handle = None
+            self._ready.setdefault(job.tenant_id, deque()).append((job_id, slot))
+            # The next slot enters the wheel now, so a slow batch never delays the grid.
+            job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
+            self._materialise(job, now_ms)
+        taken = 0
+        while self._ready and taken < self.max_batch:
+            for tenant in list(self._ready):
+                queue = self._ready[tenant]
+                job_id, slot = queue.popleft()
+                if not queue:
+                    del self._ready[tenant]
+                job = self.jobs.get(job_id)
+                if job is None or not job.enabled:
+                    continue
+                fire_ms = slot + self._jitter(job, slot)
+                trigger = "scheduled"
+                emission.requests.append(self._request(job, slot, fire_ms, now_ms, trigger))
+                job.last_fire_ms = fire_ms
+                emission.states[job_id] = self._state(job, now_ms)
+                taken += 1
+                if taken >= self.max_batch:
+                    break
+        return emission
+
+    @property
+    def backlog(self) -> int:
+        return sum(len(q) for q in self._ready.values())
+
+    # -- commands --------------------------------------------------------------------------
+    def command(self, command: dict[str, Any], now_ms: int) -> Emission:
+        emission = Emission()
+        job = self.jobs.get(command["job_id"])
+        if job is None:
+            return emission
+        if command["kind"] == "trigger":
+            emission.requests.append(
+                self._request(job, command["requested_at"], now_ms, now_ms, "manual")
+            )
+        elif command["kind"] == "backfill":
+            for slot in job.schedule.occurrences(command["range_start"], command["range_end"]):
+                emission.requests.append(self._request(job, slot, now_ms, now_ms, "backfill"))
+        return emission
+
+    # -- records ---------------------------------------------------------------------------
+    def _request(
+        self, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: str
+    ) -> dict[str, Any]:
+        if trigger == "manual":
+            # Fired outside the grid: its period runs from the last slot on the grid to now.
+            previous = job.schedule.prev_before(slot)
+            period_start, period_end = (slot if previous is None else previous), slot
+        else:
+            period_start, period_end = period_of(job.schedule, slot)
+        payload = job.payload
+        if job.payload_template:
+            payload = render_payload_template(
+                job.payload_template,
+                period_start_ms=period_start,
+                period_end_ms=period_end,
+                scheduled_ms=slot,
+            )
+        late = trigger in ("scheduled", "catch_up") and now_ms - fire_ms > LATE_AFTER_MS
+        return {
+            "execution_id": execution_id(job.job_id, job.version, slot),
+            "job_id": job.job_id,
+            "job_version": job.version,
+            "job_type": job.job_type,
+            "tenant_id": job.tenant_id,
+            "priority": job.priority,
+            "attempt": 1,
+            "scheduled_time": slot,
+            "fire_time": fire_ms,
+            "period_start": period_start,
+            "period_end": period_end,
+            "payload": payload,
+            "max_attempts": job.max_attempts,
+            "trigger": trigger,
+            "late": late,
+            "requested_at": now_ms,
+            "lease_seconds": 30,
+            "heartbeat_seconds": 10,
+        }
+
+    def _skipped(self, job: JobEntry, slot: int, now_ms: int, reason: str) -> dict[str, Any]:
+        return {
+            "event_id": f"skipped:{execution_id(job.job_id, job.version, slot)}",
+            "event_time": now_ms,
+            "event_type": "skipped",
+            "job_id": job.job_id,
+            "job_type": job.job_type,
+            "tenant_id": job.tenant_id,
+            "execution_id": execution_id(job.job_id, job.version, slot),
+            "attempt": 0,
+            "scheduled_time": slot,
+            "fire_time": None,
+            "worker_id": None,
+            "lease_deadline": None,
+            "error": None,
+            "error_kind": None,
+            "reason": reason,
+            "details": json.dumps({"job_version": job.version}),
+        }
+
+    def _state(self, job: JobEntry, now_ms: int) -> dict[str, Any]:
+        return {
+            "job_id": job.job_id,
+            "job_version": job.version,
+            "last_scheduled_time": job.last_scheduled_ms,
+            "last_fire_time": job.last_fire_ms,
+            "next_scheduled_time": job.next_ms,
+            "updated_at": now_ms,
+            "pending": [],
+        }

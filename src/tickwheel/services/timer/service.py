@@ -1,0 +1,455 @@
+"""The timer service: owns partitions of jobs.definitions (and of every co-partitioned topic),
+keeps a wheel per partition, and emits due occurrences exactly once.
+
+Exactly-once trigger (docs/decisions/0004-timer-fencing.md):
+- one transactional producer per owned partition, `transactional.id = <prefix>tickwheel-timer-p<N>`.
+  A new owner's `init_transactions()` fences the previous owner of that partition and waits
+  until its open transaction is aborted or committed; only then is the partition's timer state
+  read (read_committed). A zombie's later writes are rejected by the broker.
+- each tick, for each partition: the execution requests, skipped-occurrence events, timer-state
+  updates and the consumed command offsets go in one transaction.
+- any transaction failure drops the partition's in-memory state and restores it from Kafka.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.kafka.admin import verify_topology
+from tickwheel.adapters.kafka.client import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaException,
+    TopicPartition,
+)
+from tickwheel.adapters.kafka.config import bootstrap_servers, consumer_config
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.logs import configure_logging
+from tickwheel.services.timer.metrics import TimerMetrics
+from tickwheel.services.timer.scheduler import Emission, PartitionTimer
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.timer")
+
+# Longer than the group session timeout (10 s): by then a zombie has been told it lost its
+# partitions, so a partition still assigned to us after a fence really is ours.
+FENCED_RECHECK_S = 30.0
+
+
+@dataclass
+class TimerSettings:
+    """Environment: TICKWHEEL_TIMER_HORIZON_S, TICKWHEEL_TIMER_TICK_MS,
+    TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP."""
+
+    instance: str = "timer"
+    bootstrap: str = field(default_factory=bootstrap_servers)
+    group_id: str = field(
+        default_factory=lambda: os.environ.get(
+            "TICKWHEEL_TIMER_GROUP", topic_name("tickwheel-timer")
+        )
+    )
+    horizon_ms: int = field(
+        default_factory=lambda: int(
+            float(os.environ.get("TICKWHEEL_TIMER_HORIZON_S", "3600")) * 1000
+        )
+    )
+    tick_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_TICK_MS", "50"))
+    )
+    max_batch: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_MAX_BATCH", "5000"))
+    )
+    metrics_port: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_METRICS_PORT", "0"))
+    )
+
+
+class PartitionRuntime:
+    def __init__(
+        self,
+        partition: int,
+        timer: PartitionTimer,
+        producer: TransactionalProducer,
+        definitions_end: int,
+    ) -> None:
+        self.partition = partition
+        self.timer = timer
+        self.producer = producer
+        self.definitions_end = definitions_end  # where the restore stopped reading definitions
+        self.command_offset: int | None = None  # next offset to read of timers.commands
+        self.inputs_moved = False  # the checkpoint must be written in the next transaction
+        self.pending_emission = Emission()  # from definition changes and commands since the tick
+
+
+class TimerService:
+    def __init__(self, settings: TimerSettings, clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.definitions = topic_name("jobs.definitions")
+        self.state_topic = topic_name("timers.state")
+        self.commands = topic_name("timers.commands")
+        self.events_topic = topic_name("executions.events")
+        self.partitions: dict[int, PartitionRuntime] = {}
+        self.fenced_at: dict[int, float] = {}
+        self.metrics = TimerMetrics()
+        self.running = True
+        self.dead_letters = DeadLetterWriter(settings.bootstrap, self.clock)
+        # The group decides which definitions partitions we own. Static membership: a restarted
+        # instance with the same name gets its partitions back without waiting for a rebalance.
+        self.consumer = Consumer(
+            consumer_config(
+                settings.group_id,
+                settings.bootstrap,
+                **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
+                   "heartbeat.interval.ms": 1000,
+                   "group.instance.id": f"{settings.group_id}-{settings.instance}"},
+            )
+        )  # fmt: skip
+        # Co-partitioned inputs (timers.commands) are read by partition, by whoever owns the
+        # definitions partition: the group assignor knows nothing of co-partitioning. Their
+        # offsets live in the partition's checkpoint record in timers.state (same transaction).
+        self.inputs = Consumer(
+            consumer_config(
+                f"{settings.group_id}-inputs-unused",
+                settings.bootstrap,
+                **{"enable.auto.offset.store": False},
+            )
+        )
+
+    def now_ms(self) -> int:
+        return int(self.clock.now() * 1000)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> None:
+        verify_topology(bootstrap=self.settings.bootstrap)
+        if self.settings.metrics_port:
+            self.metrics.serve(self.settings.metrics_port)
+        self.consumer.subscribe(
+            [self.definitions],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        log.info(
+            "timer started", extra={"action": "timer_started", "instance": self.settings.instance}
+        )
+        try:
+            while self.running:
+                self._poll(self.settings.tick_ms / 1000)
+                self._tick_all()
+                self._retry_fenced()
+        finally:
+            self.consumer.close()
+            self.inputs.close()
+            for runtime in self.partitions.values():
+                runtime.producer.flush(5)
+
+    def stop(self, *_args: Any) -> None:
+        self.running = False
+
+    # -- rebalancing -----------------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        assign: list[TopicPartition] = []
+        for tp in partitions:
+            if tp.topic == self.definitions:
+                self._restore(tp.partition)
+                # The restore read definitions to an end offset; the live tail starts there.
+                end = self.partitions[tp.partition].definitions_end
+                tp.offset = end if end >= 0 else OFFSET_BEGINNING
+            assign.append(tp)
+        consumer.incremental_assign(assign)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            if tp.topic == self.definitions:
+                runtime = self.partitions.pop(tp.partition, None)
+                self.fenced_at.pop(tp.partition, None)
+                self._unassign_inputs(tp.partition)
+                if runtime is not None:
+                    # No transaction is ever left open between polls: nothing to abort here.
+                    runtime.producer.flush(5)
+                    log.info(
+                        "partition revoked",
+                        extra={"action": "partition_revoked", "partition": tp.partition},
+                    )
+        # On a lost assignment the client may already have dropped them.
+        with contextlib.suppress(KafkaException):
+            consumer.incremental_unassign(partitions)
+
+    def _restore(self, partition: int) -> None:
+        started = time.monotonic()
+        producer = TransactionalProducer(
+            f"{topic_name('tickwheel-timer')}-p{partition}", self.settings.bootstrap
+        )
+        # Fences the previous owner and waits out its open transaction (if any) before we read.
+        producer.init()
+        now = self.now_ms()
+        timer = PartitionTimer(
+            partition, self.settings.horizon_ms, self.settings.tick_ms, now, self.settings.max_batch
+        )
+        input_offsets: dict[str, int] = {}
+        for record in read_to_end(self.state_topic, [partition], self.settings.bootstrap):
+            if record.key is None:
+                continue
+            state = None
+            if record.value is not None:
+                state = self._decode(record, "TimerState")
+                if state is None:
+                    continue
+            if record.key == checkpoint_key(partition):
+                input_offsets = dict(state["input_offsets"]) if state else {}
+                continue
+            timer.load_state(record.key, state)
+        end = -1
+        for record in read_to_end(self.definitions, [partition], self.settings.bootstrap):
+            end = record.offset + 1
+            if record.key is None:
+                continue
+            definition = None
+            if record.value is not None:
+                definition = self._decode(record, "JobDefinition")
+                if definition is None:
+                    continue
+            timer.load_definition(record.key, definition)
+        runtime = PartitionRuntime(partition, timer, producer, end)
+        runtime.command_offset = input_offsets.get(self.commands)
+        self.partitions[partition] = runtime
+        self._assign_inputs(partition, runtime.command_offset)
+        emission = timer.finish_restore(self.now_ms())
+        self._commit(runtime, emission)
+        elapsed = time.monotonic() - started
+        self.metrics.restore_seconds.observe(elapsed)
+        self.metrics.wheel_size.labels(str(partition)).set(len(timer.wheel))
+        log.info(
+            "partition restored",
+            extra={"action": "partition_restored", "partition": partition, "jobs": len(timer.jobs),
+                   "seconds": round(elapsed, 3), "caught_up": len(emission.requests)},
+        )  # fmt: skip
+
+    # -- the loop --------------------------------------------------------------------------
+    def _assign_inputs(self, partition: int, offset: int | None) -> None:
+        start = offset if offset is not None else OFFSET_BEGINNING
+        self.inputs.incremental_assign([TopicPartition(self.commands, partition, start)])
+
+    def _unassign_inputs(self, partition: int) -> None:
+        with contextlib.suppress(KafkaException):
+            self.inputs.incremental_unassign([TopicPartition(self.commands, partition)])
+
+    def _poll(self, timeout: float) -> None:
+        messages = self.consumer.consume(1000, timeout)
+        if self.partitions:
+            messages = messages + self.inputs.consume(1000, 0)
+        now = self.now_ms()
+        for msg in messages:
+            if msg.error():
+                continue
+            runtime = self.partitions.get(msg.partition())
+            if runtime is None:
+                continue
+            key = msg.key().decode() if msg.key() is not None else None
+            if msg.topic() == self.definitions:
+                if key is None:
+                    continue
+                definition = None
+                if msg.value() is not None:
+                    definition = self._decode_message(msg, "JobDefinition")
+                    if definition is None:
+                        continue
+                emission = runtime.timer.apply_definition(key, definition, now)
+                runtime.pending_emission.extend(emission)
+            elif msg.topic() == self.commands:
+                runtime.command_offset = msg.offset() + 1
+                runtime.inputs_moved = True
+                if msg.value() is None:
+                    continue
+                command = self._decode_message(msg, "TimerCommand")
+                if command is not None:
+                    runtime.pending_emission.extend(runtime.timer.command(command, now))
+
+    def _tick_all(self) -> None:
+        now = self.now_ms()
+        for partition, runtime in list(self.partitions.items()):
+            emission = runtime.pending_emission
+            runtime.pending_emission = Emission()
+            emission.extend(runtime.timer.tick(now))
+            if emission or runtime.inputs_moved:
+                self._commit(runtime, emission)
+            self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
+
+    def _commit(self, runtime: PartitionRuntime, emission: Emission) -> None:
+        if not emission and not runtime.inputs_moved:
+            return
+        producer = runtime.producer
+        try:
+            producer.begin()
+            for request in emission.requests:
+                producer.send(
+                    topic_name(f"executions.{request['priority']}"),
+                    request["job_id"],
+                    encode("ExecutionRequest", request),
+                )
+                producer.send(
+                    self.events_topic,
+                    request["job_id"],
+                    encode("ExecutionEvent", _requested_event(request)),
+                )
+            for event in emission.events:
+                producer.send(self.events_topic, event["job_id"], encode("ExecutionEvent", event))
+            for job_id, state in emission.states.items():
+                producer.send(
+                    self.state_topic, job_id, None if state is None else encode("TimerState", state)
+                )
+            if runtime.inputs_moved:
+                producer.send(
+                    self.state_topic,
+                    checkpoint_key(runtime.partition),
+                    encode("TimerState", self._checkpoint(runtime)),
+                    partition=runtime.partition,
+                )
+            producer.commit()
+            self.metrics.transactions.inc()
+        except KafkaException as exc:
+            self.metrics.aborts.inc()
+            self.partitions.pop(runtime.partition, None)
+            self._unassign_inputs(runtime.partition)
+            if is_fatal(exc):
+                # Fenced: a newer owner has this partition. Stop emitting and wait for the group
+                # to tell us what we own; restoring now would fence the rightful owner in turn.
+                # Should the group still give it to us after the session timeout, restore then.
+                self.fenced_at[runtime.partition] = time.monotonic()
+                log.warning(
+                    "fenced; dropping the partition until it is assigned again",
+                    extra={
+                        "action": "producer_fenced",
+                        "partition": runtime.partition,
+                        "error": str(exc),
+                    },
+                )
+                return
+            log.warning(
+                "transaction failed; restoring the partition from Kafka",
+                extra={
+                    "action": "transaction_failed",
+                    "partition": runtime.partition,
+                    "error": str(exc),
+                },
+            )
+            with contextlib.suppress(KafkaException):
+                producer.abort()
+            if self.running:
+                self._recover(runtime.partition)
+            return
+        runtime.inputs_moved = False
+        emitted_at = self.now_ms()
+        for request in emission.requests:
+            self.metrics.fire_lag.observe(max(0, emitted_at - request["fire_time"]) / 1000)
+        self.metrics.emitted.inc(len(emission.requests))
+        self.metrics.skipped.inc(len(emission.events))
+
+    def _checkpoint(self, runtime: PartitionRuntime) -> dict[str, Any]:
+        offsets = {} if runtime.command_offset is None else {self.commands: runtime.command_offset}
+        return {
+            "job_id": checkpoint_key(runtime.partition),
+            "job_version": 0,
+            "last_scheduled_time": None,
+            "last_fire_time": None,
+            "next_scheduled_time": None,
+            "updated_at": self.now_ms(),
+            "pending": [],
+            "input_offsets": offsets,
+        }
+
+    def _retry_fenced(self) -> None:
+        """A partition we were fenced on but that the group still assigns to us after the
+        session timeout is ours after all (the fence came from a now-dead instance)."""
+        if not self.fenced_at:
+            return
+        owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == self.definitions}
+        for partition, since in list(self.fenced_at.items()):
+            if partition not in owned or partition in self.partitions:
+                del self.fenced_at[partition]
+            elif time.monotonic() - since > FENCED_RECHECK_S:
+                del self.fenced_at[partition]
+                self._recover(partition)
+
+    def _recover(self, partition: int) -> None:
+        """Rebuild a partition after a failed transaction, if we still own it."""
+        owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == self.definitions}
+        if partition in owned:
+            try:
+                self._restore(partition)
+            except KafkaException as exc:
+                log.error(
+                    "restore failed",
+                    extra={"action": "restore_failed", "partition": partition, "error": str(exc)},
+                )
+
+    # -- decoding --------------------------------------------------------------------------
+    def _decode(self, record: Any, expected: str) -> dict[str, Any] | None:
+        try:
+            return decode(record.value, expected)[1]
+        except UndecodableRecord as exc:
+            self.dead_letters.undecodable(
+                record.topic, record.partition, record.offset, record.key, record.value, exc.reason
+            )
+            return None
+
+    def _decode_message(self, msg: Any, expected: str) -> dict[str, Any] | None:
+        try:
+            return decode(msg.value(), expected)[1]
+        except UndecodableRecord as exc:
+            key = msg.key().decode() if msg.key() is not None else None
+            self.dead_letters.undecodable(
+                msg.topic(), msg.partition(), msg.offset(), key, msg.value(), exc.reason
+            )
+            return None
+
+
+def checkpoint_key(partition: int) -> str:
+    """Key of a partition's checkpoint record in timers.state (written to that partition
+    explicitly; it is not a job id)."""
+    return f"__partition__/{partition}"
+
+
+def _requested_event(request: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "event_id": f"requested:{request['execution_id']}:{request['attempt']}",
+        "event_time": request["requested_at"],
+        "event_type": "requested",
+        "job_id": request["job_id"],
+        "job_type": request["job_type"],
+        "tenant_id": request["tenant_id"],
+        "execution_id": request["execution_id"],
+        "attempt": request["attempt"],
+        "scheduled_time": request["scheduled_time"],
+        "fire_time": request["fire_time"],
+        "worker_id": None,
+        "lease_deadline": None,
+        "error": None,
+        "error_kind": None,
+        "reason": request["trigger"] + (":late" if request["late"] else ""),
+        "details": None,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.timer")
+    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "timer"))
+    args = parser.parse_args(argv)
+    configure_logging()
+    service = TimerService(TimerSettings(instance=args.instance))
+    signal.signal(signal.SIGTERM, service.stop)
+    signal.signal(signal.SIGINT, service.stop)
+    service.run()

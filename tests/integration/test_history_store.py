@@ -1,0 +1,547 @@
+"""Contract tests of the history store against real ClickHouse.
+
+Every contract test runs against embedded chDB in a temporary directory. To run the same
+tests against a ClickHouse server as well, point `CLICKHOUSE_URL` at it; each test then also
+runs against the server, in a database of its own that the test creates and drops (the URL's
+user needs CREATE/DROP DATABASE):
+
+    CLICKHOUSE_URL=http://default:@localhost:8123/default \\
+        .venv/bin/pytest -m integration tests/integration/test_history_store.py
+
+Without `CLICKHOUSE_URL` the server backend is not part of the parametrisation at all (no
+skipped tests). Tests named `test_embedded_*` are about chDB's one-owner directory and run
+on chDB only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tickwheel.adapters.clickhouse import (
+    DEFAULT_RETENTION_DAYS,
+    ChdbHistoryStore,
+    ClickHouseServerHistoryStore,
+    HistorySettings,
+    open_history_store,
+)
+from tickwheel.adapters.clickhouse._migrations import default_topology_dir
+from tickwheel.cli import history as history_cli
+from tickwheel.errors import TickwheelError
+from tickwheel.ports.history import (
+    HistoryQueryRejected,
+    HistoryStore,
+    HistoryStoreBusy,
+    HistoryStoreError,
+)
+
+pytestmark = pytest.mark.integration
+
+Store = ChdbHistoryStore | ClickHouseServerHistoryStore
+HISTORY_TABLES = {
+    "execution_events",
+    "job_definitions",
+    "workflow_events",
+    "alerts",
+    "dead_letters",
+}
+BACKENDS = ["chdb"] + (["server"] if os.environ.get("CLICKHOUSE_URL") else [])
+UTC = dt.UTC
+# Fixed days far enough ahead that no table's TTL has expired them, whatever day this runs.
+DAY0 = dt.datetime(2099, 3, 1, tzinfo=UTC)
+
+
+@dataclass
+class Backend:
+    """Opens stores on one location (a chDB directory, or a server database)."""
+
+    name: str
+    opener: Callable[..., Store]
+    cli_args: list[str]
+    admin_client: Callable[[], Any]
+    opened: list[Store] = field(default_factory=list)
+    admins: list[Any] = field(default_factory=list)
+
+    def open(self, **kwargs: Any) -> Store:
+        store = self.opener(**kwargs)
+        self.opened.append(store)
+        return store
+
+    def stop_merges(self, table: str) -> None:
+        """Hold background merges, so duplicates stay physically present while a test looks.
+
+        Goes through a plain clickhouse-connect client: test set-up, not the store's API.
+        """
+        admin = self.admin_client()
+        self.admins.append(admin)
+        admin.command(f"SYSTEM STOP MERGES {table}")
+
+    def close_all(self) -> None:
+        for store in self.opened:
+            store.close()
+        for admin in self.admins:
+            admin.close()
+
+
+def _with_database(url: str, database: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, parts.fragment))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    import clickhouse_connect  # test set-up only: the test's own database, merges on hold
+
+    if request.param == "chdb":
+        directory = tmp_path / "history"
+        chosen = Backend(
+            "chdb",
+            lambda **kw: ChdbHistoryStore(directory, **kw),
+            ["--history-dir", str(directory)],
+            lambda: clickhouse_connect.get_client(interface="chdb", path=str(directory)),
+        )
+        yield chosen
+        chosen.close_all()
+        return
+    url = os.environ["CLICKHOUSE_URL"]
+    database = f"tickwheel_test_{uuid.uuid4().hex[:12]}"
+    admin = clickhouse_connect.get_client(dsn=url)
+    admin.command(f"CREATE DATABASE {database}")
+    test_url = _with_database(url, database)
+    chosen = Backend(
+        "server",
+        lambda **kw: ClickHouseServerHistoryStore(test_url, **kw),
+        ["--clickhouse-url", test_url],
+        lambda: clickhouse_connect.get_client(dsn=test_url),
+    )
+    try:
+        yield chosen
+    finally:
+        chosen.close_all()
+        admin.command(f"DROP DATABASE IF EXISTS {database} SYNC")
+        admin.close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> Store:
+    opened = backend.open()
+    opened.migrate()
+    return opened
+
+
+def make_events(executions: int, days: int, *, offset: int = 0) -> list[dict[str, Any]]:
+    """A requested → leased → succeeded life per execution, executions spread over `days`."""
+    rows: list[dict[str, Any]] = []
+    for n in range(offset, offset + executions):
+        slot = DAY0 + dt.timedelta(days=n % days, hours=n % 24, minutes=n % 60)
+        fire = slot + dt.timedelta(seconds=7)
+        execution_id = f"exec-{n:04d}"
+        for step, (event_type, worker) in enumerate(
+            [("requested", None), ("leased", "worker-1"), ("succeeded", "worker-1")]
+        ):
+            rows.append(
+                {
+                    "event_id": f"{execution_id}-{step}",
+                    "event_time": fire + dt.timedelta(seconds=step),
+                    "event_type": event_type,
+                    "job_id": f"job-{n % 5}",
+                    "job_type": "noop",
+                    "tenant_id": f"tenant-{n % 2}",
+                    "execution_id": execution_id,
+                    "attempt": 1,
+                    "scheduled_time": slot,
+                    "fire_time": fire,
+                    "worker_id": worker,
+                    "source_topic": "executions.events",
+                    "source_partition": n % 3,
+                    "source_offset": n * 3 + step,
+                }
+            )
+    return rows
+
+
+# The documented analyst answers (docs/history.md) that a redelivered batch must not change.
+DOCUMENTED_QUERIES = {
+    "events_per_execution": (
+        "SELECT execution_id, count() AS events FROM execution_events FINAL "
+        "GROUP BY execution_id ORDER BY execution_id"
+    ),
+    "events_per_type": (
+        "SELECT event_type, count() AS events FROM execution_events FINAL "
+        "GROUP BY event_type ORDER BY event_type"
+    ),
+    "executions": "SELECT uniqExact(execution_id) AS executions FROM execution_events",
+    "events": "SELECT uniqExact(event_id) AS events FROM execution_events",
+}
+
+
+def documented_answers(store: HistoryStore) -> dict[str, list[tuple[Any, ...]]]:
+    return {name: store.query(sql).rows for name, sql in DOCUMENTED_QUERIES.items()}
+
+
+def expected_answers(rows: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
+    """The same answers computed from the events themselves, each event counted once."""
+    unique = {row["event_id"]: row for row in rows}.values()
+    per_execution = collections.Counter(row["execution_id"] for row in unique)
+    per_type = collections.Counter(row["event_type"] for row in unique)
+    return {
+        "events_per_execution": sorted(per_execution.items()),
+        "events_per_type": sorted(per_type.items()),
+        "executions": [(len(per_execution),)],
+        "events": [(sum(per_execution.values()),)],
+    }
+
+
+def raw_count(store: HistoryStore, table: str = "execution_events") -> int:
+    """Physical rows, duplicates included (no FINAL)."""
+    return int(store.query(f"SELECT count() FROM {table}").scalar())
+
+
+# --- migrations -------------------------------------------------------------------------
+
+
+def test_migrate_creates_every_history_table_and_records_each_migration(backend: Backend) -> None:
+    store = backend.open()
+    applied = store.migrate()
+
+    files = sorted(p.stem for p in (default_topology_dir() / "migrations").glob("*.sql"))
+    assert applied == files
+    tables = {
+        row[0]
+        for row in store.query(
+            "SELECT name FROM system.tables WHERE database = currentDatabase()"
+        ).rows
+    }
+    assert HISTORY_TABLES | {"schema_migrations"} <= tables
+    recorded = store.query("SELECT name FROM schema_migrations FINAL ORDER BY version").rows
+    assert [row[0] for row in recorded] == files
+
+
+def test_second_migrate_applies_nothing_also_after_reopening(backend: Backend) -> None:
+    first = backend.open()
+    assert first.migrate()
+    recorded = raw_count(first, "schema_migrations")
+
+    assert first.migrate() == []
+    first.close()
+    assert backend.open().migrate() == []
+    assert raw_count(backend.open(), "schema_migrations") == recorded
+
+
+def test_tables_are_day_partitioned_with_ttl_from_settings(backend: Backend) -> None:
+    retention = {"execution_events": 30, "alerts": 7}
+    store = backend.open(retention_days=retention)
+    store.migrate()
+
+    definitions = dict(
+        store.query(
+            "SELECT name, engine_full FROM system.tables "
+            "WHERE database = currentDatabase() AND name IN {tables:Array(String)}",
+            {"tables": sorted(HISTORY_TABLES)},
+        ).rows
+    )
+    assert set(definitions) == HISTORY_TABLES
+    for table in HISTORY_TABLES:
+        days = retention.get(table, DEFAULT_RETENTION_DAYS[table])
+        engine_full = definitions[table]
+        assert "ReplacingMergeTree" in engine_full, engine_full
+        assert "PARTITION BY toYYYYMMDD(event_time)" in engine_full, engine_full
+        assert f"TTL toDateTime(event_time) + toIntervalDay({days})" in engine_full, engine_full
+        assert "non_replicated_deduplication_window = 1000" in engine_full, engine_full
+
+
+# --- partitions and idempotence ---------------------------------------------------------
+
+
+def test_execution_events_land_in_one_partition_per_day(store: Store) -> None:
+    rows = make_events(executions=12, days=3)
+    store.insert("execution_events", rows, dedup_token="executions.events/0/0-35")
+
+    parts = store.query(
+        "SELECT partition, sum(rows) FROM system.parts "
+        "WHERE database = currentDatabase() AND table = 'execution_events' AND active "
+        "GROUP BY partition ORDER BY partition"
+    ).rows
+    per_day = collections.Counter(row["event_time"].strftime("%Y%m%d") for row in rows)
+    assert parts == sorted(per_day.items())
+    assert len(parts) == 3
+
+
+def test_same_batch_with_same_token_is_inserted_once(store: Store, backend: Backend) -> None:
+    backend.stop_merges("execution_events")
+    rows = make_events(executions=10, days=2)
+    store.insert("execution_events", rows, dedup_token="executions.events/1/100-129")
+    before = documented_answers(store)
+
+    store.insert("execution_events", rows, dedup_token="executions.events/1/100-129")
+
+    assert raw_count(store) == len(rows)  # the token dropped the repeat before it landed
+    assert documented_answers(store) == before == expected_answers(rows)
+
+
+def test_redelivery_cut_into_other_batches_changes_no_documented_answer(
+    store: Store, backend: Backend
+) -> None:
+    backend.stop_merges("execution_events")
+    first = make_events(executions=10, days=2)
+    store.insert("execution_events", first, dedup_token="executions.events/2/0-29")
+    # After a crash the sink re-reads from an older offset and batches differently: the same
+    # events arrive again under new tokens, mixed with new ones.
+    later = make_events(executions=4, days=2, offset=10)
+    redelivered = first[12:] + later
+    store.insert("execution_events", redelivered[:9], dedup_token="executions.events/2/12-20")
+    store.insert("execution_events", redelivered[9:], dedup_token="executions.events/2/21-41")
+
+    assert raw_count(store) == len(first) + len(redelivered)  # duplicates are physically there
+    assert documented_answers(store) == expected_answers(first + later)
+
+
+def test_query_binds_typed_parameters(store: Store) -> None:
+    rows = make_events(executions=6, days=1)
+    store.insert("execution_events", rows)
+
+    result = store.query(
+        "SELECT event_type, attempt, worker_id, scheduled_time FROM execution_events FINAL "
+        "WHERE execution_id = {execution:String} ORDER BY event_time",
+        {"execution": "exec-0003"},
+    )
+    mine = [row for row in rows if row["execution_id"] == "exec-0003"]
+    assert result.columns == ("event_type", "attempt", "worker_id", "scheduled_time")
+    assert result.rows == [
+        (row["event_type"], row["attempt"], row["worker_id"], row["scheduled_time"]) for row in mine
+    ]
+
+
+def test_insert_refuses_rows_with_different_columns(store: Store) -> None:
+    rows = make_events(executions=2, days=1)
+    del rows[1]["worker_id"]
+    with pytest.raises(HistoryStoreError, match="same columns"):
+        store.insert("execution_events", rows)
+    assert raw_count(store) == 0
+
+
+# --- read-only queries ------------------------------------------------------------------
+
+REFUSED = [
+    "INSERT INTO execution_events (event_id) VALUES ('x')",
+    "DROP TABLE execution_events",
+    "TRUNCATE TABLE execution_events",
+    "ALTER TABLE execution_events DELETE WHERE 1",
+    "CREATE TABLE t (a UInt8) ENGINE = Memory",
+    "OPTIMIZE TABLE execution_events FINAL",
+    "SET readonly = 0",
+    "SELECT 1; DROP TABLE execution_events",
+    "SELECT 1 /* ; */ ; DROP TABLE execution_events",
+    "SELECT '; ' ; DROP TABLE execution_events",
+    "SELECT 1 /* /* */ ' */ ; DROP TABLE execution_events; '",
+    "SELECT $$x$$",
+    "INSERT INTO FUNCTION file('{out}', 'CSV') SELECT 1",
+    "SELECT 1 INTO OUTFILE '{out}'",
+    "SELECT * FROM file('/etc/hostname', 'LineAsString')",
+    "SELECT * FROM `url`('http://127.0.0.1:9/', 'CSV', 'a String')",
+    "SELECT * FROM Python(secret)",
+]
+
+
+@pytest.mark.parametrize("statement", REFUSED)
+def test_writes_ddl_and_outside_access_are_refused(
+    store: Store, statement: str, tmp_path: Path
+) -> None:
+    store.insert("execution_events", make_events(executions=1, days=1))
+    out = tmp_path / "out.csv"
+
+    with pytest.raises(HistoryQueryRejected):
+        store.query(statement.replace("{out}", str(out)))
+
+    assert raw_count(store) == 3
+    assert not out.exists()
+
+
+def test_reader_session_is_readonly_in_clickhouse_itself(store: Store) -> None:
+    # The statement check is the second line; the engine refuses writes on its own.
+    assert int(store.query("SELECT getSetting('readonly')").scalar()) >= 1
+
+
+# --- persistence ------------------------------------------------------------------------
+
+
+def test_data_and_dedup_window_persist_after_close_and_reopen(backend: Backend) -> None:
+    rows = make_events(executions=8, days=2)
+    first = backend.open()
+    first.migrate()
+    first.insert("execution_events", rows, dedup_token="executions.events/0/0-23")
+    before = documented_answers(first)
+    first.close()
+
+    again = backend.open()
+    backend.stop_merges("execution_events")
+    assert again.migrate() == []
+    assert documented_answers(again) == before == expected_answers(rows)
+    again.insert("execution_events", rows, dedup_token="executions.events/0/0-23")
+    assert raw_count(again) == len(rows)
+
+
+# --- embedded ownership (chDB only) -----------------------------------------------------
+
+
+def test_embedded_two_stores_on_one_directory_share_it(tmp_path: Path) -> None:
+    with ChdbHistoryStore(tmp_path / "h") as writer, ChdbHistoryStore(tmp_path / "h") as reader:
+        writer.migrate()
+        rows = make_events(executions=3, days=1)
+        writer.insert("execution_events", rows)
+        assert documented_answers(reader) == expected_answers(rows)
+
+
+def test_embedded_second_directory_in_one_process_is_busy(tmp_path: Path) -> None:
+    with ChdbHistoryStore(tmp_path / "a"), pytest.raises(HistoryStoreBusy, match="one directory"):
+        ChdbHistoryStore(tmp_path / "b")
+    # Once the first is closed, the other directory opens.
+    ChdbHistoryStore(tmp_path / "b").close()
+
+
+def test_embedded_directory_owned_by_another_process_is_refused_then_freed_by_its_death(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "owned"
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tickwheel.adapters.clickhouse import ChdbHistoryStore\n"
+            "s = ChdbHistoryStore(sys.argv[1]); s.migrate(); print('ready', flush=True)\n"
+            "sys.stdin.read()",
+            str(directory),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().strip() == "ready"
+
+        with pytest.raises(HistoryStoreBusy) as busy:
+            ChdbHistoryStore(directory)
+        assert busy.value.owner_pid == owner.pid
+        assert f"process {owner.pid}" in str(busy.value)
+
+        # The CLI says the same, through main's TickwheelError handling (exit 2).
+        monkeypatch.delenv("CLICKHOUSE_URL", raising=False)
+        code, _, err = run_cli(["history", "sql", "SELECT 1", "--history-dir", str(directory)])
+        assert code == 2
+        assert f"process {owner.pid}" in err
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(timeout=30)
+
+    # A killed owner leaves no stale lock: the directory opens, with its data.
+    with ChdbHistoryStore(directory) as reopened:
+        assert reopened.migrate() == []
+
+
+# --- CLI --------------------------------------------------------------------------------
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """Drive `tickwheel history ...` in-process through the real parser and error handling."""
+    parser = argparse.ArgumentParser(prog="tickwheel")
+    history_cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        try:
+            code = int(args.handler(args))
+        except TickwheelError as exc:  # what tickwheel.cli.main does with it
+            print(f"tickwheel: error: {exc}", file=sys.stderr)
+            code = 2
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_history_sql_prints_json_rows_and_a_table(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLICKHOUSE_URL", raising=False)
+    writer = backend.open()
+    writer.migrate()
+    rows = make_events(executions=4, days=2)
+    writer.insert("execution_events", rows)
+    sql = (
+        "SELECT execution_id, count() AS events, min(scheduled_time) AS scheduled "
+        "FROM execution_events FINAL WHERE tenant_id = {tenant:String} "
+        "GROUP BY execution_id ORDER BY execution_id"
+    )
+
+    code, out, _ = run_cli(
+        ["history", "sql", sql, "--json", "--param", "tenant=tenant-0", *backend.cli_args]
+    )
+    assert code == 0
+    mine = [row for row in rows if row["tenant_id"] == "tenant-0"]
+    expected = [
+        {
+            "execution_id": execution_id,
+            "events": sum(1 for row in mine if row["execution_id"] == execution_id),
+            "scheduled": min(
+                row["scheduled_time"] for row in mine if row["execution_id"] == execution_id
+            ).isoformat(),
+        }
+        for execution_id in sorted({row["execution_id"] for row in mine})
+    ]
+    assert json.loads(out) == expected
+
+    code, out, _ = run_cli(["history", "sql", sql, "--param", "tenant=tenant-0", *backend.cli_args])
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["execution_id", "events", "scheduled"]
+    assert lines[-1] == f"({len(expected)} rows)"
+    assert [line.split()[0] for line in lines[2:-1]] == [e["execution_id"] for e in expected]
+
+
+def test_cli_refuses_a_write_with_exit_2(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLICKHOUSE_URL", raising=False)
+    backend.open().migrate()
+    code, out, err = run_cli(["history", "sql", "DROP TABLE execution_events", *backend.cli_args])
+    assert (code, out) == (2, "")
+    assert "read-only" in err
+
+
+def test_cli_embedded_without_history_says_so_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLICKHOUSE_URL", raising=False)
+    missing = tmp_path / "nothing-here"
+    code, _, err = run_cli(["history", "sql", "SELECT 1", "--history-dir", str(missing)])
+    assert code == 2
+    assert "no embedded history store" in err
+    assert not missing.exists()
+
+
+def test_factory_chooses_by_clickhouse_url(tmp_path: Path) -> None:
+    settings = HistorySettings.from_env(
+        {"TICKWHEEL_HISTORY_DIR": str(tmp_path / "h"), "CLICKHOUSE_URL": ""}
+    )
+    with open_history_store(settings) as store:
+        assert isinstance(store, ChdbHistoryStore)
+        assert store.directory == os.path.realpath(tmp_path / "h")
+    if os.environ.get("CLICKHOUSE_URL"):
+        server = HistorySettings.from_env({"CLICKHOUSE_URL": os.environ["CLICKHOUSE_URL"]})
+        with open_history_store(server) as store:
+            assert isinstance(store, ClickHouseServerHistoryStore)

@@ -1,0 +1,159 @@
+"""The timer's per-partition decisions, driven by a fake clock (plain millisecond arguments)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tickwheel.sdk.jobs import validate_job
+from tickwheel.services.timer.scheduler import MISFIRE_GRACE_MS, PartitionTimer
+
+T0 = 1_800_000_000_000  # 2027-01-15T08:00:00Z, a whole minute
+
+
+def _timer(now: int = T0, max_batch: int = 10_000) -> PartitionTimer:
+    return PartitionTimer(0, horizon_ms=3_600_000, tick_ms=10, start_ms=now, max_batch=max_batch)
+
+
+def _job(job_id: str, now: int = T0, **spec: Any) -> dict[str, Any]:
+    return validate_job({"jobId": job_id, "type": "noop", "jitter": "0s", **spec}, now)
+
+
+def _run(timer: PartitionTimer, start: int, end: int, step: int = 100) -> list[dict[str, Any]]:
+    requests = []
+    for now in range(start, end + 1, step):
+        requests.extend(timer.tick(now).requests)
+    return requests
+
+
+def test_each_slot_fires_once_never_early_in_order() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", cron="*/5 * * * * *"))
+    timer.finish_restore(T0)
+    requests = _run(timer, T0, T0 + 60_000)
+    slots = [r["scheduled_time"] for r in requests]
+    assert slots == list(range(T0 + 5_000, T0 + 60_001, 5_000))
+    assert all(r["requested_at"] >= r["fire_time"] for r in requests)
+    assert len({r["execution_id"] for r in requests}) == len(requests)
+
+
+def test_restore_resumes_after_the_last_emitted_slot_without_repeating_it() -> None:
+    timer = _timer(T0 + 30_000)
+    timer.load_definition("a", _job("a", cron="*/5 * * * * *"))
+    timer.load_state("a", {"last_scheduled_time": T0 + 20_000, "last_fire_time": T0 + 20_000})
+    emission = timer.finish_restore(T0 + 30_000)
+    # 25 s and 30 s are within the grace period: they fire from the wheel, not as misfires.
+    assert not emission.requests and not emission.events
+    slots = [r["scheduled_time"] for r in _run(timer, T0 + 30_000, T0 + 40_000)]
+    assert slots == [T0 + 25_000, T0 + 30_000, T0 + 35_000, T0 + 40_000]
+
+
+def test_outage_under_skip_records_every_missed_slot_as_skipped() -> None:
+    now = T0 + MISFIRE_GRACE_MS + 600_000
+    timer = _timer(now)
+    timer.load_definition("a", _job("a", cron="* * * * *", misfirePolicy="skip"))
+    timer.load_state("a", {"last_scheduled_time": T0, "last_fire_time": T0})
+    emission = timer.finish_restore(now)
+    assert emission.requests == []
+    skipped = sorted(e["scheduled_time"] for e in emission.events)
+    assert skipped == list(range(T0 + 60_000, T0 + 600_001, 60_000))
+    assert all(e["event_type"] == "skipped" for e in emission.events)
+
+
+def test_outage_under_catch_up_fires_missed_slots_in_order_marked_late() -> None:
+    now = T0 + MISFIRE_GRACE_MS + 300_000
+    timer = _timer(now)
+    timer.load_definition("a", _job("a", cron="* * * * *"))
+    timer.load_state("a", {"last_scheduled_time": T0, "last_fire_time": T0})
+    emission = timer.finish_restore(now)
+    slots = [r["scheduled_time"] for r in emission.requests]
+    assert slots == list(range(T0 + 60_000, T0 + 300_001, 60_000))
+    assert all(r["late"] and r["trigger"] == "catch_up" for r in emission.requests)
+
+
+def test_pause_fires_nothing_and_resume_does_not_owe_the_paused_slots() -> None:
+    timer = _timer()
+    definition = _job("a", cron="*/5 * * * * *")
+    timer.load_definition("a", definition)
+    timer.finish_restore(T0)
+    paused = {**definition, "enabled": False, "version": 2, "updatedAt": T0 + 6_000}
+    timer.apply_definition("a", paused, T0 + 6_000)
+    assert _run(timer, T0 + 6_000, T0 + 120_000) == []
+    resumed = {**definition, "enabled": True, "version": 3, "updatedAt": T0 + 120_000}
+    emission = timer.apply_definition("a", resumed, T0 + 120_000)
+    assert emission.requests == [] and emission.events == []
+    slots = [r["scheduled_time"] for r in _run(timer, T0 + 120_000, T0 + 130_000)]
+    assert slots == [T0 + 125_000, T0 + 130_000]
+
+
+def test_edit_applies_from_the_next_slot_under_the_new_version() -> None:
+    timer = _timer()
+    definition = _job("a", cron="*/5 * * * * *")
+    timer.load_definition("a", definition)
+    timer.finish_restore(T0)
+    first = _run(timer, T0, T0 + 10_000)
+    edited = {**definition, "cron": "*/2 * * * * *", "version": 2, "updatedAt": T0 + 10_000}
+    timer.apply_definition("a", edited, T0 + 10_000)
+    after = _run(timer, T0 + 10_100, T0 + 16_000)
+    assert [r["job_version"] for r in first] == [1, 1]
+    assert [r["scheduled_time"] for r in after] == [T0 + 12_000, T0 + 14_000, T0 + 16_000]
+    assert {r["job_version"] for r in after} == {2}
+
+
+def test_delete_stops_firing_and_tombstones_the_state() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", cron="*/5 * * * * *"))
+    timer.finish_restore(T0)
+    emission = timer.apply_definition("a", None, T0 + 1_000)
+    assert emission.states == {"a": None}
+    assert _run(timer, T0 + 1_000, T0 + 30_000) == []
+
+
+def test_a_burst_is_served_round_robin_across_tenants_in_bounded_batches() -> None:
+    timer = _timer(max_batch=100)
+    for i in range(300):
+        timer.load_definition(
+            f"big-{i}", _job(f"big-{i}", runAt="2027-01-15T08:01:00Z", tenantId="big")
+        )
+    timer.load_definition(
+        "small-1", _job("small-1", runAt="2027-01-15T08:01:00Z", tenantId="small")
+    )
+    timer.finish_restore(T0)
+    first = timer.tick(T0 + 60_000).requests
+    assert len(first) == 100
+    assert "small-1" in [r["job_id"] for r in first[:2]]
+    rest = (
+        timer.tick(T0 + 60_050).requests
+        + timer.tick(T0 + 60_100).requests
+        + timer.tick(T0 + 60_150).requests
+    )
+    assert len(first) + len(rest) == 301
+
+
+def test_far_future_jobs_wait_outside_the_wheel_until_the_horizon_reaches_them() -> None:
+    timer = _timer()
+    timer.load_definition("soon", _job("soon", runAt="2027-01-15T08:10:00Z"))
+    timer.load_definition("later", _job("later", runAt="2027-01-16T08:00:00Z"))
+    timer.finish_restore(T0)
+    assert len(timer.wheel) == 1
+    timer.tick(T0 + 86_400_000 - 3_600_000)
+    assert len(timer.wheel) == 1  # "soon" fired; "later" entered the horizon
+    assert [r["job_id"] for r in timer.tick(T0 + 86_400_000).requests] == ["later"]
+
+
+def test_trigger_and_backfill_commands() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", cron="0 * * * *"))
+    timer.finish_restore(T0)
+    trigger = timer.command({"job_id": "a", "kind": "trigger", "requested_at": T0 + 5}, T0 + 10)
+    assert [r["trigger"] for r in trigger.requests] == ["manual"]
+    backfill = timer.command(
+        {"job_id": "a", "kind": "backfill", "requested_at": T0, "range_start": T0 - 3 * 3_600_000,
+         "range_end": T0},
+        T0 + 10,
+    )  # fmt: skip
+    assert [r["scheduled_time"] for r in backfill.requests] == [T0 - 7_200_000, T0 - 3_600_000, T0]
+    assert [r["period_start"] for r in backfill.requests] == [
+        T0 - 10_800_000,
+        T0 - 7_200_000,
+        T0 - 3_600_000,
+    ]
