@@ -110,3 +110,11 @@ def wait_until(predicate: Any, timeout: float, interval: float = 0.5) -> bool:
             return True
         time.sleep(interval)
     return False
+
+
+def execution_events(bootstrap: str) -> list[dict[str, Any]]:
+    return [
+        decode(r.value, "ExecutionEvent")[1]
+        for r in read_to_end(topic_name("executions.events"), None, bootstrap)
+        if r.value is not None
+    ]

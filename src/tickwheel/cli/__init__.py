@@ -20,6 +20,8 @@ COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.jobs",
     "tickwheel.cli.schedule",
     "tickwheel.cli.history",
+    "tickwheel.cli.worker",
+    "tickwheel.cli.executions",
 ]
 
 

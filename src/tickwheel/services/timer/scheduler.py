@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import random
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,10 +18,12 @@ from typing import Any
 from tickwheel.core.identity import execution_id
 from tickwheel.core.jitter import default_jitter_window_ms, jitter_offset_ms
 from tickwheel.core.misfire import walk_forward
+from tickwheel.core.overlap import decide_overlap
 from tickwheel.core.period import period_of, render_payload_template
 from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
 from tickwheel.core.wheel import TimingWheel
 from tickwheel.durations import parse_duration_ms
+from tickwheel.services.timer.executions import Decision, ExecutionTracker, InFlight
 
 # Slots missed by less than this are simply late, not misfired: a failover of a few seconds
 # must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
@@ -43,14 +46,18 @@ class JobEntry:
     max_attempts: int
     misfire_policy: str
     max_catch_up: int
+    overlap_policy: str
     enabled: bool
     jitter_ms: int
     updated_at_ms: int
     created_at_ms: int
     schedule: CompiledSchedule
     one_off: bool
-    # Timer state: the last slot emitted or skipped (the walk resumes after it).
+    # The last slot taken off the grid (it may still wait in a tenant's ready queue) ...
     last_scheduled_ms: int | None = None
+    # ... and the last slot emitted or recorded as skipped: what the timer state persists, so
+    # a slot still waiting in memory is never lost by a crash.
+    emitted_ms: int | None = None
     last_fire_ms: int | None = None
     # The next slot materialised, in the wheel (handle set) or parked beyond the horizon.
     next_ms: int | None = None
@@ -64,14 +71,16 @@ class Emission:
     requests: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.requests or self.events or self.states)
+        return bool(self.requests or self.events or self.states or self.dead_letters)
 
     def extend(self, other: Emission) -> None:
         self.requests.extend(other.requests)
         self.events.extend(other.events)
         self.states.update(other.states)
+        self.dead_letters.extend(other.dead_letters)
 
 
 def entry_from_definition(record: dict[str, Any]) -> JobEntry:
@@ -97,6 +106,7 @@ def entry_from_definition(record: dict[str, Any]) -> JobEntry:
         max_attempts=record["maxAttempts"],
         misfire_policy=record["misfirePolicy"],
         max_catch_up=record["maxCatchUp"],
+        overlap_policy=record["overlapPolicy"],
         enabled=record["enabled"],
         jitter_ms=jitter,
         updated_at_ms=record["updatedAt"],
@@ -116,15 +126,32 @@ class PartitionTimer:
     """The jobs of one partition and their occurrences inside the horizon."""
 
     def __init__(
-        self, partition: int, horizon_ms: int, tick_ms: int, start_ms: int, max_batch: int
+        self,
+        partition: int,
+        horizon_ms: int,
+        tick_ms: int,
+        start_ms: int,
+        max_batch: int,
+        *,
+        rng: random.Random | None = None,
+        tenant_max_in_flight: int = 0,
+        retry_base_ms: int = 1_000,
+        retry_cap_ms: int = 300_000,
+        misfire_grace_ms: int = MISFIRE_GRACE_MS,
     ) -> None:
         self.partition = partition
         self.horizon_ms = horizon_ms
         self.max_batch = max_batch
+        self.tenant_max_in_flight = tenant_max_in_flight
+        self.misfire_grace_ms = misfire_grace_ms
         self.jobs: dict[str, JobEntry] = {}
         self.wheel = TimingWheel(tick_ms=tick_ms, start_ms=start_ms)
-        # Wheel entries are ints; this maps them back to (job_id, slot).
-        self._entries: dict[int, tuple[str, int]] = {}
+        self.executions = ExecutionTracker(retry_base_ms, retry_cap_ms, rng or random.Random(0))
+        # Wheel entries are ints; this maps them back to what they stand for:
+        # ("slot", job_id, slot_ms) or ("exec", execution_id, attempt, deadline_ms).
+        self._entries: dict[int, tuple[Any, ...]] = {}
+        # queue_one: the one occurrence held back while the job's previous run goes on.
+        self._held: dict[str, int] = {}
         self._next_entry = 0
         # Jobs whose next slot lies beyond the horizon: (next_ms, job_id), lazily invalidated.
         self._parked: list[tuple[int, str]] = []
@@ -155,9 +182,14 @@ class PartitionTimer:
             state = self._restoring_states.get(job.job_id)
             if state is not None:
                 job.last_scheduled_ms = state.get("last_scheduled_time")
+                job.emitted_ms = job.last_scheduled_ms
                 job.last_fire_ms = state.get("last_fire_time")
             emission.extend(self._catch_up(job, now_ms))
             self._materialise(job, now_ms)
+        for state in self._restoring_states.values():
+            # In-flight executions survive a change of owner, even of a deleted job.
+            for flight in self.executions.restore(state.get("pending") or []):
+                self._set_deadline(flight)
         self._restoring_states.clear()
         self.serving = True
         return emission
@@ -181,10 +213,12 @@ class PartitionTimer:
             return emission
         if old is not None:
             job.last_scheduled_ms = old.last_scheduled_ms
+            job.emitted_ms = old.emitted_ms
             job.last_fire_ms = old.last_fire_ms
         if old is not None and not old.enabled and job.enabled:
             # Resumed: slots that fell while paused are not owed (docs/decisions/0004).
             job.last_scheduled_ms = max(job.last_scheduled_ms or 0, job.updated_at_ms)
+            job.emitted_ms = job.last_scheduled_ms
         self.jobs[job_id] = job
         emission.extend(self._catch_up(job, now_ms))
         self._materialise(job, now_ms)
@@ -211,7 +245,7 @@ class PartitionTimer:
         emission = Emission()
         if not job.enabled:
             return emission
-        cutoff = now_ms - MISFIRE_GRACE_MS
+        cutoff = now_ms - self.misfire_grace_ms
         start = self._start_after(job)
         if start >= cutoff:
             return emission
@@ -232,11 +266,12 @@ class PartitionTimer:
             emission.events.append(summary)
         for missed in walk.to_fire:
             fire_ms = missed.scheduled_ms + self._jitter(job, missed.scheduled_ms)
-            emission.requests.append(
-                self._request(job, missed.scheduled_ms, fire_ms, now_ms, "catch_up")
-            )
+            request = self._request(job, missed.scheduled_ms, fire_ms, now_ms, "catch_up")
+            emission.requests.append(request)
+            self.executions.started(request)
         if walk.last_scheduled_ms is not None:
             job.last_scheduled_ms = walk.last_scheduled_ms
+            job.emitted_ms = walk.last_scheduled_ms
         if emission:
             emission.states[job.job_id] = self._state(job, now_ms)
         return emission
@@ -262,8 +297,46 @@ class PartitionTimer:
     def _insert(self, job: JobEntry, slot_ms: int) -> None:
         entry = self._next_entry
         self._next_entry += 1
-        self._entries[entry] = (job.job_id, slot_ms)
+        self._entries[entry] = ("slot", job.job_id, slot_ms)
         job.handle = self.wheel.insert(slot_ms + self._jitter(job, slot_ms), entry)
+
+    def _set_deadline(self, flight: InFlight) -> None:
+        """Hold an execution's lease deadline or retry time in the wheel. Superseded entries
+        are not cancelled: they are recognised as stale when they come due."""
+        if flight.deadline_ms is None:
+            return
+        entry = self._next_entry
+        self._next_entry += 1
+        execution_id = flight.request["execution_id"]
+        self._entries[entry] = ("exec", execution_id, flight.attempt, flight.deadline_ms)
+        self.wheel.insert(flight.deadline_ms, entry)
+
+    def _apply(self, decision: Decision, flight: InFlight | None, now_ms: int) -> Emission:
+        emission = Emission(
+            requests=decision.requests, events=decision.events, dead_letters=decision.dead_letters
+        )
+        if flight is not None:
+            self._set_deadline(flight)
+        for finished in decision.finished:
+            held = self._held.pop(finished.request["job_id"], None)
+            job = self.jobs.get(finished.request["job_id"])
+            if held is not None and job is not None and job.enabled:
+                request = self._request(
+                    job, held, held + self._jitter(job, held), now_ms, "scheduled"
+                )
+                emission.requests.append(request)
+                self.executions.started(request)
+        for job_id in decision.changed_jobs:
+            job = self.jobs.get(job_id)
+            if job is not None:
+                emission.states[job_id] = self._state(job, now_ms)
+        return emission
+
+    # -- executions ------------------------------------------------------------------------
+    def on_execution_event(self, event: dict[str, Any], now_ms: int) -> Emission:
+        """A worker's leased/heartbeat/outcome event for an execution this partition owns."""
+        decision, flight = self.executions.on_event(event, now_ms)
+        return self._apply(decision, flight, now_ms)
 
     def _refill(self, now_ms: int) -> None:
         limit = now_ms + self.horizon_ms
@@ -281,7 +354,15 @@ class PartitionTimer:
             return emission
         self._refill(now_ms)
         for _fire_ms, entry in self.wheel.advance(now_ms):
-            job_id, slot = self._entries.pop(entry)
+            target = self._entries.pop(entry)
+            if target[0] == "exec":
+                _, execution_id, attempt, deadline = target
+                decision, flight = self.executions.on_deadline(
+                    execution_id, attempt, deadline, now_ms
+                )
+                emission.extend(self._apply(decision, flight, now_ms))
+                continue
+            _, job_id, slot = target
             job = self.jobs.get(job_id)
             if job is None or job.next_ms != slot:
                 continue
@@ -292,23 +373,47 @@ class PartitionTimer:
             self._materialise(job, now_ms)
         taken = 0
         while self._ready and taken < self.max_batch:
+            served = 0
             for tenant in list(self._ready):
+                if self._tenant_at_cap(tenant):
+                    continue  # its occurrences wait; other tenants go on
                 queue = self._ready[tenant]
                 job_id, slot = queue.popleft()
                 if not queue:
                     del self._ready[tenant]
+                served += 1
                 job = self.jobs.get(job_id)
                 if job is None or not job.enabled:
                     continue
-                fire_ms = slot + self._jitter(job, slot)
-                trigger = "scheduled"
-                emission.requests.append(self._request(job, slot, fire_ms, now_ms, trigger))
-                job.last_fire_ms = fire_ms
-                emission.states[job_id] = self._state(job, now_ms)
+                self._fire(job, slot, now_ms, emission)
                 taken += 1
                 if taken >= self.max_batch:
                     break
+            if served == 0:
+                break  # every waiting tenant is at its cap
         return emission
+
+    def _tenant_at_cap(self, tenant: str) -> bool:
+        limit = self.tenant_max_in_flight
+        return limit > 0 and self.executions.by_tenant[tenant] >= limit
+
+    def _fire(self, job: JobEntry, slot: int, now_ms: int, emission: Emission) -> None:
+        """Emit one scheduled occurrence, unless the overlap policy says otherwise."""
+        job.emitted_ms = slot
+        running = self.executions.running_count(job.job_id)
+        held = 1 if job.job_id in self._held else 0
+        decision = decide_overlap(job.overlap_policy, running, held)
+        if decision.action == "skip":
+            emission.events.append(self._skipped(job, slot, now_ms, f"overlap:{decision.reason}"))
+        elif decision.action == "queue":
+            self._held[job.job_id] = slot
+        else:
+            fire_ms = slot + self._jitter(job, slot)
+            request = self._request(job, slot, fire_ms, now_ms, "scheduled")
+            emission.requests.append(request)
+            self.executions.started(request)
+            job.last_fire_ms = fire_ms
+        emission.states[job.job_id] = self._state(job, now_ms)
 
     @property
     def backlog(self) -> int:
@@ -371,7 +476,7 @@ class PartitionTimer:
 
     def _skipped(self, job: JobEntry, slot: int, now_ms: int, reason: str) -> dict[str, Any]:
         return {
-            "event_id": f"skipped:{execution_id(job.job_id, job.version, slot)}",
+            "event_id": f"timer:skipped:{execution_id(job.job_id, job.version, slot)}",
             "event_time": now_ms,
             "event_type": "skipped",
             "job_id": job.job_id,
@@ -393,9 +498,10 @@ class PartitionTimer:
         return {
             "job_id": job.job_id,
             "job_version": job.version,
-            "last_scheduled_time": job.last_scheduled_ms,
+            "last_scheduled_time": job.emitted_ms,
             "last_fire_time": job.last_fire_ms,
             "next_scheduled_time": job.next_ms,
             "updated_at": now_ms,
-            "pending": [],
+            "pending": self.executions.pending_of(job.job_id),
+            "input_offsets": {},
         }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import signal
 import time
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.timer")
 
+WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
+
 # Longer than the group session timeout (10 s): by then a zombie has been told it lost its
 # partitions, so a partition still assigned to us after a fence really is ours.
 FENCED_RECHECK_S = 30.0
@@ -49,7 +52,9 @@ FENCED_RECHECK_S = 30.0
 @dataclass
 class TimerSettings:
     """Environment: TICKWHEEL_TIMER_HORIZON_S, TICKWHEEL_TIMER_TICK_MS,
-    TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP."""
+    TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP,
+    TICKWHEEL_TENANT_MAX_IN_FLIGHT, TICKWHEEL_MISFIRE_GRACE_MS, TICKWHEEL_RETRY_BASE_MS,
+    TICKWHEEL_RETRY_CAP_MS."""
 
     instance: str = "timer"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -72,6 +77,18 @@ class TimerSettings:
     metrics_port: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_METRICS_PORT", "0"))
     )
+    tenant_max_in_flight: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TENANT_MAX_IN_FLIGHT", "10000"))
+    )
+    misfire_grace_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_MISFIRE_GRACE_MS", "60000"))
+    )
+    retry_base_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_BASE_MS", "1000"))
+    )
+    retry_cap_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_CAP_MS", "300000"))
+    )
 
 
 class PartitionRuntime:
@@ -87,6 +104,7 @@ class PartitionRuntime:
         self.producer = producer
         self.definitions_end = definitions_end  # where the restore stopped reading definitions
         self.command_offset: int | None = None  # next offset to read of timers.commands
+        self.events_offset: int | None = None  # next offset to read of executions.events
         self.inputs_moved = False  # the checkpoint must be written in the next transaction
         self.pending_emission = Emission()  # from definition changes and commands since the tick
 
@@ -99,6 +117,7 @@ class TimerService:
         self.state_topic = topic_name("timers.state")
         self.commands = topic_name("timers.commands")
         self.events_topic = topic_name("executions.events")
+        self.dlq_topic = topic_name("executions.dlq")
         self.partitions: dict[int, PartitionRuntime] = {}
         self.fenced_at: dict[int, float] = {}
         self.metrics = TimerMetrics()
@@ -195,7 +214,16 @@ class TimerService:
         producer.init()
         now = self.now_ms()
         timer = PartitionTimer(
-            partition, self.settings.horizon_ms, self.settings.tick_ms, now, self.settings.max_batch
+            partition,
+            self.settings.horizon_ms,
+            self.settings.tick_ms,
+            now,
+            self.settings.max_batch,
+            rng=random.Random(),  # retry jitter: seeded from the OS, injected into the core
+            tenant_max_in_flight=self.settings.tenant_max_in_flight,
+            retry_base_ms=self.settings.retry_base_ms,
+            retry_cap_ms=self.settings.retry_cap_ms,
+            misfire_grace_ms=self.settings.misfire_grace_ms,
         )
         input_offsets: dict[str, int] = {}
         for record in read_to_end(self.state_topic, [partition], self.settings.bootstrap):
@@ -223,8 +251,13 @@ class TimerService:
             timer.load_definition(record.key, definition)
         runtime = PartitionRuntime(partition, timer, producer, end)
         runtime.command_offset = input_offsets.get(self.commands)
+        runtime.events_offset = input_offsets.get(self.events_topic)
+        if runtime.events_offset is None:
+            # First owner ever: nothing in flight can predate it, so start at the end.
+            runtime.events_offset = self._end_offset(self.events_topic, partition)
+            runtime.inputs_moved = True
         self.partitions[partition] = runtime
-        self._assign_inputs(partition, runtime.command_offset)
+        self._assign_inputs(partition, runtime.command_offset, runtime.events_offset)
         emission = timer.finish_restore(self.now_ms())
         self._commit(runtime, emission)
         elapsed = time.monotonic() - started
@@ -237,13 +270,29 @@ class TimerService:
         )  # fmt: skip
 
     # -- the loop --------------------------------------------------------------------------
-    def _assign_inputs(self, partition: int, offset: int | None) -> None:
-        start = offset if offset is not None else OFFSET_BEGINNING
-        self.inputs.incremental_assign([TopicPartition(self.commands, partition, start)])
+    def _end_offset(self, topic: str, partition: int) -> int:
+        _low, high = self.inputs.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        return int(high)
+
+    def _assign_inputs(self, partition: int, commands: int | None, events: int | None) -> None:
+        def start(offset: int | None) -> int:
+            return OFFSET_BEGINNING if offset is None else offset
+
+        self.inputs.incremental_assign(
+            [
+                TopicPartition(self.commands, partition, start(commands)),
+                TopicPartition(self.events_topic, partition, start(events)),
+            ]
+        )
 
     def _unassign_inputs(self, partition: int) -> None:
         with contextlib.suppress(KafkaException):
-            self.inputs.incremental_unassign([TopicPartition(self.commands, partition)])
+            self.inputs.incremental_unassign(
+                [
+                    TopicPartition(self.commands, partition),
+                    TopicPartition(self.events_topic, partition),
+                ]
+            )
 
     def _poll(self, timeout: float) -> None:
         messages = self.consumer.consume(1000, timeout)
@@ -275,6 +324,16 @@ class TimerService:
                 command = self._decode_message(msg, "TimerCommand")
                 if command is not None:
                     runtime.pending_emission.extend(runtime.timer.command(command, now))
+            elif msg.topic() == self.events_topic:
+                runtime.events_offset = msg.offset() + 1
+                runtime.inputs_moved = True
+                if msg.value() is None:
+                    continue
+                event = self._decode_message(msg, "ExecutionEvent")
+                if event is None or event["event_id"].startswith("timer:"):
+                    continue  # our own records come back to us: nothing to decide
+                if event["event_type"] in WORKER_EVENTS:
+                    runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
 
     def _tick_all(self) -> None:
         now = self.now_ms()
@@ -305,6 +364,10 @@ class TimerService:
                 )
             for event in emission.events:
                 producer.send(self.events_topic, event["job_id"], encode("ExecutionEvent", event))
+            for dead_letter in emission.dead_letters:
+                producer.send(
+                    self.dlq_topic, dead_letter["job_id"], encode("DeadLetter", dead_letter)
+                )
             for job_id, state in emission.states.items():
                 producer.send(
                     self.state_topic, job_id, None if state is None else encode("TimerState", state)
@@ -357,7 +420,11 @@ class TimerService:
         self.metrics.skipped.inc(len(emission.events))
 
     def _checkpoint(self, runtime: PartitionRuntime) -> dict[str, Any]:
-        offsets = {} if runtime.command_offset is None else {self.commands: runtime.command_offset}
+        offsets = {}
+        if runtime.command_offset is not None:
+            offsets[self.commands] = runtime.command_offset
+        if runtime.events_offset is not None:
+            offsets[self.events_topic] = runtime.events_offset
         return {
             "job_id": checkpoint_key(runtime.partition),
             "job_version": 0,
@@ -423,7 +490,7 @@ def checkpoint_key(partition: int) -> str:
 
 def _requested_event(request: dict[str, Any]) -> dict[str, Any]:
     return {
-        "event_id": f"requested:{request['execution_id']}:{request['attempt']}",
+        "event_id": f"timer:requested:{request['execution_id']}:{request['attempt']}",
         "event_time": request["requested_at"],
         "event_type": "requested",
         "job_id": request["job_id"],

@@ -1,0 +1,55 @@
+"""`tickwheel executions VERB ...`: commands about one execution.
+
+Each verb is a function adding its own subparser to `VERBS`; add a verb by writing one more
+`_add_<verb>(verbs)` and listing it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def _add_cancel(verbs: Any) -> None:
+    cancel = verbs.add_parser(
+        "cancel",
+        help="cancel an execution: a queued attempt never starts, a running one is signalled",
+        description=(
+            "Publish a cancel instruction to executions.control, which every worker reads. "
+            "A queued attempt is skipped (recorded as cancelled); a running handler sees "
+            "ctx.cancelled and its outcome is cancelled. KAFKA_BOOTSTRAP_SERVERS names the "
+            "cluster, TICKWHEEL_TOPIC_PREFIX the topic prefix."
+        ),
+    )
+    cancel.add_argument("execution_id", metavar="EXECUTION_ID")
+    cancel.add_argument("--job-id", help="the execution's job, recorded with the instruction")
+    cancel.add_argument("--reason", help="why, recorded with the instruction and the outcome")
+    cancel.add_argument("--json", action="store_true", help="print the published record as JSON")
+    cancel.set_defaults(handler=_cancel)
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from tickwheel.services.worker.commands import request_cancel
+
+    record = request_cancel(args.execution_id, job_id=args.job_id, reason=args.reason)
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+    else:
+        print(
+            f"cancel requested for execution {record['execution_id']} "
+            f"(control {record['control_id']}); workers skip it if queued and signal it if running"
+        )
+    return 0
+
+
+VERBS: list[Callable[[Any], None]] = [_add_cancel]
+
+
+def register(subparsers: Any) -> None:
+    """Add the `executions` command group to the top-level parser's subparsers."""
+    parser = subparsers.add_parser("executions", help="inspect and cancel executions")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for add_verb in VERBS:
+        add_verb(verbs)

@@ -1,0 +1,147 @@
+"""The `http` built-in job type: one HTTP request to an allow-listed host, through the SSRF
+guard (`tickwheel.jobtypes.ssrf`), with the standard library only.
+
+Payload: `{"url": ..., "method": "GET", "body": str | object | null, "headers": {...},
+"timeout": seconds}`. A JSON object or list as `body` is sent as `application/json`.
+
+Outcome: a 2xx response succeeds with `{"status", "body"}` (the body's first 4 KiB as text);
+408, 425, 429 and 5xx are retryable failures; any other status is permanent; a refused URL
+is permanent; a connection error or timeout is retryable. Redirects (301, 302, 303, 307, 308)
+are followed up to five hops, each hop vetted like the first.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin
+
+from tickwheel.jobtypes.ssrf import SsrfGuard, VettedTarget
+from tickwheel.sdk.worker import ExecutionContext, PermanentError, RetryableError
+
+MAX_REDIRECTS = 5
+MAX_BODY_BYTES = 1024 * 1024
+RESULT_BODY_CHARS = 4096
+DEFAULT_TIMEOUT = 30.0
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """Connects to the vetted address; the Host header still names the host."""
+
+    def __init__(self, target: VettedTarget, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout)
+        self._address = target.address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """TLS to the vetted address, with SNI and certificate checks against the host name."""
+
+    def __init__(self, target: VettedTarget, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout)
+        self._address = target.address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    body: bytes
+    url: str
+    redirects: int
+
+
+def _encode_body(body: Any, headers: dict[str, str]) -> bytes | None:
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, dict | list):
+        headers.setdefault("Content-Type", "application/json")
+        return json.dumps(body).encode()
+    raise PermanentError(f"body must be a string, a JSON object or list, or null; got {body!r}")
+
+
+def fetch(
+    guard: SsrfGuard,
+    url: str,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_redirects: int = MAX_REDIRECTS,
+) -> HttpResponse:
+    """One request, following redirects; every hop passes `guard.vet` before any connection.
+    Raises `RequestRefused` (permanent) or `RetryableError` for network failures."""
+    headers = dict(headers or {})
+    for hop in range(max_redirects + 1):
+        target = guard.vet(url)
+        connection_type = (
+            _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+        )
+        connection = connection_type(target, timeout)
+        try:
+            connection.request(method, target.target, body=body, headers=headers)
+            response = connection.getresponse()
+            location = response.getheader("Location")
+            data = response.read(MAX_BODY_BYTES)
+            status = response.status
+        except (OSError, http.client.HTTPException) as exc:
+            raise RetryableError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            connection.close()
+        if status in REDIRECTS and location:
+            if hop == max_redirects:
+                raise PermanentError(f"{method} {url}: more than {max_redirects} redirects")
+            url = urljoin(url, location)
+            if status == 303 or (status in (301, 302) and method == "POST"):
+                method, body = "GET", None
+                headers.pop("Content-Type", None)
+            continue
+        return HttpResponse(status, data, url, hop)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def http_handler(ctx: ExecutionContext, guard: SsrfGuard | None = None) -> dict[str, Any]:
+    """Send one HTTP request to an allow-listed host (payload: url, method, body, headers,
+    timeout)."""
+    payload = ctx.payload
+    url = payload.get("url")
+    if not isinstance(url, str) or not url:
+        raise PermanentError('http: payload needs "url", e.g. {"url": "https://api.example.com/"}')
+    method = str(payload.get("method", "GET")).upper()
+    if method not in METHODS:
+        raise PermanentError(f"http: method {method!r} is not one of {', '.join(sorted(METHODS))}")
+    raw_headers = payload.get("headers") or {}
+    if not isinstance(raw_headers, dict):
+        raise PermanentError("http: headers must be an object of name: value")
+    headers = {str(k): str(v) for k, v in raw_headers.items()}
+    headers.setdefault("Idempotency-Key", ctx.execution_id)
+    headers.setdefault("User-Agent", "tickwheel-worker")
+    timeout = payload.get("timeout", DEFAULT_TIMEOUT)
+    if not isinstance(timeout, int | float) or not 0 < timeout <= 300:
+        raise PermanentError("http: timeout must be a number of seconds in (0, 300]")
+    body = _encode_body(payload.get("body"), headers)
+    # A refusal (RequestRefused) is a PermanentError already: it propagates as it is.
+    response = fetch(guard or SsrfGuard.from_env(), url, method, body, headers, float(timeout))
+    summary = f"http: {method} {response.url} answered {response.status}"
+    if response.status in RETRYABLE_STATUSES or response.status >= 500:
+        raise RetryableError(summary)
+    if not 200 <= response.status < 300:
+        raise PermanentError(summary)
+    return {
+        "status": response.status,
+        "url": response.url,
+        "body": response.body[:RESULT_BODY_CHARS].decode("utf-8", "replace"),
+    }

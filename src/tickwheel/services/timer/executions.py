@@ -1,0 +1,294 @@
+"""What the owner of an execution decides about it, without I/O: leases and their deadlines,
+fencing of stale attempts, retries with backoff, dead letters, and the counts that overlap
+policy and tenant caps need.
+
+An execution is "in flight" from its first request until a terminal outcome (succeeded,
+cancelled, dead-lettered). Its state is persisted in the job's TimerState (`pending`), in the
+same transaction as the events that changed it, so a new owner picks up every lease deadline
+and retry timer where the old one left off.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
+
+# A worker's lease deadline is honoured plus this much, for clock skew between hosts.
+LEASE_GRACE_MS = 2_000
+OUTCOMES = ("succeeded", "failed", "cancelled")
+
+
+@dataclass(slots=True)
+class InFlight:
+    request: dict[str, Any]  # the current attempt's ExecutionRequest
+    state: str  # queued | running | retry_wait
+    deadline_ms: int | None = None  # lease deadline (running) or retry time (retry_wait)
+    worker_id: str | None = None
+
+    @property
+    def attempt(self) -> int:
+        return int(self.request["attempt"])
+
+
+@dataclass
+class Decision:
+    """What one event or one expired timer asks for."""
+
+    requests: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    dead_letters: list[dict[str, Any]]
+    changed_jobs: set[str]
+    finished: list[InFlight]
+
+
+def _empty() -> Decision:
+    return Decision([], [], [], set(), [])
+
+
+class ExecutionTracker:
+    def __init__(self, retry_base_ms: int, retry_cap_ms: int, rng: random.Random) -> None:
+        self.retry_base_ms = retry_base_ms
+        self.retry_cap_ms = retry_cap_ms
+        self.rng = rng
+        self.in_flight: dict[str, InFlight] = {}
+        self.ids_by_job: dict[str, set[str]] = {}
+        self.by_tenant: Counter[str] = Counter()
+
+    def running_count(self, job_id: str) -> int:
+        return len(self.ids_by_job.get(job_id, ()))
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def started(self, request: dict[str, Any]) -> None:
+        """A first request was emitted: the execution is in flight, queued."""
+        if request["execution_id"] in self.in_flight:
+            return
+        self._add(InFlight(request=request, state="queued"))
+
+    def _add(self, flight: InFlight) -> None:
+        execution_id = flight.request["execution_id"]
+        self.in_flight[execution_id] = flight
+        self.ids_by_job.setdefault(flight.request["job_id"], set()).add(execution_id)
+        self.by_tenant[flight.request["tenant_id"]] += 1
+
+    def _finish(self, execution_id: str) -> InFlight | None:
+        flight = self.in_flight.pop(execution_id, None)
+        if flight is not None:
+            job_id = flight.request["job_id"]
+            ids = self.ids_by_job.get(job_id)
+            if ids is not None:
+                ids.discard(execution_id)
+                if not ids:
+                    del self.ids_by_job[job_id]
+            self.by_tenant[flight.request["tenant_id"]] -= 1
+        return flight
+
+    def pending_of(self, job_id: str) -> list[dict[str, Any]]:
+        """The job's in-flight executions as TimerState `pending` entries."""
+        entries = []
+        for execution_id in sorted(self.ids_by_job.get(job_id, ())):
+            flight = self.in_flight[execution_id]
+            entries.append(
+                {
+                    "timer_id": execution_id,
+                    "kind": "retry" if flight.state == "retry_wait" else "lease_deadline",
+                    "fire_at": flight.deadline_ms or 0,
+                    "execution_id": execution_id,
+                    "attempt": flight.attempt,
+                    "data": json.dumps(
+                        {
+                            "state": flight.state,
+                            "worker_id": flight.worker_id,
+                            "request": flight.request,
+                        }
+                    ),
+                }
+            )
+        return entries
+
+    def restore(self, pending: list[dict[str, Any]]) -> list[InFlight]:
+        restored = []
+        for entry in pending:
+            if entry["kind"] not in ("retry", "lease_deadline") or not entry.get("data"):
+                continue
+            data = json.loads(entry["data"])
+            flight = InFlight(
+                request=data["request"],
+                state=data["state"],
+                deadline_ms=entry["fire_at"] or None,
+                worker_id=data.get("worker_id"),
+            )
+            self._add(flight)
+            restored.append(flight)
+        return restored
+
+    # -- worker events ---------------------------------------------------------------------
+    def on_event(self, event: dict[str, Any], now_ms: int) -> tuple[Decision, InFlight | None]:
+        """A worker's leased/heartbeat/outcome event. Returns the decision and, when the
+        execution's deadline moved, the flight whose timer must be (re)set."""
+        decision = _empty()
+        kind = event["event_type"]
+        flight = self.in_flight.get(event["execution_id"])
+        if flight is None or event["attempt"] != flight.attempt or flight.state == "retry_wait":
+            # Not the current attempt (or the execution is finished): recorded, never applied.
+            decision.events.append(self._fenced(event, now_ms, flight))
+            return decision, None
+        job_id = flight.request["job_id"]
+        if kind in ("leased", "heartbeat"):
+            if (
+                kind == "leased"
+                and flight.state == "running"
+                and flight.worker_id != event["worker_id"]
+            ):
+                # A second worker leased the same attempt (redelivery): the first lease stands.
+                decision.events.append(self._fenced(event, now_ms, flight))
+                return decision, None
+            flight.state = "running"
+            flight.worker_id = event["worker_id"]
+            deadline = event.get("lease_deadline") or now_ms + 30_000
+            flight.deadline_ms = deadline + LEASE_GRACE_MS
+            decision.changed_jobs.add(job_id)
+            return decision, flight
+        if kind == "succeeded" or kind == "cancelled":
+            self._finish(event["execution_id"])
+            decision.changed_jobs.add(job_id)
+            decision.finished.append(flight)
+            return decision, None
+        if kind == "failed":
+            policy = RetryPolicy(
+                self.retry_base_ms, self.retry_cap_ms, int(flight.request["max_attempts"])
+            )
+            error_kind: ErrorKind = (
+                "permanent" if event.get("error_kind") == "permanent" else "retryable"
+            )
+            retry = decide_retry(policy, flight.attempt, error_kind, self.rng)
+            decision.changed_jobs.add(job_id)
+            if retry.action == "retry" and retry.delay_ms is not None:
+                flight.state = "retry_wait"
+                flight.deadline_ms = now_ms + retry.delay_ms
+                decision.events.append(
+                    self._event(flight, "retry_scheduled", now_ms, reason=retry.reason,
+                                details={"delay_ms": retry.delay_ms, "next_attempt": retry.next_attempt,
+                                         "retry_at": flight.deadline_ms},
+                                error=event.get("error"), error_kind=error_kind)
+                )  # fmt: skip
+                return decision, flight
+            self._dead_letter(flight, retry.reason, event.get("error"), now_ms, decision)
+            return decision, None
+        return decision, None
+
+    # -- timers ----------------------------------------------------------------------------
+    def on_deadline(
+        self, execution_id: str, attempt: int, deadline_ms: int, now_ms: int
+    ) -> tuple[Decision, InFlight | None]:
+        """A lease deadline or retry time was reached."""
+        decision = _empty()
+        flight = self.in_flight.get(execution_id)
+        if flight is None or flight.attempt != attempt or flight.deadline_ms != deadline_ms:
+            return decision, None  # superseded by a heartbeat, an outcome or a newer attempt
+        job_id = flight.request["job_id"]
+        decision.changed_jobs.add(job_id)
+        if flight.state == "retry_wait":
+            self._reissue(flight, "retry", now_ms, decision)
+            return decision, None
+        if flight.state == "running":
+            decision.events.append(
+                self._event(flight, "failed", now_ms, reason="lease_expired",
+                            error=f"lease of worker {flight.worker_id} expired", error_kind="retryable")
+            )  # fmt: skip
+            if flight.attempt >= int(flight.request["max_attempts"]):
+                self._dead_letter(
+                    flight, "lease_expired_max_attempts", "lease expired", now_ms, decision
+                )
+                return decision, None
+            self._reissue(flight, "lease_expired", now_ms, decision)
+        return decision, None
+
+    def _reissue(self, flight: InFlight, trigger: str, now_ms: int, decision: Decision) -> None:
+        request = {
+            **flight.request,
+            "attempt": flight.attempt + 1,
+            "trigger": trigger,
+            "requested_at": now_ms,
+            "late": False,
+        }
+        flight.request = request
+        flight.state = "queued"
+        flight.deadline_ms = None
+        flight.worker_id = None
+        decision.requests.append(request)
+
+    def _dead_letter(
+        self, flight: InFlight, reason: str, error: str | None, now_ms: int, decision: Decision
+    ) -> None:
+        self._finish(flight.request["execution_id"])
+        decision.finished.append(flight)
+        decision.events.append(
+            self._event(flight, "dead_lettered", now_ms, reason=reason, error=error)
+        )
+        request = flight.request
+        decision.dead_letters.append(
+            {
+                "dead_letter_id": f"dlq:{request['execution_id']}",
+                "event_time": now_ms,
+                "reason": reason,
+                "source_topic": f"executions.{request['priority']}",
+                "source_partition": -1,
+                "source_offset": -1,
+                "execution_id": request["execution_id"],
+                "job_id": request["job_id"],
+                "attempt": flight.attempt,
+                "error": error,
+                "payload": request["payload"],
+                "raw_value": None,
+            }
+        )
+
+    # -- records ---------------------------------------------------------------------------
+    def _event(
+        self,
+        flight: InFlight,
+        event_type: str,
+        now_ms: int,
+        *,
+        reason: str | None = None,
+        error: str | None = None,
+        error_kind: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        request = flight.request
+        return {
+            "event_id": f"timer:{event_type}:{request['execution_id']}:{request['attempt']}",
+            "event_time": now_ms,
+            "event_type": event_type,
+            "job_id": request["job_id"],
+            "job_type": request["job_type"],
+            "tenant_id": request["tenant_id"],
+            "execution_id": request["execution_id"],
+            "attempt": request["attempt"],
+            "scheduled_time": request["scheduled_time"],
+            "fire_time": request["fire_time"],
+            "worker_id": flight.worker_id,
+            "lease_deadline": flight.deadline_ms if flight.state == "running" else None,
+            "error": error,
+            "error_kind": error_kind,
+            "reason": reason,
+            "details": json.dumps(details) if details else None,
+        }
+
+    @staticmethod
+    def _fenced(event: dict[str, Any], now_ms: int, flight: InFlight | None) -> dict[str, Any]:
+        current = flight.attempt if flight is not None else None
+        return {
+            **event,
+            "event_id": f"timer:fenced:{event['event_id']}",
+            "event_time": now_ms,
+            "event_type": "fenced",
+            "reason": f"stale {event['event_type']} of attempt {event['attempt']}",
+            "details": json.dumps({"fenced_event_id": event["event_id"], "current_attempt": current,
+                                   "fenced_event_type": event["event_type"]}),
+        }  # fmt: skip

@@ -1,0 +1,3 @@
+from tickwheel.services.worker.service import main
+
+main()

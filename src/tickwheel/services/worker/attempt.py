@@ -1,0 +1,233 @@
+"""One attempt on this worker: its lease (leased, heartbeats, outcome as events) and running
+the handler into an `Outcome`. No Kafka here: events go to an `EventSink`, time comes from a
+`Clock`, so units drive both by hand."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tickwheel.clock import Clock
+from tickwheel.sdk.worker import (
+    ExecutionCancelled,
+    ExecutionContext,
+    JobType,
+    PermanentError,
+)
+from tickwheel.services.worker.events import Outcome, execution_event, outcome_event
+
+log = logging.getLogger("tickwheel.worker")
+
+DeliveryCallback = Callable[[str | None], None]
+MAX_RESULT_BYTES = 64 * 1024
+MAX_TRACEBACK_CHARS = 4000
+
+
+class EventSink(Protocol):
+    def publish(self, event: dict[str, Any], on_delivery: DeliveryCallback | None = None) -> None:
+        """Queue `event` for `executions.events`; `on_delivery(error_or_None)` once the
+        broker acknowledged it (or gave up)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LeaseTerms:
+    lease_seconds: float
+    heartbeat_seconds: float
+
+
+def lease_terms(request: dict[str, Any], job_type: JobType | None) -> LeaseTerms:
+    """The job type's own lease settings win over the request's (its author knows how the
+    handler behaves); the heartbeat is kept to at most half the lease so one late heartbeat
+    does not lose it."""
+    lease = float((job_type and job_type.lease_seconds) or request.get("lease_seconds") or 30)
+    beat = float(
+        (job_type and job_type.heartbeat_seconds) or request.get("heartbeat_seconds") or 10
+    )
+    lease = max(lease, 1.0)
+    return LeaseTerms(lease, max(0.1, min(beat, lease / 2)))
+
+
+_PROCESS_SALT = uuid.uuid4().hex[:8]
+_COUNTER = itertools.count()
+
+
+def new_unique() -> str:
+    """Unique within the worker id it goes with: a per-process salt and a counter (cheaper
+    than a UUID per event, and a restarted process with a reused pid gets a new salt)."""
+    return f"{_PROCESS_SALT}{next(_COUNTER):x}"
+
+
+class AttemptLease:
+    """The lease of one attempt: `start()` records it, `heartbeat()` extends it, `finish()`
+    reports the outcome. Thread-safe: the heartbeat thread and the handler both extend it."""
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        terms: LeaseTerms,
+        *,
+        worker_id: str,
+        clock: Clock,
+        sink: EventSink,
+        new_id: Callable[[], str] = new_unique,
+    ) -> None:
+        self.request = request
+        self.terms = terms
+        self.worker_id = worker_id
+        self.clock = clock
+        self.sink = sink
+        self.new_id = new_id
+        self.deadline_ms = 0
+        self.next_due = 0.0  # clock seconds of the next automatic heartbeat
+        self.last_beat = 0.0
+        self.heartbeats = 0
+        self.finished = False
+        self._lock = threading.Lock()
+
+    @property
+    def min_interval(self) -> float:
+        """Manual heartbeats closer together than this are merged."""
+        return min(1.0, self.terms.heartbeat_seconds / 2)
+
+    def _event(self, event_type: str, now: float, **fields: Any) -> dict[str, Any]:
+        return execution_event(
+            self.request,
+            event_type,
+            worker_id=self.worker_id,
+            event_time_ms=int(now * 1000),
+            unique=self.new_id(),
+            **fields,
+        )
+
+    def _extend(self, now: float) -> int:
+        self.deadline_ms = int((now + self.terms.lease_seconds) * 1000)
+        self.last_beat = now
+        self.next_due = now + self.terms.heartbeat_seconds
+        return self.deadline_ms
+
+    def start(self, on_delivery: DeliveryCallback | None = None) -> dict[str, Any]:
+        """Record the lease: a `leased` event with `lease_deadline = now + lease`."""
+        with self._lock:
+            now = self.clock.now()
+            event = self._event("leased", now, lease_deadline_ms=self._extend(now))
+            self.sink.publish(event, on_delivery)
+            return event
+
+    def heartbeat(self, manual: bool = False) -> bool:
+        """Extend the lease to `now + lease`; False when finished, or when a manual call
+        comes within `min_interval` of the last heartbeat."""
+        with self._lock:
+            if self.finished:
+                return False
+            now = self.clock.now()
+            if manual and now - self.last_beat < self.min_interval:
+                return False
+            if now * 1000 > self.deadline_ms:
+                # Stalled past the lease (a paused process, a starved thread): the timer may
+                # have re-issued the execution; our later events will be fenced, not accepted.
+                log.warning(
+                    "heartbeat after the lease deadline",
+                    extra={"action": "lease_overrun", "execution_id": self.request["execution_id"],
+                           "attempt": self.request["attempt"],
+                           "late_ms": int(now * 1000) - self.deadline_ms},
+                )  # fmt: skip
+            self.sink.publish(self._event("heartbeat", now, lease_deadline_ms=self._extend(now)))
+            self.heartbeats += 1
+            return True
+
+    def finish(
+        self, outcome: Outcome, on_delivery: DeliveryCallback | None = None
+    ) -> dict[str, Any]:
+        """Report the outcome; no heartbeat follows it."""
+        with self._lock:
+            self.finished = True
+            event = outcome_event(
+                self.request,
+                outcome,
+                worker_id=self.worker_id,
+                event_time_ms=int(self.clock.now() * 1000),
+                unique=self.new_id(),
+            )
+            self.sink.publish(event, on_delivery)
+            return event
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _result_details(result: Any) -> tuple[dict[str, Any], str | None]:
+    """The handler's return value as JSON details, or why it cannot be recorded."""
+    if result is None:
+        return {}, None
+    try:
+        text = json.dumps(result)
+    except (TypeError, ValueError) as exc:
+        return (
+            {},
+            f"the handler returned a value that is not JSON ({exc}); return data, not objects",
+        )
+    if len(text) > MAX_RESULT_BYTES:
+        return (
+            {},
+            f"the handler's result is {len(text)} bytes of JSON; the limit is {MAX_RESULT_BYTES}",
+        )
+    return {"result": result}, None
+
+
+def run_handler(
+    job_type: JobType, ctx: ExecutionContext, clock: Clock, cancel_reason: Callable[[], str | None]
+) -> Outcome:
+    """Run the handler and classify how it ended. Never raises for a handler's failure:
+    failures are data. Once cancellation was requested the outcome is `cancelled`, whatever
+    the handler did after seeing the signal."""
+    started = clock.now()
+    result: Any = None
+    failure: Outcome | None = None
+    try:
+        result = job_type.handler(ctx)
+    except ExecutionCancelled:
+        pass
+    except PermanentError as exc:
+        failure = Outcome.failed(_error_text(exc), "permanent")
+    except BaseException as exc:  # any other ending, even SystemExit, is retryable
+        failure = Outcome.failed(
+            _error_text(exc),
+            "retryable",
+            traceback="".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:],
+        )
+    duration_ms = int((clock.now() - started) * 1000)
+    if ctx.cancelled:
+        return Outcome.cancelled(cancel_reason() or "cancel requested", duration_ms=duration_ms)
+    if failure is not None:
+        return Outcome(
+            failure.event_type,
+            failure.error,
+            failure.error_kind,
+            failure.reason,
+            {**failure.details, "duration_ms": duration_ms},
+        )
+    details, problem = _result_details(result)
+    if problem is not None:
+        return Outcome.failed(problem, "permanent", duration_ms=duration_ms)
+    return Outcome.succeeded(duration_ms=duration_ms, **details)
+
+
+def parse_payload(request: dict[str, Any]) -> dict[str, Any]:
+    """The request's payload as a JSON object; `PermanentError` if it is not one."""
+    try:
+        payload = json.loads(request.get("payload") or "{}")
+    except ValueError as exc:
+        raise PermanentError(f"the payload is not valid JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise PermanentError(f"the payload must be a JSON object, got {type(payload).__name__}")
+    return payload

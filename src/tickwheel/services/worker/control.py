@@ -1,0 +1,178 @@
+"""Cancellation: every worker reads `executions.control` (one partition) on its own, remembers
+the most recent cancelled execution ids, and signals the handlers it is running."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.clock import Clock
+from tickwheel.errors import TickwheelError
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.worker")
+
+
+class CancelRegistry:
+    """The last `capacity` cancelled execution ids (with their reasons), and the cancellation
+    signals of the attempts running here. Thread-safe."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self.capacity = capacity
+        self._cancelled: OrderedDict[str, str | None] = OrderedDict()
+        self._running: dict[str, set[threading.Event]] = {}
+        self._lock = threading.Lock()
+
+    def cancel(self, execution_id: str, reason: str | None = None) -> int:
+        """Remember the cancellation and signal the running attempts; returns how many."""
+        with self._lock:
+            self._cancelled[execution_id] = reason
+            self._cancelled.move_to_end(execution_id)
+            while len(self._cancelled) > self.capacity:
+                self._cancelled.popitem(last=False)
+            signals = list(self._running.get(execution_id, ()))
+        for signal in signals:
+            signal.set()
+        return len(signals)
+
+    def is_cancelled(self, execution_id: str) -> bool:
+        with self._lock:
+            return execution_id in self._cancelled
+
+    def reason(self, execution_id: str) -> str | None:
+        with self._lock:
+            return self._cancelled.get(execution_id)
+
+    def started(self, execution_id: str, signal: threading.Event) -> None:
+        """An attempt started; a cancellation already known signals it at once."""
+        with self._lock:
+            self._running.setdefault(execution_id, set()).add(signal)
+            known = execution_id in self._cancelled
+        if known:
+            signal.set()
+
+    def finished(self, execution_id: str, signal: threading.Event) -> None:
+        with self._lock:
+            signals = self._running.get(execution_id)
+            if signals is not None:
+                signals.discard(signal)
+                if not signals:
+                    del self._running[execution_id]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cancelled)
+
+
+class ControlUnavailable(TickwheelError, RuntimeError):
+    """The control topic could not be read at start-up."""
+
+
+class ControlListener:
+    """Reads `executions.control` without a consumer group (every worker sees every record).
+
+    At start it goes back `lookback_s` (a worker that restarts still honours cancellations of
+    requests queued while it was away) and reads up to the end before returning, so no request
+    is started before the cancellations known at start-up are."""
+
+    def __init__(
+        self,
+        cancels: CancelRegistry,
+        clock: Clock,
+        *,
+        bootstrap: str,
+        lookback_s: float,
+        dead_letters: DeadLetterWriter,
+    ) -> None:
+        self.cancels = cancels
+        self.clock = clock
+        self.topic = topic_name("executions.control")
+        self.lookback_s = lookback_s
+        self.dead_letters = dead_letters
+        self.received = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # No subscribe(): the group id is never joined or committed; it only satisfies the client.
+        self._consumer = Consumer(
+            consumer_config(
+                f"{topic_name('tickwheel-worker-control')}-{uuid.uuid4().hex}",
+                bootstrap,
+                **{"enable.partition.eof": False},
+            )
+        )
+
+    def start(self, timeout: float = 30.0) -> None:
+        tp = TopicPartition(self.topic, 0)
+        try:
+            low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
+            start = high
+            if self.lookback_s > 0:
+                since = int((self.clock.now() - self.lookback_s) * 1000)
+                found = self._consumer.offsets_for_times([TopicPartition(self.topic, 0, since)], 10)
+                start = found[0].offset if found and found[0].offset >= 0 else high
+            self._consumer.assign([TopicPartition(self.topic, 0, max(start, low))])
+        except KafkaException as exc:
+            raise ControlUnavailable(f"cannot read {self.topic}: {exc}") from exc
+        deadline = time.monotonic() + timeout
+        while start < high:
+            if time.monotonic() > deadline:
+                raise ControlUnavailable(f"reading {self.topic} to its end took over {timeout}s")
+            messages = self._consumer.consume(1000, 0.2)
+            for msg in messages:
+                self._handle(msg)
+            position = self._consumer.position([tp])[0].offset
+            if position >= high or (messages and messages[-1].offset() + 1 >= high):
+                break
+        log.info(
+            "cancellations read",
+            extra={"action": "control_caught_up", "cancelled": len(self.cancels), "from": start,
+                   "to": high},
+        )  # fmt: skip
+        self._thread = threading.Thread(target=self._run, name="control", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for msg in self._consumer.consume(500, 0.2):
+                    self._handle(msg)
+            except KafkaException as exc:
+                log.warning(
+                    "control read failed", extra={"action": "control_error", "error": str(exc)}
+                )
+                self._stop.wait(1.0)
+
+    def _handle(self, msg: Any) -> None:
+        if msg.error() or msg.value() is None:
+            return
+        try:
+            _, control = decode(msg.value(), "ExecutionControl")
+        except UndecodableRecord as exc:
+            key = msg.key().decode(errors="replace") if msg.key() is not None else None
+            self.dead_letters.undecodable(
+                msg.topic(), msg.partition(), msg.offset(), key, msg.value(), exc.reason
+            )
+            return
+        self.received += 1
+        if control["kind"] == "cancel":
+            signalled = self.cancels.cancel(control["execution_id"], control.get("reason"))
+            log.info(
+                "cancellation received",
+                extra={"action": "cancel_received", "execution_id": control["execution_id"],
+                       "job_id": control.get("job_id"), "running_here": signalled,
+                       "control_id": control["control_id"]},
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self._consumer.close()

@@ -1,0 +1,90 @@
+"""The events a worker writes to `executions.events` (key = job_id), built from the request
+they belong to. Pure: time and ids are arguments."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+OutcomeType = Literal["succeeded", "failed", "cancelled"]
+MAX_ERROR_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended, as data. The worker reports it; the timer decides what follows
+    (retry, dead letter, fencing)."""
+
+    event_type: OutcomeType
+    error: str | None = None
+    error_kind: Literal["retryable", "permanent"] | None = None
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def succeeded(cls, **details: Any) -> Outcome:
+        return cls("succeeded", details=details)
+
+    @classmethod
+    def failed(cls, error: str, kind: Literal["retryable", "permanent"], **details: Any) -> Outcome:
+        return cls("failed", error=error[:MAX_ERROR_CHARS], error_kind=kind, details=details)
+
+    @classmethod
+    def cancelled(cls, reason: str | None, **details: Any) -> Outcome:
+        return cls("cancelled", reason=reason, details=details)
+
+
+def event_id(event_type: str, request: dict[str, Any], worker_id: str, unique: str) -> str:
+    """`<type>:<execution>:<attempt>:<worker>:<unique>`: unique per event, readable in SQL."""
+    return f"{event_type}:{request['execution_id']}:{request['attempt']}:{worker_id}:{unique}"
+
+
+def execution_event(
+    request: dict[str, Any],
+    event_type: str,
+    *,
+    worker_id: str,
+    event_time_ms: int,
+    unique: str,
+    lease_deadline_ms: int | None = None,
+    error: str | None = None,
+    error_kind: str | None = None,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An `ExecutionEvent` record for one attempt of `request` (an `ExecutionRequest`)."""
+    return {
+        "event_id": event_id(event_type, request, worker_id, unique),
+        "event_time": event_time_ms,
+        "event_type": event_type,
+        "job_id": request["job_id"],
+        "job_type": request["job_type"],
+        "tenant_id": request["tenant_id"],
+        "execution_id": request["execution_id"],
+        "attempt": request["attempt"],
+        "scheduled_time": request["scheduled_time"],
+        "fire_time": request["fire_time"],
+        "worker_id": worker_id,
+        "lease_deadline": lease_deadline_ms,
+        "error": error,
+        "error_kind": error_kind,
+        "reason": reason,
+        "details": json.dumps(details, default=str) if details else None,
+    }
+
+
+def outcome_event(
+    request: dict[str, Any], outcome: Outcome, *, worker_id: str, event_time_ms: int, unique: str
+) -> dict[str, Any]:
+    return execution_event(
+        request,
+        outcome.event_type,
+        worker_id=worker_id,
+        event_time_ms=event_time_ms,
+        unique=unique,
+        error=outcome.error,
+        error_kind=outcome.error_kind,
+        reason=outcome.reason,
+        details=outcome.details,
+    )

@@ -1,0 +1,447 @@
+"""One priority's lane: its own consumer of `executions.<priority>`, its own pool of slots.
+
+Separate consumers and pools per priority keep a low-priority flood from delaying high
+priority. The lane pulls only what it has room for (slots plus a small waiting room); when it
+stays full it pauses its partitions, so a saturated worker stops pulling while keeping its
+place in the consumer group.
+
+At least once: a request's offset is committed only after its `leased` event (or, for a
+request cancelled before it started, its `cancelled` event) is acknowledged by the broker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue as queues
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.clock import Clock
+from tickwheel.sdk.worker import ExecutionContext, HandlerRegistry, PermanentError, UnknownJobType
+from tickwheel.services.worker.attempt import (
+    AttemptLease,
+    EventSink,
+    lease_terms,
+    new_unique,
+    parse_payload,
+    run_handler,
+)
+from tickwheel.services.worker.control import CancelRegistry
+from tickwheel.services.worker.events import Outcome, execution_event
+from tickwheel.services.worker.heartbeats import HeartbeatScheduler
+from tickwheel.services.worker.offsets import OffsetTracker
+from tickwheel.services.worker.settings import WorkerSettings
+from tickwheel.services.worker.tenants import TenantQueue
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.worker")
+
+PAUSE_AFTER_S = 0.5
+SEEN_ATTEMPTS = 10_000  # attempts started here, remembered to skip redeliveries  # full for this long: pause fetching (short blips only stop consuming)
+
+
+class SlotPool:
+    """Fixed daemon threads running the attempts of one lane. Daemon, so that a worker past
+    its shutdown grace can exit while a handler still runs (its lease then expires)."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._tasks: queues.SimpleQueue[Callable[[], None] | None] = queues.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+            for i in range(size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, task: Callable[[], None]) -> None:
+        self._tasks.put(task)
+
+    def _work(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            task()
+
+    def shutdown(self) -> None:
+        for _ in self._threads:
+            self._tasks.put(None)
+
+
+@dataclass(frozen=True)
+class Pending:
+    request: dict[str, Any]
+    partition: int
+    offset: int
+    received: float
+
+
+class PriorityLane:
+    def __init__(
+        self,
+        priority: str,
+        settings: WorkerSettings,
+        *,
+        registry: HandlerRegistry,
+        sink: EventSink,
+        cancels: CancelRegistry,
+        heartbeats: HeartbeatScheduler,
+        dead_letters: DeadLetterWriter,
+        clock: Clock,
+        on_fatal: Callable[[str], None],
+    ) -> None:
+        self.priority = priority
+        self.topic = topic_name(f"executions.{priority}")
+        self.settings = settings
+        self.capacity = settings.concurrency[priority]
+        self.max_held = self.capacity + (settings.prefetch or self.capacity)
+        self.registry = registry
+        self.sink = sink
+        self.cancels = cancels
+        self.heartbeats = heartbeats
+        self.dead_letters = dead_letters
+        self.clock = clock
+        self.on_fatal = on_fatal
+        self.worker_id = settings.worker_id
+        self.queue: TenantQueue[Pending] = TenantQueue(settings.tenant_cap or self.capacity)
+        self.offsets = OffsetTracker()
+        self._seen: OrderedDict[tuple[str, int], None] = OrderedDict()
+        self.running_count = 0
+        self.started_count = 0
+        self.running = True
+        self._lock = threading.Lock()
+        self._pausing = False
+        self._paused: list[TopicPartition] = []
+        self._full_since: float | None = None
+        self._last_commit = 0.0
+        self._idle = threading.Condition(self._lock)
+        self._pool = SlotPool(self.capacity, f"run-{priority}")
+        self._thread: threading.Thread | None = None
+        self.consumer = Consumer(
+            consumer_config(
+                settings.group_id,
+                settings.bootstrap,
+                **{
+                    "client.id": f"{self.worker_id}/{priority}",
+                    "session.timeout.ms": 10000,
+                    "heartbeat.interval.ms": 1000,
+                    # Bounded prefetch: a flood waits in Kafka, not in this process.
+                    "queued.max.messages.kbytes": 4096,
+                    "queued.min.messages": 1000,
+                    "enable.partition.eof": False,
+                },
+            )
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self.consumer.subscribe(
+            [self.topic],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        self._thread = threading.Thread(
+            target=self._loop, name=f"lane-{self.priority}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.running = False
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def assigned(self) -> list[int]:
+        try:
+            return sorted(tp.partition for tp in self.consumer.assignment())
+        except KafkaException:
+            return []
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _loop(self) -> None:
+        try:
+            while self.running:
+                with self._lock:
+                    room = self.max_held - self.running_count - len(self.queue)
+                if room > 0:
+                    self._set_paused(False)
+                    messages = self.consumer.consume(min(room, 500), 0.1)
+                else:
+                    now = time.monotonic()
+                    self._full_since = self._full_since or now
+                    if now - self._full_since >= PAUSE_AFTER_S:
+                        self._set_paused(True)
+                        # Still polled while paused: rebalances and group liveness need it.
+                        messages = self.consumer.consume(1, 0.05)
+                    else:
+                        messages = []
+                        with self._idle:
+                            self._idle.wait(0.05)
+                for msg in messages:
+                    self._accept(msg)
+                self._dispatch()
+                self._commit(force=False)
+            self._drain()
+        except Exception as exc:
+            log.exception("lane failed", extra={"action": "lane_failed", "priority": self.priority})
+            self.on_fatal(f"lane {self.priority} failed: {exc}")
+        finally:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self.consumer.close()
+            self._pool.shutdown()
+
+    def _set_paused(self, paused: bool) -> None:
+        if paused and not self._pausing:
+            self._pausing = True
+            self._paused = list(self.consumer.assignment())
+            if self._paused:
+                self.consumer.pause(self._paused)
+            log.info("pool full; stopped pulling",
+                     extra={"action": "lane_paused", "priority": self.priority})  # fmt: skip
+        elif not paused:
+            self._full_since = None
+            if self._pausing:
+                self._pausing = False
+                if self._paused:
+                    self.consumer.resume(self._paused)
+                self._paused = []
+                log.info(
+                    "pulling again", extra={"action": "lane_resumed", "priority": self.priority}
+                )
+
+    def _accept(self, msg: Any) -> None:
+        if msg.error():
+            log.warning(
+                "consume error", extra={"action": "consume_error", "error": str(msg.error())}
+            )
+            return
+        partition, offset = msg.partition(), msg.offset()
+        self.offsets.track(partition, offset)
+        try:
+            _, request = decode(msg.value() or b"", "ExecutionRequest")
+        except UndecodableRecord as exc:
+            key = msg.key().decode(errors="replace") if msg.key() is not None else None
+            self.dead_letters.undecodable(
+                msg.topic(), partition, offset, key, msg.value(), exc.reason
+            )
+            self.offsets.done(partition, offset)
+            return
+        with self._lock:
+            self.queue.push(
+                request["tenant_id"], Pending(request, partition, offset, time.monotonic())
+            )
+
+    def _dispatch(self) -> None:
+        """Start waiting requests while there are free slots (tenant caps permitting)."""
+        while self.running:
+            with self._lock:
+                if self.running_count >= self.capacity:
+                    return
+                popped = self.queue.pop()
+                if popped is None:
+                    return
+                tenant, item = popped
+                key = (item.request["execution_id"], item.request["attempt"])
+                if self.cancels.is_cancelled(key[0]):
+                    action = "cancelled"
+                elif key in self._seen:
+                    action = "duplicate"
+                else:
+                    action = "run"
+                    self._seen[key] = None
+                    while len(self._seen) > SEEN_ATTEMPTS:
+                        self._seen.popitem(last=False)
+                    self.running_count += 1
+                if action != "run":
+                    self.queue.release(tenant)
+            if action == "cancelled":
+                self._skip_cancelled(item)
+            elif action == "duplicate":
+                # Redelivered (a rebalance) while this worker runs or ran the same attempt: its
+                # lease and outcome are recorded by that run.
+                self.offsets.done(item.partition, item.offset)
+                log.info(
+                    "attempt already taken here",
+                    extra={"action": "duplicate_request_skipped", "execution_id": key[0],
+                           "attempt": key[1]},
+                )  # fmt: skip
+            else:
+                self._pool.submit(partial(self._run, tenant, item))
+
+    # -- one attempt -------------------------------------------------------------------------
+    def _delivered(self, item: Pending, what: str) -> Callable[[str | None], None]:
+        def callback(error: str | None) -> None:
+            if error is None:
+                self.offsets.done(item.partition, item.offset)
+            else:
+                # Never commit past it: after a restart the request is delivered again.
+                self.on_fatal(
+                    f"{what} event of {item.request['execution_id']} not delivered: {error}"
+                )
+
+        return callback
+
+    def _skip_cancelled(self, item: Pending) -> None:
+        request = item.request
+        reason = self.cancels.reason(request["execution_id"]) or "cancel requested"
+        event = execution_event(
+            request,
+            "cancelled",
+            worker_id=self.worker_id,
+            event_time_ms=int(self.clock.now() * 1000),
+            unique=new_unique(),
+            reason=reason,
+            details={"started": False},
+        )
+        self.sink.publish(event, self._delivered(item, "cancelled"))
+        log.info(
+            "cancelled before it started",
+            extra={"action": "execution_skipped_cancelled", "execution_id": request["execution_id"],
+                   "job_id": request["job_id"], "attempt": request["attempt"], "reason": reason},
+        )  # fmt: skip
+
+    def _run(self, tenant: str, item: Pending) -> None:
+        try:
+            self._attempt(item)
+        except Exception as exc:  # the lane must outlive any bug in one attempt
+            log.exception("attempt crashed", extra={"action": "attempt_crashed"})
+            self.on_fatal(f"attempt of {item.request['execution_id']} crashed: {exc}")
+        finally:
+            with self._lock:
+                self.running_count -= 1
+                self.queue.release(tenant)
+                self._idle.notify_all()
+            self._dispatch()
+
+    def _attempt(self, item: Pending) -> None:
+        request = item.request
+        ids = {"execution_id": request["execution_id"], "job_id": request["job_id"],
+               "attempt": request["attempt"], "job_type": request["job_type"],
+               "tenant_id": request["tenant_id"], "priority": self.priority}  # fmt: skip
+        job_type = (
+            self.registry.get(request["job_type"]) if request["job_type"] in self.registry else None
+        )
+        lease = AttemptLease(
+            request,
+            lease_terms(request, job_type),
+            worker_id=self.worker_id,
+            clock=self.clock,
+            sink=self.sink,
+        )
+        lease.start(self._delivered(item, "leased"))
+        self.started_count += 1
+        log.info(
+            "execution started",
+            extra={"action": "execution_started", **ids, "lease_deadline": lease.deadline_ms,
+                   "wait_ms": int((time.monotonic() - item.received) * 1000)},
+        )  # fmt: skip
+        outcome = self._outcome(request, job_type, lease)
+        lease.finish(outcome)
+        log.info(
+            f"execution {outcome.event_type}",
+            extra={"action": f"execution_{outcome.event_type}", **ids, "error": outcome.error,
+                   "error_kind": outcome.error_kind, "heartbeats": lease.heartbeats,
+                   "duration_ms": outcome.details.get("duration_ms")},
+        )  # fmt: skip
+
+    def _outcome(self, request: dict[str, Any], job_type: Any, lease: AttemptLease) -> Outcome:
+        try:
+            if job_type is None:
+                raise UnknownJobType(request["job_type"], self.registry.names())
+            payload = parse_payload(request)
+        except (UnknownJobType, PermanentError) as exc:
+            return Outcome.failed(str(exc), "permanent")
+        ctx = ExecutionContext.from_request(
+            request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
+        )
+        self.cancels.started(request["execution_id"], ctx.cancel_event)
+        self.heartbeats.add(lease)
+        try:
+            return run_handler(
+                job_type, ctx, self.clock, lambda: self.cancels.reason(request["execution_id"])
+            )
+        finally:
+            self.heartbeats.remove(lease)
+            self.cancels.finished(request["execution_id"], ctx.cancel_event)
+
+    # -- offsets and rebalancing -------------------------------------------------------------
+    def _commit(self, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_commit < self.settings.commit_interval_s:
+            return
+        self._last_commit = now
+        points = self.offsets.committable()
+        if not points:
+            return
+        offsets = [TopicPartition(self.topic, p, o) for p, o in points.items()]
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=not force)
+        except KafkaException as exc:
+            log.warning("commit failed", extra={"action": "commit_failed", "error": str(exc)})
+            return
+        for partition, offset in points.items():
+            self.offsets.committed(partition, offset)
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.offsets.assign(tp.partition)
+        consumer.incremental_assign(partitions)
+        if self._pausing:
+            consumer.pause(partitions)
+            self._paused.extend(partitions)
+        log.info(
+            "partitions assigned",
+            extra={"action": "partitions_assigned", "priority": self.priority,
+                   "partitions": [tp.partition for tp in partitions]},
+        )  # fmt: skip
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        revoked = {tp.partition for tp in partitions}
+        with self._lock:
+            dropped = self.queue.drop(lambda item: item.partition in revoked)
+        # Leased events of started attempts should land so their offsets can be committed
+        # before the partitions move (the new owner would start them again otherwise).
+        pending = getattr(self.sink, "pending", None)
+        if pending is not None:
+            pending(5.0)
+        self._commit(force=True)
+        for partition in revoked:
+            self.offsets.revoke(partition)
+        self._paused = [tp for tp in self._paused if tp.partition not in revoked]
+        with contextlib.suppress(KafkaException):  # a lost assignment may already be gone
+            consumer.incremental_unassign(partitions)
+        log.info(
+            "partitions revoked",
+            extra={"action": "partitions_revoked", "priority": self.priority,
+                   "partitions": sorted(revoked), "dropped_waiting": len(dropped)},
+        )  # fmt: skip
+
+    def _drain(self) -> None:
+        """Stop: waiting requests are left to Kafka (uncommitted); running ones get the grace
+        period; what was acknowledged is committed."""
+        with self._lock:
+            dropped = self.queue.drop(lambda _item: True)
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
+        with self._idle:
+            while self.running_count > 0 and time.monotonic() < deadline:
+                self._idle.wait(min(0.5, deadline - time.monotonic()))
+            still_running = self.running_count
+        pending = getattr(self.sink, "pending", None)
+        if pending is not None:
+            pending(10.0)
+        self._commit(force=True)
+        log.info(
+            "lane stopped",
+            extra={"action": "lane_stopped", "priority": self.priority,
+                   "dropped_waiting": len(dropped), "abandoned_running": still_running},
+        )  # fmt: skip

@@ -1,0 +1,66 @@
+"""The worker's one producer for `executions.events`, with per-event delivery reports (the
+request offset of an attempt is committed only once its `leased` event is acknowledged)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.services.worker.attempt import DeliveryCallback
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.worker")
+
+
+class EventPublisher(EventProducer):
+    """The adapter's producer with a delivery report per event. Thread-safe; a background
+    thread serves the reports."""
+
+    def __init__(self, bootstrap: str, **overrides: Any) -> None:
+        super().__init__(bootstrap, **overrides)
+        self.topic = topic_name("executions.events")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="deliveries", daemon=True)
+        self._thread.start()
+
+    def publish(self, event: dict[str, Any], on_delivery: DeliveryCallback | None = None) -> None:
+        value = encode("ExecutionEvent", event)
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                log.error(
+                    "event not delivered",
+                    extra={"action": "event_not_delivered", "event_id": event["event_id"],
+                           "error": str(err)},
+                )  # fmt: skip
+            if on_delivery is not None:
+                on_delivery(None if err is None else str(err))
+
+        while True:
+            try:
+                # Keyed by job_id: co-partitioned with the timer that owns the job (DESIGN §2).
+                self._producer.produce(
+                    self.topic, key=event["job_id"].encode(), value=value, on_delivery=delivered
+                )
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.1)
+
+    def pending(self, timeout: float = 30.0) -> int:
+        """Wait up to `timeout` for every queued event; returns how many are still undelivered
+        (each undelivered one has reported its error through its own callback)."""
+        remaining: int = self._producer.flush(timeout)
+        return remaining
+
+    def close(self, timeout: float = 30.0) -> int:
+        remaining = self.pending(timeout)
+        self._stop.set()
+        self._thread.join(5)
+        return remaining

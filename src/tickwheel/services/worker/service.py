@@ -1,0 +1,152 @@
+"""The worker process: one lane per priority, one heartbeat thread, one control listener, one
+event producer. It records leases, heartbeats and outcomes; the timer that owns each job
+decides what they mean (deadlines, retries, fencing, dead letters)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from tickwheel.adapters.kafka.admin import verify_topology
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.errors import TickwheelError
+from tickwheel.jobtypes import builtin_registry
+from tickwheel.logs import configure_logging
+from tickwheel.sdk import worker as sdk
+from tickwheel.sdk.worker import HandlerRegistry
+from tickwheel.services.worker.control import CancelRegistry, ControlListener
+from tickwheel.services.worker.heartbeats import HeartbeatScheduler
+from tickwheel.services.worker.lane import PriorityLane
+from tickwheel.services.worker.publisher import EventPublisher
+from tickwheel.services.worker.settings import (
+    WorkerSettings,
+    add_worker_arguments,
+    settings_from_args,
+)
+
+log = logging.getLogger("tickwheel.worker")
+
+
+def build_registry(settings: WorkerSettings) -> HandlerRegistry:
+    """Built-ins plus the `@job` handlers of `settings.modules`, narrowed to `settings.types`."""
+    sdk.load_modules(settings.modules)
+    return builtin_registry().merged(sdk.registry).only(settings.types)
+
+
+class WorkerService:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        registry: HandlerRegistry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.registry = registry if registry is not None else build_registry(settings)
+        self.cancels = CancelRegistry(settings.cancel_memory)
+        self.heartbeats = HeartbeatScheduler(self.clock)
+        self.dead_letters = DeadLetterWriter(settings.bootstrap, self.clock)
+        self.exit_code = 0
+        self._stopping = threading.Event()
+        self.publisher: EventPublisher | None = None
+        self.control: ControlListener | None = None
+        self.lanes: list[PriorityLane] = []
+
+    def run(self) -> int:
+        """Serve until `stop()` (SIGTERM/SIGINT) or a fatal error; returns the exit code."""
+        verify_topology(bootstrap=self.settings.bootstrap)
+        self.publisher = EventPublisher(self.settings.bootstrap)
+        self.control = ControlListener(
+            self.cancels,
+            self.clock,
+            bootstrap=self.settings.bootstrap,
+            lookback_s=self.settings.cancel_lookback_s,
+            dead_letters=self.dead_letters,
+        )
+        # Cancellations known at start-up are read before any request is taken.
+        self.control.start()
+        self.heartbeats.start()
+        for priority in self.settings.priorities:
+            lane = PriorityLane(
+                priority,
+                self.settings,
+                registry=self.registry,
+                sink=self.publisher,
+                cancels=self.cancels,
+                heartbeats=self.heartbeats,
+                dead_letters=self.dead_letters,
+                clock=self.clock,
+                on_fatal=self.fail,
+            )
+            self.lanes.append(lane)
+            lane.start()
+        log.info(
+            "worker started",
+            extra={"action": "worker_started", "worker_id": self.settings.worker_id,
+                   "types": list(self.registry.names()), "priorities": list(self.settings.priorities),
+                   "concurrency": self.settings.concurrency, "group": self.settings.group_id},
+        )  # fmt: skip
+        while not self._stopping.wait(0.5):
+            pass
+        self._shutdown()
+        return self.exit_code
+
+    def stop(self, *_args: Any) -> None:
+        self._stopping.set()
+
+    def fail(self, reason: str) -> None:
+        """Stop with a non-zero exit: the supervisor restarts us and Kafka redelivers every
+        request whose lease was not acknowledged."""
+        log.error("worker failing", extra={"action": "worker_failed", "reason": reason})
+        self.exit_code = 1
+        self._stopping.set()
+
+    def _shutdown(self) -> None:
+        log.info("worker stopping", extra={"action": "worker_stopping"})
+        for lane in self.lanes:
+            lane.stop()
+        for lane in self.lanes:
+            lane.join(self.settings.shutdown_grace_s + 15)
+        self.heartbeats.stop()
+        if self.control is not None:
+            self.control.stop()
+        if self.publisher is not None:
+            self.publisher.close(10)
+        log.info(
+            "worker stopped",
+            extra={
+                "action": "worker_stopped",
+                "started": sum(lane.started_count for lane in self.lanes),
+            },
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m tickwheel.services.worker",
+        description="A tickwheel worker: runs execution requests with the registered handlers.",
+    )
+    add_worker_arguments(parser)
+    args = parser.parse_args(argv)
+    sys.exit(run_from_args(args))
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run a worker from parsed `add_worker_arguments` flags; returns the exit code."""
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    try:
+        settings = settings_from_args(args)
+        service = WorkerService(settings)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, service.stop)
+            signal.signal(signal.SIGINT, service.stop)
+        return service.run()
+    except TickwheelError as exc:
+        print(f"tickwheel worker: error: {exc}", file=sys.stderr)
+        return 2

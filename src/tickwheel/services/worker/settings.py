@@ -1,0 +1,165 @@
+"""The worker's settings: flags, each backed by a `TICKWHEEL_WORKER_*` variable. Light on
+imports so `tickwheel --help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import dataclass, field
+
+from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.errors import InvalidInput
+from tickwheel.topology import topic_name
+
+PRIORITIES = ("high", "normal", "low")
+DEFAULT_CONCURRENCY = 8
+
+
+def _split(values: list[str] | str | None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    items = [values] if isinstance(values, str) else values
+    return tuple(part.strip() for item in items for part in item.split(",") if part.strip())
+
+
+def parse_priorities(values: list[str] | str | None) -> tuple[str, ...]:
+    names = _split(values) or PRIORITIES
+    unknown = [n for n in names if n not in PRIORITIES]
+    if unknown:
+        raise InvalidInput("--priority", f"{unknown[0]!r} is not one of {', '.join(PRIORITIES)}")
+    return tuple(p for p in PRIORITIES if p in names)
+
+
+def parse_concurrency(text: str | None) -> dict[str, int]:
+    """`8` (each priority's pool) or `high=4,normal=8,low=2` (unnamed ones keep the default)."""
+    result = dict.fromkeys(PRIORITIES, DEFAULT_CONCURRENCY)
+    if not text:
+        return result
+    try:
+        if "=" not in text:
+            result = dict.fromkeys(PRIORITIES, int(text))
+        else:
+            for part in _split(text):
+                name, _, number = part.partition("=")
+                if name.strip() not in PRIORITIES:
+                    raise ValueError(name)
+                result[name.strip()] = int(number)
+    except ValueError:
+        raise InvalidInput(
+            "--concurrency", f"{text!r}: a whole number, or e.g. high=4,normal=8,low=2"
+        ) from None
+    if any(n < 1 for n in result.values()):
+        raise InvalidInput("--concurrency", "every pool needs at least 1 slot")
+    return result
+
+
+def _env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+@dataclass
+class WorkerSettings:
+    """How one worker process runs. Environment: see `add_worker_arguments`."""
+
+    instance: str = "worker"
+    bootstrap: str = field(default_factory=bootstrap_servers)
+    group_id: str = field(
+        default_factory=lambda: os.environ.get(
+            "TICKWHEEL_WORKER_GROUP", topic_name("tickwheel-workers")
+        )
+    )
+    priorities: tuple[str, ...] = PRIORITIES
+    concurrency: dict[str, int] = field(default_factory=lambda: parse_concurrency(None))
+    tenant_cap: int | None = None  # None: a tenant may use a whole pool
+    prefetch: int | None = None  # waiting requests held beyond the pool; None: the pool's size
+    types: tuple[str, ...] | None = None  # None: every registered type
+    modules: tuple[str, ...] = ()
+    shutdown_grace_s: float = 20.0
+    cancel_lookback_s: float = 86400.0
+    cancel_memory: int = 100_000
+    commit_interval_s: float = 0.2
+
+    @property
+    def worker_id(self) -> str:
+        """Unique per process: names the lease holder in every event."""
+        return f"{self.instance}@{socket.gethostname()}:{os.getpid()}"
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags shared by `tickwheel worker` and `python -m tickwheel.services.worker`."""
+    env = os.environ.get
+    parser.add_argument(
+        "--instance",
+        default=env("TICKWHEEL_INSTANCE", "worker"),
+        help="instance name, used in the worker id (env: TICKWHEEL_INSTANCE)",
+    )
+    parser.add_argument(
+        "--types",
+        nargs="+",
+        default=env("TICKWHEEL_WORKER_TYPES"),
+        help="job types to handle, space or comma separated (default: every built-in and every "
+        "type from --module; env: TICKWHEEL_WORKER_TYPES). Every worker of the group receives "
+        "any type: a type no worker handles fails permanently",
+    )
+    parser.add_argument(
+        "--concurrency",
+        default=env("TICKWHEEL_WORKER_CONCURRENCY"),
+        help=f"slots per priority pool: N, or high=4,normal=8,low=2 (default {DEFAULT_CONCURRENCY} "
+        "each; env: TICKWHEEL_WORKER_CONCURRENCY)",
+    )
+    parser.add_argument(
+        "--priority",
+        nargs="+",
+        default=env("TICKWHEEL_WORKER_PRIORITIES"),
+        help="priorities to consume, each with its own consumer and pool (default: high normal "
+        "low; env: TICKWHEEL_WORKER_PRIORITIES)",
+    )
+    parser.add_argument(
+        "--module",
+        nargs="+",
+        action="extend",
+        default=None,
+        help="Python modules whose @job handlers to load (env: TICKWHEEL_WORKER_MODULES)",
+    )
+    parser.add_argument(
+        "--tenant-cap",
+        type=int,
+        default=int(env("TICKWHEEL_WORKER_TENANT_CAP", "0")) or None,
+        help="most executions of one tenant running at once per pool (default: the pool's size; "
+        "env: TICKWHEEL_WORKER_TENANT_CAP)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=_env_float("TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", 20.0),
+        help="seconds a stopping worker waits for running handlers; the leases of any still "
+        "running then expire and the timer re-issues them (env: TICKWHEEL_WORKER_SHUTDOWN_GRACE_S)",
+    )
+    parser.add_argument(
+        "--cancel-lookback",
+        type=float,
+        default=_env_float("TICKWHEEL_WORKER_CANCEL_LOOKBACK_S", 86400.0),
+        help="seconds of executions.control read at start-up; 0 reads from the end "
+        "(env: TICKWHEEL_WORKER_CANCEL_LOOKBACK_S)",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> WorkerSettings:
+    modules = _split(args.module) or _split(os.environ.get("TICKWHEEL_WORKER_MODULES"))
+    types = _split(args.types) or None
+    if args.tenant_cap is not None and args.tenant_cap < 1:
+        raise InvalidInput("--tenant-cap", "at least 1")
+    return WorkerSettings(
+        instance=args.instance,
+        priorities=parse_priorities(args.priority),
+        concurrency=parse_concurrency(args.concurrency),
+        tenant_cap=args.tenant_cap,
+        types=types,
+        modules=modules,
+        shutdown_grace_s=args.shutdown_grace,
+        cancel_lookback_s=args.cancel_lookback,
+        prefetch=int(os.environ["TICKWHEEL_WORKER_PREFETCH"])
+        if os.environ.get("TICKWHEEL_WORKER_PREFETCH")
+        else None,
+    )

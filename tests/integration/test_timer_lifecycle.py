@@ -1,0 +1,159 @@
+"""The timer against the real broker: an outage walked forward by each job's misfire policy,
+and definition changes (pause, resume, delete, edit, trigger) while running and across a
+restart. Checked from what is read back read_committed."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.integration.timer_harness import (
+    TimerProcess,
+    emitted_requests,
+    every_job_reached,
+    execution_events,
+    publish_jobs,
+    timer_env,
+    wait_until,
+)
+from tickwheel.sdk.jobs import JobsClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+
+def _slots(created_ms: int, start_ms: int, end_ms: int) -> list[int]:
+    """Even seconds in (max(created, start), end]."""
+    lower = max(created_ms, start_ms)
+    return list(range((lower // 2000 + 1) * 2000, end_ms + 1, 2000))
+
+
+def test_outage_is_walked_forward_by_each_jobs_misfire_policy(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    env = timer_env(
+        kafka_bootstrap,
+        applied_topology,
+        TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}",
+        TICKWHEEL_MISFIRE_GRACE_MS="3000",
+    )
+    specs = [
+        {"jobId": f"{policy}-job", "type": "noop", "cron": "*/2 * * * * *", "jitter": "0s",
+         "misfirePolicy": policy, "maxCatchUp": 1000}
+        for policy in ("catch_up", "skip", "coalesce")
+    ]  # fmt: skip
+    records = publish_jobs(kafka_bootstrap, specs, int(time.time() * 1000))
+    created = max(r["createdAt"] for r in records)
+    timer = TimerProcess("timer-1", tmp_path / "t1.log", env)
+    timer.start()
+    assert wait_until(
+        lambda: every_job_reached(kafka_bootstrap, [s["jobId"] for s in specs], created + 4000), 60
+    )
+    timer.kill()
+    down_at = int(time.time() * 1000)
+    time.sleep(12)
+    timer = TimerProcess("timer-1", tmp_path / "t2.log", env)
+    timer.start()
+    back_at = int(time.time() * 1000)
+    try:
+        assert wait_until(
+            lambda: every_job_reached(
+                kafka_bootstrap, ["catch_up-job", "coalesce-job", "skip-job"], back_at + 4000
+            ),
+            60,
+        )
+    finally:
+        timer.stop()
+    requests = emitted_requests(kafka_bootstrap)
+    skipped = [e for e in execution_events(kafka_bootstrap) if e["event_type"] == "skipped"]
+    by_job = {
+        job: sorted(
+            (r["scheduled_time"], r["trigger"], r["late"]) for r in requests if r["job_id"] == job
+        )
+        for job in ("catch_up-job", "skip-job", "coalesce-job")
+    }
+    missed = _slots(
+        created, down_at, back_at - 3000 - 2000
+    )  # surely older than the grace at restart
+
+    # catch_up: every slot exactly once, in order; the missed ones marked late.
+    catch_up = by_job["catch_up-job"]
+    assert [s for s, _, _ in catch_up] == sorted({s for s, _, _ in catch_up})
+    expected = _slots(created, created, back_at + 4000)
+    assert {s for s, _, _ in catch_up} >= set(expected)
+    late = {s for s, trigger, is_late in catch_up if is_late and trigger == "catch_up"}
+    assert set(missed) <= late
+
+    # skip: the missed slots were never fired, and each is recorded as skipped.
+    skip_fired = {s for s, _, _ in by_job["skip-job"]}
+    assert not skip_fired & set(missed)
+    skip_recorded = {e["scheduled_time"] for e in skipped if e["job_id"] == "skip-job"}
+    assert set(missed) <= skip_recorded
+
+    # coalesce: one late run stands for the gap; the other missed slots are recorded.
+    coalesced_runs = [s for s, trigger, _ in by_job["coalesce-job"] if trigger == "catch_up"]
+    assert len(coalesced_runs) == 1
+    recorded = {e["scheduled_time"] for e in skipped if e["job_id"] == "coalesce-job"}
+    assert set(missed) - {coalesced_runs[0]} <= recorded
+
+
+def test_pause_resume_delete_edit_and_trigger_while_running_and_across_a_restart(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    env = timer_env(kafka_bootstrap, applied_topology, TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}")
+    jobs = JobsClient(kafka_bootstrap)
+    base = {"type": "noop", "cron": "*/2 * * * * *", "jitter": "0s"}
+    for name in ("paused", "deleted", "edited", "triggered"):
+        jobs.create({"jobId": name, **base})
+    timer = TimerProcess("timer-1", tmp_path / "t1.log", env)
+    timer.start()
+    try:
+        names = ["paused", "deleted", "edited", "triggered"]
+        started = int(time.time() * 1000)
+        assert wait_until(lambda: every_job_reached(kafka_bootstrap, names, started), 60)
+
+        jobs.pause("paused")
+        jobs.delete("deleted")
+        edited = jobs.update("edited", {"cron": "*/3 * * * * *"})
+        jobs.trigger("triggered")
+        changed_at = int(time.time() * 1000)
+        time.sleep(8)
+        # Across a restart: the pause and the delete hold, the edit stays.
+        timer.kill()
+        timer = TimerProcess("timer-1", tmp_path / "t2.log", env)
+        timer.start()
+        time.sleep(8)
+        jobs.resume("paused")
+        resumed_at = int(time.time() * 1000)
+        assert wait_until(
+            lambda: every_job_reached(kafka_bootstrap, ["paused"], resumed_at + 2000), 60
+        )
+    finally:
+        timer.stop()
+
+    requests = emitted_requests(kafka_bootstrap)
+
+    def slots(job: str, version: int | None = None) -> list[int]:
+        return [
+            r["scheduled_time"] for r in requests
+            if r["job_id"] == job and r["trigger"] != "manual" and (version is None or r["job_version"] == version)
+        ]  # fmt: skip
+
+    margin = 1000  # a tick in flight when the change landed
+    assert not [s for s in slots("paused") if changed_at + margin < s <= resumed_at]
+    assert [s for s in slots("paused") if s > resumed_at]
+    assert not [s for s in slots("deleted") if s > changed_at + margin]
+    new_version = [s for s in slots("edited", edited["version"])]
+    assert new_version and all(s % 3000 == 0 for s in new_version)
+    assert all(s > changed_at - margin for s in new_version)
+    manual = [r for r in requests if r["job_id"] == "triggered" and r["trigger"] == "manual"]
+    assert len(manual) == 1
+    counts: dict[tuple[str, int], int] = {}
+    for r in requests:
+        if r["trigger"] != "manual":
+            counts[(r["job_id"], r["scheduled_time"])] = (
+                counts.get((r["job_id"], r["scheduled_time"]), 0) + 1
+            )
+    assert max(counts.values()) == 1

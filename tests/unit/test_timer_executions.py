@@ -1,0 +1,184 @@
+"""The owner's decisions about executions: leases, fencing, retries, dead letters, overlap and
+tenant caps — driven with plain millisecond arguments (a fake clock)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from tests.unit.test_timer_scheduler import T0, _job
+from tickwheel.services.timer.executions import LEASE_GRACE_MS
+from tickwheel.services.timer.scheduler import PartitionTimer
+
+LEASE_MS = 30_000
+
+
+def _timer(**kwargs: Any) -> PartitionTimer:
+    return PartitionTimer(
+        0, 3_600_000, 10, T0, 10_000, rng=kwargs.pop("rng", random.Random(7)), **kwargs
+    )
+
+
+def _worker_event(
+    request: dict[str, Any], kind: str, now: int, worker: str = "w1", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "event_id": f"{kind}:{request['execution_id']}:{request['attempt']}:{worker}:{now}",
+        "event_time": now,
+        "event_type": kind,
+        "job_id": request["job_id"],
+        "job_type": request["job_type"],
+        "tenant_id": request["tenant_id"],
+        "execution_id": request["execution_id"],
+        "attempt": request["attempt"],
+        "scheduled_time": request["scheduled_time"],
+        "fire_time": request["fire_time"],
+        "worker_id": worker,
+        "lease_deadline": now + LEASE_MS if kind in ("leased", "heartbeat") else None,
+        "error": extra.get("error"),
+        "error_kind": extra.get("error_kind"),
+        "reason": None,
+        "details": None,
+    }
+
+
+def _fired(timer: PartitionTimer, job_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    timer.load_definition(job_id, _job(job_id, **spec))
+    timer.finish_restore(T0)
+    requests = timer.tick(T0 + 60_000).requests
+    assert len(requests) == 1
+    return requests[0]
+
+
+def test_an_expired_lease_reissues_the_same_execution_as_attempt_two() -> None:
+    timer = _timer()
+    first = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    timer.on_execution_event(_worker_event(first, "leased", T0 + 60_100), T0 + 60_100)
+    deadline = T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS
+    assert timer.tick(deadline - 20).requests == []
+    emission = timer.tick(deadline + 20)
+    [second] = emission.requests
+    assert second["execution_id"] == first["execution_id"]
+    assert (second["attempt"], second["trigger"]) == (2, "lease_expired")
+    assert [e["reason"] for e in emission.events] == ["lease_expired"]
+    assert emission.states["a"]["pending"][0]["attempt"] == 2
+
+
+def test_heartbeats_keep_a_long_job_from_being_reissued() -> None:
+    timer = _timer()
+    first = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    now = T0 + 60_100
+    timer.on_execution_event(_worker_event(first, "leased", now), now)
+    for _ in range(10):  # five lease lengths of work, a heartbeat every 15 s
+        now += 15_000
+        timer.on_execution_event(_worker_event(first, "heartbeat", now), now)
+        assert timer.tick(now).requests == []
+    succeeded = timer.on_execution_event(_worker_event(first, "succeeded", now), now)
+    assert succeeded.states["a"]["pending"] == []
+    assert timer.tick(now + 10 * LEASE_MS).requests == []
+
+
+def test_a_late_outcome_of_a_replaced_attempt_is_fenced_and_changes_nothing() -> None:
+    timer = _timer()
+    first = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    timer.on_execution_event(_worker_event(first, "leased", T0 + 60_100, "w1"), T0 + 60_100)
+    [second] = timer.tick(T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS + 20).requests
+    late = T0 + 200_000
+    stale = timer.on_execution_event(_worker_event(first, "succeeded", late, "w1"), late)
+    assert [e["event_type"] for e in stale.events] == ["fenced"]
+    assert stale.states == {}
+    assert timer.executions.in_flight[first["execution_id"]].attempt == 2
+    timer.on_execution_event(_worker_event(second, "leased", late, "w2"), late)
+    done = timer.on_execution_event(_worker_event(second, "succeeded", late + 10, "w2"), late + 10)
+    assert done.events == [] and done.states["a"]["pending"] == []
+
+
+def test_retryable_failures_retry_with_jittered_backoff_then_succeed() -> None:
+    delays = set()
+    for seed in range(20):
+        timer = _timer(rng=random.Random(seed))
+        request = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z", "maxAttempts": 5})
+        now = T0 + 60_100
+        timer.on_execution_event(_worker_event(request, "leased", now), now)
+        failed = timer.on_execution_event(
+            _worker_event(request, "failed", now, error="boom", error_kind="retryable"), now
+        )
+        [scheduled] = failed.events
+        assert scheduled["event_type"] == "retry_scheduled"
+        retry_at = timer.executions.in_flight[request["execution_id"]].deadline_ms
+        assert retry_at is not None and now <= retry_at <= now + 2_000  # full jitter in [0, base*2]
+        delays.add(retry_at - now)
+        [retry] = timer.tick(retry_at + 20).requests
+        assert (retry["attempt"], retry["trigger"]) == (2, "retry")
+    assert len(delays) > 10  # not the same delay for everyone: no stampede
+
+
+def test_permanent_failure_and_exhausted_attempts_are_dead_lettered() -> None:
+    timer = _timer()
+    request = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    now = T0 + 60_100
+    permanent = timer.on_execution_event(
+        _worker_event(request, "failed", now, error="bad input", error_kind="permanent"), now
+    )
+    [letter] = permanent.dead_letters
+    assert (letter["reason"], letter["error"], letter["attempt"]) == (
+        "permanent_error",
+        "bad input",
+        1,
+    )
+
+    timer = _timer()
+    request = _fired(timer, "b", {"runAt": "2027-01-15T08:01:00Z", "maxAttempts": 2})
+    timer.on_execution_event(_worker_event(request, "failed", now, error="e1"), now)
+    [retry] = timer.tick(now + 5_000).requests
+    last = timer.on_execution_event(
+        _worker_event(retry, "failed", now + 6_000, error="e2"), now + 6_000
+    )
+    [letter] = last.dead_letters
+    assert (letter["reason"], letter["error"], letter["attempt"]) == (
+        "max_attempts_exhausted",
+        "e2",
+        2,
+    )
+
+
+def test_in_flight_executions_survive_a_change_of_owner() -> None:
+    timer = _timer()
+    first = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    emission = timer.on_execution_event(_worker_event(first, "leased", T0 + 60_100), T0 + 60_100)
+    state = emission.states["a"]
+    heir = PartitionTimer(0, 3_600_000, 10, T0 + 61_000, 10_000, rng=random.Random(1))
+    heir.load_definition("a", _job("a", runAt="2027-01-15T08:01:00Z"))
+    heir.load_state("a", state)
+    assert heir.finish_restore(T0 + 61_000).requests == []  # the occurrence is not fired again
+    [second] = heir.tick(T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS + 20).requests
+    assert (second["execution_id"], second["attempt"]) == (first["execution_id"], 2)
+
+
+def test_overlap_skip_records_the_slot_while_the_previous_run_goes_on() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", cron="*/5 * * * * *", overlapPolicy="skip"))
+    timer.finish_restore(T0)
+    [first] = timer.tick(T0 + 5_000).requests
+    second = timer.tick(T0 + 10_000)
+    assert second.requests == []
+    assert [(e["event_type"], e["scheduled_time"]) for e in second.events] == [
+        ("skipped", T0 + 10_000)
+    ]
+    timer.on_execution_event(_worker_event(first, "succeeded", T0 + 11_000), T0 + 11_000)
+    assert [r["scheduled_time"] for r in timer.tick(T0 + 15_000).requests] == [T0 + 15_000]
+
+
+def test_a_tenant_at_its_cap_waits_while_other_tenants_fire() -> None:
+    timer = _timer(tenant_max_in_flight=2)
+    for i in range(5):
+        timer.load_definition(
+            f"big-{i}", _job(f"big-{i}", runAt="2027-01-15T08:01:00Z", tenantId="big")
+        )
+    timer.load_definition("small", _job("small", runAt="2027-01-15T08:01:00Z", tenantId="small"))
+    timer.finish_restore(T0)
+    fired = timer.tick(T0 + 60_000).requests
+    assert sorted(r["tenant_id"] for r in fired) == ["big", "big", "small"]
+    done = next(r for r in fired if r["tenant_id"] == "big")
+    timer.on_execution_event(_worker_event(done, "succeeded", T0 + 61_000), T0 + 61_000)
+    assert [r["tenant_id"] for r in timer.tick(T0 + 61_000).requests] == ["big"]
