@@ -20,16 +20,27 @@ from tickwheel.topology import topic_name
 
 
 @dataclass
-class TimerProcess:
+class ServiceProcess:
+    """One real tickwheel service process (`python -m tickwheel.services.<service>`)."""
+
     name: str
     log_path: Path
     env: dict[str, str]
+    service: str = "timer"
+    args: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tickwheel.services.timer", "--instance", self.name],
+            [
+                sys.executable,
+                "-m",
+                f"tickwheel.services.{self.service}",
+                "--instance",
+                self.name,
+                *self.args,
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=self.env,
@@ -54,6 +65,9 @@ class TimerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+
+
+TimerProcess = ServiceProcess
 
 
 def timer_env(bootstrap: str, prefix: str, **extra: str) -> dict[str, str]:

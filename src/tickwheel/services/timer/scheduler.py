@@ -138,12 +138,17 @@ class PartitionTimer:
         retry_base_ms: int = 1_000,
         retry_cap_ms: int = 300_000,
         misfire_grace_ms: int = MISFIRE_GRACE_MS,
+        lease_seconds: int = 30,
+        heartbeat_seconds: int = 10,
     ) -> None:
         self.partition = partition
         self.horizon_ms = horizon_ms
         self.max_batch = max_batch
         self.tenant_max_in_flight = tenant_max_in_flight
         self.misfire_grace_ms = misfire_grace_ms
+        # Default lease terms written into each request; a worker's job type may override them.
+        self.lease_seconds = lease_seconds
+        self.heartbeat_seconds = heartbeat_seconds
         self.jobs: dict[str, JobEntry] = {}
         self.wheel = TimingWheel(tick_ms=tick_ms, start_ms=start_ms)
         self.executions = ExecutionTracker(retry_base_ms, retry_cap_ms, rng or random.Random(0))
@@ -470,8 +475,8 @@ class PartitionTimer:
             "trigger": trigger,
             "late": late,
             "requested_at": now_ms,
-            "lease_seconds": 30,
-            "heartbeat_seconds": 10,
+            "lease_seconds": self.lease_seconds,
+            "heartbeat_seconds": self.heartbeat_seconds,
         }
 
     def _skipped(self, job: JobEntry, slot: int, now_ms: int, reason: str) -> dict[str, Any]:

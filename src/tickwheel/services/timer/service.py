@@ -54,7 +54,7 @@ class TimerSettings:
     """Environment: TICKWHEEL_TIMER_HORIZON_S, TICKWHEEL_TIMER_TICK_MS,
     TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP,
     TICKWHEEL_TENANT_MAX_IN_FLIGHT, TICKWHEEL_MISFIRE_GRACE_MS, TICKWHEEL_RETRY_BASE_MS,
-    TICKWHEEL_RETRY_CAP_MS."""
+    TICKWHEEL_RETRY_CAP_MS, TICKWHEEL_LEASE_SECONDS, TICKWHEEL_HEARTBEAT_SECONDS."""
 
     instance: str = "timer"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -82,6 +82,12 @@ class TimerSettings:
     )
     misfire_grace_ms: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_MISFIRE_GRACE_MS", "60000"))
+    )
+    lease_seconds: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_LEASE_SECONDS", "30"))
+    )
+    heartbeat_seconds: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_HEARTBEAT_SECONDS", "10"))
     )
     retry_base_ms: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_BASE_MS", "1000"))
@@ -224,6 +230,8 @@ class TimerService:
             retry_base_ms=self.settings.retry_base_ms,
             retry_cap_ms=self.settings.retry_cap_ms,
             misfire_grace_ms=self.settings.misfire_grace_ms,
+            lease_seconds=self.settings.lease_seconds,
+            heartbeat_seconds=self.settings.heartbeat_seconds,
         )
         input_offsets: dict[str, int] = {}
         for record in read_to_end(self.state_topic, [partition], self.settings.bootstrap):

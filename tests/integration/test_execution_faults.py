@@ -1,0 +1,242 @@
+"""At-least-once execution under faults, through the real pipeline (timer → worker → timer),
+checked from the recorded events read back read_committed:
+a killed worker's execution re-runs as attempt 2; a stalled worker's late outcome is fenced;
+a long heartbeating job is never duplicated; failures retry with jittered backoff, across a
+restart of the timer, and hopeless ones are dead-lettered."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.timer_harness import (
+    ServiceProcess,
+    execution_events,
+    publish_jobs,
+    timer_env,
+    wait_until,
+)
+from tickwheel.adapters.avro import decode
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.topology import topic_name
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+LEASE_S = 3
+
+
+def _env(bootstrap: str, prefix: str) -> dict[str, str]:
+    return timer_env(
+        bootstrap,
+        prefix,
+        TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}",
+        TICKWHEEL_LEASE_SECONDS=str(LEASE_S),
+        TICKWHEEL_HEARTBEAT_SECONDS="1",
+        TICKWHEEL_RETRY_BASE_MS="500",
+        TICKWHEEL_RETRY_CAP_MS="4000",
+    )
+
+
+def _worker(name: str, tmp: Path, env: dict[str, str], *args: str) -> ServiceProcess:
+    return ServiceProcess(name, tmp / f"{name}.log", env, "worker", ("--concurrency", "4", *args))
+
+
+def _timeline(bootstrap: str) -> dict[str, list[dict[str, Any]]]:
+    by_execution: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for event in execution_events(bootstrap):
+        by_execution[event["execution_id"]].append(event)
+    return by_execution
+
+
+def _accepted_outcomes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Terminal outcomes that were not fenced by the owner."""
+    fenced = {
+        e["details"] and json.loads(e["details"])["fenced_event_id"]
+        for e in events
+        if e["event_type"] == "fenced"
+    }
+    return [
+        e for e in events
+        if e["event_type"] in ("succeeded", "cancelled") and e["event_id"] not in fenced
+    ]  # fmt: skip
+
+
+def _one_off(job_id: str, job_type: str, payload: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "jobId": job_id,
+        "type": job_type,
+        "payload": payload,
+        "runAt": "2020-01-01T00:00:00Z",
+        **extra,
+    }
+
+
+def test_a_killed_worker_is_replaced_within_the_lease_by_attempt_two(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    env = _env(kafka_bootstrap, applied_topology)
+    timer = ServiceProcess("timer", tmp_path / "timer.log", env)
+    doomed = _worker("doomed", tmp_path, env)
+    timer.start()
+    doomed.start()
+    rescuer = _worker("rescuer", tmp_path, env)
+    try:
+        publish_jobs(
+            kafka_bootstrap, [_one_off("slow", "sleep", {"seconds": 4})], int(time.time() * 1000)
+        )
+        assert wait_until(
+            lambda: any(
+                e["event_type"] == "leased"
+                for e in _timeline(kafka_bootstrap).get(_exec_id(kafka_bootstrap, "slow"), [])
+            ),
+            60,
+        )
+        doomed.kill()
+        killed_at = time.time()
+        rescuer.start()
+        assert wait_until(
+            lambda: _accepted_outcomes(
+                _timeline(kafka_bootstrap)[_exec_id(kafka_bootstrap, "slow")]
+            ),
+            60,
+        )
+    finally:
+        timer.stop()
+        rescuer.stop()
+    events = _timeline(kafka_bootstrap)[_exec_id(kafka_bootstrap, "slow")]
+    leases = [e for e in events if e["event_type"] == "leased"]
+    assert [(e["attempt"], e["worker_id"].startswith("doomed")) for e in leases[:1]] == [(1, True)]
+    second = [e for e in leases if e["attempt"] == 2]
+    assert second and not second[0]["worker_id"].startswith("doomed")
+    assert second[0]["event_time"] / 1000 - killed_at < LEASE_S + 2 + 10  # lease + grace + slack
+    [outcome] = _accepted_outcomes(events)
+    assert (outcome["event_type"], outcome["attempt"]) == ("succeeded", 2)
+
+
+def test_a_stalled_workers_late_outcome_is_fenced_and_one_outcome_is_accepted(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    env = _env(kafka_bootstrap, applied_topology)
+    timer = ServiceProcess("timer", tmp_path / "timer.log", env)
+    stalled = _worker("stalled", tmp_path, env)
+    timer.start()
+    stalled.start()
+    other = _worker("other", tmp_path, env)
+    try:
+        publish_jobs(
+            kafka_bootstrap, [_one_off("stall", "sleep", {"seconds": 2})], int(time.time() * 1000)
+        )
+        assert wait_until(
+            lambda: any(
+                e["event_type"] == "leased"
+                for e in _timeline(kafka_bootstrap).get(_exec_id(kafka_bootstrap, "stall"), [])
+            ),
+            60,
+        )
+        stalled.signal(signal.SIGSTOP)
+        other.start()
+        execution = _exec_id(kafka_bootstrap, "stall")
+        assert wait_until(
+            lambda: any(
+                e["event_type"] == "succeeded" and e["attempt"] == 2
+                for e in _timeline(kafka_bootstrap)[execution]
+            ),
+            60,
+        )
+        stalled.signal(signal.SIGCONT)
+        assert wait_until(
+            lambda: any(e["event_type"] == "fenced" for e in _timeline(kafka_bootstrap)[execution]),
+            30,
+        )
+    finally:
+        timer.stop()
+        stalled.stop()
+        other.stop()
+    events = _timeline(kafka_bootstrap)[execution]
+    [accepted] = _accepted_outcomes(events)
+    assert accepted["attempt"] == 2
+    fenced = [e for e in events if e["event_type"] == "fenced"]
+    assert all(e["attempt"] == 1 for e in fenced)
+
+
+def test_retries_jitter_survive_a_timer_restart_and_hopeless_jobs_are_dead_lettered(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    env = _env(kafka_bootstrap, applied_topology)
+    timer = ServiceProcess("timer", tmp_path / "timer.log", env)
+    worker = _worker("w", tmp_path, env)
+    timer.start()
+    worker.start()
+    specs = [
+        _one_off(f"flaky-{i}", "fail", {"mode": "retryable", "times": 2}, maxAttempts=5)
+        for i in range(12)
+    ]
+    specs.append(_one_off("doomed", "fail", {"mode": "permanent", "times": 99}))
+    specs.append(_one_off("exhausted", "fail", {"mode": "retryable", "times": 99}, maxAttempts=2))
+    specs.append(_one_off("long", "sleep", {"seconds": 3 * LEASE_S}))
+    try:
+        publish_jobs(kafka_bootstrap, specs, int(time.time() * 1000))
+        # Restart the timer while retries are pending.
+        assert wait_until(
+            lambda: any(
+                e["event_type"] == "retry_scheduled"
+                for es in _timeline(kafka_bootstrap).values()
+                for e in es
+            ),
+            60,
+        )
+        timer.kill()
+        time.sleep(1)
+        timer = ServiceProcess("timer", tmp_path / "timer2.log", env)
+        timer.start()
+        ids = [_exec_id(kafka_bootstrap, s["jobId"]) for s in specs]
+        assert wait_until(
+            lambda: all(
+                _accepted_outcomes(_timeline(kafka_bootstrap)[i])
+                or any(e["event_type"] == "dead_lettered" for e in _timeline(kafka_bootstrap)[i])
+                for i in ids
+            ),
+            90,
+            interval=1,
+        )
+    finally:
+        timer.stop()
+        worker.stop()
+    timeline = _timeline(kafka_bootstrap)
+    delays = []
+    for spec in specs[:12]:
+        events = timeline[_exec_id(kafka_bootstrap, spec["jobId"])]
+        [outcome] = _accepted_outcomes(events)
+        assert (outcome["event_type"], outcome["attempt"]) == ("succeeded", 3)
+        for e in events:
+            if e["event_type"] == "retry_scheduled":
+                delays.append(json.loads(e["details"])["delay_ms"])
+    assert len(set(delays)) > len(delays) // 2  # jittered, not identical across executions
+    letters = {
+        d["job_id"]: d for d in (
+            decode(r.value, "DeadLetter")[1] for r in read_to_end(topic_name("executions.dlq"), None, kafka_bootstrap)
+        )
+    }  # fmt: skip
+    assert letters["doomed"]["reason"] == "permanent_error" and letters["doomed"]["attempt"] == 1
+    assert (
+        letters["exhausted"]["reason"] == "max_attempts_exhausted"
+        and letters["exhausted"]["attempt"] == 2
+    )
+    assert letters["exhausted"]["error"]
+    long_events = timeline[_exec_id(kafka_bootstrap, "long")]
+    assert {e["attempt"] for e in long_events if e["event_type"] == "leased"} == {1}
+    assert sum(1 for e in long_events if e["event_type"] == "heartbeat") >= 3
+    assert [e["event_type"] for e in _accepted_outcomes(long_events)] == ["succeeded"]
+
+
+def _exec_id(bootstrap: str, job_id: str) -> str:
+    from tickwheel.core.identity import execution_id
+
+    return execution_id(job_id, 1, 1577836800000)  # runAt 2020-01-01T00:00:00Z, version 1
