@@ -27,8 +27,8 @@ $(KAFKA_LIB): services/broker/pom.xml
 
 setup: $(VENV)/.synced $(KAFKA_LIB) ## create the environment, install everything, fetch Kafka through Maven
 
-run: setup ## start the local stack (Kafka, topology, services) and show what happens; Ctrl-C stops it
-	$(VENV)/bin/tickwheel stack up
+run: setup ## start the local stack with example jobs and a live account of what happens; Ctrl-C stops it
+	$(VENV)/bin/tickwheel demo $(if $(DURATION),--duration $(DURATION))
 
 test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance)
 	$(VENV)/bin/pytest -q

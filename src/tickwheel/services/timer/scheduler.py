@@ -13,6 +13,7 @@ import json
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tickwheel.core.identity import execution_id
@@ -83,18 +84,27 @@ class Emission:
         self.dead_letters.extend(other.dead_letters)
 
 
+@lru_cache(maxsize=65_536)
+def _compiled_cron(cron: str, timezone: str | None, dst_policy: str | None) -> CompiledSchedule:
+    """Jobs share schedules: a million jobs over a few thousand (cron, zone) pairs parse and
+    compile a few thousand times, not a million (restore time)."""
+    return compile_schedule(parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy))
+
+
+@lru_cache(maxsize=65_536)
+def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
+    explicit = parse_duration_ms(jitter, "jitter") if jitter else None
+    return default_jitter_window_ms(period_ms, explicit_ms=explicit)
+
+
 def entry_from_definition(record: dict[str, Any]) -> JobEntry:
     """A JobDefinition record (already validated when published) as a JobEntry."""
-    if record.get("runAt") is not None:
-        schedule = parse_schedule(run_at=_iso(record["runAt"]))
-    else:
-        schedule = parse_schedule(
-            cron=record["cron"], timezone=record.get("timezone"), dst_policy=record.get("dstPolicy")
-        )
-    compiled = compile_schedule(schedule)
     one_off = record.get("runAt") is not None
-    explicit = parse_duration_ms(record["jitter"], "jitter") if record.get("jitter") else None
-    jitter = default_jitter_window_ms(compiled.nominal_period_ms, explicit_ms=explicit)
+    if one_off:
+        compiled = compile_schedule(parse_schedule(run_at=_iso(record["runAt"])))
+    else:
+        compiled = _compiled_cron(record["cron"], record.get("timezone"), record.get("dstPolicy"))
+    jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
     return JobEntry(
         job_id=record["jobId"],
         version=record["version"],

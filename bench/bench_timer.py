@@ -1,0 +1,234 @@
+"""Timer service benchmarks against a real local Kafka broker.
+
+Prints and writes bench/reports/timer.md:
+- steady state: fire lag p50/p99/max with N every-second jobs (jitter off);
+- burst: 100,000 jobs due in the same minute, with default jitter and with jitter off —
+  fire lag percentiles and the emission rate one instance sustains (transactions per batch);
+- restore: time for one instance to restore 1,000,000 jobs, and its resident memory.
+
+Fire lag = the timer's emit time (`requested_at`) minus the intended fire time (slot + jitter).
+Usage: python bench/bench_timer.py [--steady-jobs 2000] [--burst 100000] [--restore 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tickwheel.adapters.avro import decode, encode  # noqa: E402
+from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
+from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
+from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
+from tickwheel.sdk.jobs import validate_job  # noqa: E402
+from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
+from tickwheel.topology import topic_name  # noqa: E402
+
+ZONES = ["UTC", "Europe/London", "America/New_York", "Asia/Tokyo", "Australia/Sydney"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Scenario:
+    def __init__(self, bootstrap: str, name: str) -> None:
+        self.bootstrap = bootstrap
+        self.prefix = f"b{uuid.uuid4().hex[:8]}."
+        os.environ["TICKWHEEL_TOPIC_PREFIX"] = self.prefix
+        apply_topology(bootstrap=bootstrap)
+        self.name = name
+        self.log = Path(tempfile.mkdtemp()) / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def publish(self, specs: list[dict[str, Any]], now_ms: int) -> float:
+        started = time.perf_counter()
+        producer = EventProducer(self.bootstrap, **{"linger.ms": 50, "batch.num.messages": 10000})
+        topic = topic_name("jobs.definitions")
+        for spec in specs:
+            record = validate_job(spec, now_ms)
+            producer.send(topic, record["jobId"], encode("JobDefinition", record))
+        producer.flush(300)
+        return time.perf_counter() - started
+
+    def start_timer(self, **env: str) -> None:
+        full_env = {
+            **os.environ,
+            "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
+            "TICKWHEEL_TOPIC_PREFIX": self.prefix,
+            "TICKWHEEL_TIMER_GROUP": f"bench-{uuid.uuid4()}",
+            **env,
+        }
+        log = self.log.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tickwheel.services.timer", "--instance", "bench"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+        )
+
+    def stop_timer(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(30)
+
+    def rss_mb(self) -> float:
+        assert self.process is not None
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def restored_partitions(self) -> int:
+        return self.log.read_text().count('"partition_restored"') if self.log.exists() else 0
+
+    def requests(self) -> list[dict[str, Any]]:
+        out = []
+        for priority in ("high", "normal", "low"):
+            for record in read_to_end(
+                topic_name(f"executions.{priority}"), None, self.bootstrap, timeout=600
+            ):
+                assert record.value is not None
+                out.append(decode(record.value, "ExecutionRequest")[1])
+        return out
+
+
+def lag_summary(requests: list[dict[str, Any]]) -> dict[str, float]:
+    lags = [(r["requested_at"] - r["fire_time"]) / 1000 for r in requests]
+    emitted = [r["requested_at"] for r in requests]
+    span = (max(emitted) - min(emitted)) / 1000 if emitted else 0.0
+    return {
+        "count": len(requests),
+        "p50": percentile(lags, 0.50),
+        "p99": percentile(lags, 0.99),
+        "max": max(lags) if lags else float("nan"),
+        "mean": statistics.fmean(lags) if lags else float("nan"),
+        "emit_span_s": span,
+    }
+
+
+def steady(bootstrap: str, jobs: int, seconds: int) -> dict[str, float]:
+    scenario = Scenario(bootstrap, "steady")
+    now = int(time.time() * 1000)
+    specs = [
+        {"jobId": f"s-{i}", "type": "noop", "cron": "* * * * * *", "jitter": "0s"}
+        for i in range(jobs)
+    ]
+    scenario.publish(specs, now)
+    scenario.start_timer()
+    time.sleep(seconds + 5)
+    scenario.stop_timer()
+    requests = scenario.requests()
+    # Steady state: from 3 s after the first emission (start-up and restore excluded).
+    first = min(r["requested_at"] for r in requests)
+    return lag_summary([r for r in requests if r["scheduled_time"] > first + 3000])
+
+
+def burst(bootstrap: str, jobs: int, jitter: bool) -> dict[str, float]:
+    scenario = Scenario(bootstrap, f"burst-{'jitter' if jitter else 'nojitter'}")
+    # A daily cron at the minute after next (UTC): every job is due in that one minute.
+    now = int(time.time() * 1000)
+    due = datetime.fromtimestamp((now // 60_000 + 2) * 60, tz=UTC)
+    cron = f"{due.minute} {due.hour} * * *"
+    specs = [
+        {"jobId": f"burst-{i}", "type": "noop", "cron": cron, "tenantId": f"tenant-{i % 10}",
+         **({} if jitter else {"jitter": "0s"})}
+        for i in range(jobs)
+    ]  # fmt: skip
+    publish_s = scenario.publish(specs, now)
+    scenario.start_timer()
+    deadline = due.timestamp() + (60 if jitter else 0) + 60
+    while time.time() < deadline:
+        time.sleep(2)
+    scenario.stop_timer()
+    summary = lag_summary(scenario.requests())
+    summary["publish_s"] = publish_s
+    if not jitter and summary["emit_span_s"] > 0:
+        summary["emit_rate_per_s"] = summary["count"] / summary["emit_span_s"]
+    return summary
+
+
+def restore(bootstrap: str, jobs: int) -> dict[str, float]:
+    scenario = Scenario(bootstrap, "restore")
+    now = int(time.time() * 1000)
+    specs = [
+        {"jobId": f"r-{i:07d}", "type": "noop", "cron": f"{i % 60} {(i // 60) % 24} * * {i % 7}",
+         "timezone": ZONES[i % len(ZONES)], "payload": {"n": i}}
+        for i in range(jobs)
+    ]  # fmt: skip
+    publish_s = scenario.publish(specs, now)
+    del specs
+    started = time.monotonic()
+    scenario.start_timer()
+    while scenario.restored_partitions() < 6:
+        time.sleep(0.5)
+        if time.monotonic() - started > 900:
+            break
+    restore_s = time.monotonic() - started
+    time.sleep(2)
+    rss = scenario.rss_mb()
+    scenario.stop_timer()
+    return {"jobs": jobs, "publish_s": publish_s, "restore_s": restore_s, "rss_mb": rss}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steady-jobs", type=int, default=2000)
+    parser.add_argument("--steady-seconds", type=int, default=20)
+    parser.add_argument("--burst", type=int, default=100_000)
+    parser.add_argument("--restore", type=int, default=1_000_000)
+    parser.add_argument("--skip", nargs="*", default=[], help="steady, burst, restore")
+    args = parser.parse_args()
+
+    data_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
+    broker = LocalKafka(
+        BrokerConfig(data_dir=data_dir, port=free_port(), controller_port=free_port(), heap="1g")
+    )
+    broker.start(timeout=120)
+    lines = ["# Timer benchmarks", "", f"Run {datetime.now(tz=UTC).isoformat(timespec='seconds')} on this machine "
+             f"({os.cpu_count()} cores), broker on the same machine.", ""]  # fmt: skip
+    try:
+        if "steady" not in args.skip:
+            s = steady(broker.bootstrap, args.steady_jobs, args.steady_seconds)
+            line = (f"- steady, {args.steady_jobs} every-second jobs, jitter off: {s['count']} occurrences, "
+                    f"fire lag p50 {s['p50'] * 1000:.0f} ms, p99 {s['p99'] * 1000:.0f} ms, max {s['max'] * 1000:.0f} ms")  # fmt: skip
+            print(line, flush=True)
+            lines.append(line)
+        if "burst" not in args.skip:
+            for jitter in (True, False):
+                b = burst(broker.bootstrap, args.burst, jitter)
+                line = (f"- burst, {args.burst} jobs due in one minute, jitter {'default (60 s window)' if jitter else 'off'}: "
+                        f"{b['count']} emitted over {b['emit_span_s']:.1f} s, fire lag p50 {b['p50'] * 1000:.0f} ms, "
+                        f"p99 {b['p99'] * 1000:.0f} ms, max {b['max'] * 1000:.0f} ms"
+                        + (f"; emission rate {b['emit_rate_per_s']:.0f}/s" if "emit_rate_per_s" in b else ""))  # fmt: skip
+                print(line, flush=True)
+                lines.append(line)
+        if "restore" not in args.skip:
+            r = restore(broker.bootstrap, args.restore)
+            line = (f"- restore, {r['jobs']} jobs in the definitions topic (published in {r['publish_s']:.1f} s): "
+                    f"one instance restored all 6 partitions in {r['restore_s']:.1f} s; resident memory {r['rss_mb']:.0f} MiB")  # fmt: skip
+            print(line, flush=True)
+            lines.append(line)
+    finally:
+        broker.stop()
+    report = ROOT / "bench" / "reports" / "timer.md"
+    report.write_text("\n".join(lines) + "\n")
+    print(f"report: {report}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Follow a topic from its end, without a consumer group: live views such as the demo."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+from tickwheel.adapters.kafka.config import consumer_config
+
+
+class Tail:
+    def __init__(self, topic: str, bootstrap: str | None = None) -> None:
+        self._consumer = Consumer(consumer_config(f"tickwheel-tail-{uuid.uuid4()}", bootstrap))
+        metadata = self._consumer.list_topics(topic, timeout=10)
+        partitions = sorted(metadata.topics[topic].partitions)
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in partitions])
+
+    def poll(self, timeout: float) -> list[bytes]:
+        return [
+            m.value() for m in self._consumer.consume(500, timeout) if not m.error() and m.value()
+        ]
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,5 @@
+import sys
+
+from tickwheel.cli import main
+
+sys.exit(main())

@@ -1,0 +1,165 @@
+"""`tickwheel demo` (what `make run` runs): the local stack with a handful of example jobs, and a
+live, readable account of occurrences firing, executions finishing, and what the history holds.
+
+The example jobs: a one-off, an every-few-seconds cron, a job that fails twice then succeeds,
+and a permanent failure. Ctrl-C (or --duration) stops the account and then the stack.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.tail import Tail
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.sdk.jobs import JobExists, JobsClient
+from tickwheel.stack import supervisor
+from tickwheel.topology import topic_name
+
+ARROWS = {
+    "requested": "fired",
+    "skipped": "skipped",
+    "leased": "leased by",
+    "heartbeat": "heartbeat from",
+    "succeeded": "SUCCEEDED",
+    "failed": "FAILED",
+    "retry_scheduled": "retry scheduled",
+    "dead_lettered": "DEAD-LETTERED",
+    "fenced": "fenced (stale attempt ignored)",
+    "cancelled": "cancelled",
+}
+
+
+def example_jobs(now_ms: int) -> list[dict[str, Any]]:
+    stamp = datetime.fromtimestamp(now_ms / 1000, tz=UTC).strftime("%H%M%S")
+    soon = datetime.fromtimestamp(now_ms / 1000 + 8, tz=UTC).isoformat().replace("+00:00", "Z")
+    later = datetime.fromtimestamp(now_ms / 1000 + 12, tz=UTC).isoformat().replace("+00:00", "Z")
+    return [
+        {"jobId": f"demo-once-{stamp}", "type": "noop", "runAt": soon, "tenantId": "acme"},
+        {"jobId": "demo-every-5s", "type": "sleep", "payload": {"seconds": 1},
+         "cron": "*/5 * * * * *", "timezone": "Europe/London", "jitter": "0s", "tenantId": "acme"},
+        {"jobId": "demo-flaky", "type": "fail", "payload": {"mode": "retryable", "times": 2},
+         "cron": "*/30 * * * * *", "jitter": "0s", "maxAttempts": 5, "tenantId": "globex"},
+        {"jobId": f"demo-broken-{stamp}", "type": "fail", "payload": {"mode": "permanent", "times": 1},
+         "runAt": later, "tenantId": "globex"},
+    ]  # fmt: skip
+
+
+def _clock_text(ms: int | None) -> str:
+    if ms is None:
+        return "--:--:--"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%H:%M:%S")
+
+
+def describe(event: dict[str, Any]) -> str:
+    kind = event["event_type"]
+    what = ARROWS.get(kind, kind)
+    who = (
+        f" {event['worker_id']}"
+        if kind in ("leased", "heartbeat") and event.get("worker_id")
+        else ""
+    )
+    extra = ""
+    if kind == "requested":
+        trigger = (event.get("reason") or "scheduled").split(":")[0]
+        if trigger in ("retry", "lease_expired"):
+            what = f"re-issued ({trigger.replace('_', ' ')})"
+            extra = f" for slot {_clock_text(event['scheduled_time'])}"
+        else:
+            lateness = event["event_time"] - (event.get("fire_time") or event["event_time"])
+            extra = (
+                f" (slot {_clock_text(event['scheduled_time'])}, {lateness} ms after its fire time)"
+            )
+    elif kind in ("failed", "dead_lettered") and event.get("error"):
+        extra = f": {event['error']}"
+    elif kind == "retry_scheduled" and event.get("details"):
+        details = json.loads(event["details"])
+        extra = f" in {details['delay_ms'] / 1000:.1f}s as attempt {details['next_attempt']}"
+    elif kind == "skipped":
+        extra = f" ({event.get('reason')})"
+    return (
+        f"[{_clock_text(event['event_time'])}] {event['job_id']:<22} "
+        f"attempt {event['attempt']}  {what}{who}{extra}"
+    )
+
+
+def history_summary() -> str:
+    """What the history store holds now, through `tickwheel history sql` (which routes to the
+    process that owns the embedded store)."""
+    sql = (
+        "SELECT event_type, uniqExact(event_id) AS n FROM execution_events "
+        "GROUP BY event_type ORDER BY event_type"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "tickwheel.cli", "history", "sql", sql, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if result.returncode != 0:
+        return f"history: not available yet ({result.stderr.strip()[:120]})"
+    try:
+        rows = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return "history: not available yet"
+    if isinstance(rows, dict):
+        rows = rows.get("rows", [])
+    counts = ", ".join(f"{r['event_type']}={r['n']}" for r in rows) or "no events yet"
+    return f"history (ClickHouse execution_events): {counts}"
+
+
+def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> int:
+    clock = clock or SystemClock()
+    print("tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history)...")
+    started = time.monotonic()
+    status = supervisor.read_status()
+    if not status.get("running"):
+        status = supervisor.start_detached(supervisor.StackOptions())
+    print(f"stack up in {time.monotonic() - started:.1f}s; Kafka at {status['bootstrap_servers']}")
+    for process in status["processes"]:
+        print(f"  {process['role']:<8} {process['name']:<10} pid {process['pid']}")
+    tail = Tail(topic_name("executions.events"), status["bootstrap_servers"])
+    jobs = JobsClient(status["bootstrap_servers"], clock)
+    print("\nexample jobs:")
+    for spec in example_jobs(int(clock.now() * 1000)):
+        try:
+            jobs.create(spec)
+            state = "created"
+        except JobExists:
+            state = "exists (kept from an earlier run)"
+        schedule = spec.get("cron") or f"once at {spec['runAt']}"
+        print(f"  {spec['jobId']:<22} {spec['type']:<5} {schedule:<24} {state}")
+    print("\nwhat happens (Ctrl-C to stop):")
+    next_summary = time.monotonic() + 15
+    deadline = None if duration is None else time.monotonic() + duration
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            for value in tail.poll(0.5):
+                try:
+                    _, event = decode(value, "ExecutionEvent")
+                except UndecodableRecord as exc:
+                    print(f"  (a record could not be decoded: {exc.reason})")
+                    continue
+                if event["event_type"] != "heartbeat":
+                    print(describe(event), flush=True)
+            if time.monotonic() >= next_summary:
+                print(f"-- {history_summary()}", flush=True)
+                next_summary = time.monotonic() + 15
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tail.close()
+        print(f"-- {history_summary()}")
+        if keep:
+            print("the stack keeps running: `tickwheel stack status`, `tickwheel stack down`")
+        else:
+            print("stopping the stack...")
+            supervisor.stop()
+            print("stack stopped; its data stays in .tickwheel/ for the next run")
+    return 0
