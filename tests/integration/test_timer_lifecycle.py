@@ -157,3 +157,59 @@ def test_pause_resume_delete_edit_and_trigger_while_running_and_across_a_restart
                 counts.get((r["job_id"], r["scheduled_time"]), 0) + 1
             )
     assert max(counts.values()) == 1
+
+
+def test_a_corrupt_definition_is_dead_lettered_with_its_position_and_the_timer_keeps_running(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    from urllib.request import urlopen
+
+    from tickwheel.adapters.avro import decode
+    from tickwheel.adapters.kafka.producer import EventProducer
+    from tickwheel.adapters.kafka.reader import read_to_end
+    from tickwheel.stack.broker import free_port
+    from tickwheel.topology import topic_name
+
+    producer = EventProducer(kafka_bootstrap)
+    producer.send(topic_name("jobs.definitions"), "corrupt", b"\xc3\x01not avro at all")
+    producer.send(topic_name("jobs.definitions"), "plain-json", b'{"jobId": "plain-json"}')
+    producer.flush()
+    publish_jobs(
+        kafka_bootstrap,
+        [{"jobId": "healthy", "type": "noop", "cron": "*/2 * * * * *", "jitter": "0s"}],
+        int(time.time() * 1000),
+    )
+    port = free_port()
+    env = timer_env(
+        kafka_bootstrap,
+        applied_topology,
+        TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}",
+        TICKWHEEL_METRICS_PORT=str(port),
+    )
+    timer = TimerProcess("timer-1", tmp_path / "t.log", env)
+    timer.start()
+    try:
+        started = int(time.time() * 1000)
+        assert wait_until(
+            lambda: every_job_reached(kafka_bootstrap, ["healthy"], started + 2000), 60
+        )
+        metrics = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        timer.stop()
+    letters = [
+        decode(r.value, "DeadLetter")[1]
+        for r in read_to_end(topic_name("executions.dlq"), None, kafka_bootstrap)
+        if r.value is not None
+    ]
+    positions = {(d["job_id"], d["source_topic"]) for d in letters}
+    assert ("corrupt", topic_name("jobs.definitions")) in positions
+    assert ("plain-json", topic_name("jobs.definitions")) in positions
+    assert all(d["source_offset"] >= 0 and d["reason"].startswith("undecodable") for d in letters)
+    assert all(d["raw_value"] for d in letters)
+    emitted = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("tickwheel_timer_occurrences_emitted_total")
+    ]
+    assert emitted and float(emitted[0].split()[-1]) >= 1
+    assert "tickwheel_timer_fire_lag_seconds_bucket" in metrics

@@ -4,7 +4,6 @@ topic/partition/offset; the consumer that met them keeps running."""
 from __future__ import annotations
 
 import logging
-import uuid
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
@@ -38,7 +37,9 @@ class DeadLetterWriter:
         if self._producer is None:
             self._producer = EventProducer(self._bootstrap)
         record = {
-            "dead_letter_id": str(uuid.uuid4()),
+            # Deterministic: a record met again (a restore re-reads a compacted topic) is the
+            # same dead letter, which the history sink de-duplicates.
+            "dead_letter_id": f"undecodable:{topic}:{partition}:{offset}",
             "event_time": int(self._clock.now() * 1000),
             "reason": f"undecodable: {reason}",
             "source_topic": topic,
