@@ -44,7 +44,41 @@ def _cancel(args: argparse.Namespace) -> int:
     return 0
 
 
-VERBS: list[Callable[[Any], None]] = [_add_cancel]
+def _add_get(verbs: Any) -> None:
+    get = verbs.add_parser(
+        "get",
+        help="the timeline of one execution: every attempt, lease, heartbeat and outcome",
+        description=(
+            "Read from the history store (the embedded store through the history sink that owns "
+            "it, or the server at CLICKHOUSE_URL)."
+        ),
+    )
+    get.add_argument("execution_id", metavar="EXECUTION_ID")
+    get.add_argument("--json", action="store_true", help="print JSON")
+    get.set_defaults(handler=_get)
+
+
+def _get(args: argparse.Namespace) -> int:
+    from tickwheel.history import execution_timeline, open_history_reader
+
+    reader = open_history_reader()
+    try:
+        timeline = execution_timeline(reader, args.execution_id)
+    finally:
+        reader.close()
+    if args.json:
+        print(json.dumps(timeline, indent=2, sort_keys=True, default=str))
+        return 0
+    print(f"execution {args.execution_id}")
+    for key in ("job_id", "job_type", "tenant_id", "scheduled_time", "fire_time", "status"):
+        if key in timeline:
+            print(f"  {key:<15} {timeline[key]}")
+    for attempt in timeline.get("attempts", []):
+        print(f"  attempt {attempt.get('attempt')}: {json.dumps(attempt, default=str)}")
+    return 0
+
+
+VERBS: list[Callable[[Any], None]] = [_add_cancel, _add_get]
 
 
 def register(subparsers: Any) -> None:

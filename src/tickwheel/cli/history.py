@@ -1,8 +1,12 @@
-"""`tickwheel history sql "SELECT ..."`: read-only SQL over the history store.
+"""`tickwheel history ...`: read-only SQL, the documented queries, and the schedule audit.
 
-For now the command opens the store itself; in embedded mode that fails with a clear message
-while another process (the history service) owns the directory. Issue 6 routes it through
-the owner instead.
+`history sql "SELECT ..."` runs one read-only statement; `history queries` lists the
+documented analyst queries and `history query NAME --param ...` runs one; `history audit JOB
+--from ... --to ...` lists every occurrence a recurring job owed and what became of it.
+
+Where the history is read (tickwheel.history.open_history_reader): with CLICKHOUSE_URL, the
+server; embedded, through the history service's local endpoint while it owns the directory,
+else the directory itself.
 """
 
 from __future__ import annotations
@@ -18,17 +22,39 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
-from tickwheel.adapters.clickhouse import (
-    CLICKHOUSE_URL_VAR,
-    DEFAULT_HISTORY_DIR,
-    HISTORY_DIR_VAR,
-    HistorySettings,
-    open_history_store,
-)
+from tickwheel.adapters.clickhouse import CLICKHOUSE_URL_VAR, HISTORY_DIR_VAR, HistorySettings
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.history import QueryResult
 
 _MAX_CELL_WIDTH = 60
+
+
+def _add_location_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--history-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"embedded store directory (env {HISTORY_DIR_VAR}; default $TICKWHEEL_HOME/history, "
+        "i.e. .tickwheel/history)",
+    )
+    parser.add_argument(
+        "--clickhouse-url",
+        default=None,
+        metavar="URL",
+        help=f"query a ClickHouse server instead, http://user:pass@host:8123/db "
+        f"(env {CLICKHOUSE_URL_VAR})",
+    )
+
+
+def _add_param_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="value for a {NAME:Type} placeholder (repeatable)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -36,7 +62,8 @@ def register(subparsers: Any) -> None:
     history = subparsers.add_parser(
         "history",
         help="query the execution history (ClickHouse: embedded chDB or a server)",
-        description="Query the execution history kept in ClickHouse. See docs/history.md.",
+        description="Query the execution history kept in ClickHouse. See docs/history.md and "
+        "docs/queries.md.",
     )
     commands = history.add_subparsers(dest="history_command", metavar="SUBCOMMAND", required=True)
     sql = commands.add_parser(
@@ -45,33 +72,54 @@ def register(subparsers: Any) -> None:
         description=(
             "Run one read-only statement (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN, EXISTS) over "
             "the history tables; writes and DDL are refused. Bind {name:Type} placeholders "
-            "with --param name=value."
+            "with --param name=value. Embedded, the statement runs in the history service "
+            "when it owns the store."
         ),
     )
     sql.add_argument("statement", metavar="SQL", help='e.g. "SELECT count() FROM execution_events"')
     sql.add_argument("--json", action="store_true", help="print the rows as a JSON array")
-    sql.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="value for a {NAME:Type} placeholder (repeatable)",
-    )
-    sql.add_argument(
-        "--history-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help=f"embedded store directory (env {HISTORY_DIR_VAR}; default {DEFAULT_HISTORY_DIR})",
-    )
-    sql.add_argument(
-        "--clickhouse-url",
-        default=None,
-        metavar="URL",
-        help=f"query a ClickHouse server instead, http://user:pass@host:8123/db "
-        f"(env {CLICKHOUSE_URL_VAR})",
-    )
+    _add_param_flag(sql)
+    _add_location_flags(sql)
     sql.set_defaults(handler=run_sql)
+
+    listing = commands.add_parser(
+        "queries",
+        help="list the documented analyst queries and their parameters",
+        description="The documented queries (topology/clickhouse/queries/*.sql, docs/queries.md).",
+    )
+    listing.add_argument("--json", action="store_true", help="print them as JSON")
+    listing.set_defaults(handler=run_queries)
+
+    named = commands.add_parser(
+        "query",
+        help="run a documented analyst query by name",
+        description="Run one of the documented queries (see `tickwheel history queries`); "
+        "instants accept any ISO 8601 form, e.g. --param since=2026-03-01T00:00:00Z.",
+    )
+    named.add_argument("name", metavar="NAME", help="e.g. fire_lateness, failure_rates")
+    named.add_argument("--json", action="store_true", help="print the rows as a JSON array")
+    _add_param_flag(named)
+    _add_location_flags(named)
+    named.set_defaults(handler=run_named_query)
+
+    audit = commands.add_parser(
+        "audit",
+        help="expected versus actual occurrences of one recurring job over a window",
+        description=(
+            "Every occurrence the job owed in [--from, --to) — from its recorded definitions, "
+            "or from --cron/--timezone — and what became of it: fired, skipped (by policy), "
+            "missing, or paused."
+        ),
+    )
+    audit.add_argument("job_id", metavar="JOB_ID")
+    audit.add_argument("--from", dest="start", required=True, metavar="ISO", help="window start")
+    audit.add_argument("--to", dest="end", required=True, metavar="ISO", help="window end")
+    audit.add_argument("--cron", help="audit this schedule instead of the recorded definitions")
+    audit.add_argument("--timezone", help="IANA zone of --cron (default UTC)")
+    audit.add_argument("--dst-policy", help="DST policy of --cron (default auto)")
+    audit.add_argument("--json", action="store_true", help="print the audit as JSON")
+    _add_location_flags(audit)
+    audit.set_defaults(handler=run_audit)
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:
@@ -84,20 +132,117 @@ def _parse_params(items: list[str]) -> dict[str, str]:
     return params
 
 
-def run_sql(args: argparse.Namespace) -> int:
-    """Handler of `history sql`: print the answer as a table, or JSON with `--json`."""
-    params = _parse_params(args.param)
-    settings = HistorySettings.from_env()
+def _settings(args: argparse.Namespace) -> HistorySettings:
+    from tickwheel.history import history_settings_from_env
+
+    settings = history_settings_from_env()
     if args.history_dir is not None:
         settings = dataclasses.replace(settings, history_dir=args.history_dir)
     if args.clickhouse_url:
         settings = dataclasses.replace(settings, clickhouse_url=args.clickhouse_url)
-    with open_history_store(settings, create=False) as store:
-        result = store.query(args.statement, params)
-    if args.json:
+    return settings
+
+
+def _print(result: QueryResult, as_json: bool) -> None:
+    if as_json:
         print_json(result, sys.stdout)
     else:
         print_table(result, sys.stdout)
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    """Handler of `history sql`: print the answer as a table, or JSON with `--json`."""
+    from tickwheel.history import open_history_reader
+
+    params = _parse_params(args.param)
+    reader = open_history_reader(_settings(args))
+    try:
+        result = reader.query(args.statement, params)
+    finally:
+        reader.close()
+    _print(result, args.json)
+    return 0
+
+
+def run_queries(args: argparse.Namespace) -> int:
+    """Handler of `history queries`."""
+    from tickwheel.history import analyst_queries
+
+    queries = analyst_queries()
+    if args.json:
+        document = [
+            {"name": q.name, "title": q.title, "params": dict(q.params),
+             "param_docs": dict(q.param_docs), "file": str(q.path)}
+            for q in queries.values()
+        ]  # fmt: skip
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for query in queries.values():
+        print(f"{query.name}: {query.title}")
+        for name in query.params:
+            print(f"    --param {name}=...  {query.param_docs.get(name, query.params[name])}")
+    return 0
+
+
+def run_named_query(args: argparse.Namespace) -> int:
+    """Handler of `history query NAME`."""
+    from tickwheel.history import open_history_reader, run_query
+
+    params = _parse_params(args.param)
+    reader = open_history_reader(_settings(args))
+    try:
+        result = run_query(reader, args.name, params)
+    finally:
+        reader.close()
+    _print(result, args.json)
+    return 0
+
+
+def _instant_ms(text: str, flag: str) -> int:
+    try:
+        parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            flag, f"{text!r} is not an ISO 8601 instant, e.g. 2026-03-01T00:00:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(flag, f"{text!r} has no offset; add Z or e.g. +01:00")
+    return (parsed - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """Handler of `history audit JOB`."""
+    from tickwheel.history import open_history_reader, schedule_audit
+
+    start_ms = _instant_ms(args.start, "--from")
+    end_ms = _instant_ms(args.end, "--to")
+    reader = open_history_reader(_settings(args))
+    try:
+        audit = schedule_audit(
+            reader, args.job_id, start_ms, end_ms,
+            cron=args.cron, timezone=args.timezone, dst_policy=args.dst_policy,
+        )  # fmt: skip
+    finally:
+        reader.close()
+    if args.json:
+        json.dump(audit, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(
+        f"job {audit['job_id']} from {audit['from']} to {audit['to']}: "
+        f"{audit['expected']} expected — {audit['fired']} fired, {audit['skipped']} skipped, "
+        f"{audit['missing']} missing; {audit['paused']} while paused"
+    )
+    columns = ("scheduled_time", "status", "trigger", "lateness_ms", "outcome", "skip_reason")
+    print_table(
+        QueryResult(
+            columns=columns,
+            types=("String", "String", "String", "Nullable(Int64)", "String", "String"),
+            rows=[tuple(row[c] for c in columns) for row in audit["occurrences"]],
+        ),
+        sys.stdout,
+    )
     return 0
 
 

@@ -1,0 +1,200 @@
+"""The expected-versus-actual audit of one recurring job over a window.
+
+Expected occurrences come from the scheduling core (`parse_schedule` + `compile_schedule`),
+applied to the definitions the history recorded for the job; what became of each comes from
+`execution_events` (the `schedule_audit` query). Every expected slot ends up `fired`,
+`skipped` (by policy, as the timer recorded it), `missing` (nothing recorded: a broken
+promise), or `paused` (the job was disabled then, so nothing was owed).
+
+How the definitions map to expected slots (`expected_slots`): version v is in force from its
+`updatedAt` until the next recorded change; it owes the slots of its schedule strictly after
+that instant (a job's first slot is strictly after its creation, as the timer computes it).
+A disabled version owes nothing (its slots are reported as `paused`); a deletion ends the job.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.errors import InvalidInput
+from tickwheel.history._queries import run_query
+from tickwheel.history._reader import HistoryReader
+
+#: The most slots one audit lists; a longer window is an error, not a slow query.
+MAX_AUDIT_SLOTS = 100_000
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class ScheduleInForce:
+    """One definition version's schedule over the part of the window it governed."""
+
+    version: int
+    from_ms: int  # exclusive: slots strictly after
+    to_ms: int  # inclusive
+    enabled: bool
+    compiled: CompiledSchedule | None  # None once the job is deleted
+    cron: str | None
+    timezone: str | None
+
+
+def _to_ms(value: dt.datetime) -> int:
+    return (value - _EPOCH) // dt.timedelta(milliseconds=1)
+
+
+def _iso_ms(ms: int) -> str:
+    return (_EPOCH + dt.timedelta(milliseconds=ms)).isoformat()
+
+
+def _compile(row: Mapping[str, Any]) -> CompiledSchedule | None:
+    if row["deleted"]:
+        return None
+    definition: dict[str, Any] = {}
+    if row.get("definition"):
+        try:
+            definition = json.loads(row["definition"])
+        except ValueError:
+            definition = {}
+    if row["schedule_kind"] == "cron" and row.get("cron"):
+        schedule = parse_schedule(
+            cron=row["cron"], timezone=row.get("timezone"), dst_policy=definition.get("dstPolicy")
+        )
+    elif row.get("run_at") is not None:
+        schedule = parse_schedule(run_at=row["run_at"].isoformat())
+    else:
+        return None
+    return compile_schedule(schedule)
+
+
+def schedules_in_force(
+    versions: Sequence[Mapping[str, Any]], start_ms: int, end_ms: int
+) -> list[ScheduleInForce]:
+    """The recorded definitions (rows of `job_definition_versions`, oldest first) cut to the
+    window [start_ms, end_ms)."""
+    spans: list[ScheduleInForce] = []
+    for index, row in enumerate(versions):
+        begins = _to_ms(row["event_time"])
+        ends = _to_ms(versions[index + 1]["event_time"]) if index + 1 < len(versions) else None
+        lo = max(begins, start_ms - 1)
+        hi = end_ms - 1 if ends is None else min(ends, end_ms - 1)
+        if hi <= lo:
+            continue
+        spans.append(
+            ScheduleInForce(
+                version=int(row["version"]),
+                from_ms=lo,
+                to_ms=hi,
+                enabled=bool(row["enabled"]) and not row["deleted"],
+                compiled=_compile(row),
+                cron=row.get("cron"),
+                timezone=row.get("timezone"),
+            )
+        )
+    return spans
+
+
+def expected_slots(spans: Sequence[ScheduleInForce]) -> tuple[list[int], list[int]]:
+    """(owed slots, paused slots) in the spans, each sorted; raises past `MAX_AUDIT_SLOTS`."""
+    owed: set[int] = set()
+    paused: set[int] = set()
+    total = 0
+    for span in spans:
+        if span.compiled is None:
+            continue
+        total += span.compiled.count(span.from_ms, span.to_ms)
+        if total > MAX_AUDIT_SLOTS:
+            raise InvalidInput(
+                "window",
+                f"the audit would list over {MAX_AUDIT_SLOTS} occurrences; audit a shorter window",
+            )
+        slots = span.compiled.occurrences(span.from_ms, span.to_ms)
+        (owed if span.enabled else paused).update(slots)
+    return sorted(owed), sorted(paused - owed)
+
+
+def schedule_audit(
+    reader: HistoryReader,
+    job_id: str,
+    start_ms: int,
+    end_ms: int,
+    *,
+    cron: str | None = None,
+    timezone: str | None = None,
+    dst_policy: str | None = None,
+) -> dict[str, Any]:
+    """Every occurrence `job_id` owed in [start_ms, end_ms) and what became of it.
+
+    Without `cron`, the schedules come from the job's recorded definitions; with `cron` (and
+    `timezone`, `dst_policy`), that schedule is audited for the whole window instead.
+    Returns a JSON-able dict: counts per status and one entry per occurrence.
+    """
+    if end_ms <= start_ms:
+        raise InvalidInput("window", "--to must be after --from")
+    if cron is not None:
+        compiled = compile_schedule(
+            parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy)
+        )
+        spans = [
+            ScheduleInForce(0, start_ms - 1, end_ms - 1, True, compiled, cron, timezone or "UTC")
+        ]
+    else:
+        versions = run_query(reader, "job_definition_versions", {"job_id": job_id}).as_dicts()
+        if not versions:
+            raise InvalidInput(
+                "job", f"the history has no definition of job {job_id!r}; pass --cron to audit "
+                "a schedule anyway"
+            )  # fmt: skip
+        spans = schedules_in_force(versions, start_ms, end_ms)
+    owed, paused = expected_slots(spans)
+    rows: list[dict[str, Any]] = []
+    slots = sorted(set(owed) | set(paused))
+    if slots:
+        result = run_query(reader, "schedule_audit", {"job_id": job_id, "expected": slots})
+        paused_set = set(paused)
+        for row in result.as_dicts():
+            slot_ms = _to_ms(row["scheduled_time"])
+            status = row["status"]
+            if slot_ms in paused_set and status == "missing":
+                status = "paused"
+            rows.append(
+                {
+                    "scheduled_time": _iso_ms(slot_ms),
+                    "status": status,
+                    "execution_id": row["execution_id"] or None,
+                    "trigger": row["trigger"] or None,
+                    "fire_time": row["fire_time"].isoformat() if row["fire_time"] else None,
+                    "requested_at": (
+                        row["requested_at"].isoformat() if row["requested_at"] else None
+                    ),
+                    "lateness_ms": row["lateness_ms"],
+                    "outcome": row["outcome"] or None,
+                    "skip_reason": row["skip_reason"] or None,
+                }
+            )
+    counts = {status: 0 for status in ("fired", "skipped", "missing", "paused")}
+    for row in rows:
+        counts[row["status"]] += 1
+    return {
+        "job_id": job_id,
+        "from": _iso_ms(start_ms),
+        "to": _iso_ms(end_ms),
+        "schedules": [
+            {
+                "version": span.version,
+                "after": _iso_ms(span.from_ms),
+                "through": _iso_ms(span.to_ms),
+                "cron": span.cron,
+                "timezone": span.timezone,
+                "enabled": span.enabled,
+            }
+            for span in spans
+        ],
+        "expected": len(owed),
+        **counts,
+        "occurrences": rows,
+    }

@@ -1,0 +1,3 @@
+from tickwheel.services.history.service import main
+
+main()

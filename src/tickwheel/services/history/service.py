@@ -1,0 +1,175 @@
+"""The history service process: `python -m tickwheel.services.history --instance NAME`.
+
+It opens (embedded: owns) the history store, applies pending migrations, joins its consumer
+group on every event topic, and runs the sink loop. In embedded mode it also serves read-only
+queries on 127.0.0.1 and announces the endpoint in `<history_dir>/owner.json` (decision 0035),
+so the CLI and the API read through it instead of opening the directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from tickwheel.adapters.clickhouse import ChdbHistoryStore, open_history_store
+from tickwheel.adapters.kafka.admin import verify_topology
+from tickwheel.adapters.kafka.client import Consumer
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.errors import TickwheelError
+from tickwheel.history import OwnerInfo, remove_owner, write_owner
+from tickwheel.logs import configure_logging
+from tickwheel.services.history.endpoint import QueryEndpoint
+from tickwheel.services.history.settings import (
+    CRASH_VAR,
+    HistorySinkSettings,
+    add_arguments,
+    settings_from_args,
+)
+from tickwheel.services.history.sink import HistorySink
+
+log = logging.getLogger("tickwheel.history")
+
+PROGRESS_EVERY_S = 10.0
+
+
+def crash_after(n: int) -> Any:
+    """The test hook of `TICKWHEEL_HISTORY_CRASH_AFTER_INSERT`: die by SIGKILL right after the
+    Nth insert, before its offsets are committed — the worst moment for idempotence."""
+
+    def hook(inserts: int) -> None:
+        if inserts == n:
+            log.warning("crashing on purpose", extra={"action": "history_test_crash", "insert": n})
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
+class HistoryService:
+    """Wiring and lifecycle around one `HistorySink`."""
+
+    def __init__(self, settings: HistorySinkSettings, clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self._stopping = threading.Event()
+        self.sink: HistorySink | None = None
+
+    def stop(self, *_args: Any) -> None:
+        self._stopping.set()
+
+    def status(self) -> dict[str, Any]:
+        return self.sink.stats.as_dict() if self.sink is not None else {}
+
+    def run(self) -> int:
+        settings = self.settings
+        verify_topology(bootstrap=settings.bootstrap)
+        store = open_history_store(settings.history)
+        endpoint: QueryEndpoint | None = None
+        consumer: Consumer | None = None
+        owner_dir: str | None = None
+        try:
+            applied = store.migrate()
+            if applied:
+                log.info(
+                    "history schema migrated",
+                    extra={"action": "history_migrated", "migrations": applied},
+                )
+            consumer = Consumer(
+                consumer_config(
+                    settings.group_id,
+                    settings.bootstrap,
+                    **{"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
+                       "max.poll.interval.ms": 300000, "enable.partition.eof": False,
+                       # Static membership: a restarted sink gets its partitions back at once.
+                       "group.instance.id": f"{settings.group_id}-{settings.instance}"},
+                )
+            )  # fmt: skip
+            self.sink = HistorySink(
+                store,
+                consumer,
+                DeadLetterWriter(settings.bootstrap, self.clock),
+                max_batch=settings.max_batch,
+                max_wait_s=settings.max_wait_ms / 1000,
+                after_insert=(
+                    crash_after(settings.crash_after_insert)
+                    if settings.crash_after_insert
+                    else None
+                ),
+            )
+            self.sink.subscribe()
+            if isinstance(store, ChdbHistoryStore):
+                owner = OwnerInfo.create(
+                    port=settings.port, directory=store.directory, instance=settings.instance
+                )
+                endpoint = QueryEndpoint(
+                    store, owner.token, port=settings.port, status=self.status,
+                    location=store.directory,
+                )  # fmt: skip
+                owner = dataclasses.replace(owner, port=endpoint.start())
+                write_owner(store.directory, owner)
+                owner_dir = store.directory
+            log.info(
+                "history sink started",
+                extra={"action": "history_sink_started", "instance": settings.instance,
+                       "group": settings.group_id, "store": store.location,
+                       "endpoint_port": endpoint.port if endpoint else None,
+                       "max_batch": settings.max_batch, "max_wait_ms": settings.max_wait_ms,
+                       "test_crash_after_insert": settings.crash_after_insert},
+            )  # fmt: skip
+            self._loop(self.sink)
+        finally:
+            if endpoint is not None:
+                endpoint.stop()
+            if owner_dir is not None:
+                remove_owner(owner_dir, os.getpid())
+            if consumer is not None:
+                consumer.close()
+            store.close()
+        log.info("history sink stopped", extra={"action": "history_sink_stopped",
+                                                 **self.status()})  # fmt: skip
+        return 0
+
+    def _loop(self, sink: HistorySink) -> None:
+        reported = time.monotonic()
+        last_rows = 0
+        while not self._stopping.is_set():
+            sink.step()
+            now = time.monotonic()
+            if now - reported >= PROGRESS_EVERY_S and sink.stats.rows != last_rows:
+                log.info(
+                    "history sink progress",
+                    extra={"action": "history_sink_progress", **sink.stats.as_dict()},
+                )
+                reported, last_rows = now, sink.stats.rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m tickwheel.services.history",
+        description=(
+            "The history sink: every event topic into ClickHouse (embedded chDB, or a server "
+            f"with CLICKHOUSE_URL), offsets committed after the insert. {CRASH_VAR} is a test "
+            "hook (SIGKILL after the Nth insert)."
+        ),
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    try:
+        service = HistoryService(settings_from_args(args))
+        signal.signal(signal.SIGTERM, service.stop)
+        signal.signal(signal.SIGINT, service.stop)
+        sys.exit(service.run())
+    except TickwheelError as exc:
+        print(f"tickwheel history: error: {exc}", file=sys.stderr)
+        sys.exit(2)

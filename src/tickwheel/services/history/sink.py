@@ -1,0 +1,286 @@
+"""The history sink's loop: consume every event topic, write batches to ClickHouse, and commit
+the Kafka offsets only once ClickHouse has the batch.
+
+Idempotence (decision 0030): each table's insert carries a deduplication token derived from
+the topic/partition/offset ranges it holds, so a batch redelivered whole after a crash between
+insert and commit is dropped on arrival; and every row's `event_id` is deterministic, so a
+redelivery cut into other batches collapses under `FINAL` / `uniqExact(event_id)`.
+
+A record that cannot be decoded, or decodes to something no table can hold, goes to the
+dead-letter topic with its topic/partition/offset, and the sink keeps going.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.client import Consumer, KafkaError, KafkaException, TopicPartition
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.ports.history import HistoryStore, HistoryStoreError
+from tickwheel.services.history import rows
+from tickwheel.services.history.rows import Source, UnstorableRecord
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.history")
+
+PartitionKey = tuple[str, int]
+Converter = Callable[[Mapping[str, Any], Source], dict[str, Any]]
+
+#: Insert order within a batch: definitions first, so a reader never sees an execution of a
+#: job whose definition the same batch still holds.
+TABLE_ORDER = (
+    "job_definitions", "execution_requests", "execution_events", "dead_letters",
+    "workflow_events", "alerts",
+)  # fmt: skip
+INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one topic's records go."""
+
+    table: str
+    schema: str
+    convert: Converter
+
+
+def default_routes() -> dict[str, Route]:
+    """Every topic the sink reads (with the deployment's topic prefix), and its table."""
+    routes = {
+        "jobs.definitions": Route("job_definitions", "JobDefinition", rows.job_definition_row),
+        "executions.events": Route("execution_events", "ExecutionEvent", rows.execution_event_row),
+        "executions.dlq": Route("dead_letters", "DeadLetter", rows.dead_letter_row),
+        "workflows.events": Route("workflow_events", "WorkflowEvent", rows.workflow_event_row),
+        "alerts": Route("alerts", "Alert", rows.alert_row),
+    }
+    for priority in ("high", "normal", "low"):
+        routes[f"executions.{priority}"] = Route(
+            "execution_requests", "ExecutionRequest", rows.execution_request_row
+        )
+    return {topic_name(name): route for name, route in routes.items()}
+
+
+def _ranges_text(ranges: Mapping[PartitionKey, tuple[int, int]]) -> str:
+    return ";".join(f"{t}/{p}/{a}-{b}" for (t, p), (a, b) in sorted(ranges.items()))
+
+
+@dataclass
+class Batch:
+    """Records read since the last commit, grouped by table, with the offsets they span."""
+
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Every record read, decodable or not: what the commit moves past.
+    offsets: dict[PartitionKey, tuple[int, int]] = field(default_factory=dict)
+    # Per table, the ranges of the records it holds: what its dedup token names.
+    table_ranges: dict[str, dict[PartitionKey, tuple[int, int]]] = field(default_factory=dict)
+    size: int = 0
+
+    @staticmethod
+    def _widen(ranges: dict[PartitionKey, tuple[int, int]], key: PartitionKey, offset: int) -> None:
+        first, last = ranges.get(key, (offset, offset))
+        ranges[key] = (min(first, offset), max(last, offset))
+
+    def note(self, topic: str, partition: int, offset: int) -> None:
+        self._widen(self.offsets, (topic, partition), offset)
+        self.size += 1
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        self.rows.setdefault(table, []).append(row)
+        key = (row["source_topic"], row["source_partition"])
+        self._widen(self.table_ranges.setdefault(table, {}), key, row["source_offset"])
+
+    def drop(self, partitions: Iterable[PartitionKey]) -> int:
+        """Forget the records of revoked partitions (their new owner reads them again)."""
+        gone = set(partitions)
+        dropped = 0
+        for key in gone & set(self.offsets):
+            del self.offsets[key]
+        for table, table_rows in list(self.rows.items()):
+            kept = [r for r in table_rows if (r["source_topic"], r["source_partition"]) not in gone]
+            dropped += len(table_rows) - len(kept)
+            if kept:
+                self.rows[table] = kept
+            else:
+                del self.rows[table]
+            ranges = self.table_ranges.get(table, {})
+            for key in gone & set(ranges):
+                del ranges[key]
+        return dropped
+
+    def dedup_token(self, table: str) -> str:
+        """The insert deduplication token of `table`'s rows: a digest of their offset ranges."""
+        text = f"{table}|{_ranges_text(self.table_ranges.get(table, {}))}"
+        return f"tickwheel-history:{table}:{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+
+    def commit_offsets(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p, last + 1) for (t, p), (_first, last) in self.offsets.items()]
+
+
+@dataclass
+class SinkStats:
+    records: int = 0
+    rows: int = 0
+    batches: int = 0
+    dead_lettered: int = 0
+    commits_failed: int = 0
+    last_batch_rows: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class HistorySink:
+    """One consumer, one store. `step()` reads one batch, writes it, and commits it."""
+
+    def __init__(
+        self,
+        store: HistoryStore,
+        consumer: Consumer,
+        dead_letters: DeadLetterWriter,
+        *,
+        routes: Mapping[str, Route] | None = None,
+        max_batch: int = 5000,
+        max_wait_s: float = 0.2,
+        after_insert: Callable[[int], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.consumer = consumer
+        self.dead_letters = dead_letters
+        self.routes = dict(routes or default_routes())
+        self.max_batch = max_batch
+        self.max_wait_s = max_wait_s
+        self.after_insert = after_insert
+        self.stats = SinkStats()
+        self._sleep = sleep
+        self._pending = Batch()
+
+    # -- the group -------------------------------------------------------------------------
+    def subscribe(self) -> None:
+        self.consumer.subscribe(
+            sorted(self.routes), on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
+
+    def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        dropped = self._pending.drop((tp.topic, tp.partition) for tp in partitions)
+        if dropped:
+            log.info(
+                "partitions revoked; their unwritten records are left to the new owner",
+                extra={"action": "history_partitions_revoked", "dropped_rows": dropped},
+            )
+
+    # -- one batch -------------------------------------------------------------------------
+    def step(self, idle_timeout_s: float = 0.5) -> int:
+        """Read up to `max_batch` records (waiting at most `max_wait_s` once the first has
+        arrived), write them, commit them. Returns how many records the batch held."""
+        batch = self._pending = Batch()
+        # poll() returns as soon as one record is there; consume() below blocks until it has
+        # its count or its timeout, which is right only once the batch wait has started.
+        first = self.consumer.poll(idle_timeout_s)
+        if first is None:
+            return 0
+        deadline = time.monotonic() + self.max_wait_s
+        self._accept(batch, first)
+        while batch.size < self.max_batch:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                break
+            for message in self.consumer.consume(min(self.max_batch - batch.size, 1000), timeout):
+                self._accept(batch, message)
+        if batch.offsets:
+            self.write(batch)
+        return batch.size
+
+    def _accept(self, batch: Batch, message: Any) -> None:
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                log.warning(
+                    "consumer error",
+                    extra={"action": "history_consume_error", "error": str(error)},
+                )
+            return
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        batch.note(topic, partition, offset)
+        self.stats.records += 1
+        route = self.routes.get(topic)
+        if route is None:
+            return
+        raw_key = message.key()
+        key = raw_key.decode("utf-8", errors="replace") if raw_key is not None else None
+        value = message.value()
+        source = Source(topic, partition, offset, int(message.timestamp()[1]))
+        if value is None:
+            # Only a definition's tombstone means something (a deletion); elsewhere a
+            # tombstone carries nothing to record.
+            if route.table == "job_definitions" and key is not None:
+                batch.add(route.table, rows.job_tombstone_row(key, source))
+            return
+        try:
+            _name, record = decode(value, expected=route.schema)
+            row = route.convert(record, source)
+        except UndecodableRecord as exc:
+            self._dead_letter(source, key, value, exc.reason)
+            return
+        except UnstorableRecord as exc:
+            self._dead_letter(source, key, value, f"unstorable: {exc.reason}")
+            return
+        except (KeyError, TypeError, ValueError) as exc:
+            self._dead_letter(source, key, value, f"unstorable: {type(exc).__name__}: {exc}")
+            return
+        batch.add(route.table, row)
+
+    def _dead_letter(self, source: Source, key: str | None, value: bytes, reason: str) -> None:
+        self.dead_letters.undecodable(
+            source.topic, source.partition, source.offset, key, value, reason
+        )
+        self.stats.dead_lettered += 1
+
+    # -- write, then commit ----------------------------------------------------------------
+    def write(self, batch: Batch) -> None:
+        """Insert every table's rows, then commit the batch's offsets (never the other way)."""
+        written = 0
+        for table in sorted(batch.rows, key=_table_rank):
+            table_rows = batch.rows[table]
+            self._insert(table, table_rows, batch.dedup_token(table))
+            written += len(table_rows)
+        self.stats.batches += 1
+        self.stats.rows += written
+        self.stats.last_batch_rows = written
+        if self.after_insert is not None:
+            self.after_insert(self.stats.batches)
+        try:
+            self.consumer.commit(offsets=batch.commit_offsets(), asynchronous=False)
+        except KafkaException as exc:
+            # A rebalance got in between: the records come back to whoever owns the
+            # partitions now, and the idempotent write makes the second delivery harmless.
+            self.stats.commits_failed += 1
+            log.warning(
+                "offset commit failed; the batch will be delivered again",
+                extra={"action": "history_commit_failed", "error": str(exc)},
+            )
+
+    def _insert(self, table: str, table_rows: list[dict[str, Any]], token: str) -> None:
+        for attempt, pause in enumerate((*INSERT_BACKOFF_S, None), start=1):
+            try:
+                self.store.insert(table, table_rows, dedup_token=token)
+                return
+            except HistoryStoreError as exc:
+                if pause is None:
+                    raise
+                log.warning(
+                    "insert failed; retrying",
+                    extra={"action": "history_insert_retry", "table": table,
+                           "attempt": attempt, "error": str(exc)},
+                )  # fmt: skip
+                self._sleep(pause)
+
+
+def _table_rank(table: str) -> int:
+    return TABLE_ORDER.index(table) if table in TABLE_ORDER else len(TABLE_ORDER)

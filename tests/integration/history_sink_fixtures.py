@@ -1,0 +1,604 @@
+"""A known history, published to the real broker, and the answers it must produce.
+
+`build_scenario()` writes the lives of a handful of executions as the timer and the workers
+would (same event ids, same fields): on-time and late fires, skipped slots one by one and as
+a range, a missing slot, a paused stretch, retries, a fenced stale outcome, a cancellation,
+permanent and exhausted dead letters, an undecodable record and an unstorable one. Each story
+also states what the history must say about it. `reference_*` recompute the analyst answers
+from the events in plain Python, each event counted once, as the SQL must.
+
+Helpers run the sink in this process (`sink_in_thread`) or as a real subprocess
+(`SinkProcess`), and wait until a consumer group has committed everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.client import Consumer, TopicPartition
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.cli import history as history_cli
+from tickwheel.core.identity import execution_id as make_execution_id
+from tickwheel.errors import TickwheelError
+from tickwheel.history import (
+    OwnerClient,
+    analyst_queries,
+    execution_timeline,
+    read_owner,
+    run_query,
+    schedule_audit,
+)
+from tickwheel.history._reader import HistoryReader
+from tickwheel.sdk.jobs import validate_job
+from tickwheel.services.history.service import HistoryService
+from tickwheel.services.history.settings import HistorySinkSettings
+from tickwheel.services.history.sink import default_routes
+from tickwheel.topology import topic_name
+
+UTC = dt.UTC
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+MIN = 60_000
+DAY = 86_400_000
+
+
+def ms(moment: dt.datetime) -> int:
+    return (moment - EPOCH) // dt.timedelta(milliseconds=1)
+
+
+def iso(ms_value: int) -> str:
+    return (EPOCH + dt.timedelta(milliseconds=ms_value)).isoformat()
+
+
+# Far enough ahead that no retention has expired it, whatever day the suite runs.
+T0 = ms(dt.datetime(2099, 3, 1, 10, 0, tzinfo=UTC))  # day 0, 10:00
+T1 = T0 + DAY + 60 * MIN  # day 1, 11:00
+WINDOW = (iso(T0 - 10 * 60 * MIN), iso(T0 + 2 * DAY))
+AS_OF = iso(T1 + 2 * 60 * MIN)
+PRIORITY = {"noop": "normal", "report": "low", "fail": "high"}
+GARBAGE = b"this is not an avro record"
+UNSTORABLE_ID = "from-the-year-2400"  # an event dated beyond what DateTime64(3) holds
+
+
+@dataclass
+class Job:
+    job_id: str
+    job_type: str
+    tenant_id: str
+    version: int = 1
+
+
+@dataclass
+class Scenario:
+    """What gets published, in order, and what the history must then say."""
+
+    records: list[tuple[str, str | None, bytes | None]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    letters: list[dict[str, Any]] = field(default_factory=list)
+    outcome: dict[str, str | None] = field(default_factory=dict)  # execution -> terminal
+    story: dict[str, str] = field(default_factory=dict)  # story name -> execution id
+    audit_job: str = "audit-job"
+    audit_window: tuple[int, int] = (T0, T0 + 12 * MIN)
+    audit_statuses: list[str] = field(default_factory=list)
+
+    def publish(self, bootstrap: str) -> None:
+        producer = EventProducer(bootstrap)
+        for topic, key, value in self.records:
+            producer.send(topic_name(topic), key, value)
+        producer.flush()
+
+    # -- writers, as the timer and the workers write ---------------------------------------
+    def _send(self, topic: str, key: str | None, record_name: str, value: dict[str, Any]) -> None:
+        self.records.append((topic, key, encode(record_name, value)))
+
+    def define(self, job: Job, spec: dict[str, Any], at: int, **extra: Any) -> None:
+        spec = {"jobId": job.job_id, "type": job.job_type, "tenantId": job.tenant_id, **spec}
+        record = validate_job(spec, at, version=job.version, **extra)
+        self._send("jobs.definitions", job.job_id, "JobDefinition", record)
+
+    def delete(self, job: Job) -> None:
+        self.records.append(("jobs.definitions", job.job_id, None))
+
+    def event(
+        self, job: Job, kind: str, execution: str, attempt: int, slot: int, at: int,
+        fire: int | None = None, **fields: Any,
+    ) -> dict[str, Any]:  # fmt: skip
+        worker = fields.get("worker_id")
+        if kind in ("requested",):
+            event_id = f"requested:{execution}:{attempt}"
+        elif kind == "skipped":
+            event_id = f"skipped:{execution}"
+        elif worker:
+            event_id = f"{kind}:{execution}:{attempt}:{worker}:{at}"
+        else:
+            event_id = f"{kind}:{execution}:{attempt}"
+        event = {
+            "event_id": event_id, "event_time": at, "event_type": kind, "job_id": job.job_id,
+            "job_type": job.job_type, "tenant_id": job.tenant_id, "execution_id": execution,
+            "attempt": attempt, "scheduled_time": slot, "fire_time": fire, "worker_id": None,
+            "lease_deadline": None, "error": None, "error_kind": None, "reason": None,
+            "details": None, **fields,
+        }  # fmt: skip
+        self.events.append(event)
+        self._send("executions.events", job.job_id, "ExecutionEvent", event)
+        return event
+
+    def request(
+        self, job: Job, execution: str, attempt: int, slot: int, fire: int, at: int,
+        trigger: str, late: bool = False,
+    ) -> None:  # fmt: skip
+        request = {
+            "execution_id": execution, "job_id": job.job_id, "job_version": job.version,
+            "job_type": job.job_type, "tenant_id": job.tenant_id,
+            "priority": PRIORITY[job.job_type], "attempt": attempt, "scheduled_time": slot,
+            "fire_time": fire, "period_start": slot, "period_end": None, "payload": "{}",
+            "max_attempts": 3, "trigger": trigger, "late": late, "requested_at": at,
+            "lease_seconds": 30, "heartbeat_seconds": 10,
+        }  # fmt: skip
+        self.requests.append(request)
+        self._send(f"executions.{PRIORITY[job.job_type]}", job.job_id, "ExecutionRequest", request)
+        reason = trigger + (":late" if late else "")
+        self.event(job, "requested", execution, attempt, slot, at, fire, reason=reason)
+
+    def lease(self, job: Job, execution: str, attempt: int, slot: int, fire: int, at: int,
+              worker: str) -> None:  # fmt: skip
+        self.event(job, "leased", execution, attempt, slot, at, fire, worker_id=worker,
+                   lease_deadline=at + 30_000)  # fmt: skip
+
+    def dead_letter(self, job: Job, execution: str, attempt: int, at: int, reason: str,
+                    error: str) -> None:  # fmt: skip
+        letter = {
+            "dead_letter_id": f"dl:{execution}", "event_time": at, "reason": reason,
+            "source_topic": topic_name("executions.events"), "source_partition": 0,
+            "source_offset": 0, "execution_id": execution, "job_id": job.job_id,
+            "attempt": attempt, "error": error, "payload": "{}", "raw_value": None,
+        }  # fmt: skip
+        self.letters.append(letter)
+        self._send("executions.dlq", job.job_id, "DeadLetter", letter)
+
+
+def _simple_run(sc: Scenario, job: Job, slot: int, *, fire_delay: int, lateness: int,
+                worker: str = "w-1", trigger: str = "scheduled", late: bool = False,
+                heartbeats: int = 0) -> str:  # fmt: skip
+    """requested → leased → heartbeats → succeeded, on attempt 1."""
+    execution = make_execution_id(job.job_id, job.version, slot)
+    fire = slot + fire_delay
+    at = fire + lateness
+    sc.request(job, execution, 1, slot, fire, at, trigger, late)
+    sc.lease(job, execution, 1, slot, fire, at + 200, worker)
+    for beat in range(1, heartbeats + 1):
+        sc.event(job, "heartbeat", execution, 1, slot, at + beat * 10_000, fire,
+                 worker_id=worker, lease_deadline=at + beat * 10_000 + 30_000)  # fmt: skip
+    sc.event(job, "succeeded", execution, 1, slot, at + 25_000, fire, worker_id=worker)
+    sc.outcome[execution] = "succeeded"
+    return execution
+
+
+def build_scenario() -> Scenario:
+    sc = Scenario()
+    audit = Job("audit-job", "report", "acme")
+    # -- a recurring job audited over [T0, T0+12m): slots 0-3 fire, 4 skipped, 5-7 skipped as a
+    # range, 8 missing, 9 fires late (catch-up) and succeeds on a retry, 10-11 paused.
+    sc.define(audit, {"cron": "* * * * *", "timezone": "UTC", "jitter": "5s"}, T0 - 30_000)
+    slot = [T0 + k * MIN for k in range(12)]
+    # Two records no table can take, on the partition of the audited job: the sink must
+    # dead-letter them and go on with the events that follow.
+    sc.records.append(("executions.events", "audit-job", GARBAGE))
+    unstorable = {
+        "event_id": UNSTORABLE_ID, "event_time": 13_569_465_600_000, "event_type": "leased",
+        "job_id": "audit-job", "job_type": "report", "tenant_id": "acme", "execution_id": "x",
+        "attempt": 1, "scheduled_time": T0, "fire_time": None, "worker_id": "w-9",
+        "lease_deadline": None, "error": None, "error_kind": None, "reason": None, "details": None,
+    }  # fmt: skip
+    sc.records.append(("executions.events", "audit-job", encode("ExecutionEvent", unstorable)))
+    for k, (jitter, lateness) in enumerate([(0, 120), (1500, 250), (3000, 80), (500, 400)]):
+        sc.story[f"audit-{k}"] = _simple_run(sc, audit, slot[k], fire_delay=jitter,
+                                             lateness=lateness)  # fmt: skip
+    skipped4 = make_execution_id(audit.job_id, 1, slot[4])
+    sc.event(audit, "skipped", skipped4, 0, slot[4], slot[4] + 120_000, reason="misfire_skip",
+             details=json.dumps({"job_version": 1}))  # fmt: skip
+    sc.event(audit, "skipped", make_execution_id(audit.job_id, 1, slot[7]), 0, slot[7],
+             slot[7] + 60_000, reason="misfire_skip:range",
+             details=json.dumps({"job_version": 1, "after": slot[4], "through": slot[7],
+                                 "count": 3, "disposition": "skip"}))  # fmt: skip
+    late = make_execution_id(audit.job_id, 1, slot[9])
+    sc.story["audit-9"] = late
+    at = slot[9] + 95_000
+    sc.request(audit, late, 1, slot[9], slot[9], at, "catch_up", late=True)
+    sc.lease(audit, late, 1, slot[9], slot[9], at + 100, "w-1")
+    sc.event(audit, "failed", late, 1, slot[9], at + 2_000, slot[9], worker_id="w-1",
+             error="boom", error_kind="retryable")  # fmt: skip
+    sc.event(audit, "retry_scheduled", late, 1, slot[9], at + 2_100, slot[9],
+             reason="retryable_error", details=json.dumps({"next_attempt_at": at + 30_000}))  # fmt: skip
+    sc.request(audit, late, 2, slot[9], slot[9], at + 30_000, "retry")
+    sc.lease(audit, late, 2, slot[9], slot[9], at + 30_100, "w-2")
+    sc.event(audit, "succeeded", late, 2, slot[9], at + 33_000, slot[9], worker_id="w-2")
+    sc.outcome[late] = "succeeded"
+    paused = Job("audit-job", "report", "acme", version=2)
+    sc.define(paused, {"cron": "* * * * *", "timezone": "UTC", "jitter": "5s",
+                       "enabled": False}, T0 + 9 * MIN + 30_000, created_at_ms=T0 - 30_000)  # fmt: skip
+    sc.audit_statuses = ["fired"] * 4 + ["skipped"] * 4 + ["missing", "fired", "paused", "paused"]
+
+    # -- one-off jobs on day 0
+    noop = Job("noop-a", "noop", "acme")
+    sc.define(noop, {"runAt": iso(T0 + 20 * MIN)}, T0 - 5 * MIN)
+    sc.story["succeeded"] = _simple_run(sc, noop, T0 + 20 * MIN, fire_delay=0, lateness=50,
+                                        heartbeats=2)  # fmt: skip
+    perm = Job("fail-perm", "fail", "globex")
+    sc.define(perm, {"runAt": iso(T0 + 30 * MIN)}, T0 - 5 * MIN)
+    ex = sc.story["permanent"] = make_execution_id(perm.job_id, 1, T0 + 30 * MIN)
+    s = T0 + 30 * MIN
+    sc.request(perm, ex, 1, s, s, s + 100, "scheduled")
+    sc.lease(perm, ex, 1, s, s, s + 300, "w-1")
+    sc.event(perm, "failed", ex, 1, s, s + 2_000, s, worker_id="w-1", error="bad input",
+             error_kind="permanent")  # fmt: skip
+    sc.event(perm, "dead_lettered", ex, 1, s, s + 3_000, s, reason="permanent_error",
+             error="bad input")  # fmt: skip
+    sc.dead_letter(perm, ex, 1, s + 3_000, "permanent_error", "bad input")
+    sc.outcome[ex] = "dead_lettered"
+    sc.delete(perm)
+
+    # -- day 1: fencing, an open execution, a cancellation, exhausted retries, a manual run
+    fenced = Job("fenced-job", "noop", "globex")
+    sc.define(fenced, {"runAt": iso(T1)}, T1 - 5 * MIN)
+    ex = sc.story["fenced"] = make_execution_id(fenced.job_id, 1, T1)
+    sc.request(fenced, ex, 1, T1, T1, T1 + 90, "scheduled")
+    sc.lease(fenced, ex, 1, T1, T1, T1 + 1_000, "w-1")
+    sc.request(fenced, ex, 2, T1, T1, T1 + 31_000, "lease_expired")
+    sc.lease(fenced, ex, 2, T1, T1, T1 + 32_000, "w-2")
+    sc.event(fenced, "succeeded", ex, 1, T1, T1 + 40_000, T1, worker_id="w-1")
+    sc.event(fenced, "fenced", ex, 1, T1, T1 + 40_100, T1, reason="stale_attempt")
+    sc.event(fenced, "succeeded", ex, 2, T1, T1 + 45_000, T1, worker_id="w-2")
+    sc.outcome[ex] = "succeeded"
+
+    running = Job("open-job", "report", "acme")
+    s = T1 + 10 * MIN
+    sc.define(running, {"runAt": iso(s)}, T1 - 5 * MIN)
+    ex = sc.story["open"] = make_execution_id(running.job_id, 1, s)
+    sc.request(running, ex, 1, s, s + 700, s + 900, "scheduled")
+    sc.lease(running, ex, 1, s, s + 700, s + 1_000, "w-1")
+    sc.event(running, "heartbeat", ex, 1, s, s + 11_000, s + 700, worker_id="w-1",
+             lease_deadline=s + 41_000)  # fmt: skip
+    sc.outcome[ex] = None
+
+    stale = Job("fenced-only", "report", "globex")
+    s = T1 + 20 * MIN
+    sc.define(stale, {"runAt": iso(s)}, T1 - 5 * MIN)
+    ex = sc.story["fenced-open"] = make_execution_id(stale.job_id, 1, s)
+    sc.request(stale, ex, 1, s, s, s + 60, "scheduled")
+    sc.lease(stale, ex, 1, s, s, s + 1_000, "w-1")
+    sc.request(stale, ex, 2, s, s, s + 31_000, "lease_expired")
+    sc.event(stale, "succeeded", ex, 1, s, s + 35_000, s, worker_id="w-1")
+    sc.event(stale, "fenced", ex, 1, s, s + 35_100, s, reason="stale_attempt")
+    sc.outcome[ex] = None
+
+    cancelled = Job("cancelled-job", "noop", "acme")
+    s = T1 + 30 * MIN
+    sc.define(cancelled, {"runAt": iso(s)}, T1 - 5 * MIN)
+    ex = sc.story["cancelled"] = make_execution_id(cancelled.job_id, 1, s)
+    sc.request(cancelled, ex, 1, s, s, s + 30, "scheduled")
+    sc.event(cancelled, "cancelled", ex, 1, s, s + 1_000, s, worker_id="w-1", reason="operator")
+    sc.outcome[ex] = "cancelled"
+
+    flaky = Job("exhaust", "fail", "acme")
+    s = T1 + 40 * MIN
+    sc.define(flaky, {"runAt": iso(s), "maxAttempts": 3}, T1 - 5 * MIN)
+    ex = sc.story["exhausted"] = make_execution_id(flaky.job_id, 1, s)
+    for attempt in (1, 2, 3):
+        at = s + 20 + (attempt - 1) * 10_000
+        sc.request(flaky, ex, attempt, s, s, at, "scheduled" if attempt == 1 else "retry")
+        sc.lease(flaky, ex, attempt, s, s, at + 100, f"w-{attempt}")
+        sc.event(flaky, "failed", ex, attempt, s, at + 1_000, s, worker_id=f"w-{attempt}",
+                 error="flaky", error_kind="retryable")  # fmt: skip
+        if attempt < 3:
+            sc.event(
+                flaky, "retry_scheduled", ex, attempt, s, at + 1_100, s, reason="retryable_error"
+            )
+    sc.event(flaky, "dead_lettered", ex, 3, s, s + 21_200, s, reason="max_attempts_exhausted",
+             error="flaky")  # fmt: skip
+    sc.dead_letter(flaky, ex, 3, s + 21_200, "max_attempts_exhausted", "flaky")
+    sc.outcome[ex] = "dead_lettered"
+
+    manual = Job("manual-job", "noop", "globex")
+    sc.define(manual, {"cron": "0 * * * *", "timezone": "UTC"}, T1 - 5 * MIN)
+    s = T1 + 50 * MIN + 123
+    sc.story["manual"] = _simple_run(sc, manual, s, fire_delay=0, lateness=0, trigger="manual")
+
+    # -- other families, and two records no table can take
+    for n, kind in enumerate(["started", "step_scheduled"]):
+        sc._send("workflows.events", "wf-1", "WorkflowEvent", {
+            "event_id": f"wf-1:{n}", "event_time": T1 + n, "workflow_id": "wf-1",
+            "definition_id": "nightly", "definition_version": 1, "event_type": kind,
+            "step_id": None if n == 0 else "extract", "attempt": 0,
+            "data": json.dumps({"tenant_id": "acme"}),
+        })  # fmt: skip
+    sc._send("alerts", "alert-1", "Alert", {
+        "alert_id": "alert-1", "event_time": T1 + 5, "kind": "job_absent", "severity": "warning",
+        "job_id": "audit-job", "tenant_id": "acme", "message": "no success in 26h", "details": None,
+    })  # fmt: skip
+    return sc
+
+
+# -- reference answers, computed from the events as published -------------------------------
+def _unique(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list({e["event_id"]: e for e in events}.values())
+
+
+def quantile_exact(values: list[int], level: float) -> int:
+    """ClickHouse's quantileExact: the element at index int(level * n) of the sorted values."""
+    ordered = sorted(values)
+    return ordered[min(int(level * len(ordered)), len(ordered) - 1)]
+
+
+def _accepted(events: list[dict[str, Any]], kinds: tuple[str, ...]) -> bool:
+    fenced = {e["attempt"] for e in events if e["event_type"] == "fenced"}
+    return any(e["event_type"] in kinds and e["attempt"] not in fenced for e in events)
+
+
+def _by_execution(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for e in _unique(events):
+        grouped.setdefault(e["execution_id"], []).append(e)
+    return grouped
+
+
+def reference_fire_lateness(sc: Scenario, since: int, until: int) -> list[tuple[Any, ...]]:
+    groups: dict[tuple[str, int], list[tuple[int, bool]]] = {}
+    for events in _by_execution(sc.events).values():
+        first = [e for e in events if e["event_type"] == "requested" and e["attempt"] == 1]
+        if not first:
+            continue
+        request = min(first, key=lambda e: e["event_time"])
+        trigger, _, flag = request["reason"].partition(":")
+        if trigger not in ("scheduled", "catch_up") or not since <= request["fire_time"] < until:
+            continue
+        hour = request["fire_time"] - request["fire_time"] % (60 * MIN)
+        lateness = request["event_time"] - request["fire_time"]
+        groups.setdefault((request["job_type"], hour), []).append((lateness, flag == "late"))
+    return [
+        (job_type, EPOCH + dt.timedelta(milliseconds=hour), len(values),
+         sum(1 for _, late in values if late), quantile_exact([v for v, _ in values], 0.5),
+         quantile_exact([v for v, _ in values], 0.99), max(v for v, _ in values))
+        for (job_type, hour), values in sorted(groups.items())
+    ]  # fmt: skip
+
+
+def reference_failure_rates(sc: Scenario, since: int, until: int) -> dict[str, dict[str, Any]]:
+    totals: dict[str, dict[str, Any]] = {}
+    for events in _by_execution(sc.events).values():
+        requested = [e for e in events if e["event_type"] == "requested"]
+        if not requested or not since <= min(e["event_time"] for e in requested) < until:
+            continue
+        fenced = {e["attempt"] for e in events if e["event_type"] == "fenced"}
+        outcome_of = {}
+        for e in events:
+            if (
+                e["event_type"] in ("succeeded", "failed", "cancelled")
+                and e["attempt"] not in fenced
+            ):
+                outcome_of[e["attempt"]] = e["event_type"]
+        row = totals.setdefault(requested[0]["job_type"], dict.fromkeys(
+            ("executions", "attempts", "finished_attempts", "failed_attempts", "retried",
+             "succeeded", "dead_lettered"), 0))  # fmt: skip
+        row["executions"] += 1
+        row["attempts"] += len({e["attempt"] for e in requested})
+        row["finished_attempts"] += len(outcome_of)
+        row["failed_attempts"] += sum(1 for kind in outcome_of.values() if kind == "failed")
+        row["retried"] += any(e["attempt"] > 1 for e in requested)
+        row["succeeded"] += "succeeded" in outcome_of.values()
+        row["dead_lettered"] += any(e["event_type"] == "dead_lettered" for e in events)
+    for row in totals.values():
+        finished = row["finished_attempts"]
+        row["attempt_failure_rate"] = row["failed_attempts"] / finished if finished else 0.0
+        row["retry_rate"] = row["retried"] / row["executions"]
+        row["dead_letter_rate"] = row["dead_lettered"] / row["executions"]
+    return totals
+
+
+def reference_tenant_daily(sc: Scenario, since: int, until: int) -> list[tuple[Any, ...]]:
+    executions = _by_execution(sc.events)
+    tenant_of = {ex: events[0]["tenant_id"] for ex, events in executions.items()}
+    cells: dict[tuple[dt.date, str], list[int]] = {}
+    for events in executions.values():
+        requested = [e["event_time"] for e in events if e["event_type"] == "requested"]
+        if not requested or not since <= min(requested) < until:
+            continue
+        day = (EPOCH + dt.timedelta(milliseconds=min(requested))).date()
+        cell = cells.setdefault((day, events[0]["tenant_id"]), [0, 0, 0])
+        cell[0] += 1
+        cell[1] += _accepted(events, ("succeeded",))
+    for letter in {letter["dead_letter_id"]: letter for letter in sc.letters}.values():
+        if since <= letter["event_time"] < until:
+            day = (EPOCH + dt.timedelta(milliseconds=letter["event_time"])).date()
+            cells.setdefault((day, tenant_of[letter["execution_id"]]), [0, 0, 0])[2] += 1
+    return [(day, tenant, *counts) for (day, tenant), counts in sorted(cells.items())]
+
+
+def reference_open_executions(sc: Scenario, as_of: int) -> list[str]:
+    open_ones = []
+    for execution, events in _by_execution(sc.events).items():
+        seen = [e for e in events if e["event_time"] <= as_of]
+        if not any(e["event_type"] == "requested" for e in seen):
+            continue
+        if any(e["event_type"] == "dead_lettered" for e in seen):
+            continue
+        if not _accepted(seen, ("succeeded", "cancelled")):
+            open_ones.append(execution)
+    return sorted(open_ones)
+
+
+# -- the documented answers, as one comparable value ----------------------------------------
+def documented_answers(reader: HistoryReader, sc: Scenario) -> dict[str, Any]:
+    """Every documented answer the scenario touches: the analyst queries, the audit, and the
+    timeline of every execution."""
+    window = {"since": WINDOW[0], "until": WINDOW[1]}
+    params = {
+        "fire_lateness": window, "failure_rates": window, "tenant_daily": window,
+        "open_executions": {"as_of": AS_OF},
+    }  # fmt: skip
+    answers: dict[str, Any] = {}
+    for name in analyst_queries():
+        if name in params:
+            answers[name] = run_query(reader, name, params[name]).rows
+    answers["audit"] = schedule_audit(reader, sc.audit_job, *sc.audit_window)
+    executions = sorted({e["execution_id"] for e in sc.events})
+    answers["timelines"] = {ex: execution_timeline(reader, ex) for ex in executions}
+    return answers
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """`tickwheel history ...` in this process, as `tickwheel.cli.main` runs a handler."""
+    parser = argparse.ArgumentParser(prog="tickwheel")
+    history_cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = int(args.handler(args))
+        except TickwheelError as exc:
+            print(f"tickwheel: error: {exc}", file=sys.stderr)
+            code = 2
+    return code, out.getvalue(), err.getvalue()
+
+
+# -- running the sink ----------------------------------------------------------------------
+def sink_topics() -> list[str]:
+    return sorted(default_routes())
+
+
+def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
+    """True when `group` has committed every record of `topics` (non-transactional topics)."""
+    consumer = Consumer(consumer_config(group, bootstrap))
+    try:
+        metadata = consumer.list_topics(timeout=10)
+        partitions = [
+            TopicPartition(topic, p) for topic in topics for p in metadata.topics[topic].partitions
+        ]
+        committed = {
+            (tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=10)
+        }
+        for tp in partitions:
+            _low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            if high > 0 and committed[(tp.topic, tp.partition)] < high:
+                return False
+        return True
+    finally:
+        consumer.close()
+
+
+def wait_caught_up(bootstrap: str, group: str, timeout: float = 60.0) -> None:
+    """Until the group has committed everything, twice in a row (the sink's own dead letters
+    land on a topic it reads, so the end moves once more after the first look)."""
+    deadline = time.monotonic() + timeout
+    streak = 0
+    while time.monotonic() < deadline:
+        streak = streak + 1 if group_caught_up(bootstrap, group, sink_topics()) else 0
+        if streak >= 2:
+            return
+        time.sleep(1.0)
+    raise TimeoutError(f"group {group} did not commit every record within {timeout}s")
+
+
+@contextlib.contextmanager
+def sink_in_thread(settings: HistorySinkSettings) -> Iterator[HistoryService]:
+    """The history service in a thread of this process (its store is then this process's one
+    chDB directory); stopped and its store closed on exit."""
+    service = HistoryService(settings)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            service.run()
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run, name="history-sink", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while service.sink is None or (
+        settings.embedded and read_owner(settings.history.history_dir) is None
+    ):
+        if failures or not thread.is_alive():
+            raise RuntimeError(f"the history service failed to start: {failures}")
+        if time.monotonic() > deadline:
+            raise TimeoutError("the history service did not start within 60s")
+        time.sleep(0.05)
+    try:
+        yield service
+    finally:
+        service.stop()
+        thread.join(30)
+        if failures:
+            raise failures[0]
+
+
+@dataclass
+class SinkProcess:
+    """`python -m tickwheel.services.history` as a real process."""
+
+    history_dir: Path
+    group: str
+    log_path: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, **env: str) -> None:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tickwheel.services.history", "--instance", "history-test"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # Embedded on purpose: each run owns its directory, even if CLICKHOUSE_URL is set.
+            env={**{k: v for k, v in os.environ.items() if k != "CLICKHOUSE_URL"},
+                 "TICKWHEEL_HISTORY_DIR": str(self.history_dir),
+                 "TICKWHEEL_HISTORY_GROUP": self.group, **self.extra_env, **env},
+        )  # fmt: skip
+        log.close()
+
+    def reader(self, timeout: float = 60.0) -> OwnerClient:
+        """A client of this process's endpoint, once it announces one."""
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the sink exited with {self.process.returncode}: {self.log()}")
+            info = read_owner(self.history_dir)
+            if info is not None and info.pid == self.process.pid:
+                client = OwnerClient(info)
+                with contextlib.suppress(Exception):
+                    client.ping()
+                    return client
+            time.sleep(0.1)
+        raise TimeoutError(f"the sink announced no endpoint within {timeout}s: {self.log()}")
+
+    def wait_exit(self, timeout: float) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
