@@ -114,13 +114,49 @@ def history_summary() -> str:
     return f"history (ClickHouse execution_events): {counts}"
 
 
+def _with_progress(label: str, work: Any) -> Any:
+    """Run `work()` in a thread while showing a live elapsed-time line (for anything slow)."""
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed back to the caller below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    frames = "|/-\\"
+    tick = 0
+    while thread.is_alive():
+        if sys.stdout.isatty():
+            print(
+                f"\r  {frames[tick % 4]} {label}... {time.monotonic() - started:4.1f}s",
+                end="",
+                flush=True,
+            )
+        tick += 1
+        thread.join(0.2)
+    if sys.stdout.isatty():
+        print("\r" + " " * (len(label) + 20) + "\r", end="")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> int:
     clock = clock or SystemClock()
     print("tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history)...")
     started = time.monotonic()
     status = supervisor.read_status()
     if not status.get("running"):
-        status = supervisor.start_detached(supervisor.StackOptions())
+        status = _with_progress(
+            "starting Kafka and the services",
+            lambda: supervisor.start_detached(supervisor.StackOptions()),
+        )
     print(f"stack up in {time.monotonic() - started:.1f}s; Kafka at {status['bootstrap_servers']}")
     for process in status["processes"]:
         print(f"  {process['role']:<8} {process['name']:<10} pid {process['pid']}")
