@@ -47,5 +47,6 @@ class TimerMetrics:
             registry=self.registry,
         )
 
-    def serve(self, port: int) -> None:
-        start_http_server(port, addr="127.0.0.1", registry=self.registry)
+    def serve(self, port: int, addr: str = "127.0.0.1") -> None:
+        """Loopback by default; a container sets TICKWHEEL_METRICS_ADDR=0.0.0.0 to be scraped."""
+        start_http_server(port, addr=addr, registry=self.registry)

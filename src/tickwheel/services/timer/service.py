@@ -158,7 +158,9 @@ class TimerService:
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
         if self.settings.metrics_port:
-            self.metrics.serve(self.settings.metrics_port)
+            self.metrics.serve(
+                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
+            )
         self.consumer.subscribe(
             [self.definitions],
             on_assign=self._on_assign,
@@ -523,7 +525,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tickwheel.services.timer")
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "timer"))
     args = parser.parse_args(argv)
-    configure_logging()
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
     service = TimerService(TimerSettings(instance=args.instance))
     signal.signal(signal.SIGTERM, service.stop)
     signal.signal(signal.SIGINT, service.stop)
