@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
+from tickwheel.events import execution_event
 
 # A worker's lease deadline is honoured plus this much, for clock skew between hosts.
 LEASE_GRACE_MS = 2_000
@@ -261,24 +262,18 @@ class ExecutionTracker:
         details: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         request = flight.request
-        return {
-            "event_id": f"timer:{event_type}:{request['execution_id']}:{request['attempt']}",
-            "event_time": now_ms,
-            "event_type": event_type,
-            "job_id": request["job_id"],
-            "job_type": request["job_type"],
-            "tenant_id": request["tenant_id"],
-            "execution_id": request["execution_id"],
-            "attempt": request["attempt"],
-            "scheduled_time": request["scheduled_time"],
-            "fire_time": request["fire_time"],
-            "worker_id": flight.worker_id,
-            "lease_deadline": flight.deadline_ms if flight.state == "running" else None,
-            "error": error,
-            "error_kind": error_kind,
-            "reason": reason,
-            "details": json.dumps(details) if details else None,
-        }
+        return execution_event(
+            request,
+            event_type,
+            event_id=f"timer:{event_type}:{request['execution_id']}:{request['attempt']}",
+            event_time_ms=now_ms,
+            worker_id=flight.worker_id,
+            lease_deadline_ms=flight.deadline_ms if flight.state == "running" else None,
+            error=error,
+            error_kind=error_kind,
+            reason=reason,
+            details=details,
+        )
 
     @staticmethod
     def _fenced(event: dict[str, Any], now_ms: int, flight: InFlight | None) -> dict[str, Any]:

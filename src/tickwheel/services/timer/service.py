@@ -35,6 +35,7 @@ from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.events import execution_event
 from tickwheel.logs import configure_logging
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.scheduler import Emission, PartitionTimer
@@ -499,24 +500,13 @@ def checkpoint_key(partition: int) -> str:
 
 
 def _requested_event(request: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "event_id": f"timer:requested:{request['execution_id']}:{request['attempt']}",
-        "event_time": request["requested_at"],
-        "event_type": "requested",
-        "job_id": request["job_id"],
-        "job_type": request["job_type"],
-        "tenant_id": request["tenant_id"],
-        "execution_id": request["execution_id"],
-        "attempt": request["attempt"],
-        "scheduled_time": request["scheduled_time"],
-        "fire_time": request["fire_time"],
-        "worker_id": None,
-        "lease_deadline": None,
-        "error": None,
-        "error_kind": None,
-        "reason": request["trigger"] + (":late" if request["late"] else ""),
-        "details": None,
-    }
+    return execution_event(
+        request,
+        "requested",
+        event_id=f"timer:requested:{request['execution_id']}:{request['attempt']}",
+        event_time_ms=request["requested_at"],
+        reason=request["trigger"] + (":late" if request["late"] else ""),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

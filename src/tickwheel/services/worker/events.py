@@ -3,9 +3,10 @@ they belong to. Pure: time and ids are arguments."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from tickwheel.events import execution_event as build_execution_event
 
 OutcomeType = Literal["succeeded", "failed", "cancelled"]
 MAX_ERROR_CHARS = 4000
@@ -54,24 +55,18 @@ def execution_event(
     details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An `ExecutionEvent` record for one attempt of `request` (an `ExecutionRequest`)."""
-    return {
-        "event_id": event_id(event_type, request, worker_id, unique),
-        "event_time": event_time_ms,
-        "event_type": event_type,
-        "job_id": request["job_id"],
-        "job_type": request["job_type"],
-        "tenant_id": request["tenant_id"],
-        "execution_id": request["execution_id"],
-        "attempt": request["attempt"],
-        "scheduled_time": request["scheduled_time"],
-        "fire_time": request["fire_time"],
-        "worker_id": worker_id,
-        "lease_deadline": lease_deadline_ms,
-        "error": error,
-        "error_kind": error_kind,
-        "reason": reason,
-        "details": json.dumps(details, default=str) if details else None,
-    }
+    return build_execution_event(
+        request,
+        event_type,
+        event_id=event_id(event_type, request, worker_id, unique),
+        event_time_ms=event_time_ms,
+        worker_id=worker_id,
+        lease_deadline_ms=lease_deadline_ms,
+        error=error,
+        error_kind=error_kind,
+        reason=reason,
+        details=details,
+    )
 
 
 def outcome_event(

@@ -1,0 +1,40 @@
+"""The `ExecutionEvent` record, built in one place for every service that writes one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def execution_event(
+    request: dict[str, Any],
+    event_type: str,
+    *,
+    event_id: str,
+    event_time_ms: int,
+    worker_id: str | None = None,
+    lease_deadline_ms: int | None = None,
+    error: str | None = None,
+    error_kind: str | None = None,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An `ExecutionEvent` about the attempt that `request` (an `ExecutionRequest`) stands for."""
+    return {
+        "event_id": event_id,
+        "event_time": event_time_ms,
+        "event_type": event_type,
+        "job_id": request["job_id"],
+        "job_type": request["job_type"],
+        "tenant_id": request["tenant_id"],
+        "execution_id": request["execution_id"],
+        "attempt": request["attempt"],
+        "scheduled_time": request["scheduled_time"],
+        "fire_time": request["fire_time"],
+        "worker_id": worker_id,
+        "lease_deadline": lease_deadline_ms,
+        "error": error,
+        "error_kind": error_kind,
+        "reason": reason,
+        "details": json.dumps(details, default=str) if details else None,
+    }
