@@ -165,9 +165,10 @@ def burst(bootstrap: str, jobs: int, jitter: bool) -> dict[str, float]:
 def restore(bootstrap: str, jobs: int) -> dict[str, float]:
     scenario = Scenario(bootstrap, "restore")
     now = int(time.time() * 1000)
+    # 3,000 distinct (cron, zone) pairs, as a real fleet shares schedules (600 crons x 5 zones).
     specs = [
-        {"jobId": f"r-{i:07d}", "type": "noop", "cron": f"{i % 60} {(i // 60) % 24} * * {i % 7}",
-         "timezone": ZONES[i % len(ZONES)], "payload": {"n": i}}
+        {"jobId": f"r-{i:07d}", "type": "noop", "cron": f"{i % 600 % 60} {i % 600 // 60} * * *",
+         "timezone": ZONES[i // 600 % len(ZONES)], "payload": {"n": i}}
         for i in range(jobs)
     ]  # fmt: skip
     publish_s = scenario.publish(specs, now)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import json
 import random
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -112,18 +113,19 @@ def entry_from_definition(record: dict[str, Any]) -> JobEntry:
     else:
         compiled = _compiled_cron(record["cron"], record.get("timezone"), record.get("dstPolicy"))
     jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
+    # Interned: a million jobs share a handful of types, tenants and policies (memory per job).
     return JobEntry(
         job_id=record["jobId"],
         version=record["version"],
-        job_type=record["type"],
-        tenant_id=record["tenantId"],
-        priority=record["priority"],
+        job_type=sys.intern(record["type"]),
+        tenant_id=sys.intern(record["tenantId"]),
+        priority=sys.intern(record["priority"]),
         payload=record["payload"],
         payload_template=record.get("payloadTemplate"),
         max_attempts=record["maxAttempts"],
-        misfire_policy=record["misfirePolicy"],
+        misfire_policy=sys.intern(record["misfirePolicy"]),
         max_catch_up=record["maxCatchUp"],
-        overlap_policy=record["overlapPolicy"],
+        overlap_policy=sys.intern(record["overlapPolicy"]),
         enabled=record["enabled"],
         jitter_ms=jitter,
         updated_at_ms=record["updatedAt"],
