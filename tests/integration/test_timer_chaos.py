@@ -113,7 +113,7 @@ def test_a_stopped_zombie_emits_nothing_visible_and_nothing_is_lost(
         zombie.signal(signal.SIGSTOP)
         heir.start()
         # The heir takes every partition once the zombie's session times out (10 s).
-        time.sleep(18)
+        assert wait_until(lambda: heir.log_path.read_text().count('"partition_restored"') >= 6, 60)
         zombie.signal(signal.SIGCONT)
         time.sleep(6)
         until_ms = int(time.time() * 1000)

@@ -53,7 +53,7 @@ def test_outage_is_walked_forward_by_each_jobs_misfire_policy(
     )
     timer.kill()
     down_at = int(time.time() * 1000)
-    time.sleep(12)
+    time.sleep(12)  # the outage itself: real time with no timer running is what is under test
     timer = TimerProcess("timer-1", tmp_path / "t2.log", env)
     timer.start()
     back_at = int(time.time() * 1000)
