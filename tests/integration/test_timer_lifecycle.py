@@ -173,6 +173,17 @@ def test_a_corrupt_definition_is_dead_lettered_with_its_position_and_the_timer_k
     producer = EventProducer(kafka_bootstrap)
     producer.send(topic_name("jobs.definitions"), "corrupt", b"\xc3\x01not avro at all")
     producer.send(topic_name("jobs.definitions"), "plain-json", b'{"jobId": "plain-json"}')
+    # Valid Avro, but a schedule no timer can follow (published around the SDK's validation).
+    bad = publish_jobs(
+        kafka_bootstrap, [{"jobId": "bad-cron", "type": "noop", "cron": "* * * * *"}], 0
+    )[0]
+    from tickwheel.adapters.avro import encode
+
+    producer.send(
+        topic_name("jobs.definitions"),
+        "bad-cron",
+        encode("JobDefinition", {**bad, "cron": "61 * * * *"}),
+    )
     producer.flush()
     publish_jobs(
         kafka_bootstrap,
@@ -204,7 +215,14 @@ def test_a_corrupt_definition_is_dead_lettered_with_its_position_and_the_timer_k
     positions = {(d["job_id"], d["source_topic"]) for d in letters}
     assert ("corrupt", topic_name("jobs.definitions")) in positions
     assert ("plain-json", topic_name("jobs.definitions")) in positions
-    assert all(d["source_offset"] >= 0 and d["reason"].startswith("undecodable") for d in letters)
+    assert ("bad-cron", topic_name("jobs.definitions")) in positions
+    assert all(d["source_offset"] >= 0 for d in letters)
+    assert {d["reason"].split(":")[0] for d in letters if d["job_id"] != "bad-cron"} == {
+        "undecodable"
+    }
+    assert any(
+        d["reason"].startswith("rejected: cron") for d in letters if d["job_id"] == "bad-cron"
+    )
     assert all(d["raw_value"] for d in letters)
     emitted = [
         line

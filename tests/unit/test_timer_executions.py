@@ -151,7 +151,9 @@ def test_in_flight_executions_survive_a_change_of_owner() -> None:
     heir.load_definition("a", _job("a", runAt="2027-01-15T08:01:00Z"))
     heir.load_state("a", state)
     assert heir.finish_restore(T0 + 61_000).requests == []  # the occurrence is not fired again
-    [second] = heir.tick(T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS + 20).requests
+    # Heartbeats sent while nobody owned the partition are unread: a full lease from the restore.
+    assert heir.tick(T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS + 20).requests == []
+    [second] = heir.tick(T0 + 61_000 + LEASE_MS + LEASE_GRACE_MS + 20).requests
     assert (second["execution_id"], second["attempt"]) == (first["execution_id"], 2)
 
 
@@ -182,3 +184,72 @@ def test_a_tenant_at_its_cap_waits_while_other_tenants_fire() -> None:
     done = next(r for r in fired if r["tenant_id"] == "big")
     timer.on_execution_event(_worker_event(done, "succeeded", T0 + 61_000), T0 + 61_000)
     assert [r["tenant_id"] for r in timer.tick(T0 + 61_000).requests] == ["big"]
+
+
+def test_a_manual_trigger_is_tracked_like_any_execution() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", cron="0 * * * *"))
+    timer.finish_restore(T0)
+    [manual] = timer.command(
+        {"job_id": "a", "kind": "trigger", "requested_at": T0 + 5}, T0 + 10
+    ).requests
+    leased = timer.on_execution_event(_worker_event(manual, "leased", T0 + 20), T0 + 20)
+    assert leased.events == []  # accepted, not fenced
+    done = timer.on_execution_event(_worker_event(manual, "succeeded", T0 + 30), T0 + 30)
+    assert done.events == [] and done.states["a"]["pending"] == []
+
+
+def test_a_backfill_skips_an_occurrence_that_is_still_running() -> None:
+    timer = _timer()
+    first = _fired(timer, "a", {"cron": "1 8 * * *"})
+    backfill = timer.command(
+        {"job_id": "a", "kind": "backfill", "requested_at": T0, "range_start": first["scheduled_time"] - 2 * 86_400_000,
+         "range_end": first["scheduled_time"]},
+        T0 + 61_000,
+    )  # fmt: skip
+    assert [r["scheduled_time"] for r in backfill.requests] == [
+        first["scheduled_time"] - 86_400_000
+    ]
+    assert [e["reason"] for e in backfill.events] == ["backfill:in_flight"]
+
+
+def test_a_second_worker_on_the_same_attempt_is_fenced_in_everything_it_reports() -> None:
+    timer = _timer()
+    request = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    now = T0 + 60_100
+    timer.on_execution_event(_worker_event(request, "leased", now, "w1"), now)
+    for kind in ("leased", "heartbeat", "failed"):
+        emission = timer.on_execution_event(
+            _worker_event(request, kind, now + 10, "w2", error="x", error_kind="permanent"),
+            now + 10,
+        )
+        assert [e["event_type"] for e in emission.events] == [
+            "fenced"
+        ] and not emission.dead_letters
+    assert timer.executions.in_flight[request["execution_id"]].worker_id == "w1"
+
+
+def test_restore_after_an_outage_keeps_in_flight_executions_in_the_state_it_writes() -> None:
+    timer = _timer()
+    request = _fired(timer, "a", {"cron": "1 8 * * *", "maxAttempts": 5})
+    now = T0 + 60_100
+    failed = timer.on_execution_event(_worker_event(request, "failed", now, error="e"), now)
+    state = failed.states["a"]
+    later = now + 2 * 86_400_000
+    heir = PartitionTimer(0, 3_600_000, 10, later, 10_000, rng=random.Random(1))
+    heir.load_definition("a", _job("a", cron="1 8 * * *", maxAttempts=5))
+    heir.load_state("a", state)
+    emission = heir.finish_restore(later)
+    assert emission.requests  # the outage was caught up ...
+    pending = emission.states["a"]["pending"]
+    assert [p["execution_id"] for p in pending if p["kind"] == "retry"] == [request["execution_id"]]
+
+
+def test_deleting_a_job_keeps_its_in_flight_executions_until_they_finish() -> None:
+    timer = _timer()
+    request = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    timer.on_execution_event(_worker_event(request, "leased", T0 + 60_100), T0 + 60_100)
+    deleted = timer.apply_definition("a", None, T0 + 61_000)
+    assert deleted.states["a"] is not None and len(deleted.states["a"]["pending"]) == 1
+    done = timer.on_execution_event(_worker_event(request, "succeeded", T0 + 62_000), T0 + 62_000)
+    assert done.states == {"a": None}  # now the tombstone

@@ -157,3 +157,90 @@ def test_trigger_and_backfill_commands() -> None:
         T0 - 7_200_000,
         T0 - 3_600_000,
     ]
+
+
+def test_a_resume_is_persisted_so_a_new_owner_does_not_owe_the_paused_slots() -> None:
+    timer = _timer()
+    definition = _job("a", cron="* * * * *")
+    timer.load_definition("a", definition)
+    timer.finish_restore(T0)
+    timer.apply_definition(
+        "a", {**definition, "enabled": False, "version": 2, "updatedAt": T0 + 90_000}, T0 + 90_000
+    )
+    resume_at = T0 + 9 * 3_600_000
+    resumed = {**definition, "enabled": True, "version": 3, "updatedAt": resume_at}
+    state = timer.apply_definition("a", resumed, resume_at).states["a"]
+    heir = _timer(resume_at + 120_000)
+    heir.load_definition("a", resumed)
+    heir.load_state("a", state)
+    emission = heir.finish_restore(resume_at + 120_000)
+    # Only slots after the resume are owed; none of the nine paused hours is fired or skipped.
+    assert emission.events == []
+    assert all(r["scheduled_time"] > resume_at for r in emission.requests)
+
+
+def test_a_state_left_by_a_deleted_namesake_is_ignored() -> None:
+    now = T0 + 86_400_000
+    timer = _timer(now)
+    timer.load_definition("a", _job("a", now=now - 10_000, runAt="2027-01-16T07:59:55Z"))
+    timer.load_state(
+        "a", {"job_version": 7, "last_scheduled_time": T0 + 86_400_000, "updated_at": T0}
+    )
+    emission = timer.finish_restore(now)
+    assert [r["job_id"] for r in emission.requests] + [
+        r["job_id"] for r in timer.tick(now).requests
+    ] == ["a"]
+
+
+def test_a_held_queue_one_slot_survives_a_change_of_owner() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", cron="*/5 * * * * *", overlapPolicy="queue_one"))
+    timer.finish_restore(T0)
+    [running] = timer.tick(T0 + 5_000).requests
+    held = timer.tick(T0 + 10_000)
+    assert held.requests == []
+    heir = _timer(T0 + 10_050)
+    heir.load_definition("a", _job("a", cron="*/5 * * * * *", overlapPolicy="queue_one"))
+    heir.load_state("a", held.states["a"])
+    heir.finish_restore(T0 + 10_050)
+    from tests.unit.test_timer_executions import _worker_event
+
+    released = heir.on_execution_event(
+        _worker_event(running, "succeeded", T0 + 11_000), T0 + 11_000
+    )
+    assert [r["scheduled_time"] for r in released.requests] == [T0 + 10_000]
+
+
+def test_catch_up_is_committed_in_bounded_chunks_that_never_split_a_job() -> None:
+    now = T0 + 3 * 3_600_000
+    timer = _timer(now)
+    for i in range(30):
+        timer.load_definition(f"j{i}", _job(f"j{i}", cron="*/5 * * * *"))
+        timer.load_state(f"j{i}", {"last_scheduled_time": T0, "updated_at": T0, "job_version": 1})
+    emission = timer.finish_restore(now)
+    chunks = emission.chunks(100)
+    assert len(chunks) > 1
+    assert sum(len(c.requests) for c in chunks) == len(emission.requests)
+    for chunk in chunks:
+        jobs = {r["job_id"] for r in chunk.requests}
+        assert jobs == set(chunk.states)  # each job's requests travel with its state
+        assert len(chunk.requests) + len(chunk.events) <= 100 or len(jobs) == 1
+
+
+def test_definitions_that_would_break_a_decision_are_refused() -> None:
+    import pytest
+
+    from tickwheel.errors import InvalidInput
+    from tickwheel.services.timer.model import entry_from_definition
+
+    good = _job("a", cron="* * * * *")
+    for broken in (
+        {**good, "maxAttempts": 0},
+        {**good, "maxCatchUp": -1},
+        {**good, "cron": None},
+        {**good, "runAt": T0},
+        {**good, "cron": "61 * * * *"},
+        {**good, "timezone": "Mars/Olympus"},
+    ):
+        with pytest.raises(InvalidInput):
+            entry_from_definition(broken)

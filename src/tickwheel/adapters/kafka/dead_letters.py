@@ -28,9 +28,12 @@ class DeadLetterWriter:
         key: str | None,
         raw: bytes | None,
         reason: str,
+        kind: str = "undecodable",
     ) -> None:
+        """Dead-letter the record at topic/partition/offset. `kind` is `undecodable` (not a
+        record of its schema) or `rejected` (decoded, but not acceptable)."""
         log.error(
-            "undecodable record sent to the dead-letter topic",
+            f"{kind} record sent to the dead-letter topic",
             extra={"action": "record_dead_lettered", "topic": topic, "partition": partition,
                    "offset": offset, "reason": reason},
         )  # fmt: skip
@@ -39,9 +42,9 @@ class DeadLetterWriter:
         record = {
             # Deterministic: a record met again (a restore re-reads a compacted topic) is the
             # same dead letter, which the history sink de-duplicates.
-            "dead_letter_id": f"undecodable:{topic}:{partition}:{offset}",
+            "dead_letter_id": f"{kind}:{topic}:{partition}:{offset}",
             "event_time": int(self._clock.now() * 1000),
-            "reason": f"undecodable: {reason}",
+            "reason": f"{kind}: {reason}",
             "source_topic": topic,
             "source_partition": partition,
             "source_offset": offset,

@@ -139,15 +139,12 @@ class ExecutionTracker:
             decision.events.append(self._fenced(event, now_ms, flight))
             return decision, None
         job_id = flight.request["job_id"]
+        if flight.state == "running" and event.get("worker_id") != flight.worker_id:
+            # A second worker got the same attempt (a redelivery): the first lease stands, and
+            # nothing the second one reports — lease, heartbeat or outcome — is applied.
+            decision.events.append(self._fenced(event, now_ms, flight))
+            return decision, None
         if kind in ("leased", "heartbeat"):
-            if (
-                kind == "leased"
-                and flight.state == "running"
-                and flight.worker_id != event["worker_id"]
-            ):
-                # A second worker leased the same attempt (redelivery): the first lease stands.
-                decision.events.append(self._fenced(event, now_ms, flight))
-                return decision, None
             flight.state = "running"
             flight.worker_id = event["worker_id"]
             deadline = event.get("lease_deadline") or now_ms + 30_000

@@ -11,134 +11,36 @@ from __future__ import annotations
 import heapq
 import json
 import random
-import sys
 from collections import deque
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from tickwheel.core.identity import execution_id
-from tickwheel.core.jitter import default_jitter_window_ms, jitter_offset_ms
+from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.misfire import walk_forward
 from tickwheel.core.overlap import decide_overlap
-from tickwheel.core.period import period_of, render_payload_template
-from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.core.period import render_payload_template
 from tickwheel.core.wheel import TimingWheel
-from tickwheel.durations import parse_duration_ms
-from tickwheel.services.timer.executions import Decision, ExecutionTracker, InFlight
+from tickwheel.services.timer.executions import (
+    LEASE_GRACE_MS,
+    Decision,
+    ExecutionTracker,
+    InFlight,
+)
+from tickwheel.services.timer.model import (
+    Emission,
+    JobEntry,
+    belongs_to_a_namesake,
+    entry_from_definition,
+    shared_period,
+)
 
 # Slots missed by less than this are simply late, not misfired: a failover of a few seconds
 # must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
 MISFIRE_GRACE_MS = 60_000
+# The most occurrences one backfill command emits.
+MAX_BACKFILL = 10_000
 # An emission later than this after its fire time is flagged `late`.
 LATE_AFTER_MS = 1_000
-
-
-@dataclass(slots=True)
-class JobEntry:
-    """The compact view of one definition that the timer keeps in memory."""
-
-    job_id: str
-    version: int
-    job_type: str
-    tenant_id: str
-    priority: str
-    payload: str
-    payload_template: str | None
-    max_attempts: int
-    misfire_policy: str
-    max_catch_up: int
-    overlap_policy: str
-    enabled: bool
-    jitter_ms: int
-    updated_at_ms: int
-    created_at_ms: int
-    schedule: CompiledSchedule
-    one_off: bool
-    # The last slot taken off the grid (it may still wait in a tenant's ready queue) ...
-    last_scheduled_ms: int | None = None
-    # ... and the last slot emitted or recorded as skipped: what the timer state persists, so
-    # a slot still waiting in memory is never lost by a crash.
-    emitted_ms: int | None = None
-    last_fire_ms: int | None = None
-    # The next slot materialised, in the wheel (handle set) or parked beyond the horizon.
-    next_ms: int | None = None
-    handle: int | None = None
-
-
-@dataclass
-class Emission:
-    """What one tick (or one command) asks the service to write in one transaction."""
-
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    dead_letters: list[dict[str, Any]] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.requests or self.events or self.states or self.dead_letters)
-
-    def extend(self, other: Emission) -> None:
-        self.requests.extend(other.requests)
-        self.events.extend(other.events)
-        self.states.update(other.states)
-        self.dead_letters.extend(other.dead_letters)
-
-
-@lru_cache(maxsize=65_536)
-def _compiled_cron(cron: str, timezone: str | None, dst_policy: str | None) -> CompiledSchedule:
-    """Jobs share schedules: a million jobs over a few thousand (cron, zone) pairs parse and
-    compile a few thousand times, not a million (restore time)."""
-    return compile_schedule(parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy))
-
-
-@lru_cache(maxsize=131_072)
-def _period(compiled: CompiledSchedule, slot_ms: int) -> tuple[int, int]:
-    """Periods are shared by every job on the same schedule and slot (a midnight burst of
-    100,000 jobs asks for one period 100,000 times); finding the previous slot is the dear part."""
-    return period_of(compiled, slot_ms)
-
-
-@lru_cache(maxsize=65_536)
-def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
-    explicit = parse_duration_ms(jitter, "jitter") if jitter else None
-    return default_jitter_window_ms(period_ms, explicit_ms=explicit)
-
-
-def entry_from_definition(record: dict[str, Any]) -> JobEntry:
-    """A JobDefinition record (already validated when published) as a JobEntry."""
-    one_off = record.get("runAt") is not None
-    if one_off:
-        compiled = compile_schedule(parse_schedule(run_at=_iso(record["runAt"])))
-    else:
-        compiled = _compiled_cron(record["cron"], record.get("timezone"), record.get("dstPolicy"))
-    jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
-    # Interned: a million jobs share a handful of types, tenants and policies (memory per job).
-    return JobEntry(
-        job_id=record["jobId"],
-        version=record["version"],
-        job_type=sys.intern(record["type"]),
-        tenant_id=sys.intern(record["tenantId"]),
-        priority=sys.intern(record["priority"]),
-        payload=record["payload"],
-        payload_template=record.get("payloadTemplate"),
-        max_attempts=record["maxAttempts"],
-        misfire_policy=sys.intern(record["misfirePolicy"]),
-        max_catch_up=record["maxCatchUp"],
-        overlap_policy=sys.intern(record["overlapPolicy"]),
-        enabled=record["enabled"],
-        jitter_ms=jitter,
-        updated_at_ms=record["updatedAt"],
-        created_at_ms=record["createdAt"],
-        schedule=compiled,
-        one_off=one_off,
-    )
-
-
-def _iso(ms: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
 
 class PartitionTimer:
@@ -202,18 +104,27 @@ class PartitionTimer:
         """Walk every job forward from its last slot with its misfire policy, then fill the
         wheel to the horizon. Returns the catch-up and skip records to write."""
         emission = Emission()
+        # In-flight executions first (even of a deleted job), so every state written below
+        # carries them.
+        for state in self._restoring_states.values():
+            for flight in self.executions.restore(state.get("pending") or []):
+                if flight.state == "running" and flight.deadline_ms is not None:
+                    # Heartbeats sent while nobody owned the partition are still unread: give
+                    # the worker a full lease from now before calling it dead.
+                    lease_ms = int(flight.request.get("lease_seconds") or 30) * 1000
+                    flight.deadline_ms = max(flight.deadline_ms, now_ms + lease_ms + LEASE_GRACE_MS)
+                self._set_deadline(flight)
+            for entry in state.get("pending") or []:
+                if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
+                    self._held[state["job_id"]] = entry["fire_at"]
         for job in self.jobs.values():
-            state = self._restoring_states.get(job.job_id)
-            if state is not None:
-                job.last_scheduled_ms = state.get("last_scheduled_time")
+            saved = self._restoring_states.get(job.job_id)
+            if saved is not None and not belongs_to_a_namesake(saved, job):
+                job.last_scheduled_ms = saved.get("last_scheduled_time")
                 job.emitted_ms = job.last_scheduled_ms
-                job.last_fire_ms = state.get("last_fire_time")
+                job.last_fire_ms = saved.get("last_fire_time")
             emission.extend(self._catch_up(job, now_ms))
             self._materialise(job, now_ms)
-        for state in self._restoring_states.values():
-            # In-flight executions survive a change of owner, even of a deleted job.
-            for flight in self.executions.restore(state.get("pending") or []):
-                self._set_deadline(flight)
         self._restoring_states.clear()
         self.serving = True
         return emission
@@ -227,8 +138,11 @@ class PartitionTimer:
             self._unschedule(old)
         if record is None:
             self.jobs.pop(job_id, None)
+            self._held.pop(job_id, None)
             if old is not None:
-                emission.states[job_id] = None  # tombstone the timer state too
+                # Tombstone the timer state, unless executions are still in flight: their
+                # deadlines must survive a change of owner until they finish.
+                emission.states[job_id] = self._orphan_state(job_id, now_ms)
             return emission
         job = entry_from_definition(record)
         if old is not None and job.version <= old.version:
@@ -246,6 +160,8 @@ class PartitionTimer:
         self.jobs[job_id] = job
         emission.extend(self._catch_up(job, now_ms))
         self._materialise(job, now_ms)
+        # Every change is persisted, so a pause or a resume survives a change of owner.
+        emission.states[job_id] = self._state(job, now_ms)
         return emission
 
     def _unschedule(self, job: JobEntry) -> None:
@@ -354,6 +270,8 @@ class PartitionTimer:
             job = self.jobs.get(job_id)
             if job is not None:
                 emission.states[job_id] = self._state(job, now_ms)
+            else:
+                emission.states[job_id] = self._orphan_state(job_id, now_ms)
         return emission
 
     # -- executions ------------------------------------------------------------------------
@@ -423,7 +341,10 @@ class PartitionTimer:
 
     def _fire(self, job: JobEntry, slot: int, now_ms: int, emission: Emission) -> None:
         """Emit one scheduled occurrence, unless the overlap policy says otherwise."""
-        previous, job.emitted_ms = job.emitted_ms, slot
+        previous = job.emitted_ms
+        if previous is not None and slot <= previous:
+            return  # superseded while it waited (a resume moved the watermark past it)
+        job.emitted_ms = slot
         running = self.executions.running_count(job.job_id)
         held = 1 if job.job_id in self._held else 0
         decision = decide_overlap(job.overlap_policy, running, held)
@@ -450,12 +371,28 @@ class PartitionTimer:
         if job is None:
             return emission
         if command["kind"] == "trigger":
-            emission.requests.append(
-                self._request(job, command["requested_at"], now_ms, now_ms, "manual")
-            )
+            requests = [self._request(job, command["requested_at"], now_ms, now_ms, "manual")]
         elif command["kind"] == "backfill":
-            for slot in job.schedule.occurrences(command["range_start"], command["range_end"]):
-                emission.requests.append(self._request(job, slot, now_ms, now_ms, "backfill"))
+            start, end = command.get("range_start"), command.get("range_end")
+            if start is None or end is None or end <= start:
+                return emission
+            # Bounded: a backfill is a deliberate, explicit range, not an open-ended replay.
+            requests = [
+                self._request(job, slot, now_ms, now_ms, "backfill")
+                for slot in job.schedule.first(start, end, MAX_BACKFILL)
+            ]
+        else:
+            return emission
+        for request in requests:
+            if request["execution_id"] in self.executions.in_flight:
+                # That occurrence is still running: its own attempt stands.
+                emission.events.append(
+                    self._skipped(job, request["scheduled_time"], now_ms, "backfill:in_flight")
+                )
+                continue
+            emission.requests.append(request)
+            self.executions.started(request)
+        emission.states[job.job_id] = self._state(job, now_ms)
         return emission
 
     # -- records ---------------------------------------------------------------------------
@@ -476,7 +413,7 @@ class PartitionTimer:
             # The job's own previous slot is the period start: no search needed.
             period_start, period_end = previous, slot
         else:
-            period_start, period_end = _period(job.schedule, slot)
+            period_start, period_end = shared_period(job.schedule, slot)
         payload = job.payload
         if job.payload_template:
             payload = render_payload_template(
@@ -535,6 +472,33 @@ class PartitionTimer:
             "last_fire_time": job.last_fire_ms,
             "next_scheduled_time": job.next_ms,
             "updated_at": now_ms,
-            "pending": self.executions.pending_of(job.job_id),
+            "pending": self._pending(job.job_id),
+            "input_offsets": {},
+        }
+
+    def _pending(self, job_id: str) -> list[dict[str, Any]]:
+        pending = self.executions.pending_of(job_id)
+        held = self._held.get(job_id)
+        if held is not None:
+            # queue_one: the occurrence held back until the running one finishes.
+            pending.append(
+                {"timer_id": f"held:{held}", "kind": "manual", "fire_at": held,
+                 "execution_id": None, "attempt": 0, "data": None}
+            )  # fmt: skip
+        return pending
+
+    def _orphan_state(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
+        """The state of a deleted job: a tombstone once nothing of it is in flight."""
+        pending = self.executions.pending_of(job_id)
+        if not pending:
+            return None
+        return {
+            "job_id": job_id,
+            "job_version": 0,
+            "last_scheduled_time": None,
+            "last_fire_time": None,
+            "next_scheduled_time": None,
+            "updated_at": now_ms,
+            "pending": pending,
             "input_offsets": {},
         }

@@ -35,15 +35,19 @@ from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.errors import TickwheelError
 from tickwheel.events import execution_event
 from tickwheel.logs import configure_logging
 from tickwheel.services.timer.metrics import TimerMetrics
-from tickwheel.services.timer.scheduler import Emission, PartitionTimer
+from tickwheel.services.timer.model import Emission
+from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.timer")
 
 WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
+# What a decodable but unacceptable record raises in the scheduling decisions.
+REJECTED = (TickwheelError, ValueError, KeyError, TypeError)
 
 # Longer than the group session timeout (10 s): by then a zombie has been told it lost its
 # partitions, so a partition still assigned to us after a fence really is ours.
@@ -126,7 +130,9 @@ class TimerService:
         self.events_topic = topic_name("executions.events")
         self.dlq_topic = topic_name("executions.dlq")
         self.partitions: dict[int, PartitionRuntime] = {}
-        self.fenced_at: dict[int, float] = {}
+        # Partitions we still own but must rebuild (after a failed transaction), and when.
+        self.restore_due: dict[int, float] = {}
+        self._last_now_ms = 0
         self.metrics = TimerMetrics()
         self.running = True
         self.dead_letters = DeadLetterWriter(settings.bootstrap, self.clock)
@@ -153,7 +159,9 @@ class TimerService:
         )
 
     def now_ms(self) -> int:
-        return int(self.clock.now() * 1000)
+        # Never backwards: a wall clock stepped back by NTP must not move the wheel back.
+        self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
+        return self._last_now_ms
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
@@ -175,7 +183,7 @@ class TimerService:
             while self.running:
                 self._poll(self.settings.tick_ms / 1000)
                 self._tick_all()
-                self._retry_fenced()
+                self._retry_restores()
         finally:
             self.consumer.close()
             self.inputs.close()
@@ -190,9 +198,8 @@ class TimerService:
         assign: list[TopicPartition] = []
         for tp in partitions:
             if tp.topic == self.definitions:
-                self._restore(tp.partition)
                 # The restore read definitions to an end offset; the live tail starts there.
-                end = self.partitions[tp.partition].definitions_end
+                end = self._restore(tp.partition)
                 tp.offset = end if end >= 0 else OFFSET_BEGINNING
             assign.append(tp)
         consumer.incremental_assign(assign)
@@ -201,7 +208,7 @@ class TimerService:
         for tp in partitions:
             if tp.topic == self.definitions:
                 runtime = self.partitions.pop(tp.partition, None)
-                self.fenced_at.pop(tp.partition, None)
+                self.restore_due.pop(tp.partition, None)
                 self._unassign_inputs(tp.partition)
                 if runtime is not None:
                     # No transaction is ever left open between polls: nothing to abort here.
@@ -214,7 +221,9 @@ class TimerService:
         with contextlib.suppress(KafkaException):
             consumer.incremental_unassign(partitions)
 
-    def _restore(self, partition: int) -> None:
+    def _restore(self, partition: int) -> int:
+        """Rebuild partition `partition` from Kafka and start serving it; returns the offset
+        where it stopped reading definitions (-1 for an empty partition)."""
         started = time.monotonic()
         producer = TransactionalProducer(
             f"{topic_name('tickwheel-timer')}-p{partition}", self.settings.bootstrap
@@ -259,7 +268,10 @@ class TimerService:
                 definition = self._decode(record, "JobDefinition")
                 if definition is None:
                     continue
-            timer.load_definition(record.key, definition)
+            try:
+                timer.load_definition(record.key, definition)
+            except REJECTED as exc:
+                self._reject(record.topic, partition, record.offset, record.key, record.value, exc)
         runtime = PartitionRuntime(partition, timer, producer, end)
         runtime.command_offset = input_offsets.get(self.commands)
         runtime.events_offset = input_offsets.get(self.events_topic)
@@ -270,7 +282,10 @@ class TimerService:
         self.partitions[partition] = runtime
         self._assign_inputs(partition, runtime.command_offset, runtime.events_offset)
         emission = timer.finish_restore(self.now_ms())
-        self._commit(runtime, emission)
+        # Catch-up after a long outage can be large: one transaction per bounded chunk of jobs.
+        for chunk in emission.chunks(self.settings.max_batch):
+            if not self._commit(runtime, chunk):
+                break
         elapsed = time.monotonic() - started
         self.metrics.restore_seconds.observe(elapsed)
         self.metrics.wheel_size.labels(str(partition)).set(len(timer.wheel))
@@ -279,6 +294,7 @@ class TimerService:
             extra={"action": "partition_restored", "partition": partition, "jobs": len(timer.jobs),
                    "seconds": round(elapsed, 3), "caught_up": len(emission.requests)},
         )  # fmt: skip
+        return end
 
     # -- the loop --------------------------------------------------------------------------
     def _end_offset(self, topic: str, partition: int) -> int:
@@ -316,35 +332,45 @@ class TimerService:
             runtime = self.partitions.get(msg.partition())
             if runtime is None:
                 continue
-            key = msg.key().decode() if msg.key() is not None else None
-            if msg.topic() == self.definitions:
-                if key is None:
-                    continue
-                definition = None
-                if msg.value() is not None:
-                    definition = self._decode_message(msg, "JobDefinition")
-                    if definition is None:
-                        continue
-                emission = runtime.timer.apply_definition(key, definition, now)
-                runtime.pending_emission.extend(emission)
-            elif msg.topic() == self.commands:
-                runtime.command_offset = msg.offset() + 1
-                runtime.inputs_moved = True
-                if msg.value() is None:
-                    continue
-                command = self._decode_message(msg, "TimerCommand")
-                if command is not None:
-                    runtime.pending_emission.extend(runtime.timer.command(command, now))
-            elif msg.topic() == self.events_topic:
-                runtime.events_offset = msg.offset() + 1
-                runtime.inputs_moved = True
-                if msg.value() is None:
-                    continue
-                event = self._decode_message(msg, "ExecutionEvent")
-                if event is None or event["event_id"].startswith("timer:"):
-                    continue  # our own records come back to us: nothing to decide
-                if event["event_type"] in WORKER_EVENTS:
-                    runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
+            key = msg.key().decode(errors="replace") if msg.key() is not None else None
+            try:
+                self._apply_message(runtime, msg, key, now)
+            except REJECTED as exc:
+                # Decodable but unacceptable (a bad cron published by another client, a
+                # backfill without a range, ...): dead-lettered, and the loop goes on.
+                self._reject(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), exc)
+
+    def _apply_message(
+        self, runtime: PartitionRuntime, msg: Any, key: str | None, now: int
+    ) -> None:
+        if msg.topic() == self.definitions:
+            if key is None:
+                return
+            definition = None
+            if msg.value() is not None:
+                definition = self._decode_message(msg, "JobDefinition")
+                if definition is None:
+                    return
+            emission = runtime.timer.apply_definition(key, definition, now)
+            runtime.pending_emission.extend(emission)
+        elif msg.topic() == self.commands:
+            runtime.command_offset = msg.offset() + 1
+            runtime.inputs_moved = True
+            if msg.value() is None:
+                return
+            command = self._decode_message(msg, "TimerCommand")
+            if command is not None:
+                runtime.pending_emission.extend(runtime.timer.command(command, now))
+        elif msg.topic() == self.events_topic:
+            runtime.events_offset = msg.offset() + 1
+            runtime.inputs_moved = True
+            if msg.value() is None:
+                return
+            event = self._decode_message(msg, "ExecutionEvent")
+            if event is None or event["event_id"].startswith("timer:"):
+                return  # our own records come back to us: nothing to decide
+            if event["event_type"] in WORKER_EVENTS:
+                runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
 
     def _tick_all(self) -> None:
         now = self.now_ms()
@@ -356,9 +382,11 @@ class TimerService:
                 self._commit(runtime, emission)
             self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
 
-    def _commit(self, runtime: PartitionRuntime, emission: Emission) -> None:
+    def _commit(self, runtime: PartitionRuntime, emission: Emission) -> bool:
+        """Write `emission` (and the input checkpoint) in one transaction. On failure the
+        partition's memory is dropped and a restore is scheduled; returns whether it committed."""
         if not emission and not runtime.inputs_moved:
-            return
+            return True
         producer = runtime.producer
         try:
             producer.begin()
@@ -400,7 +428,7 @@ class TimerService:
                 # Fenced: a newer owner has this partition. Stop emitting and wait for the group
                 # to tell us what we own; restoring now would fence the rightful owner in turn.
                 # Should the group still give it to us after the session timeout, restore then.
-                self.fenced_at[runtime.partition] = time.monotonic()
+                self.restore_due[runtime.partition] = time.monotonic() + FENCED_RECHECK_S
                 log.warning(
                     "fenced; dropping the partition until it is assigned again",
                     extra={
@@ -409,7 +437,7 @@ class TimerService:
                         "error": str(exc),
                     },
                 )
-                return
+                return False
             log.warning(
                 "transaction failed; restoring the partition from Kafka",
                 extra={
@@ -420,15 +448,15 @@ class TimerService:
             )
             with contextlib.suppress(KafkaException):
                 producer.abort()
-            if self.running:
-                self._recover(runtime.partition)
-            return
+            self.restore_due[runtime.partition] = time.monotonic() + 1.0
+            return False
         runtime.inputs_moved = False
         emitted_at = self.now_ms()
         for request in emission.requests:
             self.metrics.fire_lag.observe(max(0, emitted_at - request["fire_time"]) / 1000)
         self.metrics.emitted.inc(len(emission.requests))
         self.metrics.skipped.inc(len(emission.events))
+        return True
 
     def _checkpoint(self, runtime: PartitionRuntime) -> dict[str, Any]:
         offsets = {}
@@ -447,30 +475,45 @@ class TimerService:
             "input_offsets": offsets,
         }
 
-    def _retry_fenced(self) -> None:
-        """A partition we were fenced on but that the group still assigns to us after the
-        session timeout is ours after all (the fence came from a now-dead instance)."""
-        if not self.fenced_at:
+    def _retry_restores(self) -> None:
+        """Rebuild partitions we still own after a failed transaction. After a fence, wait past
+        the session timeout first: by then a zombie has learnt it lost them, so a partition
+        still assigned to us really is ours (and restoring cannot fence the rightful owner)."""
+        if not self.restore_due:
             return
         owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == self.definitions}
-        for partition, since in list(self.fenced_at.items()):
+        for partition, due in list(self.restore_due.items()):
             if partition not in owned or partition in self.partitions:
-                del self.fenced_at[partition]
-            elif time.monotonic() - since > FENCED_RECHECK_S:
-                del self.fenced_at[partition]
-                self._recover(partition)
+                del self.restore_due[partition]
+            elif time.monotonic() >= due:
+                del self.restore_due[partition]
+                try:
+                    end = self._restore(partition)
+                except (KafkaException, TickwheelError) as exc:
+                    log.error(
+                        "restore failed; trying again",
+                        extra={
+                            "action": "restore_failed",
+                            "partition": partition,
+                            "error": str(exc),
+                        },
+                    )
+                    self.restore_due[partition] = time.monotonic() + 5.0
+                    continue
+                if end >= 0:
+                    # The live tail resumes where the restore stopped reading.
+                    self.consumer.seek(TopicPartition(self.definitions, partition, end))
 
-    def _recover(self, partition: int) -> None:
-        """Rebuild a partition after a failed transaction, if we still own it."""
-        owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == self.definitions}
-        if partition in owned:
-            try:
-                self._restore(partition)
-            except KafkaException as exc:
-                log.error(
-                    "restore failed",
-                    extra={"action": "restore_failed", "partition": partition, "error": str(exc)},
-                )
+    def _reject(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: str | None,
+        raw: bytes | None,
+        exc: Exception,
+    ) -> None:
+        self.dead_letters.undecodable(topic, partition, offset, key, raw, str(exc), kind="rejected")
 
     # -- decoding --------------------------------------------------------------------------
     def _decode(self, record: Any, expected: str) -> dict[str, Any] | None:

@@ -1,0 +1,168 @@
+"""The timer's in-memory view of jobs, and what a tick asks the service to write.
+
+`JobEntry` is the compact form of a definition (a million of them stay in memory);
+`Emission` is what one transaction carries.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from tickwheel.core.jitter import default_jitter_window_ms
+from tickwheel.core.period import period_of
+from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.durations import parse_duration_ms
+from tickwheel.errors import InvalidInput
+
+
+@dataclass(slots=True)
+class JobEntry:
+    """The compact view of one definition that the timer keeps in memory."""
+
+    job_id: str
+    version: int
+    job_type: str
+    tenant_id: str
+    priority: str
+    payload: str
+    payload_template: str | None
+    max_attempts: int
+    misfire_policy: str
+    max_catch_up: int
+    overlap_policy: str
+    enabled: bool
+    jitter_ms: int
+    updated_at_ms: int
+    created_at_ms: int
+    schedule: CompiledSchedule
+    one_off: bool
+    # The last slot taken off the grid (it may still wait in a tenant's ready queue) ...
+    last_scheduled_ms: int | None = None
+    # ... and the last slot emitted or recorded as skipped: what the timer state persists, so
+    # a slot still waiting in memory is never lost by a crash.
+    emitted_ms: int | None = None
+    last_fire_ms: int | None = None
+    # The next slot materialised, in the wheel (handle set) or parked beyond the horizon.
+    next_ms: int | None = None
+    handle: int | None = None
+
+
+@dataclass
+class Emission:
+    """What one tick (or one command) asks the service to write in one transaction."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.requests or self.events or self.states or self.dead_letters)
+
+    def chunks(self, limit: int) -> list[Emission]:
+        """Split into emissions of about `limit` records each, never splitting one job's
+        records (its requests, events and state must commit together)."""
+        by_job: dict[str, Emission] = {}
+        for request in self.requests:
+            by_job.setdefault(request["job_id"], Emission()).requests.append(request)
+        for event in self.events:
+            by_job.setdefault(event["job_id"], Emission()).events.append(event)
+        for letter in self.dead_letters:
+            by_job.setdefault(letter["job_id"] or "", Emission()).dead_letters.append(letter)
+        for job_id, state in self.states.items():
+            by_job.setdefault(job_id, Emission()).states[job_id] = state
+        chunks: list[Emission] = []
+        current, size = Emission(), 0
+        for part in by_job.values():
+            if size and size + len(part.requests) + len(part.events) > limit:
+                chunks.append(current)
+                current, size = Emission(), 0
+            current.extend(part)
+            size += len(part.requests) + len(part.events)
+        if current or not chunks:
+            chunks.append(current)
+        return chunks
+
+    def extend(self, other: Emission) -> None:
+        self.requests.extend(other.requests)
+        self.events.extend(other.events)
+        self.states.update(other.states)
+        self.dead_letters.extend(other.dead_letters)
+
+
+@lru_cache(maxsize=65_536)
+def _compiled_cron(cron: str, timezone: str | None, dst_policy: str | None) -> CompiledSchedule:
+    """Jobs share schedules: a million jobs over a few thousand (cron, zone) pairs parse and
+    compile a few thousand times, not a million (restore time)."""
+    return compile_schedule(parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy))
+
+
+@lru_cache(maxsize=131_072)
+def shared_period(compiled: CompiledSchedule, slot_ms: int) -> tuple[int, int]:
+    """Periods are shared by every job on the same schedule and slot (a midnight burst of
+    100,000 jobs asks for one period 100,000 times); finding the previous slot is the dear part."""
+    return period_of(compiled, slot_ms)
+
+
+@lru_cache(maxsize=65_536)
+def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
+    explicit = parse_duration_ms(jitter, "jitter") if jitter else None
+    return default_jitter_window_ms(period_ms, explicit_ms=explicit)
+
+
+def entry_from_definition(record: dict[str, Any]) -> JobEntry:
+    """A JobDefinition record as a JobEntry. The SDK validated it before publishing, but any
+    Kafka client with the schema can publish: what would break a decision is refused here."""
+    if (record.get("runAt") is None) == (record.get("cron") is None):
+        raise InvalidInput("schedule", "exactly one of runAt or cron is required")
+    if not 1 <= record["maxAttempts"] <= 100:
+        raise InvalidInput("maxAttempts", f"{record['maxAttempts']}; accepted: 1 to 100")
+    if record["maxCatchUp"] < 0:
+        raise InvalidInput("maxCatchUp", f"{record['maxCatchUp']}; accepted: 0 or more")
+    one_off = record.get("runAt") is not None
+    if one_off:
+        compiled = compile_schedule(parse_schedule(run_at=_iso(record["runAt"])))
+    else:
+        compiled = _compiled_cron(record["cron"], record.get("timezone"), record.get("dstPolicy"))
+    jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
+    # Interned: a million jobs share a handful of types, tenants and policies (memory per job).
+    return JobEntry(
+        job_id=record["jobId"],
+        version=record["version"],
+        job_type=sys.intern(record["type"]),
+        tenant_id=sys.intern(record["tenantId"]),
+        priority=sys.intern(record["priority"]),
+        payload=record["payload"],
+        payload_template=record.get("payloadTemplate"),
+        max_attempts=record["maxAttempts"],
+        misfire_policy=sys.intern(record["misfirePolicy"]),
+        max_catch_up=record["maxCatchUp"],
+        overlap_policy=sys.intern(record["overlapPolicy"]),
+        enabled=record["enabled"],
+        jitter_ms=jitter,
+        updated_at_ms=record["updatedAt"],
+        created_at_ms=record["createdAt"],
+        schedule=compiled,
+        one_off=one_off,
+    )
+
+
+# Clocks of the producer (createdAt) and of the timer (updated_at) may disagree this much.
+CLOCK_SKEW_MS = 300_000
+
+
+def belongs_to_a_namesake(state: dict[str, Any], job: JobEntry) -> bool:
+    """A state left by a deleted job of the same id (deleted and re-created while nobody
+    owned the partition): more versions than the definition, or older than its creation."""
+    version = int(state.get("job_version") or 0)
+    updated_at = int(state.get("updated_at") or job.created_at_ms)
+    return version > job.version or updated_at < job.created_at_ms - CLOCK_SKEW_MS
+
+
+def _iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
