@@ -7,6 +7,7 @@ and a permanent failure. Ctrl-C (or --duration) stops the account and then the s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -42,9 +43,11 @@ def example_jobs(now_ms: int) -> list[dict[str, Any]]:
     return [
         {"jobId": f"demo-once-{stamp}", "type": "noop", "runAt": soon, "tenantId": "acme"},
         {"jobId": "demo-every-5s", "type": "sleep", "payload": {"seconds": 1},
-         "cron": "*/5 * * * * *", "timezone": "Europe/London", "jitter": "0s", "tenantId": "acme"},
+         "cron": "*/5 * * * * *", "timezone": "Europe/London", "jitter": "0s", "tenantId": "acme",
+         "misfirePolicy": "coalesce"},
         {"jobId": "demo-flaky", "type": "fail", "payload": {"mode": "retryable", "times": 2},
-         "cron": "*/30 * * * * *", "jitter": "0s", "maxAttempts": 5, "tenantId": "globex"},
+         "cron": "*/30 * * * * *", "jitter": "0s", "maxAttempts": 5, "tenantId": "globex",
+         "misfirePolicy": "coalesce"},
         {"jobId": f"demo-broken-{stamp}", "type": "fail", "payload": {"mode": "permanent", "times": 1},
          "runAt": later, "tenantId": "globex"},
     ]  # fmt: skip
@@ -168,7 +171,10 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
             jobs.create(spec)
             state = "created"
         except JobExists:
-            state = "exists (kept from an earlier run)"
+            # Kept from an earlier run: what it missed while the stack was down is coalesced
+            # into one run (misfirePolicy), and the definition is brought up to date.
+            changes = {k: v for k, v in spec.items() if k != "jobId"}
+            state = f"exists; updated to version {jobs.update(spec['jobId'], changes)['version']}"
         schedule = spec.get("cron") or f"once at {spec['runAt']}"
         print(f"  {spec['jobId']:<22} {spec['type']:<5} {schedule:<24} {state}")
     print("\nwhat happens (Ctrl-C to stop):")
@@ -191,11 +197,16 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
         pass
     finally:
         tail.close()
-        print(f"-- {history_summary()}")
+        # Stop the stack even if the terminal went away (a closed pipe makes print fail).
+        with contextlib.suppress(OSError):
+            print(f"-- {history_summary()}")
         if keep:
-            print("the stack keeps running: `tickwheel stack status`, `tickwheel stack down`")
+            with contextlib.suppress(OSError):
+                print("the stack keeps running: `tickwheel stack status`, `tickwheel stack down`")
         else:
-            print("stopping the stack...")
+            with contextlib.suppress(OSError):
+                print("stopping the stack...")
             supervisor.stop()
-            print("stack stopped; its data stays in .tickwheel/ for the next run")
+            with contextlib.suppress(OSError):
+                print("stack stopped; its data stays in .tickwheel/ for the next run")
     return 0
