@@ -4,13 +4,18 @@ topic/partition/offset; the consumer that met them keeps running."""
 from __future__ import annotations
 
 import logging
+from typing import Any
+
+from confluent_kafka import KafkaException
 
 from tickwheel.adapters.avro import encode
-from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.dead_letters")
+
+MAX_RAW_BYTES = 64 * 1024
 
 
 class DeadLetterWriter:
@@ -39,7 +44,7 @@ class DeadLetterWriter:
         )  # fmt: skip
         if self._producer is None:
             self._producer = EventProducer(self._bootstrap)
-        record = {
+        record: dict[str, Any] = {
             # Deterministic: a record met again (a restore re-reads a compacted topic) is the
             # same dead letter, which the history sink de-duplicates.
             "dead_letter_id": f"{kind}:{topic}:{partition}:{offset}",
@@ -53,7 +58,16 @@ class DeadLetterWriter:
             "attempt": None,
             "error": reason,
             "payload": None,
-            "raw_value": raw,
+            # A dead letter must fit in a Kafka record whatever it carries: keep the head.
+            "raw_value": raw[:MAX_RAW_BYTES] if raw is not None else None,
         }
-        self._producer.send(self.topic, key, encode("DeadLetter", record))
-        self._producer.flush()
+        if raw is not None and len(raw) > MAX_RAW_BYTES:
+            record["reason"] += f" (raw value truncated to {MAX_RAW_BYTES} of {len(raw)} bytes)"
+        try:
+            self._producer.send(self.topic, key, encode("DeadLetter", record))
+            self._producer.flush()
+        except (KafkaException, ProduceFailed):
+            # Still too large (e.g. a huge key): the position and reason are what matter.
+            record["raw_value"] = None
+            self._producer.send(self.topic, None, encode("DeadLetter", record))
+            self._producer.flush()

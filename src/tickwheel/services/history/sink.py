@@ -220,7 +220,10 @@ class HistorySink:
             # Only a definition's tombstone means something (a deletion); elsewhere a
             # tombstone carries nothing to record.
             if route.table == "job_definitions" and key is not None:
-                batch.add(route.table, rows.job_tombstone_row(key, source))
+                try:
+                    batch.add(route.table, rows.job_tombstone_row(key, source))
+                except UnstorableRecord as exc:
+                    self._dead_letter(source, key, b"", f"unstorable: {exc.reason}")
             return
         try:
             _name, record = decode(value, expected=route.schema)

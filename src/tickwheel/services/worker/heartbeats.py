@@ -58,12 +58,16 @@ class HeartbeatScheduler:
                     due.append(lease)
         beats = 0
         for lease in due:
-            # A manual ctx.heartbeat() may have moved the schedule on since it was queued.
-            if lease.next_due <= now and lease.heartbeat():
-                beats += 1
-            with self._lock:
-                if id(lease) in self._active:
-                    heapq.heappush(self._heap, (lease.next_due, next(self._seq), lease))
+            try:
+                # A manual ctx.heartbeat() may have moved the schedule on since it was queued.
+                if lease.next_due <= now and lease.heartbeat():
+                    beats += 1
+            except Exception:  # one failed publish must not drop the other leases' schedule
+                log.exception("heartbeat failed", extra={"action": "heartbeat_failed"})
+            finally:
+                with self._lock:
+                    if id(lease) in self._active:
+                        heapq.heappush(self._heap, (lease.next_due, next(self._seq), lease))
         return beats
 
     def start(self) -> None:

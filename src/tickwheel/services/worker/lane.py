@@ -112,7 +112,10 @@ class PriorityLane:
         self.worker_id = settings.worker_id
         self.queue: TenantQueue[Pending] = TenantQueue(settings.tenant_cap or self.capacity)
         self.offsets = OffsetTracker()
-        self._seen: OrderedDict[tuple[str, int], None] = OrderedDict()
+        # Attempts this lane has taken -> whether their `leased` event is acknowledged yet.
+        self._seen: OrderedDict[tuple[str, int], bool] = OrderedDict()
+        # Redeliveries of an attempt whose lease is not yet durable: committed only after it is.
+        self._duplicates: dict[tuple[str, int], list[tuple[int, int]]] = {}
         self.running_count = 0
         self.started_count = 0
         self.running = True
@@ -258,7 +261,7 @@ class PriorityLane:
                     action = "duplicate"
                 else:
                     action = "run"
-                    self._seen[key] = None
+                    self._seen[key] = False
                     while len(self._seen) > SEEN_ATTEMPTS:
                         self._seen.popitem(last=False)
                     self.running_count += 1
@@ -268,8 +271,13 @@ class PriorityLane:
                 self._skip_cancelled(item)
             elif action == "duplicate":
                 # Redelivered (a rebalance) while this worker runs or ran the same attempt: its
-                # lease and outcome are recorded by that run.
-                self.offsets.done(item.partition, item.offset)
+                # lease and outcome are recorded by that run. Its offset is committed only once
+                # that lease is durable, or a lost lease could leave the request committed.
+                with self._lock:
+                    if self._seen.get(key):
+                        self.offsets.done(item.partition, item.offset)
+                    else:
+                        self._duplicates.setdefault(key, []).append((item.partition, item.offset))
                 log.info(
                     "attempt already taken here",
                     extra={"action": "duplicate_request_skipped", "execution_id": key[0],
@@ -280,9 +288,16 @@ class PriorityLane:
 
     # -- one attempt -------------------------------------------------------------------------
     def _delivered(self, item: Pending, what: str) -> Callable[[str | None], None]:
+        key = (item.request["execution_id"], item.request["attempt"])
+
         def callback(error: str | None) -> None:
             if error is None:
                 self.offsets.done(item.partition, item.offset)
+                with self._lock:
+                    if key in self._seen:
+                        self._seen[key] = True
+                    for partition, offset in self._duplicates.pop(key, []):
+                        self.offsets.done(partition, offset)
             else:
                 # Never commit past it: after a restart the request is delivered again.
                 self.on_fatal(
