@@ -182,6 +182,7 @@ def test_public_addresses_have_no_problem() -> None:
 # -- against a real local server ----------------------------------------------------------------
 class _Server(ThreadingHTTPServer):
     seen: list[tuple[str, str, str | None, bytes]]
+    authorization: list[str | None]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -194,12 +195,14 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.server.seen.append((self.command, self.path, self.headers.get("Host"), body))
+        self.server.authorization.append(self.headers.get("Authorization"))
         port = self.server.server_address[1]
         redirects = {
             "/to-private": "http://internal.example/",
             "/to-metadata": "http://169.254.169.254/latest/meta-data/",
             "/to-loopback": f"http://127.0.0.2:{port}/ok",
             "/to-ok": "/ok",
+            "/to-other-origin": f"http://target.test:{port}/ok",
         }
         if self.path in redirects:
             self.send_response(302)
@@ -221,6 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[_Server]:
     httpd = _Server(("127.0.0.1", 0), _Handler)
     httpd.seen = []
+    httpd.authorization = []
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -316,3 +320,22 @@ def test_a_connection_failure_is_retryable() -> None:
     guard = SsrfGuard(allowed_hosts=frozenset({"127.0.0.1:9"}), allowed_networks=LOOPBACK_ONLY)
     with pytest.raises(RetryableError):
         fetch(guard, "http://127.0.0.1:9/", timeout=2)
+
+
+def test_a_job_may_not_set_the_host_header(server: _Server) -> None:
+    port = server.server_address[1]
+    payload = {"url": f"http://127.0.0.1:{port}/ok", "headers": {"Host": "internal.example"}}
+    with pytest.raises(PermanentError, match="may not be set by a job"):
+        http_handler(_context(payload), _guard_for(server))
+    assert server.seen == []
+
+
+def test_credentials_are_not_carried_to_another_origin(server: _Server) -> None:
+    port = server.server_address[1]
+    guard = _guard_for(server, **{"target.test": ["127.0.0.1"]})
+    same = {"url": f"http://127.0.0.1:{port}/to-ok", "headers": {"Authorization": "Bearer s3cret"}}
+    http_handler(_context(same), guard)
+    other = {**same, "url": f"http://127.0.0.1:{port}/to-other-origin"}
+    http_handler(_context(other), guard)
+    # Same origin: kept on both hops; another origin: dropped on the second hop.
+    assert server.authorization == ["Bearer s3cret", "Bearer s3cret", "Bearer s3cret", None]

@@ -17,7 +17,7 @@ import json
 import socket
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from tickwheel.jobtypes.ssrf import SsrfGuard, VettedTarget
 from tickwheel.sdk.worker import ExecutionContext, PermanentError, RetryableError
@@ -62,6 +62,13 @@ class HttpResponse:
     redirects: int
 
 
+# Set by the client itself; a job that could set them could reach what the allow-list forbids.
+FORBIDDEN_HEADERS = frozenset(
+    {"host", "connection", "transfer-encoding", "content-length", "upgrade"}
+)
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
 def _encode_body(body: Any, headers: dict[str, str]) -> bytes | None:
     if body is None:
         return None
@@ -104,7 +111,18 @@ def fetch(
         if status in REDIRECTS and location:
             if hop == max_redirects:
                 raise PermanentError(f"{method} {url}: more than {max_redirects} redirects")
+            previous = urlsplit(url)
             url = urljoin(url, location)
+            following = urlsplit(url)
+            if previous.scheme == "https" and following.scheme != "https":
+                raise PermanentError(
+                    f"{method} {url}: refused a redirect from https to {following.scheme}"
+                )
+            if (previous.scheme, previous.netloc) != (following.scheme, following.netloc):
+                # Credentials meant for one origin are never handed to another.
+                for name in list(headers):
+                    if name.lower() in CREDENTIAL_HEADERS:
+                        del headers[name]
             if status == 303 or (status in (301, 302) and method == "POST"):
                 method, body = "GET", None
                 headers.pop("Content-Type", None)
@@ -127,6 +145,10 @@ def http_handler(ctx: ExecutionContext, guard: SsrfGuard | None = None) -> dict[
     if not isinstance(raw_headers, dict):
         raise PermanentError("http: headers must be an object of name: value")
     headers = {str(k): str(v) for k, v in raw_headers.items()}
+    forbidden = sorted(k for k in headers if k.lower() in FORBIDDEN_HEADERS)
+    if forbidden:
+        # Host would let an allow-listed proxy be pointed at any virtual host behind it.
+        raise PermanentError(f"http: header(s) {', '.join(forbidden)} may not be set by a job")
     headers.setdefault("Idempotency-Key", ctx.execution_id)
     headers.setdefault("User-Agent", "tickwheel-worker")
     timeout = payload.get("timeout", DEFAULT_TIMEOUT)
