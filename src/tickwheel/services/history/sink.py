@@ -114,9 +114,16 @@ class Batch:
         return dropped
 
     def dedup_token(self, table: str) -> str:
-        """The insert deduplication token of `table`'s rows: a digest of their offset ranges."""
-        text = f"{table}|{_ranges_text(self.table_ranges.get(table, {}))}"
-        return f"tickwheel-history:{table}:{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+        """The insert deduplication token of `table`'s rows: a digest of their offset ranges
+        and of the rows' event ids. The same records delivered again give the same token; a
+        topic recreated from scratch (offsets reused by different records) does not."""
+        digest = hashlib.sha256(
+            f"{table}|{_ranges_text(self.table_ranges.get(table, {}))}".encode()
+        )
+        for row in self.rows.get(table, []):
+            digest.update(b"|")
+            digest.update(str(row.get("event_id", "")).encode())
+        return f"tickwheel-history:{table}:{digest.hexdigest()[:40]}"
 
     def commit_offsets(self) -> list[TopicPartition]:
         return [TopicPartition(t, p, last + 1) for (t, p), (_first, last) in self.offsets.items()]
