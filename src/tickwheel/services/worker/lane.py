@@ -395,7 +395,7 @@ class PriorityLane:
         if not force and now - self._last_commit < self.settings.commit_interval_s:
             return
         self._last_commit = now
-        points = self.offsets.committable()
+        points = self.offsets.committable(everything=force)
         if not points:
             return
         offsets = [TopicPartition(self.topic, p, o) for p, o in points.items()]

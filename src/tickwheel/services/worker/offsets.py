@@ -44,15 +44,17 @@ class OffsetTracker:
         with self._lock:
             return len(self._pending.get(partition, ()))
 
-    def committable(self) -> dict[int, int]:
-        """Partition -> offset to commit, for each partition whose commit point advanced."""
+    def committable(self, everything: bool = False) -> dict[int, int]:
+        """Partition -> offset to commit, for each partition whose commit point advanced (or
+        for every partition with a commit point when `everything`: an asynchronous commit
+        that failed unseen is then made good at a revoke or a shutdown)."""
         with self._lock:
             result: dict[int, int] = {}
             for partition, pending in self._pending.items():
                 if partition not in self._next:
                     continue
                 point = min(pending) if pending else self._next[partition]
-                if point > self._committed.get(partition, -1):
+                if everything or point > self._committed.get(partition, -1):
                     result[partition] = point
             return result
 
