@@ -100,6 +100,12 @@ def _compiled_cron(cron: str, timezone: str | None, dst_policy: str | None) -> C
     return compile_schedule(parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy))
 
 
+@lru_cache(maxsize=262_144)
+def shared_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
+    """The next slot after `t_ms`: a burst of jobs on one schedule asks it once per slot."""
+    return compiled.next_after(t_ms)
+
+
 @lru_cache(maxsize=131_072)
 def shared_period(compiled: CompiledSchedule, slot_ms: int) -> tuple[int, int]:
     """Periods are shared by every job on the same schedule and slot (a midnight burst of

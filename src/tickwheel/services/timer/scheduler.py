@@ -31,6 +31,7 @@ from tickwheel.services.timer.model import (
     JobEntry,
     belongs_to_a_namesake,
     entry_from_definition,
+    shared_next_after,
     shared_period,
 )
 
@@ -225,7 +226,7 @@ class PartitionTimer:
         """Put the job's next slot in the wheel if it is inside the horizon, else park it."""
         if not job.enabled or job.handle is not None:
             return
-        nxt = job.schedule.next_after(self._start_after(job))
+        nxt = shared_next_after(job.schedule, self._start_after(job))
         job.next_ms = nxt
         if nxt is None:
             return
@@ -409,7 +410,11 @@ class PartitionTimer:
             # Fired outside the grid: its period runs from the last slot on the grid to now.
             previous = job.schedule.prev_before(slot)
             period_start, period_end = (slot if previous is None else previous), slot
-        elif previous is not None and previous < slot and job.schedule.next_after(previous) == slot:
+        elif (
+            previous is not None
+            and previous < slot
+            and shared_next_after(job.schedule, previous) == slot
+        ):
             # The job's own previous slot is the period start: no search needed.
             period_start, period_end = previous, slot
         else:
