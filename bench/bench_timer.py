@@ -193,6 +193,9 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=100_000)
     parser.add_argument("--restore", type=int, default=1_000_000)
     parser.add_argument("--skip", nargs="*", default=[], help="steady, burst, restore")
+    parser.add_argument(
+        "--burst-jitter", choices=["both", "on", "off"], default="both", help="which bursts to run"
+    )
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
@@ -210,7 +213,9 @@ def main() -> None:
             print(line, flush=True)
             lines.append(line)
         if "burst" not in args.skip:
-            for jitter in (True, False):
+            for jitter in {"both": (True, False), "on": (True,), "off": (False,)}[
+                args.burst_jitter
+            ]:
                 b = burst(broker.bootstrap, args.burst, jitter)
                 line = (f"- burst, {args.burst} jobs due in one minute, jitter {'default (60 s window)' if jitter else 'off'}: "
                         f"{b['count']} emitted over {b['emit_span_s']:.1f} s, fire lag p50 {b['p50'] * 1000:.0f} ms, "
