@@ -36,6 +36,12 @@ from tickwheel.ports.history import HistoryQueryRejected, QueryResult
 from tickwheel.services.history.settings import HistorySinkSettings
 from tickwheel.topology import topic_name
 
+from .history_reference import (
+    reference_failure_rates,
+    reference_fire_lateness,
+    reference_open_executions,
+    reference_tenant_daily,
+)
 from .history_sink_fixtures import (
     AS_OF,
     EPOCH,
@@ -45,10 +51,6 @@ from .history_sink_fixtures import (
     Scenario,
     build_scenario,
     ms,
-    reference_failure_rates,
-    reference_fire_lateness,
-    reference_open_executions,
-    reference_tenant_daily,
     run_cli,
     sink_in_thread,
     wait_caught_up,

@@ -21,7 +21,8 @@ from tickwheel.adapters.clickhouse import HistorySettings
 from tickwheel.history import execution_timeline, open_history_reader, run_query
 from tickwheel.services.history.settings import HistorySinkSettings
 
-from .history_sink_fixtures import EPOCH, iso, quantile_exact, sink_in_thread
+from .history_reference import quantile_exact
+from .history_sink_fixtures import EPOCH, iso, sink_in_thread
 from .timer_harness import TimerProcess, emitted_requests, publish_jobs, timer_env, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(200)]
