@@ -26,18 +26,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._common import Report, bench_broker, percentile  # noqa: E402
+
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
 from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
 from tickwheel.sdk.jobs import validate_job  # noqa: E402
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def start(
@@ -160,31 +156,21 @@ def main() -> None:
     parser.add_argument("--lease", type=int, default=5)
     args = parser.parse_args()
     log_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-"))
-    broker = LocalKafka(
-        BrokerConfig(
-            data_dir=log_dir / "kafka", port=free_port(), controller_port=free_port(), heap="1g"
-        )
-    )
-    broker.start(timeout=120)
-    lines = ["# Pipeline benchmarks (timer → worker → timer)", "",
-             f"Run {datetime.now(tz=UTC).isoformat(timespec='seconds')}, {os.cpu_count()} cores, broker on the same machine.", ""]  # fmt: skip
-    try:
+    report = Report("Pipeline benchmarks (timer → worker → timer)")
+    with bench_broker(log_dir / "kafka") as broker:
         t = throughput(broker.bootstrap, args.jobs, args.workers, log_dir)
-        line = (f"- {t['succeeded']}/{t['jobs']} no-op executions due at once, 1 timer + {args.workers} worker process(es): "
-                f"{t['rate']:.0f} executions/s end to end (fired → leased → succeeded over {t['span_s']:.1f} s); "
-                f"fired → succeeded p50 {t['p50']:.2f} s, p99 {t['p99']:.2f} s")  # fmt: skip
-        print(line, flush=True)
-        lines.append(line)
+        report.add(
+            f"- {t['succeeded']}/{t['jobs']} no-op executions due at once, 1 timer + {args.workers} "
+            f"worker process(es): {t['rate']:.0f} executions/s end to end (fired → leased → "
+            f"succeeded over {t['span_s']:.1f} s); fired → succeeded p50 {t['p50']:.2f} s, "
+            f"p99 {t['p99']:.2f} s"
+        )
         rerun = death_to_rerun(broker.bootstrap, args.lease, log_dir)
-        line = (f"- worker SIGKILLed mid-job with a {args.lease} s lease (1 s heartbeats): attempt 2 leased by another "
-                f"worker {rerun:.1f} s after the kill (bound: lease + 2 s grace + a tick)")  # fmt: skip
-        print(line, flush=True)
-        lines.append(line)
-    finally:
-        broker.stop()
-    report = ROOT / "bench" / "reports" / "pipeline.md"
-    report.write_text("\n".join(lines) + "\n")
-    print(f"report: {report}")
+        report.add(
+            f"- worker SIGKILLed mid-job with a {args.lease} s lease (1 s heartbeats): attempt 2 "
+            f"leased by another worker {rerun:.1f} s after the kill (bound: lease + 2 s grace + a tick)"
+        )
+    report.write("pipeline.md")
 
 
 if __name__ == "__main__":

@@ -27,22 +27,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._common import Report, bench_broker, percentile  # noqa: E402
+
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
 from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
 from tickwheel.sdk.jobs import validate_job  # noqa: E402
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
 
 ZONES = ["UTC", "Europe/London", "America/New_York", "Asia/Tokyo", "Australia/Sydney"]
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class Scenario:
@@ -198,42 +192,39 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    data_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
-    broker = LocalKafka(
-        BrokerConfig(data_dir=data_dir, port=free_port(), controller_port=free_port(), heap="1g")
-    )
-    broker.start(timeout=120)
-    lines = ["# Timer benchmarks", "", f"Run {datetime.now(tz=UTC).isoformat(timespec='seconds')} on this machine "
-             f"({os.cpu_count()} cores), broker on the same machine.", ""]  # fmt: skip
-    try:
+    report = Report("Timer benchmarks")
+    with bench_broker() as broker:
         if "steady" not in args.skip:
             s = steady(broker.bootstrap, args.steady_jobs, args.steady_seconds)
-            line = (f"- steady, {args.steady_jobs} every-second jobs, jitter off: {s['count']} occurrences, "
-                    f"fire lag p50 {s['p50'] * 1000:.0f} ms, p99 {s['p99'] * 1000:.0f} ms, max {s['max'] * 1000:.0f} ms")  # fmt: skip
-            print(line, flush=True)
-            lines.append(line)
+            report.add(
+                f"- steady, {args.steady_jobs} every-second jobs, jitter off: {s['count']} "
+                f"occurrences, fire lag p50 {s['p50'] * 1000:.0f} ms, p99 {s['p99'] * 1000:.0f} ms, "
+                f"max {s['max'] * 1000:.0f} ms"
+            )
         if "burst" not in args.skip:
             for jitter in {"both": (True, False), "on": (True,), "off": (False,)}[
                 args.burst_jitter
             ]:
                 b = burst(broker.bootstrap, args.burst, jitter)
-                line = (f"- burst, {args.burst} jobs due in one minute, jitter {'default (60 s window)' if jitter else 'off'}: "
-                        f"{b['count']} emitted over {b['emit_span_s']:.1f} s, fire lag p50 {b['p50'] * 1000:.0f} ms, "
-                        f"p99 {b['p99'] * 1000:.0f} ms, max {b['max'] * 1000:.0f} ms"
-                        + (f"; emission rate {b['emit_rate_per_s']:.0f}/s" if "emit_rate_per_s" in b else ""))  # fmt: skip
-                print(line, flush=True)
-                lines.append(line)
+                rate = (
+                    f"; emission rate {b['emit_rate_per_s']:.0f}/s"
+                    if "emit_rate_per_s" in b
+                    else ""
+                )
+                report.add(
+                    f"- burst, {args.burst} jobs due in one minute, jitter "
+                    f"{'default (60 s window)' if jitter else 'off'}: {b['count']} emitted over "
+                    f"{b['emit_span_s']:.1f} s, fire lag p50 {b['p50'] * 1000:.0f} ms, "
+                    f"p99 {b['p99'] * 1000:.0f} ms, max {b['max'] * 1000:.0f} ms{rate}"
+                )
         if "restore" not in args.skip:
             r = restore(broker.bootstrap, args.restore)
-            line = (f"- restore, {r['jobs']} jobs in the definitions topic (published in {r['publish_s']:.1f} s): "
-                    f"one instance restored all 6 partitions in {r['restore_s']:.1f} s; resident memory {r['rss_mb']:.0f} MiB")  # fmt: skip
-            print(line, flush=True)
-            lines.append(line)
-    finally:
-        broker.stop()
-    report = ROOT / "bench" / "reports" / "timer.md"
-    report.write_text("\n".join(lines) + "\n")
-    print(f"report: {report}")
+            report.add(
+                f"- restore, {r['jobs']} jobs in the definitions topic (published in "
+                f"{r['publish_s']:.1f} s): one instance restored all 6 partitions in "
+                f"{r['restore_s']:.1f} s; resident memory {r['rss_mb']:.0f} MiB"
+            )
+    report.write("timer.md")
 
 
 if __name__ == "__main__":

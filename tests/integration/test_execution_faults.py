@@ -55,6 +55,14 @@ def _timeline(bootstrap: str) -> dict[str, list[dict[str, Any]]]:
     return by_execution
 
 
+def _has_event(bootstrap: str, job_id: str, kind: str, attempt: int | None = None) -> bool:
+    """True once the execution of one-off `job_id` has an event of `kind` (of `attempt`)."""
+    return any(
+        e["event_type"] == kind and (attempt is None or e["attempt"] == attempt)
+        for e in _timeline(bootstrap).get(_exec_id(bootstrap, job_id), [])
+    )
+
+
 def _accepted_outcomes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Terminal outcomes that were not fenced by the owner."""
     fenced = {
@@ -91,13 +99,7 @@ def test_a_killed_worker_is_replaced_within_the_lease_by_attempt_two(
         publish_jobs(
             kafka_bootstrap, [_one_off("slow", "sleep", {"seconds": 4})], int(time.time() * 1000)
         )
-        assert wait_until(
-            lambda: any(
-                e["event_type"] == "leased"
-                for e in _timeline(kafka_bootstrap).get(_exec_id(kafka_bootstrap, "slow"), [])
-            ),
-            60,
-        )
+        assert wait_until(lambda: _has_event(kafka_bootstrap, "slow", "leased"), 60)
         doomed.kill()
         killed_at = time.time()
         rescuer.start()
@@ -133,28 +135,13 @@ def test_a_stalled_workers_late_outcome_is_fenced_and_one_outcome_is_accepted(
         publish_jobs(
             kafka_bootstrap, [_one_off("stall", "sleep", {"seconds": 2})], int(time.time() * 1000)
         )
-        assert wait_until(
-            lambda: any(
-                e["event_type"] == "leased"
-                for e in _timeline(kafka_bootstrap).get(_exec_id(kafka_bootstrap, "stall"), [])
-            ),
-            60,
-        )
+        assert wait_until(lambda: _has_event(kafka_bootstrap, "stall", "leased"), 60)
         stalled.signal(signal.SIGSTOP)
         other.start()
         execution = _exec_id(kafka_bootstrap, "stall")
-        assert wait_until(
-            lambda: any(
-                e["event_type"] == "succeeded" and e["attempt"] == 2
-                for e in _timeline(kafka_bootstrap)[execution]
-            ),
-            60,
-        )
+        assert wait_until(lambda: _has_event(kafka_bootstrap, "stall", "succeeded", 2), 60)
         stalled.signal(signal.SIGCONT)
-        assert wait_until(
-            lambda: any(e["event_type"] == "fenced" for e in _timeline(kafka_bootstrap)[execution]),
-            30,
-        )
+        assert wait_until(lambda: _has_event(kafka_bootstrap, "stall", "fenced"), 30)
     finally:
         timer.stop()
         stalled.stop()
