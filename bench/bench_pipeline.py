@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import Report, bench_broker, percentile  # noqa: E402
-
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
