@@ -31,7 +31,8 @@ from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
 from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
-from tickwheel.sdk.jobs import validate_job  # noqa: E402
+from tickwheel.events import requested_event  # noqa: E402
+from tickwheel.sdk.jobs import PRIORITIES, validate_job  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
 
 
@@ -46,11 +47,21 @@ def start(
 
 
 def events(bootstrap: str) -> list[dict[str, Any]]:
-    return [
+    """Every execution event, with each request as its `requested` event (the timer publishes
+    the request alone; history derives the event from it)."""
+    out = [
         decode(r.value, "ExecutionEvent")[1]
         for r in read_to_end(topic_name("executions.events"), None, bootstrap, timeout=600)
         if r.value is not None
     ]
+    for priority in PRIORITIES:
+        topic = topic_name(f"executions.{priority}")
+        out += [
+            requested_event(decode(r.value, "ExecutionRequest")[1])
+            for r in read_to_end(topic, None, bootstrap, timeout=600)
+            if r.value is not None
+        ]
+    return out
 
 
 def setup(bootstrap: str, **extra: str) -> dict[str, str]:

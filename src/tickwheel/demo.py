@@ -18,7 +18,8 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.tail import Tail
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.sdk.jobs import JobExists, JobsClient
+from tickwheel.events import requested_event
+from tickwheel.sdk.jobs import PRIORITIES, JobExists, JobsClient
 from tickwheel.stack import supervisor
 from tickwheel.topology import topic_name
 
@@ -163,7 +164,11 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
     print(f"stack up in {time.monotonic() - started:.1f}s; Kafka at {status['bootstrap_servers']}")
     for process in status["processes"]:
         print(f"  {process['role']:<8} {process['name']:<10} pid {process['pid']}")
-    tail = Tail(topic_name("executions.events"), status["bootstrap_servers"])
+    # Requests are the `requested` events (the timer publishes no separate event for them).
+    tail = Tail(
+        [topic_name("executions.events")] + [topic_name(f"executions.{p}") for p in PRIORITIES],
+        status["bootstrap_servers"],
+    )
     jobs = JobsClient(status["bootstrap_servers"], clock)
     print("\nexample jobs:")
     for spec in example_jobs(int(clock.now() * 1000)):
@@ -184,10 +189,11 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
         while deadline is None or time.monotonic() < deadline:
             for value in tail.poll(0.5):
                 try:
-                    _, event = decode(value, "ExecutionEvent")
+                    name, record = decode(value)
                 except UndecodableRecord as exc:
                     print(f"  (a record could not be decoded: {exc.reason})")
                     continue
+                event = requested_event(record) if name == "ExecutionRequest" else record
                 if event["event_type"] != "heartbeat":
                     print(describe(event), flush=True)
             if time.monotonic() >= next_summary:

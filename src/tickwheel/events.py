@@ -38,3 +38,19 @@ def execution_event(
         "reason": reason,
         "details": json.dumps(details, default=str) if details else None,
     }
+
+
+def requested_event(request: dict[str, Any]) -> dict[str, Any]:
+    """The `requested` event an `ExecutionRequest` stands for.
+
+    The timer does not publish it: the request record on `executions.<priority>` is the fact,
+    and the history sink derives this row from it (docs/decisions/0007). Its id is the one the
+    timer used to publish, so history written before and after that change agrees.
+    """
+    return execution_event(
+        request,
+        "requested",
+        event_id=f"timer:requested:{request['execution_id']}:{request['attempt']}",
+        event_time_ms=request["requested_at"],
+        reason=request["trigger"] + (":late" if request["late"] else ""),
+    )

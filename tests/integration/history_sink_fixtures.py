@@ -36,6 +36,7 @@ from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.cli import history as history_cli
 from tickwheel.core.identity import execution_id as make_execution_id
 from tickwheel.errors import TickwheelError
+from tickwheel.events import requested_event
 from tickwheel.history import (
     OwnerClient,
     analyst_queries,
@@ -120,9 +121,7 @@ class Scenario:
         fire: int | None = None, **fields: Any,
     ) -> dict[str, Any]:  # fmt: skip
         worker = fields.get("worker_id")
-        if kind in ("requested",):
-            event_id = f"requested:{execution}:{attempt}"
-        elif kind == "skipped":
+        if kind == "skipped":
             event_id = f"skipped:{execution}"
         elif worker:
             event_id = f"{kind}:{execution}:{attempt}:{worker}:{at}"
@@ -153,8 +152,8 @@ class Scenario:
         }  # fmt: skip
         self.requests.append(request)
         self._send(f"executions.{PRIORITY[job.job_type]}", job.job_id, "ExecutionRequest", request)
-        reason = trigger + (":late" if late else "")
-        self.event(job, "requested", execution, attempt, slot, at, fire, reason=reason)
+        # Not published: the sink derives the `requested` event from the request itself.
+        self.events.append(requested_event(request))
 
     def lease(self, job: Job, execution: str, attempt: int, slot: int, fire: int, at: int,
               worker: str) -> None:  # fmt: skip

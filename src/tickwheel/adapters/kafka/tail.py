@@ -1,4 +1,4 @@
-"""Follow a topic from its end, without a consumer group: live views such as the demo."""
+"""Follow topics from their end, without a consumer group: live views such as the demo."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ from tickwheel.adapters.kafka.config import consumer_config
 
 
 class Tail:
-    def __init__(self, topic: str, bootstrap: str | None = None) -> None:
+    def __init__(self, topics: list[str], bootstrap: str | None = None) -> None:
         self._consumer = Consumer(consumer_config(f"tickwheel-tail-{uuid.uuid4()}", bootstrap))
-        metadata = self._consumer.list_topics(topic, timeout=10)
-        partitions = sorted(metadata.topics[topic].partitions)
-        self._consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in partitions])
+        assignment = []
+        for topic in topics:
+            metadata = self._consumer.list_topics(topic, timeout=10)
+            for partition in sorted(metadata.topics[topic].partitions):
+                assignment.append(TopicPartition(topic, partition, OFFSET_END))
+        self._consumer.assign(assignment)
 
     def poll(self, timeout: float) -> list[bytes]:
         return [

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.errors import TickwheelError
+from tickwheel.events import requested_event
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: What `DateTime64(3, 'UTC')` represents (ClickHouse documents 1900-01-01 .. 2299-12-31).
@@ -100,6 +101,12 @@ def execution_event_row(event: Mapping[str, Any], source: Source) -> dict[str, A
         "details": event.get("details") or "{}",
         **source.columns(),
     }
+
+
+def requested_event_row(request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    """An `ExecutionRequest` → its `requested` row of `execution_events` (derived, not
+    published: docs/decisions/0007)."""
+    return execution_event_row(requested_event(dict(request)), source)
 
 
 def request_event_id(execution_id: str, attempt: int) -> str:

@@ -43,11 +43,13 @@ INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 @dataclass(frozen=True)
 class Route:
-    """Where one topic's records go."""
+    """Where one topic's records go: a row of `table`, and rows other tables derive from the
+    same record (`derived`: (table, converter) pairs)."""
 
     table: str
     schema: str
     convert: Converter
+    derived: tuple[tuple[str, Converter], ...] = ()
 
 
 def default_routes() -> dict[str, Route]:
@@ -60,8 +62,13 @@ def default_routes() -> dict[str, Route]:
         "alerts": Route("alerts", "Alert", rows.alert_row),
     }
     for priority in ("high", "normal", "low"):
+        # A request is also its execution's `requested` event: the timer publishes the request
+        # alone, and its event row is derived here (docs/decisions/0007).
         routes[f"executions.{priority}"] = Route(
-            "execution_requests", "ExecutionRequest", rows.execution_request_row
+            "execution_requests",
+            "ExecutionRequest",
+            rows.execution_request_row,
+            derived=(("execution_events", rows.requested_event_row),),
         )
     return {topic_name(name): route for name, route in routes.items()}
 
@@ -235,6 +242,7 @@ class HistorySink:
         try:
             _name, record = decode(value, expected=route.schema)
             row = route.convert(record, source)
+            derived = [(table, convert(record, source)) for table, convert in route.derived]
         except UndecodableRecord as exc:
             self._dead_letter(source, key, value, exc.reason)
             return
@@ -245,6 +253,8 @@ class HistorySink:
             self._dead_letter(source, key, value, f"unstorable: {type(exc).__name__}: {exc}")
             return
         batch.add(route.table, row)
+        for table, derived_row in derived:
+            batch.add(table, derived_row)
 
     def _dead_letter(self, source: Source, key: str | None, value: bytes, reason: str) -> None:
         self.dead_letters.undecodable(

@@ -36,7 +36,6 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import TickwheelError
-from tickwheel.events import execution_event
 from tickwheel.logs import configure_logging
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.model import Emission
@@ -396,11 +395,6 @@ class TimerService:
                     request["job_id"],
                     encode("ExecutionRequest", request),
                 )
-                producer.send(
-                    self.events_topic,
-                    request["job_id"],
-                    encode("ExecutionEvent", _requested_event(request)),
-                )
             for event in emission.events:
                 producer.send(self.events_topic, event["job_id"], encode("ExecutionEvent", event))
             for dead_letter in emission.dead_letters:
@@ -540,16 +534,6 @@ def checkpoint_key(partition: int) -> str:
     """Key of a partition's checkpoint record in timers.state (written to that partition
     explicitly; it is not a job id)."""
     return f"__partition__/{partition}"
-
-
-def _requested_event(request: dict[str, Any]) -> dict[str, Any]:
-    return execution_event(
-        request,
-        "requested",
-        event_id=f"timer:requested:{request['execution_id']}:{request['attempt']}",
-        event_time_ms=request["requested_at"],
-        reason=request["trigger"] + (":late" if request["late"] else ""),
-    )
 
 
 def main(argv: list[str] | None = None) -> None:
