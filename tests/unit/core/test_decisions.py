@@ -38,6 +38,19 @@ def test_execution_id_is_a_deterministic_uuid5_of_the_occurrence() -> None:
     assert eid == str(uuid.uuid5(EXECUTION_NAMESPACE, f"v1:12:report-daily:3:{T0}"))
 
 
+@PROPS
+@given(
+    job_id=st.text(min_size=1, max_size=40),
+    version=st.integers(min_value=1, max_value=10**6),
+    slot=st.integers(min_value=0, max_value=2**42),
+)
+def test_execution_id_equals_the_library_uuid5_for_any_occurrence(
+    job_id: str, version: int, slot: int
+) -> None:
+    name = f"v1:{len(job_id.encode('utf-8'))}:{job_id}:{version}:{slot}"
+    assert execution_id(job_id, version, slot) == str(uuid.uuid5(EXECUTION_NAMESPACE, name))
+
+
 def test_execution_id_differs_when_any_part_differs() -> None:
     ids = {
         execution_id("a", 1, T0),

@@ -22,6 +22,7 @@ from tickwheel.events import execution_event
 # A worker's lease deadline is honoured plus this much, for clock skew between hosts.
 LEASE_GRACE_MS = 2_000
 OUTCOMES = ("succeeded", "failed", "cancelled")
+QUEUED_DATA = json.dumps({"state": "queued", "worker_id": None})
 
 
 @dataclass(slots=True)
@@ -89,10 +90,16 @@ class ExecutionTracker:
         return flight
 
     def pending_of(self, job_id: str) -> list[dict[str, Any]]:
-        """The job's in-flight executions as TimerState `pending` entries."""
+        """The job's in-flight executions as TimerState `pending` entries. `request` is the
+        attempt's request as a dict; the service writes it as the bytes it already encoded for
+        the request topic (docs/decisions/0008)."""
         entries = []
         for execution_id in sorted(self.ids_by_job.get(job_id, ())):
             flight = self.in_flight[execution_id]
+            if flight.state == "queued" and flight.worker_id is None:
+                data = QUEUED_DATA  # every fresh occurrence: spare the JSON encoder
+            else:
+                data = json.dumps({"state": flight.state, "worker_id": flight.worker_id})
             entries.append(
                 {
                     "timer_id": execution_id,
@@ -100,13 +107,8 @@ class ExecutionTracker:
                     "fire_at": flight.deadline_ms or 0,
                     "execution_id": execution_id,
                     "attempt": flight.attempt,
-                    "data": json.dumps(
-                        {
-                            "state": flight.state,
-                            "worker_id": flight.worker_id,
-                            "request": flight.request,
-                        }
-                    ),
+                    "data": data,
+                    "request": flight.request,
                 }
             )
         return entries
@@ -117,8 +119,12 @@ class ExecutionTracker:
             if entry["kind"] not in ("retry", "lease_deadline") or not entry.get("data"):
                 continue
             data = json.loads(entry["data"])
+            # TimerState v3 holds the request beside the data; v1-v2 held it inside.
+            request = entry.get("request") or data.get("request")
+            if request is None:
+                continue
             flight = InFlight(
-                request=data["request"],
+                request=request,
                 state=data["state"],
                 deadline_ms=entry["fire_at"] or None,
                 worker_id=data.get("worker_id"),

@@ -39,6 +39,7 @@ from tickwheel.errors import TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.model import Emission
+from tickwheel.services.timer.records import RequestKey, decode_state, encode_state, request_key
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 
@@ -128,6 +129,7 @@ class TimerService:
         self.commands = topic_name("timers.commands")
         self.events_topic = topic_name("executions.events")
         self.dlq_topic = topic_name("executions.dlq")
+        self.request_topics = {p: topic_name(f"executions.{p}") for p in ("high", "normal", "low")}
         self.partitions: dict[int, PartitionRuntime] = {}
         # Partitions we still own but must rebuild (after a failed transaction), and when.
         self.restore_due: dict[int, float] = {}
@@ -250,7 +252,7 @@ class TimerService:
                 continue
             state = None
             if record.value is not None:
-                state = self._decode(record, "TimerState")
+                state = self._decode_state(record)
                 if state is None:
                     continue
             if record.key == checkpoint_key(partition):
@@ -389,12 +391,12 @@ class TimerService:
         producer = runtime.producer
         try:
             producer.begin()
+            # Each request is encoded once: its job's state below carries the same bytes.
+            encoded: dict[RequestKey, bytes] = {}
             for request in emission.requests:
-                producer.send(
-                    topic_name(f"executions.{request['priority']}"),
-                    request["job_id"],
-                    encode("ExecutionRequest", request),
-                )
+                raw = encode("ExecutionRequest", request)
+                encoded[request_key(request)] = raw
+                producer.send(self.request_topics[request["priority"]], request["job_id"], raw)
             for event in emission.events:
                 producer.send(self.events_topic, event["job_id"], encode("ExecutionEvent", event))
             for dead_letter in emission.dead_letters:
@@ -403,7 +405,9 @@ class TimerService:
                 )
             for job_id, state in emission.states.items():
                 producer.send(
-                    self.state_topic, job_id, None if state is None else encode("TimerState", state)
+                    self.state_topic,
+                    job_id,
+                    None if state is None else encode_state(state, encoded),
                 )
             if runtime.inputs_moved:
                 producer.send(
@@ -513,6 +517,15 @@ class TimerService:
     def _decode(self, record: Any, expected: str) -> dict[str, Any] | None:
         try:
             return decode(record.value, expected)[1]
+        except UndecodableRecord as exc:
+            self.dead_letters.undecodable(
+                record.topic, record.partition, record.offset, record.key, record.value, exc.reason
+            )
+            return None
+
+    def _decode_state(self, record: Any) -> dict[str, Any] | None:
+        try:
+            return decode_state(record.value)
         except UndecodableRecord as exc:
             self.dead_letters.undecodable(
                 record.topic, record.partition, record.offset, record.key, record.value, exc.reason

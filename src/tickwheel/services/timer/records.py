@@ -1,0 +1,52 @@
+"""The timer's state records on the wire: a job's in-flight requests travel inside its
+TimerState as the very bytes written to the request topic (docs/decisions/0008).
+
+The scheduler works with dicts; these two functions are the only place that knows a pending
+entry's `request` is encoded separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tickwheel.adapters.avro import decode, encode
+
+RequestKey = tuple[str, int]
+
+
+def request_key(request: Mapping[str, Any]) -> RequestKey:
+    """What identifies a request's bytes: an attempt's request never changes once written."""
+    return request["execution_id"], int(request["attempt"])
+
+
+def encode_state(state: dict[str, Any], encoded: Mapping[RequestKey, bytes]) -> bytes:
+    """`state` as TimerState bytes. A pending request already encoded in this transaction is
+    reused from `encoded`; any other is encoded here."""
+    pending = state.get("pending")
+    if pending:
+        state = {**state, "pending": [_with_request_bytes(entry, encoded) for entry in pending]}
+    return encode("TimerState", state)
+
+
+def _with_request_bytes(
+    entry: dict[str, Any], encoded: Mapping[RequestKey, bytes]
+) -> dict[str, Any]:
+    request = entry.get("request")
+    if not isinstance(request, Mapping):
+        return entry
+    raw = encoded.get(request_key(request))
+    if raw is None:
+        raw = encode("ExecutionRequest", request)
+    return {**entry, "request": raw}
+
+
+def decode_state(value: bytes) -> dict[str, Any]:
+    """TimerState bytes (any kept version) as a dict whose pending requests are dicts again.
+    Raises `UndecodableRecord` if the record or a request inside it cannot be decoded."""
+    state = decode(value, "TimerState")[1]
+    for entry in state["pending"]:
+        raw = entry.get("request")
+        if raw is not None:
+            entry["request"] = decode(raw, "ExecutionRequest")[1]
+    return state
