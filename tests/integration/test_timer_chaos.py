@@ -23,6 +23,8 @@ from tests.integration.timer_harness import (
     timer_env,
     wait_until,
 )
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -127,3 +129,40 @@ def test_a_stopped_zombie_emits_nothing_visible_and_nothing_is_lost(
         zombie.stop()
         heir.stop()
     _assert_exactly_once(kafka_bootstrap, created_ms, until_ms, [r["jobId"] for r in records])
+
+
+def test_states_left_for_later_are_rebuilt_from_the_requests_after_a_kill(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    """Decision 0008: a fired job's state is written later; until then its request stands
+    for it. Here states are held back for ten minutes, so every restore after a SIGKILL must
+    rebuild the jobs from the requests on the request topics, and still fire each slot once."""
+    env = timer_env(
+        kafka_bootstrap,
+        applied_topology,
+        TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}",
+        TICKWHEEL_TIMER_STATE_LAG_MS="600000",
+    )
+    timer = TimerProcess("timer-wal", tmp_path / "wal.log", env)
+    records = publish_jobs(kafka_bootstrap, _jobs("wal"), int(time.time() * 1000))
+    created_ms = max(r["createdAt"] for r in records)
+    job_ids = [r["jobId"] for r in records]
+    timer.start()
+    try:
+        for restarts in range(1, 4):
+            enough = JOBS * (restarts + 1)
+            assert wait_until(lambda n=enough: len(emitted_requests(kafka_bootstrap)) > n, 60)
+            timer.kill()
+            timer.start()
+        until_ms = int(time.time() * 1000)
+        assert wait_until(
+            lambda: every_job_reached(kafka_bootstrap, job_ids, until_ms + 2000),
+            timeout=60,
+            interval=2,
+        ), "some jobs stopped firing"
+    finally:
+        timer.stop()
+    # No job's state was ever written: each restore had only the requests to go by.
+    saved = [r.key for r in read_to_end(topic_name("timers.state"), None, kafka_bootstrap)]
+    assert saved and all(key is not None and key.startswith("__partition__/") for key in saved)
+    _assert_exactly_once(kafka_bootstrap, created_ms, until_ms, job_ids)

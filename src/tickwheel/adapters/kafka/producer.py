@@ -3,6 +3,7 @@ exactly-once paths (the timer's emit + state + offsets in one transaction)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -66,10 +67,22 @@ class TransactionalProducer:
     def begin(self) -> None:
         self._producer.begin_transaction()
 
-    def send(self, topic: str, key: str | None, value: bytes | None, partition: int = -1) -> None:
+    def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes | None,
+        partition: int = -1,
+        headers: list[tuple[str, bytes]] | None = None,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+    ) -> None:
         kwargs: dict[str, Any] = {}
         if partition >= 0:
             kwargs["partition"] = partition
+        if headers:
+            kwargs["headers"] = headers
+        if on_delivery is not None:
+            kwargs["on_delivery"] = on_delivery
         while True:
             try:
                 self._producer.produce(

@@ -29,6 +29,13 @@ class Record:
     key: str | None
     value: bytes | None
     timestamp_ms: int
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    def header(self, name: str) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
 
 
 def partition_count(topic: str, bootstrap: str | None = None) -> int:
@@ -46,9 +53,11 @@ def read_to_end(
     bootstrap: str | None = None,
     timeout: float = 120.0,
     batch: int = 5000,
+    from_offsets: dict[int, int] | None = None,
 ) -> Iterator[Record]:
     """Every committed record of `topic` (or of the given partitions), oldest first per
-    partition, up to the end offsets seen at the start."""
+    partition, up to the end offsets seen at the start; from `from_offsets[partition]`
+    instead of the beginning where given."""
     consumer = Consumer(
         consumer_config(
             f"tickwheel-reader-{uuid.uuid4()}",
@@ -64,7 +73,7 @@ def read_to_end(
         starts: dict[int, int] = {}
         for p in partitions:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            starts[p], ends[p] = low, high
+            starts[p], ends[p] = max(low, (from_offsets or {}).get(p, low)), high
         open_partitions = {p for p in partitions if ends[p] > starts[p]}
         if not open_partitions:
             return
@@ -88,6 +97,7 @@ def read_to_end(
                     key=key.decode() if key is not None else None,
                     value=msg.value(),
                     timestamp_ms=msg.timestamp()[1],
+                    headers=tuple(msg.headers() or ()),
                 )
                 if msg.offset() + 1 >= ends[p]:
                     open_partitions.discard(p)

@@ -97,9 +97,9 @@ class ExecutionTracker:
         for execution_id in sorted(self.ids_by_job.get(job_id, ())):
             flight = self.in_flight[execution_id]
             if flight.state == "queued" and flight.worker_id is None:
-                data = QUEUED_DATA  # every fresh occurrence: spare the JSON encoder
-            else:
-                data = json.dumps({"state": flight.state, "worker_id": flight.worker_id})
+                entries.append(self.queued_entry(flight.request))  # spares the JSON encoder
+                continue
+            data = json.dumps({"state": flight.state, "worker_id": flight.worker_id})
             entries.append(
                 {
                     "timer_id": execution_id,
@@ -112,6 +112,14 @@ class ExecutionTracker:
                 }
             )
         return entries
+
+    @staticmethod
+    def queued_entry(request: dict[str, Any]) -> dict[str, Any]:
+        """The `pending` entry of a request not yet leased (as `pending_of` writes it)."""
+        execution_id = request["execution_id"]
+        return {"timer_id": execution_id, "kind": "lease_deadline", "fire_at": 0,
+                "execution_id": execution_id, "attempt": request["attempt"],
+                "data": QUEUED_DATA, "request": request}  # fmt: skip
 
     def restore(self, pending: list[dict[str, Any]]) -> list[InFlight]:
         restored = []

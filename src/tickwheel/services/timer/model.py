@@ -58,6 +58,9 @@ class Emission:
     events: list[dict[str, Any]] = field(default_factory=list)
     states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    # Jobs that fired without their state: their requests stand for it until it is written
+    # (services/timer/request_log.py, decision 0008).
+    unsaved: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.requests or self.events or self.states or self.dead_letters)
@@ -74,6 +77,8 @@ class Emission:
             by_job.setdefault(letter["job_id"] or "", Emission()).dead_letters.append(letter)
         for job_id, state in self.states.items():
             by_job.setdefault(job_id, Emission()).states[job_id] = state
+        for job_id in self.unsaved:
+            by_job.setdefault(job_id, Emission()).unsaved.append(job_id)
         chunks: list[Emission] = []
         current, size = Emission(), 0
         for part in by_job.values():
@@ -91,6 +96,7 @@ class Emission:
         self.events.extend(other.events)
         self.states.update(other.states)
         self.dead_letters.extend(other.dead_letters)
+        self.unsaved.extend(other.unsaved)
 
 
 @lru_cache(maxsize=65_536)

@@ -7,7 +7,7 @@ entry's `request` is encoded separately.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from tickwheel.adapters.avro import decode, encode
@@ -20,22 +20,25 @@ def request_key(request: Mapping[str, Any]) -> RequestKey:
     return request["execution_id"], int(request["attempt"])
 
 
-def encode_state(state: dict[str, Any], encoded: Mapping[RequestKey, bytes]) -> bytes:
-    """`state` as TimerState bytes. A pending request already encoded in this transaction is
-    reused from `encoded`; any other is encoded here."""
+def encode_state(
+    state: dict[str, Any], encoded: MutableMapping[RequestKey, bytes], seq: int
+) -> bytes:
+    """`state` as TimerState bytes, written by timer transaction `seq`. A pending request
+    already encoded for its topic is taken out of `encoded`; any other is encoded here."""
+    state = {**state, "seq": seq}
     pending = state.get("pending")
     if pending:
-        state = {**state, "pending": [_with_request_bytes(entry, encoded) for entry in pending]}
+        state["pending"] = [_with_request_bytes(entry, encoded) for entry in pending]
     return encode("TimerState", state)
 
 
 def _with_request_bytes(
-    entry: dict[str, Any], encoded: Mapping[RequestKey, bytes]
+    entry: dict[str, Any], encoded: MutableMapping[RequestKey, bytes]
 ) -> dict[str, Any]:
     request = entry.get("request")
     if not isinstance(request, Mapping):
         return entry
-    raw = encoded.get(request_key(request))
+    raw = encoded.pop(request_key(request), None)
     if raw is None:
         raw = encode("ExecutionRequest", request)
     return {**entry, "request": raw}
@@ -50,3 +53,9 @@ def decode_state(value: bytes) -> dict[str, Any]:
         if raw is not None:
             entry["request"] = decode(raw, "ExecutionRequest")[1]
     return state
+
+
+def checkpoint_key(partition: int) -> str:
+    """Key of a partition's checkpoint record in timers.state (written to that partition
+    explicitly; it is not a job id)."""
+    return f"__partition__/{partition}"

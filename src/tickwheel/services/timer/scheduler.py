@@ -27,6 +27,7 @@ from tickwheel.services.timer.executions import (
     InFlight,
 )
 from tickwheel.services.timer.model import (
+    CLOCK_SKEW_MS,
     Emission,
     JobEntry,
     belongs_to_a_namesake,
@@ -93,6 +94,37 @@ class PartitionTimer:
             self._restoring_states.pop(job_id, None)
         else:
             self._restoring_states[job_id] = state
+
+    def load_request(self, request: dict[str, Any], seq: int) -> bool:
+        """During restore, after states and definitions: a request from the request topics'
+        tail, written by transaction `seq`. Applied to its job's state unless that state was
+        written by the same or a later transaction (it has seen the request already).
+        Returns whether it was applied (the job's state is then still to be written)."""
+        job_id = request["job_id"]
+        state = self._restoring_states.get(job_id)
+        if state is not None and int(state.get("seq") or 0) >= seq:
+            return False
+        job = self.jobs.get(job_id)
+        if state is None and job is None:
+            return False  # deleted with nothing in flight (else its state would hold it)
+        if job is not None and request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS:
+            return False  # a deleted namesake's request
+        if state is None:
+            state = {"job_id": job_id, "job_version": request["job_version"],
+                     "last_scheduled_time": None, "last_fire_time": None,
+                     "updated_at": request["requested_at"], "pending": [], "seq": 0}  # fmt: skip
+            self._restoring_states[job_id] = state
+        if request["trigger"] in ("scheduled", "catch_up"):
+            slot = request["scheduled_time"]
+            if state.get("last_scheduled_time") is None or state["last_scheduled_time"] < slot:
+                state["last_scheduled_time"] = slot
+                state["last_fire_time"] = request["fire_time"]
+        execution_id = request["execution_id"]
+        state["pending"] = [
+            p for p in state.get("pending") or [] if p["execution_id"] != execution_id
+        ]
+        state["pending"].append(self.executions.queued_entry(request))
+        return True
 
     def load_definition(self, job_id: str, record: dict[str, Any] | None) -> None:
         """During restore: remember the latest definition (None = deleted)."""
@@ -359,7 +391,32 @@ class PartitionTimer:
             emission.requests.append(request)
             self.executions.started(request)
             job.last_fire_ms = fire_ms
+            # The request stands for the job's state until a quieter tick writes it.
+            emission.unsaved.append(job.job_id)
+            return
         emission.states[job.job_id] = self._state(job, now_ms)
+
+    def settle(self, emission: Emission, now_ms: int) -> None:
+        """Before `emission` is written: a job that fired in it and also has a state in it
+        gets its state as it stands now (a state built before the fire would claim, by its
+        seq, to have seen a request it has not)."""
+        if not emission.unsaved:
+            return
+        unsaved = []
+        for job_id in dict.fromkeys(emission.unsaved):
+            if job_id in emission.states:
+                emission.states[job_id] = self.state_of(job_id, now_ms)
+            else:
+                unsaved.append(job_id)
+        emission.unsaved = unsaved
+
+    def snapshot(self, job_ids: list[str], now_ms: int) -> Emission:
+        """The current states of `job_ids` (unsaved jobs written by a quieter tick)."""
+        return Emission(states={job_id: self.state_of(job_id, now_ms) for job_id in job_ids})
+
+    def state_of(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
+        job = self.jobs.get(job_id)
+        return self._orphan_state(job_id, now_ms) if job is None else self._state(job, now_ms)
 
     @property
     def backlog(self) -> int:

@@ -1,0 +1,62 @@
+"""The timer service's settings, from the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.topology import topic_name
+
+
+@dataclass
+class TimerSettings:
+    """Environment: TICKWHEEL_TIMER_HORIZON_S, TICKWHEEL_TIMER_TICK_MS,
+    TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP,
+    TICKWHEEL_TENANT_MAX_IN_FLIGHT, TICKWHEEL_MISFIRE_GRACE_MS, TICKWHEEL_RETRY_BASE_MS,
+    TICKWHEEL_RETRY_CAP_MS, TICKWHEEL_LEASE_SECONDS, TICKWHEEL_HEARTBEAT_SECONDS,
+    TICKWHEEL_TIMER_STATE_LAG_MS."""
+
+    instance: str = "timer"
+    bootstrap: str = field(default_factory=bootstrap_servers)
+    group_id: str = field(
+        default_factory=lambda: os.environ.get(
+            "TICKWHEEL_TIMER_GROUP", topic_name("tickwheel-timer")
+        )
+    )
+    horizon_ms: int = field(
+        default_factory=lambda: int(
+            float(os.environ.get("TICKWHEEL_TIMER_HORIZON_S", "3600")) * 1000
+        )
+    )
+    tick_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_TICK_MS", "50"))
+    )
+    max_batch: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_MAX_BATCH", "5000"))
+    )
+    metrics_port: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_METRICS_PORT", "0"))
+    )
+    tenant_max_in_flight: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TENANT_MAX_IN_FLIGHT", "10000"))
+    )
+    misfire_grace_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_MISFIRE_GRACE_MS", "60000"))
+    )
+    lease_seconds: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_LEASE_SECONDS", "30"))
+    )
+    heartbeat_seconds: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_HEARTBEAT_SECONDS", "10"))
+    )
+    retry_base_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_BASE_MS", "1000"))
+    )
+    # How long a fired job's state may wait for a quiet tick (decision 0008); 0 = the next one.
+    state_lag_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_STATE_LAG_MS", "0"))
+    )
+    retry_cap_ms: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_CAP_MS", "300000"))
+    )
