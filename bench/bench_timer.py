@@ -197,7 +197,8 @@ def main() -> None:
             s = steady(broker.bootstrap, args.steady_jobs, args.steady_seconds)
             report.add(
                 f"- steady, {args.steady_jobs} every-second jobs, jitter off: {s['count']} "
-                f"occurrences, fire lag p50 {s['p50'] * 1000:.0f} ms, p99 {s['p99'] * 1000:.0f} ms, "
+                f"occurrences at {s['count'] / max(s['emit_span_s'], 1e-9):.0f}/s, fire lag "
+                f"p50 {s['p50'] * 1000:.0f} ms, p99 {s['p99'] * 1000:.0f} ms, "
                 f"max {s['max'] * 1000:.0f} ms"
             )
         if "burst" not in args.skip:

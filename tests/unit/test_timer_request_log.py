@@ -112,25 +112,74 @@ def test_a_request_of_a_job_deleted_with_nothing_in_flight_is_ignored() -> None:
     timer.finish_restore(T0)
     request = timer.tick(T0 + 10_000).requests[0]
     heir = _timer(T0 + 20_000)
+    heir.load_state("a", None)  # its state's tombstone: it finished, then it was deleted
     heir.load_request(request, 3)
     heir.finish_restore(T0 + 20_000)
     assert heir.executions.in_flight == {} and heir.jobs == {}
 
 
+def test_a_job_deleted_before_its_first_state_keeps_its_execution_tracked() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", runAt="2027-01-15T08:00:10Z"))
+    timer.finish_restore(T0)
+    request = timer.tick(T0 + 10_000).requests[0]
+    # No state was ever written, and the job was deleted while nobody owned the partition.
+    heir = _timer(T0 + 20_000)
+    assert heir.load_request(request, 3)
+    heir.finish_restore(T0 + 20_000)
+    assert list(heir.executions.in_flight) == [request["execution_id"]]
+    orphan = heir.snapshot(["a"], T0 + 20_000).states["a"]
+    assert orphan is not None and len(orphan["pending"]) == 1
+
+
+def test_a_recreated_jobs_replayed_fire_is_not_mistaken_for_its_namesakes() -> None:
+    # The old incarnation (version 3) left a state; the job was deleted and re-created
+    # (version 1, created later) while nobody owned the partition, then fired unsaved.
+    recreated_at = T0 + 5_000
+    old_state = {"job_id": "a", "job_version": 3, "last_scheduled_time": T0 - 60_000,
+                 "last_fire_time": T0 - 60_000, "updated_at": T0 - 60_000, "pending": [],
+                 "seq": 5}  # fmt: skip
+    definition = validate_job(
+        {"jobId": "a", "type": "noop", "jitter": "0s", "cron": "*/10 * * * * *"}, recreated_at
+    )
+    owner = _timer(recreated_at)
+    owner.load_state("a", dict(old_state))
+    owner.load_definition("a", definition)
+    owner.finish_restore(recreated_at)
+    fired = owner.tick(T0 + 10_000)
+    assert fired.unsaved == ["a"]
+    [request] = fired.requests
+    # The heir replays it: the slot is this job's, not refired.
+    heir = _timer(T0 + 12_000)
+    heir.load_state("a", dict(old_state))
+    heir.load_definition("a", definition)
+    assert heir.load_request(request, 20)
+    heir.finish_restore(T0 + 12_000)
+    later = [r["scheduled_time"] for now in range(T0 + 12_000, T0 + 20_001, 100)
+             for r in heir.tick(now).requests]  # fmt: skip
+    assert later == [T0 + 20_000]
+    # And a request of the old incarnation (a slot before the job existed) is not applied.
+    stale = {**request, "scheduled_time": T0, "execution_id": "old"}
+    assert not heir.load_request(stale, 21)
+
+
 # -- the bookkeeping -------------------------------------------------------------------------
 def test_checkpoint_offsets_start_at_the_oldest_unsaved_jobs_transaction() -> None:
     log = RequestLog(seq=10, end_offsets={TOPIC: 100})
-    assert log.checkpoint_offsets([]) == {TOPIC: 100}
+    assert log.checkpoint_offsets([], []) == {}, "nothing unsaved: nothing to replay"
+    # The transaction about to commit fires a and b: its own offsets are unknown yet, so the
+    # restore's mark (the topic's end then) stands in.
+    assert log.checkpoint_offsets([], ["a", "b"]) == {TOPIC: 100}
     log.committed(11, ["a", "b"], [], {TOPIC: 100}, now_ms=T0)
     log.committed(12, ["c"], [], {TOPIC: 103}, now_ms=T0 + 50)
-    assert log.checkpoint_offsets([]) == {TOPIC: 100}
+    assert log.checkpoint_offsets([], []) == {TOPIC: 100}
     # Once a and b are saved, c (transaction 12) is the oldest: its requests start at 103.
-    assert log.checkpoint_offsets(["a", "b"]) == {TOPIC: 103}
+    assert log.checkpoint_offsets(["a", "b"], []) == {TOPIC: 103}
     log.committed(13, [], ["a", "b"], {}, now_ms=T0 + 100)
     assert list(log.unsaved) == ["c"] and log.oldest_age_ms(T0 + 100) == 50
-    # Nothing unsaved: only what the next transaction writes could matter; its offset is not
-    # known before it commits, so the last known mark stands in (reading a little more).
-    assert log.checkpoint_offsets(["c"]) == {TOPIC: 103}
+    assert log.checkpoint_offsets(["c"], []) == {}
+    # c saved while d fires: d's offset is not known before the commit; the last mark stands in.
+    assert log.checkpoint_offsets(["c"], ["d"]) == {TOPIC: 103}
 
 
 def test_a_job_firing_again_keeps_its_oldest_unsaved_request() -> None:
@@ -139,15 +188,29 @@ def test_a_job_firing_again_keeps_its_oldest_unsaved_request() -> None:
     log.committed(2, ["b"], [], {TOPIC: 5}, now_ms=T0 + 10)
     log.committed(3, ["a"], [], {TOPIC: 9}, now_ms=T0 + 20)
     assert log.oldest(10) == ["a", "b"] and log.unsaved["a"][0] == 1
-    assert log.checkpoint_offsets(["b"]) == {TOPIC: 0}, "a's first unsaved request is at 0"
+    assert log.checkpoint_offsets(["b"], []) == {TOPIC: 0}, "a's first unsaved request is at 0"
     log.committed(4, [], ["a"], {}, now_ms=T0 + 30)
-    assert log.checkpoint_offsets([]) == {TOPIC: 5}
+    assert log.checkpoint_offsets([], []) == {TOPIC: 5}
 
 
 def test_jobs_rebuilt_at_a_restore_stay_unsaved_until_their_states_are_written() -> None:
     # The heir replayed requests from offset 40 (the old checkpoint); the topic ended at 55.
     log = RequestLog(20, {TOPIC: 55}, replayed_from={TOPIC: 40}, replayed=["a"], now_ms=T0)
-    assert log.checkpoint_offsets([]) == {TOPIC: 40}, "a must be found again after a crash"
+    assert log.checkpoint_offsets([], []) == {TOPIC: 40}, "a must be found again after a crash"
     log.committed(21, ["b"], [], {TOPIC: 55}, now_ms=T0 + 50)
-    assert log.checkpoint_offsets([]) == {TOPIC: 40}
-    assert log.checkpoint_offsets(["a"]) == {TOPIC: 55}
+    assert log.checkpoint_offsets([], []) == {TOPIC: 40}
+    assert log.checkpoint_offsets(["a"], []) == {TOPIC: 55}
+
+
+def test_quiet_ticks_write_states_and_busy_ones_only_overdue_ones_as_many_as_they_fire() -> None:
+    log = RequestLog(seq=0, end_offsets={TOPIC: 0})
+    log.committed(1, [f"j{i}" for i in range(100)], [], {TOPIC: 0}, now_ms=T0)
+    due = log.states_due
+    assert due(fired=0, backlog=0, max_batch=30, lag_ms=0, now_ms=T0) == [
+        f"j{i}" for i in range(30)
+    ]
+    assert due(fired=20, backlog=0, max_batch=30, lag_ms=0, now_ms=T0) == []  # batch > half full
+    assert due(fired=0, backlog=0, max_batch=30, lag_ms=10_000, now_ms=T0 + 1_000) == []
+    assert due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + 1_000) == []
+    overdue = due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + 6_000)
+    assert len(overdue) == 30, "as many as the busy tick fires"

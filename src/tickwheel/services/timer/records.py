@@ -59,3 +59,15 @@ def checkpoint_key(partition: int) -> str:
     """Key of a partition's checkpoint record in timers.state (written to that partition
     explicitly; it is not a job id)."""
     return f"__partition__/{partition}"
+
+
+def encode_checkpoint(
+    partition: int, input_offsets: dict[str, int], seq: int, now_ms: int
+) -> bytes:
+    """The partition's checkpoint record: a TimerState under `checkpoint_key(partition)`."""
+    return encode(
+        "TimerState",
+        {"job_id": checkpoint_key(partition), "job_version": 0, "last_scheduled_time": None,
+         "last_fire_time": None, "next_scheduled_time": None, "updated_at": now_ms,
+         "pending": [], "input_offsets": input_offsets, "seq": seq},
+    )  # fmt: skip

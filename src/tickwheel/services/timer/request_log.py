@@ -24,6 +24,9 @@ from typing import Any
 
 # Header of a request naming the timer transaction that wrote it.
 SEQ_HEADER = "tickwheel-seq"
+# A state left for later is written by then even if every tick is busy, which bounds what a
+# restore must replay from the request topics.
+MAX_UNSAVED_AGE_MS = 5_000
 
 
 class RequestLog:
@@ -74,17 +77,40 @@ class RequestLog:
             jobs.append(job_id)
         return jobs
 
-    def checkpoint_offsets(self, saved: Iterable[str]) -> dict[str, int]:
+    def states_due(
+        self, *, fired: int, backlog: int, max_batch: int, lag_ms: int, now_ms: int
+    ) -> list[str]:
+        """The unsaved jobs whose states this tick writes, oldest first. A quiet tick (nothing
+        waiting, the batch at most half full) writes what fits once they are `lag_ms` old;
+        past MAX_UNSAVED_AGE_MS a busy tick writes at least as many as it fires, so the tail
+        a restore replays stops growing."""
+        if not self.unsaved:
+            return []
+        age = self.oldest_age_ms(now_ms)
+        room = max_batch - fired
+        quiet = backlog == 0 and room > max_batch // 2 and age >= lag_ms
+        if quiet:
+            return self.oldest(room)
+        if age > max(lag_ms, MAX_UNSAVED_AGE_MS):
+            return self.oldest(max(room, fired, 1))
+        return []
+
+    def checkpoint_offsets(self, saved: Iterable[str], fired: Iterable[str]) -> dict[str, int]:
         """Where a restore must start reading each request topic, as it will stand once the
-        next transaction (writing the states of `saved`) commits. That transaction's own
-        offsets are not known before it commits, so the marks of earlier ones stand in:
-        reading a little more is harmless (seq decides what a request still means)."""
+        next transaction (writing the states of `saved`, firing `fired` without theirs)
+        commits; empty when nothing will be unsaved. That transaction's own offsets are not
+        known before it commits, so an earlier mark stands in: reading a little more is
+        harmless (seq decides what a request still means)."""
         saved_set = set(saved)
-        oldest = self.seq + 1  # what the next transaction fires is no older than itself
+        oldest = None
         for job_id, (seq, _at) in self.unsaved.items():
             if job_id not in saved_set:
                 oldest = seq
                 break
+        if oldest is None:
+            if not any(job_id not in saved_set for job_id in fired):
+                return {}
+            oldest = self.seq + 1
         offsets = {}
         for topic, marks in self._marks.items():
             offset = marks[0][1]
@@ -123,12 +149,13 @@ class RequestLog:
                 marks.popleft()
 
 
-def first_offset_recorder(first_offsets: dict[str, int], topic: str) -> Any:
+def first_offset_recorder(first_offsets: dict[str, int], topic: str, partition: int) -> Any:
     """A delivery callback noting where a transaction's first request on `topic` landed (the
-    commit flushes, so it has run once the commit returns)."""
+    commit flushes, so it has run once the commit returns). A report from another partition
+    is ignored: a mark must describe the partition whose checkpoint carries it."""
 
     def record(err: Any, msg: Any) -> None:
-        if err is None:
+        if err is None and msg.partition() == partition:
             first_offsets[topic] = msg.offset()
 
     return record

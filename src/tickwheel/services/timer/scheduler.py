@@ -86,14 +86,17 @@ class PartitionTimer:
         # Due occurrences waiting for a batch, per tenant, served round-robin.
         self._ready: dict[str, deque[tuple[str, int]]] = {}
         self._restoring_states: dict[str, dict[str, Any]] = {}
+        self._tombstoned: set[str] = set()  # states deleted: read during a restore only
         self.serving = False
 
     # -- restore ---------------------------------------------------------------------------
     def load_state(self, job_id: str, state: dict[str, Any] | None) -> None:
         if state is None:
             self._restoring_states.pop(job_id, None)
+            self._tombstoned.add(job_id)
         else:
             self._restoring_states[job_id] = state
+            self._tombstoned.discard(job_id)
 
     def load_request(self, request: dict[str, Any], seq: int) -> bool:
         """During restore, after states and definitions: a request from the request topics'
@@ -105,14 +108,18 @@ class PartitionTimer:
         if state is not None and int(state.get("seq") or 0) >= seq:
             return False
         job = self.jobs.get(job_id)
-        if state is None and job is None:
-            return False  # deleted with nothing in flight (else its state would hold it)
-        if job is not None and request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS:
-            return False  # a deleted namesake's request
-        if state is None:
+        if job is None and state is None and job_id in self._tombstoned:
+            return False  # it finished and its job was deleted: the tombstone says so
+        if job is not None and _a_namesakes_request(request, job):
+            return False
+        if state is None or (job is not None and belongs_to_a_namesake(state, job)):
+            # This job's first state (a job never saved, or deleted with this request in
+            # flight before anyone wrote it): built from its requests. A namesake's in-flight
+            # executions are kept; its watermark is not this job's.
+            pending = [] if state is None else list(state.get("pending") or [])
             state = {"job_id": job_id, "job_version": request["job_version"],
                      "last_scheduled_time": None, "last_fire_time": None,
-                     "updated_at": request["requested_at"], "pending": [], "seq": 0}  # fmt: skip
+                     "updated_at": request["requested_at"], "pending": pending, "seq": 0}  # fmt: skip
             self._restoring_states[job_id] = state
         if request["trigger"] in ("scheduled", "catch_up"):
             slot = request["scheduled_time"]
@@ -159,6 +166,7 @@ class PartitionTimer:
             emission.extend(self._catch_up(job, now_ms))
             self._materialise(job, now_ms)
         self._restoring_states.clear()
+        self._tombstoned.clear()
         self.serving = True
         return emission
 
@@ -564,3 +572,15 @@ class PartitionTimer:
             "pending": pending,
             "input_offsets": {},
         }
+
+
+def _a_namesakes_request(request: dict[str, Any], job: JobEntry) -> bool:
+    """A request of a deleted job of the same id (deleted and re-created while nobody owned
+    the partition): of a version this job never had, for a slot before this job existed (a
+    cron job's first slot is strictly after its creation), or requested long before."""
+    if request["job_version"] > job.version:
+        return True
+    scheduled = request["trigger"] in ("scheduled", "catch_up")
+    if scheduled and not job.one_off and request["scheduled_time"] <= job.created_at_ms:
+        return True
+    return bool(request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS)

@@ -43,6 +43,7 @@ from tickwheel.services.timer.records import (
     RequestKey,
     checkpoint_key,
     decode_state,
+    encode_checkpoint,
     encode_state,
     request_key,
 )
@@ -60,9 +61,6 @@ REJECTED = (TickwheelError, ValueError, KeyError, TypeError)
 # Longer than the group session timeout (10 s): by then a zombie has been told it lost its
 # partitions, so a partition still assigned to us after a fence really is ours.
 FENCED_RECHECK_S = 30.0
-# A state left for later is written by then even if every tick is busy, which bounds what a
-# restore must replay from the request topics (decision 0008).
-MAX_UNSAVED_AGE_MS = 5_000
 MAX_ENCODED_REQUESTS = 1_000_000
 
 
@@ -77,9 +75,9 @@ class PartitionRuntime:
     ) -> None:
         self.partition = partition
         self.log = log  # jobs that fired without their state, and where their requests are
-        # Requests encoded but not yet written into their job's state: the state reuses the
-        # bytes (records.encode_state takes them out).
-        self.encoded_requests: dict[RequestKey, bytes] = {}
+        # Per job, requests encoded but not yet written into its state: the state reuses the
+        # bytes, and any state of the job (it covers all its requests) drops them.
+        self.encoded_requests: dict[str, dict[RequestKey, bytes]] = {}
         self.timer = timer
         self.producer = producer
         self.definitions_end = definitions_end  # where the restore stopped reading definitions
@@ -255,7 +253,7 @@ class TimerService:
         runtime.events_offset = input_offsets.get(self.events_topic)
         if runtime.events_offset is None:
             # First owner ever: nothing in flight can predate it, so start at the end.
-            runtime.events_offset = self._end_offset(self.events_topic, partition)
+            runtime.events_offset = self._watermarks(self.events_topic, partition)[1]
             runtime.inputs_moved = True
         self.partitions[partition] = runtime
         self._assign_inputs(partition, runtime.command_offset, runtime.events_offset)
@@ -289,10 +287,17 @@ class TimerService:
         replayed_from: dict[str, int] = {}
         replayed: dict[str, None] = {}
         for topic in self.request_topics.values():
-            ends[topic] = self._end_offset(topic, partition)
+            low, ends[topic] = self._watermarks(topic, partition)
             start = input_offsets.get(topic)
             if start is None:
-                continue  # nothing was ever left unsaved on this partition
+                continue  # nothing was left unsaved
+            if start < low:
+                # Retention deleted requests no state covers yet: their slots will fire again.
+                log.warning(
+                    "request log truncated before the checkpoint",
+                    extra={"action": "request_log_truncated", "partition": partition,
+                           "topic": topic, "checkpoint": start, "low": low},
+                )  # fmt: skip
             for record in read_to_end(
                 topic, [partition], self.settings.bootstrap, from_offsets={partition: start}
             ):
@@ -311,13 +316,13 @@ class TimerService:
         )
 
     # -- the loop --------------------------------------------------------------------------
-    def _end_offset(self, topic: str, partition: int) -> int:
+    def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         # Not asked of `inputs`: a consumer with assignments answers behind its fetch long-poll
         # (half a second a question, four questions a restore).
-        _low, high = self.watermarks.get_watermark_offsets(
+        low, high = self.watermarks.get_watermark_offsets(
             TopicPartition(topic, partition), timeout=10
         )
-        return int(high)
+        return int(low), int(high)
 
     def _assign_inputs(self, partition: int, commands: int | None, events: int | None) -> None:
         def start(offset: int | None) -> int:
@@ -396,15 +401,15 @@ class TimerService:
             emission = runtime.pending_emission
             runtime.pending_emission = Emission()
             emission.extend(runtime.timer.tick(now))
-            # A quiet tick (or a long-waiting state) writes the states that firing left for
-            # later, oldest first, in the room the tick's own records leave in the batch.
-            room = self.settings.max_batch - len(emission.requests)
-            quiet = runtime.timer.backlog == 0 and room > self.settings.max_batch // 2
-            age = runtime.log.oldest_age_ms(now)
-            lag = self.settings.state_lag_ms
-            if runtime.log and ((quiet and age >= lag) or age > max(lag, MAX_UNSAVED_AGE_MS)):
-                oldest = runtime.log.oldest(max(room, self.settings.max_batch // 10))
-                emission.extend(runtime.timer.snapshot(oldest, now))
+            due = runtime.log.states_due(
+                fired=len(emission.requests),
+                backlog=runtime.timer.backlog,
+                max_batch=self.settings.max_batch,
+                lag_ms=self.settings.state_lag_ms,
+                now_ms=now,
+            )
+            if due:
+                emission.extend(runtime.timer.snapshot(due, now))
             runtime.timer.settle(emission, now)
             if emission or runtime.inputs_moved:
                 self._commit(runtime, emission)
@@ -425,16 +430,18 @@ class TimerService:
             first_offsets: dict[str, int] = {}
             # Each request is encoded once: its job's state below carries the same bytes.
             encoded = runtime.encoded_requests
+            partition = runtime.partition
             for request in emission.requests:
                 raw = encode("ExecutionRequest", request)
-                encoded[request_key(request)] = raw
+                encoded.setdefault(request["job_id"], {})[request_key(request)] = raw
                 topic = self.request_topics[request["priority"]]
                 on_delivery = None
                 if topic not in first_offsets:
                     first_offsets[topic] = -1
-                    on_delivery = first_offset_recorder(first_offsets, topic)
+                    on_delivery = first_offset_recorder(first_offsets, topic, partition)
+                # On the job's own partition, as the checkpoint's offsets assume (co-partitioned).
                 producer.send(
-                    topic, request["job_id"], raw, headers=headers, on_delivery=on_delivery
+                    topic, request["job_id"], raw, partition, headers, on_delivery=on_delivery
                 )
             for event in emission.events:
                 producer.send(self.events_topic, event["job_id"], encode("ExecutionEvent", event))
@@ -443,15 +450,18 @@ class TimerService:
                     self.dlq_topic, dead_letter["job_id"], encode("DeadLetter", dead_letter)
                 )
             for job_id, state in emission.states.items():
+                if state is None:
+                    encoded.pop(job_id, None)
                 producer.send(
                     self.state_topic,
                     job_id,
-                    None if state is None else encode_state(state, encoded, seq),
+                    # Any state of a job covers every request it was sent: its cached bytes go.
+                    None if state is None else encode_state(state, encoded.pop(job_id, {}), seq),
                 )
             producer.send(
                 self.state_topic,
                 checkpoint_key(runtime.partition),
-                encode("TimerState", self._checkpoint(runtime, emission, seq)),
+                self._checkpoint(runtime, emission, seq),
                 partition=runtime.partition,
             )
             producer.commit()
@@ -488,7 +498,7 @@ class TimerService:
             return False
         runtime.inputs_moved = False
         if len(encoded) > MAX_ENCODED_REQUESTS:
-            encoded.clear()  # a safety net only: each is taken out by its job's next state
+            encoded.clear()  # a safety net only: each job's go with its next state
         emitted_at = self.now_ms()
         runtime.log.committed(
             seq,
@@ -504,27 +514,15 @@ class TimerService:
         self.metrics.skipped.inc(len(emission.events))
         return True
 
-    def _checkpoint(
-        self, runtime: PartitionRuntime, emission: Emission, seq: int
-    ) -> dict[str, Any]:
-        """The partition's record of where its inputs stand and, on the request topics, where
-        the requests of jobs still unsaved after this transaction begin."""
-        offsets = runtime.log.checkpoint_offsets(emission.states)
+    def _checkpoint(self, runtime: PartitionRuntime, emission: Emission, seq: int) -> bytes:
+        """Where the partition's inputs stand and, on the request topics, where the requests
+        of jobs still unsaved after this transaction begin."""
+        offsets = runtime.log.checkpoint_offsets(emission.states, emission.unsaved)
         if runtime.command_offset is not None:
             offsets[self.commands] = runtime.command_offset
         if runtime.events_offset is not None:
             offsets[self.events_topic] = runtime.events_offset
-        return {
-            "job_id": checkpoint_key(runtime.partition),
-            "job_version": 0,
-            "last_scheduled_time": None,
-            "last_fire_time": None,
-            "next_scheduled_time": None,
-            "updated_at": self.now_ms(),
-            "pending": [],
-            "input_offsets": offsets,
-            "seq": seq,
-        }
+        return encode_checkpoint(runtime.partition, offsets, seq, self.now_ms())
 
     def _retry_restores(self) -> None:
         """Rebuild partitions we still own after a failed transaction. After a fence, wait past
