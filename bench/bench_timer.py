@@ -4,6 +4,8 @@ Prints and writes bench/reports/timer.md:
 - steady state: fire lag p50/p99/max with N every-second jobs (jitter off);
 - burst: 100,000 jobs due in the same minute, with default jitter and with jitter off —
   fire lag percentiles and the emission rate one instance sustains (transactions per batch);
+- replay: the same burst with its states held back and the timer SIGKILLed after it: how long
+  the heir takes to rebuild the jobs from the requests, and that nothing fires twice;
 - restore: time for one instance to restore 1,000,000 jobs, and its resident memory.
 
 Fire lag = the timer's emit time (`requested_at`) minus the intended fire time (slot + jitter).
@@ -89,6 +91,14 @@ class Scenario:
     def restored_partitions(self) -> int:
         return self.log.read_text().count('"partition_restored"') if self.log.exists() else 0
 
+    def states_written_ms(self) -> list[int]:
+        """When each job's latest TimerState was written (`updated_at`), checkpoints aside."""
+        return [
+            decode(record.value, "TimerState")[1]["updated_at"]
+            for record in read_to_end(topic_name("timers.state"), None, self.bootstrap, timeout=600)
+            if record.value is not None and not (record.key or "").startswith("__partition__/")
+        ]
+
     def requests(self) -> list[dict[str, Any]]:
         out = []
         for priority in ("high", "normal", "low"):
@@ -148,11 +158,49 @@ def burst(bootstrap: str, jobs: int, jitter: bool) -> dict[str, float]:
     while time.time() < deadline:
         time.sleep(2)
     scenario.stop_timer()
-    summary = lag_summary(scenario.requests())
+    requests = scenario.requests()
+    summary = lag_summary(requests)
     summary["publish_s"] = publish_s
+    # Fired jobs' states are written after the burst (decision 0008): by when.
+    states = scenario.states_written_ms()
+    if requests and states:
+        summary["states_after_s"] = (max(states) - max(r["requested_at"] for r in requests)) / 1000
     if not jitter and summary["emit_span_s"] > 0:
         summary["emit_rate_per_s"] = summary["count"] / summary["emit_span_s"]
     return summary
+
+
+def replay(bootstrap: str, jobs: int) -> dict[str, float]:
+    """A burst whose states were never written (held back on purpose), the timer SIGKILLed
+    after it: how long the heir's restore takes to rebuild the jobs from the requests
+    (decision 0008), and whether any slot fired again."""
+    scenario = Scenario(bootstrap, "replay")
+    now = int(time.time() * 1000)
+    due = datetime.fromtimestamp((now // 60_000 + 2) * 60, tz=UTC)
+    cron = f"{due.minute} {due.hour} * * *"
+    specs = [
+        {"jobId": f"replay-{i}", "type": "noop", "cron": cron, "jitter": "0s"} for i in range(jobs)
+    ]
+    scenario.publish(specs, now)
+    scenario.start_timer(TICKWHEEL_TIMER_STATE_LAG_MS="3600000")
+    while time.time() < due.timestamp() + 20:
+        time.sleep(1)
+    assert scenario.process is not None
+    scenario.process.kill()  # SIGKILL: nothing is flushed
+    scenario.process.wait(30)
+    restored_before = scenario.restored_partitions()
+    started = time.monotonic()
+    scenario.start_timer(TICKWHEEL_TIMER_STATE_LAG_MS="3600000")
+    while scenario.restored_partitions() < restored_before + 6:
+        time.sleep(0.2)
+        if time.monotonic() - started > 600:
+            break
+    restore_s = time.monotonic() - started
+    time.sleep(5)
+    scenario.stop_timer()
+    requests = scenario.requests()
+    slots = {(r["job_id"], r["scheduled_time"]) for r in requests}
+    return {"jobs": jobs, "restore_s": restore_s, "requests": len(requests), "slots": len(slots)}
 
 
 def restore(bootstrap: str, jobs: int) -> dict[str, float]:
@@ -185,7 +233,7 @@ def main() -> None:
     parser.add_argument("--steady-seconds", type=int, default=20)
     parser.add_argument("--burst", type=int, default=100_000)
     parser.add_argument("--restore", type=int, default=1_000_000)
-    parser.add_argument("--skip", nargs="*", default=[], help="steady, burst, restore")
+    parser.add_argument("--skip", nargs="*", default=[], help="steady, burst, replay, restore")
     parser.add_argument(
         "--burst-jitter", choices=["both", "on", "off"], default="both", help="which bursts to run"
     )
@@ -211,12 +259,22 @@ def main() -> None:
                     if "emit_rate_per_s" in b
                     else ""
                 )
+                if "states_after_s" in b:
+                    rate += f"; the jobs' states all written {b['states_after_s']:.1f} s after"
                 report.add(
                     f"- burst, {args.burst} jobs due in one minute, jitter "
                     f"{'default (60 s window)' if jitter else 'off'}: {b['count']} emitted over "
                     f"{b['emit_span_s']:.1f} s, fire lag p50 {b['p50'] * 1000:.0f} ms, "
                     f"p99 {b['p99'] * 1000:.0f} ms, max {b['max'] * 1000:.0f} ms{rate}"
                 )
+        if "replay" not in args.skip:
+            p = replay(broker.bootstrap, args.burst)
+            report.add(
+                f"- replay, {p['jobs']} jobs fired with their states held back, timer SIGKILLed: "
+                f"the heir restored all 6 partitions from the requests in {p['restore_s']:.1f} s "
+                f"(process start included); {p['requests']} requests for {p['slots']} slots "
+                f"afterwards (equal: nothing fired twice)"
+            )
         if "restore" not in args.skip:
             r = restore(broker.bootstrap, args.restore)
             report.add(

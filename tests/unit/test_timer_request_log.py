@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from tickwheel.sdk.jobs import validate_job
-from tickwheel.services.timer.request_log import RequestLog
+from tickwheel.services.timer.request_log import MAX_UNSAVED_AGE_MS, RequestLog
 from tickwheel.services.timer.scheduler import PartitionTimer
 
 T0 = 1_800_000_000_000  # 2027-01-15T08:00:00Z
@@ -212,5 +212,5 @@ def test_quiet_ticks_write_states_and_busy_ones_only_overdue_ones_as_many_as_the
     assert due(fired=20, backlog=0, max_batch=30, lag_ms=0, now_ms=T0) == []  # batch > half full
     assert due(fired=0, backlog=0, max_batch=30, lag_ms=10_000, now_ms=T0 + 1_000) == []
     assert due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + 1_000) == []
-    overdue = due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + 6_000)
+    overdue = due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + MAX_UNSAVED_AGE_MS + 1)
     assert len(overdue) == 30, "as many as the busy tick fires"

@@ -26,7 +26,7 @@ from typing import Any
 SEQ_HEADER = "tickwheel-seq"
 # A state left for later is written by then even if every tick is busy, which bounds what a
 # restore must replay from the request topics.
-MAX_UNSAVED_AGE_MS = 5_000
+MAX_UNSAVED_AGE_MS = 10_000
 
 
 class RequestLog:

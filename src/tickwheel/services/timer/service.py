@@ -590,6 +590,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "timer"))
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    # A burst allocates a few dicts per occurrence, nearly all acyclic: young collections every
+    # 700 allocations (the default) cost a 300,000-job burst a seventh of its speed.
+    gc.set_threshold(100_000, 50, 100)
     service = TimerService(TimerSettings(instance=args.instance))
     signal.signal(signal.SIGTERM, service.stop)
     signal.signal(signal.SIGINT, service.stop)
