@@ -174,6 +174,18 @@ def belongs_to_a_namesake(state: dict[str, Any], job: JobEntry) -> bool:
     return version > job.version or updated_at < job.created_at_ms - CLOCK_SKEW_MS
 
 
+def is_a_namesakes_request(request: dict[str, Any], job: JobEntry) -> bool:
+    """A request of a deleted job of the same id (deleted and re-created while nobody owned
+    the partition): of a version this job never had, for a slot before this job existed (a
+    cron job's first slot is strictly after its creation), or requested long before."""
+    if request["job_version"] > job.version:
+        return True
+    scheduled = request["trigger"] in ("scheduled", "catch_up")
+    if scheduled and not job.one_off and request["scheduled_time"] <= job.created_at_ms:
+        return True
+    return bool(request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS)
+
+
 def _iso(ms: int) -> str:
     from datetime import UTC, datetime
 

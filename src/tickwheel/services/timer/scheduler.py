@@ -27,11 +27,11 @@ from tickwheel.services.timer.executions import (
     InFlight,
 )
 from tickwheel.services.timer.model import (
-    CLOCK_SKEW_MS,
     Emission,
     JobEntry,
     belongs_to_a_namesake,
     entry_from_definition,
+    is_a_namesakes_request,
     shared_next_after,
     shared_period,
 )
@@ -110,7 +110,7 @@ class PartitionTimer:
         job = self.jobs.get(job_id)
         if job is None and state is None and job_id in self._tombstoned:
             return False  # it finished and its job was deleted: the tombstone says so
-        if job is not None and _a_namesakes_request(request, job):
+        if job is not None and is_a_namesakes_request(request, job):
             return False
         if state is None or (job is not None and belongs_to_a_namesake(state, job)):
             # This job's first state (a job never saved, or deleted with this request in
@@ -572,15 +572,3 @@ class PartitionTimer:
             "pending": pending,
             "input_offsets": {},
         }
-
-
-def _a_namesakes_request(request: dict[str, Any], job: JobEntry) -> bool:
-    """A request of a deleted job of the same id (deleted and re-created while nobody owned
-    the partition): of a version this job never had, for a slot before this job existed (a
-    cron job's first slot is strictly after its creation), or requested long before."""
-    if request["job_version"] > job.version:
-        return True
-    scheduled = request["trigger"] in ("scheduled", "catch_up")
-    if scheduled and not job.one_off and request["scheduled_time"] <= job.created_at_ms:
-        return True
-    return bool(request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS)
