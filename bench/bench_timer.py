@@ -179,8 +179,10 @@ def replay(bootstrap: str, jobs: int) -> dict[str, float]:
     due = datetime.fromtimestamp((now // 60_000 + 2) * 60, tz=UTC)
     cron = f"{due.minute} {due.hour} * * *"
     specs = [
-        {"jobId": f"replay-{i}", "type": "noop", "cron": cron, "jitter": "0s"} for i in range(jobs)
-    ]
+        {"jobId": f"replay-{i}", "type": "noop", "cron": cron, "jitter": "0s",
+         "tenantId": f"tenant-{i % 10}"}
+        for i in range(jobs)
+    ]  # fmt: skip
     scenario.publish(specs, now)
     scenario.start_timer(TICKWHEEL_TIMER_STATE_LAG_MS="3600000")
     while time.time() < due.timestamp() + 20:

@@ -101,9 +101,10 @@ def read_to_end(
                 )
                 if msg.offset() + 1 >= ends[p]:
                     open_partitions.discard(p)
-            if not messages:
+            if open_partitions:
                 # Transaction markers and compacted gaps leave no record at the end offset:
-                # ask where the consumer stands instead.
+                # ask where the consumer stands (a local answer) rather than wait for records
+                # that will not come (a restore reads three topics per partition this way).
                 for tp in consumer.position([TopicPartition(topic, p) for p in open_partitions]):
                     if tp.offset >= ends[tp.partition]:
                         open_partitions.discard(tp.partition)
