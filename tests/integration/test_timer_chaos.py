@@ -52,6 +52,15 @@ def _jobs(tag: str) -> list[dict[str, object]]:
     ]
 
 
+def _wait_until_every_job_passes(
+    bootstrap: str, job_ids: list[str], until_ms: int, timeout: float
+) -> None:
+    """Let the survivors emit what was due before `until_ms`: every job fires past it."""
+    assert wait_until(
+        lambda: every_job_reached(bootstrap, job_ids, until_ms + 2000), timeout, interval=2
+    ), "some jobs stopped firing"
+
+
 def _assert_exactly_once(
     bootstrap: str, created_ms: int, until_ms: int, job_ids: list[str]
 ) -> None:
@@ -86,13 +95,8 @@ def test_exactly_once_while_one_instance_is_killed_repeatedly(
             time.sleep(1.5)
             victim.start()
         until_ms = int(time.time() * 1000)
-        # Let the survivors emit what was due before `until`, then check.
         job_ids = [r["jobId"] for r in records]
-        assert wait_until(
-            lambda: every_job_reached(kafka_bootstrap, job_ids, until_ms + 2000),
-            timeout=90,
-            interval=2,
-        ), "some jobs stopped firing"
+        _wait_until_every_job_passes(kafka_bootstrap, job_ids, until_ms, 90)
     finally:
         steady.stop()
         victim.stop()
@@ -120,11 +124,7 @@ def test_a_stopped_zombie_emits_nothing_visible_and_nothing_is_lost(
         time.sleep(6)
         until_ms = int(time.time() * 1000)
         job_ids = [r["jobId"] for r in records]
-        assert wait_until(
-            lambda: every_job_reached(kafka_bootstrap, job_ids, until_ms + 2000),
-            timeout=60,
-            interval=2,
-        ), "some jobs stopped firing"
+        _wait_until_every_job_passes(kafka_bootstrap, job_ids, until_ms, 60)
     finally:
         zombie.stop()
         heir.stop()
@@ -155,11 +155,7 @@ def test_states_left_for_later_are_rebuilt_from_the_requests_after_a_kill(
             timer.kill()
             timer.start()
         until_ms = int(time.time() * 1000)
-        assert wait_until(
-            lambda: every_job_reached(kafka_bootstrap, job_ids, until_ms + 2000),
-            timeout=60,
-            interval=2,
-        ), "some jobs stopped firing"
+        _wait_until_every_job_passes(kafka_bootstrap, job_ids, until_ms, 60)
     finally:
         timer.stop()
     # No job's state was ever written: each restore had only the requests to go by.

@@ -90,11 +90,18 @@ def test_an_heir_replays_only_requests_newer_than_the_state_and_fires_nothing_tw
     assert not heard.events and heard.states["a"] is not None
 
 
-def test_a_finished_execution_is_not_resurrected_by_its_old_request() -> None:
+def _one_off_fired() -> dict[str, Any]:
+    """The request of a one-off job "a" fired at T0 + 10 s, its state left for later."""
     timer = _timer()
     timer.load_definition("a", _job("a", runAt="2027-01-15T08:00:10Z"))
     timer.finish_restore(T0)
-    request = timer.tick(T0 + 10_000).requests[0]
+    fired = timer.tick(T0 + 10_000)
+    assert fired.unsaved == ["a"]
+    return fired.requests[0]
+
+
+def test_a_finished_execution_is_not_resurrected_by_its_old_request() -> None:
+    request = _one_off_fired()
     heir = _timer(T0 + 20_000)
     heir.load_definition("a", _job("a", runAt="2027-01-15T08:00:10Z"))
     # Its state was written after the request (seq 9 > 8): the execution finished meanwhile.
@@ -107,10 +114,7 @@ def test_a_finished_execution_is_not_resurrected_by_its_old_request() -> None:
 
 
 def test_a_request_of_a_job_deleted_with_nothing_in_flight_is_ignored() -> None:
-    timer = _timer()
-    timer.load_definition("a", _job("a", runAt="2027-01-15T08:00:10Z"))
-    timer.finish_restore(T0)
-    request = timer.tick(T0 + 10_000).requests[0]
+    request = _one_off_fired()
     heir = _timer(T0 + 20_000)
     heir.load_state("a", None)  # its state's tombstone: it finished, then it was deleted
     heir.load_request(request, 3)
@@ -119,10 +123,7 @@ def test_a_request_of_a_job_deleted_with_nothing_in_flight_is_ignored() -> None:
 
 
 def test_a_job_deleted_before_its_first_state_keeps_its_execution_tracked() -> None:
-    timer = _timer()
-    timer.load_definition("a", _job("a", runAt="2027-01-15T08:00:10Z"))
-    timer.finish_restore(T0)
-    request = timer.tick(T0 + 10_000).requests[0]
+    request = _one_off_fired()
     # No state was ever written, and the job was deleted while nobody owned the partition.
     heir = _timer(T0 + 20_000)
     assert heir.load_request(request, 3)
