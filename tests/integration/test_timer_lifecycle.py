@@ -19,7 +19,7 @@ from tests.integration.timer_harness import (
     timer_env,
     wait_until,
 )
-from tickwheel.sdk.jobs import JobsClient
+from tickwheel.sdk.jobs import JobsClient, validate_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -191,6 +191,21 @@ def test_a_corrupt_definition_is_dead_lettered_with_its_position_and_the_timer_k
         encode("JobDefinition", {**bad, "cron": "61 * * * *"}),
     )
     producer.flush()
+    # A valid job on a partition its key does not hash to (a client with another partitioner).
+    from confluent_kafka import Producer
+
+    from tickwheel.adapters.kafka.config import producer_config
+    from tickwheel.adapters.kafka.partitioner import partition_for
+
+    misplaced = validate_job({"jobId": "misplaced", "type": "noop", "cron": "* * * * * *"}, 0)
+    elsewhere = Producer(producer_config(kafka_bootstrap))
+    elsewhere.produce(
+        topic_name("jobs.definitions"),
+        key=b"misplaced",
+        value=encode("JobDefinition", misplaced),
+        partition=(partition_for("misplaced", 6) + 1) % 6,
+    )
+    elsewhere.flush(30)
     publish_jobs(
         kafka_bootstrap,
         [{"jobId": "healthy", "type": "noop", "cron": "*/2 * * * * *", "jitter": "0s"}],
@@ -222,10 +237,16 @@ def test_a_corrupt_definition_is_dead_lettered_with_its_position_and_the_timer_k
     assert ("corrupt", topic_name("jobs.definitions")) in positions
     assert ("plain-json", topic_name("jobs.definitions")) in positions
     assert ("bad-cron", topic_name("jobs.definitions")) in positions
+    assert any(
+        d["reason"].startswith("rejected: jobId") and "partition" in d["reason"]
+        for d in letters
+        if d["job_id"] == "misplaced"
+    )
+    assert not [r for r in emitted_requests(kafka_bootstrap) if r["job_id"] == "misplaced"]
     assert all(d["source_offset"] >= 0 for d in letters)
-    assert {d["reason"].split(":")[0] for d in letters if d["job_id"] != "bad-cron"} == {
-        "undecodable"
-    }
+    assert {
+        d["reason"].split(":")[0] for d in letters if d["job_id"] not in ("bad-cron", "misplaced")
+    } == {"undecodable"}
     assert any(
         d["reason"].startswith("rejected: cron") for d in letters if d["job_id"] == "bad-cron"
     )

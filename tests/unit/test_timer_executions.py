@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.unit.test_timer_scheduler import T0, _job
 from tickwheel.services.timer.executions import LEASE_GRACE_MS
-from tickwheel.services.timer.scheduler import PartitionTimer
+from tickwheel.services.timer.scheduler import MAX_LEASE_HOLD_MS, PartitionTimer
 
 LEASE_MS = 30_000
 
@@ -253,3 +253,37 @@ def test_deleting_a_job_keeps_its_in_flight_executions_until_they_finish() -> No
     assert deleted.states["a"] is not None and len(deleted.states["a"]["pending"]) == 1
     done = timer.on_execution_event(_worker_event(request, "succeeded", T0 + 62_000), T0 + 62_000)
     assert done.states == {"a": None}  # now the tombstone
+
+
+def test_an_expired_lease_waits_while_worker_events_lag_then_a_heartbeat_saves_it() -> None:
+    timer = _timer()
+    request = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z"})
+    timer.on_execution_event(_worker_event(request, "leased", T0 + 60_100), T0 + 60_100)
+    deadline = T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS
+    # Events lag: the heartbeat that renewed the lease is still unread. Nothing is re-issued.
+    for now in range(deadline + 10, deadline + 5_000, 100):
+        assert timer.tick(now, hold_leases=True).requests == []
+    heartbeat_at = deadline - 20_000  # sent in time, read late
+    timer.on_execution_event(_worker_event(request, "heartbeat", heartbeat_at), deadline + 5_000)
+    assert timer.tick(deadline + 5_100).requests == [], "the renewed lease stands"
+    [second] = timer.tick(heartbeat_at + LEASE_MS + LEASE_GRACE_MS + 10).requests
+    assert second["attempt"] == 2
+
+
+def test_a_held_lease_still_expires_once_held_too_long_and_retries_never_wait() -> None:
+    timer = _timer()
+    request = _fired(timer, "a", {"runAt": "2027-01-15T08:01:00Z", "maxAttempts": 5})
+    timer.on_execution_event(_worker_event(request, "leased", T0 + 60_100), T0 + 60_100)
+    deadline = T0 + 60_100 + LEASE_MS + LEASE_GRACE_MS
+    held = [r for now in range(deadline + 10, deadline + MAX_LEASE_HOLD_MS + 200, 100)
+            for r in timer.tick(now, hold_leases=True).requests]  # fmt: skip
+    assert [r["attempt"] for r in held] == [2], "a worker that is really gone is replaced"
+    # A retry timer is the timer's own: lagging worker events cannot change it.
+    now = deadline + MAX_LEASE_HOLD_MS + 300
+    timer.on_execution_event(_worker_event(held[0], "leased", now, worker="w2"), now)
+    failed = _worker_event(held[0], "failed", now, worker="w2", error="e", error_kind="retryable")
+    timer.on_execution_event(failed, now)
+    retry_at = timer.executions.in_flight[request["execution_id"]].deadline_ms
+    assert retry_at is not None
+    [third] = timer.tick(retry_at + 20, hold_leases=True).requests
+    assert (third["attempt"], third["trigger"]) == (3, "retry")

@@ -1,5 +1,7 @@
 """Kafka's Java default partitioner (murmur2), so a reader can find a key's partition the way
-every tickwheel producer (librdkafka's `murmur2_random`) and every Java producer places it."""
+every tickwheel producer (librdkafka's `murmur2_random`) and every Java producer places it.
+The timer also refuses a definition found on another partition than its key's: its requests
+and its workers' events would meet on no partition."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.errors import TickwheelError
@@ -72,7 +72,7 @@ def read_to_end(
         ends: dict[int, int] = {}
         starts: dict[int, int] = {}
         for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            low, high = _watermarks(consumer, TopicPartition(topic, p), time.monotonic() + 30)
             starts[p], ends[p] = max(low, (from_offsets or {}).get(p, low)), high
         open_partitions = {p for p in partitions if ends[p] > starts[p]}
         if not open_partitions:
@@ -110,3 +110,26 @@ def read_to_end(
                         open_partitions.discard(tp.partition)
     finally:
         consumer.close()
+
+
+# What a partition answers while it has just been created or is changing leaders.
+_TRANSIENT = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+}
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
+    """The partition's (low, high) offsets, asked again while it has no leader yet (a topic
+    created a moment ago), until `deadline`."""
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            transient = isinstance(error, KafkaError) and error.code() in _TRANSIENT
+            if not transient or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)

@@ -43,6 +43,9 @@ MISFIRE_GRACE_MS = 60_000
 MAX_BACKFILL = 10_000
 # An emission later than this after its fire time is flagged `late`.
 LATE_AFTER_MS = 1_000
+# While worker events lag behind, an expired lease waits at most this long past its deadline
+# for a heartbeat that may be among them: a worker that is really gone is still replaced.
+MAX_LEASE_HOLD_MS = 60_000
 
 
 class PartitionTimer:
@@ -73,6 +76,7 @@ class PartitionTimer:
         self.lease_seconds = lease_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.jobs: dict[str, JobEntry] = {}
+        self.tick_ms = tick_ms
         self.wheel = TimingWheel(tick_ms=tick_ms, start_ms=start_ms)
         self.executions = ExecutionTracker(retry_base_ms, retry_cap_ms, rng or random.Random(0))
         # Wheel entries are ints; this maps them back to what they stand for:
@@ -330,8 +334,12 @@ class PartitionTimer:
                 self._insert(job, slot)
 
     # -- the tick --------------------------------------------------------------------------
-    def tick(self, now_ms: int) -> Emission:
-        """Everything due at `now_ms`, at most `max_batch` occurrences, tenants round-robin."""
+    def tick(self, now_ms: int, *, hold_leases: bool = False) -> Emission:
+        """Everything due at `now_ms`, at most `max_batch` occurrences, tenants round-robin.
+
+        `hold_leases`: the partition's worker events are not read up to date, so an expired
+        lease may have been renewed by a heartbeat still unread: its expiry waits (up to
+        MAX_LEASE_HOLD_MS past the deadline) rather than re-running a live worker's job."""
         emission = Emission()
         if not self.serving:
             return emission
@@ -340,6 +348,10 @@ class PartitionTimer:
             target = self._entries.pop(entry)
             if target[0] == "exec":
                 _, execution_id, attempt, deadline = target
+                if hold_leases and self._lease_held(execution_id, deadline, now_ms):
+                    self._entries[entry] = target  # looked at again next tick
+                    self.wheel.insert(now_ms + self.tick_ms, entry)
+                    continue
                 decision, flight = self.executions.on_deadline(
                     execution_id, attempt, deadline, now_ms
                 )
@@ -375,6 +387,14 @@ class PartitionTimer:
             if served == 0:
                 break  # every waiting tenant is at its cap
         return emission
+
+    def _lease_held(self, execution_id: str, deadline_ms: int, now_ms: int) -> bool:
+        flight = self.executions.in_flight.get(execution_id)
+        return (
+            flight is not None
+            and flight.state == "running"  # a retry timer is ours alone: it never waits
+            and now_ms - deadline_ms < MAX_LEASE_HOLD_MS
+        )
 
     def _tenant_at_cap(self, tenant: str) -> bool:
         limit = self.tenant_max_in_flight

@@ -32,11 +32,13 @@ from tickwheel.adapters.kafka.client import (
 )
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import Record, read_to_end
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.errors import TickwheelError
+from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
+from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.model import Emission
 from tickwheel.services.timer.records import (
@@ -50,6 +52,7 @@ from tickwheel.services.timer.records import (
 from tickwheel.services.timer.request_log import SEQ_HEADER, RequestLog, first_offset_recorder
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.services.timer.settings import TimerSettings
+from tickwheel.topology import topic as declared_topic
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.timer")
@@ -97,6 +100,7 @@ class TimerService:
         self.events_topic = topic_name("executions.events")
         self.dlq_topic = topic_name("executions.dlq")
         self.request_topics = {p: topic_name(f"executions.{p}") for p in ("high", "normal", "low")}
+        self.partition_count = declared_topic("jobs.definitions").partitions
         self.partitions: dict[int, PartitionRuntime] = {}
         # Partitions we still own but must rebuild (after a failed transaction), and when.
         self.restore_due: dict[int, float] = {}
@@ -115,19 +119,8 @@ class TimerService:
                    "group.instance.id": f"{settings.group_id}-{settings.instance}"},
             )
         )  # fmt: skip
-        # Co-partitioned inputs (timers.commands) are read by partition, by whoever owns the
-        # definitions partition: the group assignor knows nothing of co-partitioning. Their
-        # offsets live in the partition's checkpoint record in timers.state (same transaction).
-        self.inputs = Consumer(
-            consumer_config(
-                f"{settings.group_id}-inputs-unused",
-                settings.bootstrap,
-                **{"enable.auto.offset.store": False},
-            )
-        )
-        # Never assigned anything: it only answers where partitions end.
-        self.watermarks = Consumer(
-            consumer_config(f"{settings.group_id}-watermarks-unused", settings.bootstrap)
+        self.inputs = PartitionInputs(
+            settings.group_id, settings.bootstrap, self.commands, self.events_topic
         )
 
     def now_ms(self) -> int:
@@ -159,7 +152,6 @@ class TimerService:
         finally:
             self.consumer.close()
             self.inputs.close()
-            self.watermarks.close()
             for runtime in self.partitions.values():
                 runtime.producer.flush(5)
 
@@ -182,7 +174,7 @@ class TimerService:
             if tp.topic == self.definitions:
                 runtime = self.partitions.pop(tp.partition, None)
                 self.restore_due.pop(tp.partition, None)
-                self._unassign_inputs(tp.partition)
+                self.inputs.unassign(tp.partition)
                 if runtime is not None:
                     # No transaction is ever left open between polls: nothing to abort here.
                     runtime.producer.flush(5)
@@ -204,20 +196,8 @@ class TimerService:
         # Fences the previous owner and waits out its open transaction (if any) before we read.
         producer.init()
         now = self.now_ms()
-        timer = PartitionTimer(
-            partition,
-            self.settings.horizon_ms,
-            self.settings.tick_ms,
-            now,
-            self.settings.max_batch,
-            rng=random.Random(),  # retry jitter: seeded from the OS, injected into the core
-            tenant_max_in_flight=self.settings.tenant_max_in_flight,
-            retry_base_ms=self.settings.retry_base_ms,
-            retry_cap_ms=self.settings.retry_cap_ms,
-            misfire_grace_ms=self.settings.misfire_grace_ms,
-            lease_seconds=self.settings.lease_seconds,
-            heartbeat_seconds=self.settings.heartbeat_seconds,
-        )
+        # Retry jitter is seeded from the OS here, and injected into the core.
+        timer = self.settings.partition_timer(partition, now, random.Random())
         input_offsets: dict[str, int] = {}
         seq = 0  # the highest timer transaction number seen: ours continue from it
         for record in read_to_end(self.state_topic, [partition], self.settings.bootstrap):
@@ -244,6 +224,8 @@ class TimerService:
                 if definition is None:
                     continue
             try:
+                if definition is not None:
+                    self._check_partition(record.key, partition)
                 timer.load_definition(record.key, definition)
             except REJECTED as exc:
                 self._reject(record.topic, partition, record.offset, record.key, record.value, exc)
@@ -253,10 +235,10 @@ class TimerService:
         runtime.events_offset = input_offsets.get(self.events_topic)
         if runtime.events_offset is None:
             # First owner ever: nothing in flight can predate it, so start at the end.
-            runtime.events_offset = self._watermarks(self.events_topic, partition)[1]
+            runtime.events_offset = self.inputs.watermarks(self.events_topic, partition)[1]
             runtime.inputs_moved = True
         self.partitions[partition] = runtime
-        self._assign_inputs(partition, runtime.command_offset, runtime.events_offset)
+        self.inputs.assign(partition, runtime.command_offset, runtime.events_offset)
         emission = timer.finish_restore(self.now_ms())
         # Catch-up after a long outage can be large: one transaction per bounded chunk of jobs.
         for chunk in emission.chunks(self.settings.max_batch):
@@ -287,7 +269,7 @@ class TimerService:
         replayed_from: dict[str, int] = {}
         replayed: dict[str, None] = {}
         for topic in self.request_topics.values():
-            low, ends[topic] = self._watermarks(topic, partition)
+            low, ends[topic] = self.inputs.watermarks(topic, partition)
             start = input_offsets.get(topic)
             if start is None:
                 continue  # nothing was left unsaved
@@ -316,38 +298,10 @@ class TimerService:
         )
 
     # -- the loop --------------------------------------------------------------------------
-    def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
-        # Not asked of `inputs`: a consumer with assignments answers behind its fetch long-poll
-        # (half a second a question, four questions a restore).
-        low, high = self.watermarks.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=10
-        )
-        return int(low), int(high)
-
-    def _assign_inputs(self, partition: int, commands: int | None, events: int | None) -> None:
-        def start(offset: int | None) -> int:
-            return OFFSET_BEGINNING if offset is None else offset
-
-        self.inputs.incremental_assign(
-            [
-                TopicPartition(self.commands, partition, start(commands)),
-                TopicPartition(self.events_topic, partition, start(events)),
-            ]
-        )
-
-    def _unassign_inputs(self, partition: int) -> None:
-        with contextlib.suppress(KafkaException):
-            self.inputs.incremental_unassign(
-                [
-                    TopicPartition(self.commands, partition),
-                    TopicPartition(self.events_topic, partition),
-                ]
-            )
-
     def _poll(self, timeout: float) -> None:
         messages = self.consumer.consume(1000, timeout)
         if self.partitions:
-            messages = messages + self.inputs.consume(1000, 0)
+            messages = messages + self.inputs.consume(1000)
         now = self.now_ms()
         for msg in messages:
             if msg.error():
@@ -374,6 +328,8 @@ class TimerService:
                 definition = self._decode_message(msg, "JobDefinition")
                 if definition is None:
                     return
+            if definition is not None:
+                self._check_partition(key, runtime.partition)
             emission = runtime.timer.apply_definition(key, definition, now)
             runtime.pending_emission.extend(emission)
         elif msg.topic() == self.commands:
@@ -400,7 +356,9 @@ class TimerService:
         for partition, runtime in list(self.partitions.items()):
             emission = runtime.pending_emission
             runtime.pending_emission = Emission()
-            emission.extend(runtime.timer.tick(now))
+            emission.extend(
+                runtime.timer.tick(now, hold_leases=self.inputs.events_behind(partition))
+            )
             due = runtime.log.states_due(
                 fired=len(emission.requests),
                 backlog=runtime.timer.backlog,
@@ -414,6 +372,17 @@ class TimerService:
             if emission or runtime.inputs_moved:
                 self._commit(runtime, emission)
             self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
+
+    def _check_partition(self, job_id: str, partition: int) -> None:
+        """Refuse a job published to a partition its key does not hash to: its requests and
+        its workers' events would meet on no partition."""
+        expected = partition_for(job_id, self.partition_count)
+        if expected != partition:
+            raise InvalidInput(
+                "jobId",
+                f"{job_id!r} belongs to partition {expected}, not {partition}: published with a "
+                "partitioner other than Kafka's default (murmur2)",
+            )
 
     def _commit(self, runtime: PartitionRuntime, emission: Emission) -> bool:
         """Write `emission` (and the input checkpoint) in one transaction. On failure the
@@ -469,7 +438,7 @@ class TimerService:
         except KafkaException as exc:
             self.metrics.aborts.inc()
             self.partitions.pop(runtime.partition, None)
-            self._unassign_inputs(runtime.partition)
+            self.inputs.unassign(runtime.partition)
             if is_fatal(exc):
                 # Fenced: a newer owner has this partition. Stop emitting and wait for the group
                 # to tell us what we own; restoring now would fence the rightful owner in turn.

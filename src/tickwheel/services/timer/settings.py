@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 
 
@@ -60,3 +62,20 @@ class TimerSettings:
     retry_cap_ms: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_CAP_MS", "300000"))
     )
+
+    def partition_timer(self, partition: int, now_ms: int, rng: random.Random) -> PartitionTimer:
+        """The scheduler of one partition, as these settings configure it."""
+        return PartitionTimer(
+            partition,
+            self.horizon_ms,
+            self.tick_ms,
+            now_ms,
+            self.max_batch,
+            rng=rng,
+            tenant_max_in_flight=self.tenant_max_in_flight,
+            retry_base_ms=self.retry_base_ms,
+            retry_cap_ms=self.retry_cap_ms,
+            misfire_grace_ms=self.misfire_grace_ms,
+            lease_seconds=self.lease_seconds,
+            heartbeat_seconds=self.heartbeat_seconds,
+        )

@@ -1,0 +1,76 @@
+"""The timer's co-partitioned inputs: `timers.commands` and `executions.events`, read by
+partition by whoever owns the definitions partition (the group assignor knows nothing of
+co-partitioning). Their offsets live in the partition's checkpoint record in timers.state,
+written in the same transaction as what they caused (decision 0004).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from tickwheel.adapters.kafka.client import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaException,
+    TopicPartition,
+)
+from tickwheel.adapters.kafka.config import consumer_config
+
+# Unread worker events beyond this make lease expiries wait (scheduler.tick, hold_leases).
+EVENTS_LAG_LIMIT = 2_000
+
+
+class PartitionInputs:
+    def __init__(self, group_id: str, bootstrap: str, commands: str, events: str) -> None:
+        self.commands, self.events = commands, events
+        self._consumer = Consumer(
+            consumer_config(
+                f"{group_id}-inputs-unused", bootstrap, **{"enable.auto.offset.store": False}
+            )
+        )
+        # Never assigned anything, so it answers where partitions end at once (a consumer with
+        # assignments answers behind its fetch long-poll, half a second a question).
+        self._watermarks = Consumer(consumer_config(f"{group_id}-watermarks-unused", bootstrap))
+
+    def assign(self, partition: int, commands: int | None, events: int | None) -> None:
+        def start(offset: int | None) -> int:
+            return OFFSET_BEGINNING if offset is None else offset
+
+        self._consumer.incremental_assign(
+            [
+                TopicPartition(self.commands, partition, start(commands)),
+                TopicPartition(self.events, partition, start(events)),
+            ]
+        )
+
+    def unassign(self, partition: int) -> None:
+        with contextlib.suppress(KafkaException):
+            self._consumer.incremental_unassign(
+                [TopicPartition(self.commands, partition), TopicPartition(self.events, partition)]
+            )
+
+    def consume(self, limit: int) -> list[Any]:
+        return list(self._consumer.consume(limit, 0))
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(low, high) offsets of any topic's partition, asked of the broker."""
+        low, high = self._watermarks.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=10
+        )
+        return int(low), int(high)
+
+    def events_behind(self, partition: int) -> bool:
+        """Whether worker events of `partition` wait unread beyond EVENTS_LAG_LIMIT (from what
+        the consumer knows locally: no request to the broker)."""
+        tp = TopicPartition(self.events, partition)
+        try:
+            _low, high = self._consumer.get_watermark_offsets(tp, cached=True)
+            position = self._consumer.position([tp])[0].offset
+        except KafkaException:
+            return False
+        return bool(high >= 0 and position >= 0 and high - position > EVENTS_LAG_LIMIT)
+
+    def close(self) -> None:
+        self._consumer.close()
+        self._watermarks.close()
