@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -204,6 +205,9 @@ class _Handler(BaseHTTPRequestHandler):
             "/to-ok": "/ok",
             "/to-other-origin": f"http://target.test:{port}/ok",
         }
+        if self.path == "/drip":
+            self._drip()
+            return
         if self.path in redirects:
             self.send_response(302)
             self.send_header("Location", redirects[self.path])
@@ -216,6 +220,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _drip(self) -> None:
+        """A body of 200 bytes sent one byte at a time: every read gets something, so only an
+        overall deadline (or a cancellation) stops a client that waits for all of it."""
+        self.send_response(200)
+        self.send_header("Content-Length", "200")
+        self.end_headers()
+        try:
+            for _ in range(200):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.005)
+        except OSError:
+            pass  # the client gave up: what the tests want
 
     do_GET = do_POST = _answer
 
@@ -339,3 +357,40 @@ def test_credentials_are_not_carried_to_another_origin(server: _Server) -> None:
     http_handler(_context(other), guard)
     # Same origin: kept on both hops; another origin: dropped on the second hop.
     assert server.authorization == ["Bearer s3cret", "Bearer s3cret", "Bearer s3cret", None]
+
+
+class _Ticking:
+    """A fake clock: each look at it moves it on by `step` seconds."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_the_timeout_bounds_the_whole_request_not_each_read(server: _Server) -> None:
+    port = server.server_address[1]
+    clock = _Ticking(step=1.0)  # every chunk read "takes" a second
+    with pytest.raises(RetryableError) as info:
+        fetch(_guard_for(server), f"http://127.0.0.1:{port}/drip", timeout=5.0, clock=clock)
+    assert "within 5.0s in all" in str(info.value)
+    assert clock.now <= 7.0, "it stopped at the deadline, not at the end of the body"
+
+
+def test_a_cancellation_stops_reading_the_body(server: _Server) -> None:
+    port = server.server_address[1]
+    chunks = []
+
+    class Cancelled(Exception):
+        pass
+
+    def interrupt() -> None:
+        chunks.append(1)
+        if len(chunks) == 3:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        fetch(_guard_for(server), f"http://127.0.0.1:{port}/drip", interrupt=interrupt)
+    assert len(chunks) == 3

@@ -8,6 +8,9 @@ Outcome: a 2xx response succeeds with `{"status", "body"}` (the body's first 4 K
 408, 425, 429 and 5xx are retryable failures; any other status is permanent; a refused URL
 is permanent; a connection error or timeout is retryable. Redirects (301, 302, 303, 307, 308)
 are followed up to five hops, each hop vetted like the first.
+
+`timeout` bounds the whole request — every hop, and the body however slowly it trickles in —
+not just each read; cancellation is checked between the body's chunks.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -88,21 +93,29 @@ def fetch(
     headers: dict[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_redirects: int = MAX_REDIRECTS,
+    *,
+    interrupt: Callable[[], None] = lambda: None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> HttpResponse:
     """One request, following redirects; every hop passes `guard.vet` before any connection.
-    Raises `RequestRefused` (permanent) or `RetryableError` for network failures."""
+    `timeout` bounds it all (`clock` tells the time); `interrupt` is called between chunks of
+    the body and may raise to stop (cancellation). Raises `RequestRefused` (permanent) or
+    `RetryableError` for network failures and an exhausted timeout."""
     headers = dict(headers or {})
+    deadline = clock() + timeout
     for hop in range(max_redirects + 1):
         target = guard.vet(url)
         connection_type = (
             _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
         )
-        connection = connection_type(target, timeout)
+        connection = connection_type(target, _remaining(deadline, clock, method, url, timeout))
         try:
             connection.request(method, target.target, body=body, headers=headers)
             response = connection.getresponse()
             location = response.getheader("Location")
-            data = response.read(MAX_BODY_BYTES)
+            data = _read_body(
+                response, connection, deadline, clock, interrupt, method, url, timeout
+            )
             status = response.status
         except (OSError, http.client.HTTPException) as exc:
             raise RetryableError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
@@ -131,6 +144,42 @@ def fetch(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _remaining(
+    deadline: float, clock: Callable[[], float], method: str, url: str, timeout: float
+) -> float:
+    left = deadline - clock()
+    if left <= 0:
+        raise RetryableError(f"{method} {url}: no answer within {timeout}s in all")
+    return left
+
+
+def _read_body(
+    response: http.client.HTTPResponse,
+    connection: http.client.HTTPConnection,
+    deadline: float,
+    clock: Callable[[], float],
+    interrupt: Callable[[], None],
+    method: str,
+    url: str,
+    timeout: float,
+) -> bytes:
+    """Up to MAX_BODY_BYTES of the body, a chunk at a time: a server that trickles it byte by
+    byte cannot hold the job past its deadline, nor past a cancellation."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < MAX_BODY_BYTES:
+        left = _remaining(deadline, clock, method, url, timeout)
+        if connection.sock is not None:
+            connection.sock.settimeout(left)
+        chunk = response.read1(min(65_536, MAX_BODY_BYTES - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        interrupt()
+    return b"".join(chunks)
+
+
 def http_handler(ctx: ExecutionContext, guard: SsrfGuard | None = None) -> dict[str, Any]:
     """Send one HTTP request to an allow-listed host (payload: url, method, body, headers,
     timeout)."""
@@ -156,7 +205,15 @@ def http_handler(ctx: ExecutionContext, guard: SsrfGuard | None = None) -> dict[
         raise PermanentError("http: timeout must be a number of seconds in (0, 300]")
     body = _encode_body(payload.get("body"), headers)
     # A refusal (RequestRefused) is a PermanentError already: it propagates as it is.
-    response = fetch(guard or SsrfGuard.from_env(), url, method, body, headers, float(timeout))
+    response = fetch(
+        guard or SsrfGuard.from_env(),
+        url,
+        method,
+        body,
+        headers,
+        float(timeout),
+        interrupt=ctx.raise_if_cancelled,
+    )
     summary = f"http: {method} {response.url} answered {response.status}"
     if response.status in RETRYABLE_STATUSES or response.status >= 500:
         raise RetryableError(summary)
