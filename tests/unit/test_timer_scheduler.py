@@ -244,3 +244,29 @@ def test_definitions_that_would_break_a_decision_are_refused() -> None:
     ):
         with pytest.raises(InvalidInput):
             entry_from_definition(broken)
+
+
+def test_a_catch_up_honours_the_overlap_policy_between_the_slots_it_fires() -> None:
+    now = T0 + MISFIRE_GRACE_MS + 300_000  # five missed minutes, all due at once
+    fired: dict[str, list[int]] = {}
+    for policy in ("allow", "skip", "queue_one"):
+        timer = _timer(now)
+        timer.load_definition("a", _job("a", cron="* * * * *", overlapPolicy=policy))
+        timer.load_state("a", {"last_scheduled_time": T0, "last_fire_time": T0})
+        emission = timer.finish_restore(now)
+        fired[policy] = [r["scheduled_time"] for r in emission.requests]
+        skipped = [e["scheduled_time"] for e in emission.events if e["event_type"] == "skipped"]
+        assert sorted(fired[policy] + skipped + list(timer._held.values())) == [
+            T0 + k * 60_000 for k in range(1, 6)
+        ], "every missed slot is fired, held or recorded as skipped"
+        state = emission.states["a"]
+        assert state is not None and state["last_scheduled_time"] == T0 + 300_000
+        if policy == "queue_one":
+            assert [p["fire_at"] for p in state["pending"] if p["kind"] == "manual"] == [
+                T0 + 120_000
+            ], "the held slot is persisted"
+    assert fired == {
+        "allow": [T0 + k * 60_000 for k in range(1, 6)],
+        "skip": [T0 + 60_000],
+        "queue_one": [T0 + 60_000],
+    }

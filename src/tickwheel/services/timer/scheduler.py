@@ -250,14 +250,28 @@ class PartitionTimer:
             )  # fmt: skip
             emission.events.append(summary)
         for missed in walk.to_fire:
-            fire_ms = missed.scheduled_ms + self._jitter(job, missed.scheduled_ms)
-            request = self._request(job, missed.scheduled_ms, fire_ms, now_ms, "catch_up")
-            emission.requests.append(request)
-            self.executions.started(request)
+            # Caught-up slots fire at once, so the overlap policy decides between them too: a
+            # `skip` job runs the first and records the others as skipped.
+            slot = missed.scheduled_ms
+            held = 1 if job.job_id in self._held else 0
+            running = self.executions.running_count(job.job_id)
+            decision = decide_overlap(job.overlap_policy, running, held)
+            if decision.action == "skip":
+                emission.events.append(
+                    self._skipped(job, slot, now_ms, f"overlap:{decision.reason}")
+                )
+            elif decision.action == "queue":
+                self._held[job.job_id] = slot
+            else:
+                request = self._request(
+                    job, slot, slot + self._jitter(job, slot), now_ms, "catch_up"
+                )
+                emission.requests.append(request)
+                self.executions.started(request)
         if walk.last_scheduled_ms is not None:
             job.last_scheduled_ms = walk.last_scheduled_ms
             job.emitted_ms = walk.last_scheduled_ms
-        if emission:
+        if emission or walk.to_fire:
             emission.states[job.job_id] = self._state(job, now_ms)
         return emission
 
