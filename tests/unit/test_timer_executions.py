@@ -287,3 +287,34 @@ def test_a_held_lease_still_expires_once_held_too_long_and_retries_never_wait() 
     assert retry_at is not None
     [third] = timer.tick(retry_at + 20, hold_leases=True).requests
     assert (third["attempt"], third["trigger"]) == (3, "retry")
+
+
+def test_a_huge_backfill_never_makes_a_state_kafka_would_refuse() -> None:
+    """A 10,000-slot backfill used to put 10,000 requests in one 2 MB TimerState: every
+    transaction of the partition failed, and its restore re-read the command and failed again."""
+    from tickwheel.services.timer.records import encode_state
+
+    timer = _timer()
+    payload = {"blob": "x" * 4_000}
+    timer.load_definition("a", _job("a", cron="* * * * *", payload=payload))
+    timer.finish_restore(T0)
+    command = {"job_id": "a", "kind": "backfill", "requested_at": T0,
+               "range_start": T0 - 10**9, "range_end": T0}  # fmt: skip
+    emission = timer.command(command, T0)
+    skipped = [e for e in emission.events if e["reason"] == "backfill:in_flight_budget"]
+    assert emission.requests and skipped
+    assert len(emission.requests) + len(skipped) == 10_000, "every slot fired or recorded"
+    state = emission.states["a"]
+    assert state is not None and len(encode_state(state, {}, 1)) < 1_000_000
+    # Scheduled slots wait for room as well, whatever the overlap policy ...
+    tick = timer.tick(T0 + 60_000)
+    assert not tick.requests
+    assert [(e["scheduled_time"], e["reason"]) for e in tick.events] == [
+        (T0 + 60_000, "overlap:in_flight_budget")
+    ]
+    # ... which finishing executions make.
+    for request in emission.requests[:3]:
+        now = T0 + 60_500
+        timer.on_execution_event(_worker_event(request, "leased", now), now)
+        timer.on_execution_event(_worker_event(request, "succeeded", now), now)
+    assert [r["scheduled_time"] for r in timer.tick(T0 + 120_000).requests] == [T0 + 120_000]

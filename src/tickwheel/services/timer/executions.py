@@ -23,6 +23,18 @@ from tickwheel.events import execution_event
 LEASE_GRACE_MS = 2_000
 OUTCOMES = ("succeeded", "failed", "cancelled")
 QUEUED_DATA = json.dumps({"state": "queued", "worker_id": None})
+# A job's in-flight requests travel in its one TimerState record, which must stay under Kafka's
+# 1 MiB message limit: past this budget a job starts no new execution (its slots are recorded
+# as skipped) until some finish. Otherwise one large backfill would make every transaction of
+# the partition fail, and the partition would restore and fail again forever.
+IN_FLIGHT_BYTES_PER_JOB = 768 * 1024
+# What a pending entry costs beside its payload (ids, times, the request's other fields).
+PENDING_OVERHEAD_BYTES = 512
+
+
+def footprint(payload: str) -> int:
+    """About how many bytes one in-flight request with `payload` adds to its job's state."""
+    return len(payload.encode()) + PENDING_OVERHEAD_BYTES
 
 
 @dataclass(slots=True)
@@ -60,9 +72,14 @@ class ExecutionTracker:
         self.in_flight: dict[str, InFlight] = {}
         self.ids_by_job: dict[str, set[str]] = {}
         self.by_tenant: Counter[str] = Counter()
+        self.bytes_by_job: Counter[str] = Counter()
 
     def running_count(self, job_id: str) -> int:
         return len(self.ids_by_job.get(job_id, ()))
+
+    def has_room(self, job_id: str, payload: str) -> bool:
+        """Whether the job's state can carry one more in-flight request with `payload`."""
+        return self.bytes_by_job[job_id] + footprint(payload) <= IN_FLIGHT_BYTES_PER_JOB
 
     # -- bookkeeping -----------------------------------------------------------------------
     def started(self, request: dict[str, Any]) -> None:
@@ -76,6 +93,7 @@ class ExecutionTracker:
         self.in_flight[execution_id] = flight
         self.ids_by_job.setdefault(flight.request["job_id"], set()).add(execution_id)
         self.by_tenant[flight.request["tenant_id"]] += 1
+        self.bytes_by_job[flight.request["job_id"]] += footprint(flight.request["payload"])
 
     def _finish(self, execution_id: str) -> InFlight | None:
         flight = self.in_flight.pop(execution_id, None)
@@ -87,6 +105,9 @@ class ExecutionTracker:
                 if not ids:
                     del self.ids_by_job[job_id]
             self.by_tenant[flight.request["tenant_id"]] -= 1
+            self.bytes_by_job[job_id] -= footprint(flight.request["payload"])
+            if self.bytes_by_job[job_id] <= 0:
+                del self.bytes_by_job[job_id]
         return flight
 
     def pending_of(self, job_id: str) -> list[dict[str, Any]]:

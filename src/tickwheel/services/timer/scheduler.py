@@ -14,11 +14,9 @@ import random
 from collections import deque
 from typing import Any
 
-from tickwheel.core.identity import execution_id
 from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.misfire import walk_forward
-from tickwheel.core.overlap import decide_overlap
-from tickwheel.core.period import render_payload_template
+from tickwheel.core.overlap import OverlapDecision, decide_overlap
 from tickwheel.core.wheel import TimingWheel
 from tickwheel.services.timer.executions import (
     LEASE_GRACE_MS,
@@ -33,16 +31,14 @@ from tickwheel.services.timer.model import (
     entry_from_definition,
     is_a_namesakes_request,
     shared_next_after,
-    shared_period,
 )
+from tickwheel.services.timer.occurrences import request_record, skipped_event
 
 # Slots missed by less than this are simply late, not misfired: a failover of a few seconds
 # must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
 MISFIRE_GRACE_MS = 60_000
 # The most occurrences one backfill command emits.
 MAX_BACKFILL = 10_000
-# An emission later than this after its fire time is flagged `late`.
-LATE_AFTER_MS = 1_000
 # While worker events lag behind, an expired lease waits at most this long past its deadline
 # for a heartbeat that may be among them: a worker that is really gone is still replaced.
 MAX_LEASE_HOLD_MS = 60_000
@@ -239,11 +235,11 @@ class PartitionTimer:
         for missed in walk:
             if missed.disposition != "fire":
                 emission.events.append(
-                    self._skipped(job, missed.scheduled_ms, now_ms, missed.reason)
+                    skipped_event(job, missed.scheduled_ms, now_ms, missed.reason)
                 )
         if walk.elided is not None:
             gap = walk.elided
-            summary = self._skipped(job, gap.through_ms, now_ms, f"{gap.reason}:range")
+            summary = skipped_event(job, gap.through_ms, now_ms, f"{gap.reason}:range")
             summary["details"] = json.dumps(
                 {"job_version": job.version, "after": gap.after_ms, "through": gap.through_ms,
                  "count": gap.count, "disposition": gap.disposition}
@@ -253,12 +249,10 @@ class PartitionTimer:
             # Caught-up slots fire at once, so the overlap policy decides between them too: a
             # `skip` job runs the first and records the others as skipped.
             slot = missed.scheduled_ms
-            held = 1 if job.job_id in self._held else 0
-            running = self.executions.running_count(job.job_id)
-            decision = decide_overlap(job.overlap_policy, running, held)
+            decision = self._overlap(job)
             if decision.action == "skip":
                 emission.events.append(
-                    self._skipped(job, slot, now_ms, f"overlap:{decision.reason}")
+                    skipped_event(job, slot, now_ms, f"overlap:{decision.reason}")
                 )
             elif decision.action == "queue":
                 self._held[job.job_id] = slot
@@ -420,11 +414,9 @@ class PartitionTimer:
         if previous is not None and slot <= previous:
             return  # superseded while it waited (a resume moved the watermark past it)
         job.emitted_ms = slot
-        running = self.executions.running_count(job.job_id)
-        held = 1 if job.job_id in self._held else 0
-        decision = decide_overlap(job.overlap_policy, running, held)
+        decision = self._overlap(job)
         if decision.action == "skip":
-            emission.events.append(self._skipped(job, slot, now_ms, f"overlap:{decision.reason}"))
+            emission.events.append(skipped_event(job, slot, now_ms, f"overlap:{decision.reason}"))
         elif decision.action == "queue":
             self._held[job.job_id] = slot
         else:
@@ -460,6 +452,17 @@ class PartitionTimer:
         job = self.jobs.get(job_id)
         return self._orphan_state(job_id, now_ms) if job is None else self._state(job, now_ms)
 
+    def _overlap(self, job: JobEntry) -> OverlapDecision:
+        """The job's overlap policy on its next slot; a job whose in-flight requests fill its
+        state's budget skips it, whatever its policy (executions.IN_FLIGHT_BYTES_PER_JOB)."""
+        held = 1 if job.job_id in self._held else 0
+        running = self.executions.running_count(job.job_id)
+        decision = decide_overlap(job.overlap_policy, running, held)
+        payload = job.payload_template or job.payload
+        if decision.action == "fire" and not self.executions.has_room(job.job_id, payload):
+            return OverlapDecision("skip", "in_flight_budget")
+        return decision
+
     @property
     def backlog(self) -> int:
         return sum(len(q) for q in self._ready.values())
@@ -484,11 +487,14 @@ class PartitionTimer:
         else:
             return emission
         for request in requests:
+            slot = request["scheduled_time"]
             if request["execution_id"] in self.executions.in_flight:
                 # That occurrence is still running: its own attempt stands.
-                emission.events.append(
-                    self._skipped(job, request["scheduled_time"], now_ms, "backfill:in_flight")
-                )
+                emission.events.append(skipped_event(job, slot, now_ms, "backfill:in_flight"))
+                continue
+            if not self.executions.has_room(job.job_id, request["payload"]):
+                reason = f"{request['trigger']}:in_flight_budget"
+                emission.events.append(skipped_event(job, slot, now_ms, reason))
                 continue
             emission.requests.append(request)
             self.executions.started(request)
@@ -497,76 +503,11 @@ class PartitionTimer:
 
     # -- records ---------------------------------------------------------------------------
     def _request(
-        self,
-        job: JobEntry,
-        slot: int,
-        fire_ms: int,
-        now_ms: int,
-        trigger: str,
+        self, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: str,
         previous: int | None = None,
-    ) -> dict[str, Any]:
-        if trigger == "manual":
-            # Fired outside the grid: its period runs from the last slot on the grid to now.
-            previous = job.schedule.prev_before(slot)
-            period_start, period_end = (slot if previous is None else previous), slot
-        elif (
-            previous is not None
-            and previous < slot
-            and shared_next_after(job.schedule, previous) == slot
-        ):
-            # The job's own previous slot is the period start: no search needed.
-            period_start, period_end = previous, slot
-        else:
-            period_start, period_end = shared_period(job.schedule, slot)
-        payload = job.payload
-        if job.payload_template:
-            payload = render_payload_template(
-                job.payload_template,
-                period_start_ms=period_start,
-                period_end_ms=period_end,
-                scheduled_ms=slot,
-            )
-        late = trigger in ("scheduled", "catch_up") and now_ms - fire_ms > LATE_AFTER_MS
-        return {
-            "execution_id": execution_id(job.job_id, job.version, slot),
-            "job_id": job.job_id,
-            "job_version": job.version,
-            "job_type": job.job_type,
-            "tenant_id": job.tenant_id,
-            "priority": job.priority,
-            "attempt": 1,
-            "scheduled_time": slot,
-            "fire_time": fire_ms,
-            "period_start": period_start,
-            "period_end": period_end,
-            "payload": payload,
-            "max_attempts": job.max_attempts,
-            "trigger": trigger,
-            "late": late,
-            "requested_at": now_ms,
-            "lease_seconds": self.lease_seconds,
-            "heartbeat_seconds": self.heartbeat_seconds,
-        }
-
-    def _skipped(self, job: JobEntry, slot: int, now_ms: int, reason: str) -> dict[str, Any]:
-        return {
-            "event_id": f"timer:skipped:{execution_id(job.job_id, job.version, slot)}",
-            "event_time": now_ms,
-            "event_type": "skipped",
-            "job_id": job.job_id,
-            "job_type": job.job_type,
-            "tenant_id": job.tenant_id,
-            "execution_id": execution_id(job.job_id, job.version, slot),
-            "attempt": 0,
-            "scheduled_time": slot,
-            "fire_time": None,
-            "worker_id": None,
-            "lease_deadline": None,
-            "error": None,
-            "error_kind": None,
-            "reason": reason,
-            "details": json.dumps({"job_version": job.version}),
-        }
+    ) -> dict[str, Any]:  # fmt: skip
+        terms = (self.lease_seconds, self.heartbeat_seconds)
+        return request_record(job, slot, fire_ms, now_ms, trigger, previous, terms)
 
     def _state(self, job: JobEntry, now_ms: int) -> dict[str, Any]:
         return {
