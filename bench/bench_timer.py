@@ -141,12 +141,16 @@ def steady(bootstrap: str, jobs: int, seconds: int) -> dict[str, float]:
     return lag_summary([r for r in requests if r["scheduled_time"] > first + 3000])
 
 
+def _due_the_minute_after_next(now_ms: int) -> tuple[datetime, str]:
+    """A daily cron (UTC) at the minute after next: every job on it is due in that minute."""
+    due = datetime.fromtimestamp((now_ms // 60_000 + 2) * 60, tz=UTC)
+    return due, f"{due.minute} {due.hour} * * *"
+
+
 def burst(bootstrap: str, jobs: int, jitter: bool) -> dict[str, float]:
     scenario = Scenario(bootstrap, f"burst-{'jitter' if jitter else 'nojitter'}")
-    # A daily cron at the minute after next (UTC): every job is due in that one minute.
     now = int(time.time() * 1000)
-    due = datetime.fromtimestamp((now // 60_000 + 2) * 60, tz=UTC)
-    cron = f"{due.minute} {due.hour} * * *"
+    due, cron = _due_the_minute_after_next(now)
     specs = [
         {"jobId": f"burst-{i}", "type": "noop", "cron": cron, "tenantId": f"tenant-{i % 10}",
          **({} if jitter else {"jitter": "0s"})}
@@ -176,8 +180,7 @@ def replay(bootstrap: str, jobs: int) -> dict[str, float]:
     (decision 0008), and whether any slot fired again."""
     scenario = Scenario(bootstrap, "replay")
     now = int(time.time() * 1000)
-    due = datetime.fromtimestamp((now // 60_000 + 2) * 60, tz=UTC)
-    cron = f"{due.minute} {due.hour} * * *"
+    due, cron = _due_the_minute_after_next(now)
     specs = [
         {"jobId": f"replay-{i}", "type": "noop", "cron": cron, "jitter": "0s",
          "tenantId": f"tenant-{i % 10}"}

@@ -72,7 +72,7 @@ def read_to_end(
         ends: dict[int, int] = {}
         starts: dict[int, int] = {}
         for p in partitions:
-            low, high = _watermarks(consumer, TopicPartition(topic, p), time.monotonic() + 30)
+            low, high = watermarks(consumer, TopicPartition(topic, p))
             starts[p], ends[p] = max(low, (from_offsets or {}).get(p, low)), high
         open_partitions = {p for p in partitions if ends[p] > starts[p]}
         if not open_partitions:
@@ -120,9 +120,10 @@ _TRANSIENT = {
 }
 
 
-def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
-    """The partition's (low, high) offsets, asked again while it has no leader yet (a topic
-    created a moment ago), until `deadline`."""
+def watermarks(consumer: Consumer, tp: TopicPartition, within_s: float = 30.0) -> tuple[int, int]:
+    """The partition's (low, high) offsets, asked of the broker, and asked again while the
+    partition has no leader yet (a topic created a moment ago), for up to `within_s`."""
+    deadline = time.monotonic() + within_s
     while True:
         try:
             low, high = consumer.get_watermark_offsets(tp, timeout=10)

@@ -16,6 +16,7 @@ from tickwheel.adapters.kafka.client import (
     TopicPartition,
 )
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.reader import watermarks
 
 # Unread worker events beyond this make lease expiries wait (scheduler.tick, hold_leases).
 EVENTS_LAG_LIMIT = 2_000
@@ -31,7 +32,7 @@ class PartitionInputs:
         )
         # Never assigned anything, so it answers where partitions end at once (a consumer with
         # assignments answers behind its fetch long-poll, half a second a question).
-        self._watermarks = Consumer(consumer_config(f"{group_id}-watermarks-unused", bootstrap))
+        self._probe = Consumer(consumer_config(f"{group_id}-watermarks-unused", bootstrap))
 
     def assign(self, partition: int, commands: int | None, events: int | None) -> None:
         def start(offset: int | None) -> int:
@@ -55,10 +56,7 @@ class PartitionInputs:
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(low, high) offsets of any topic's partition, asked of the broker."""
-        low, high = self._watermarks.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=10
-        )
-        return int(low), int(high)
+        return watermarks(self._probe, TopicPartition(topic, partition))
 
     def events_behind(self, partition: int) -> bool:
         """Whether worker events of `partition` wait unread beyond EVENTS_LAG_LIMIT (from what
@@ -73,4 +71,4 @@ class PartitionInputs:
 
     def close(self) -> None:
         self._consumer.close()
-        self._watermarks.close()
+        self._probe.close()

@@ -320,11 +320,7 @@ class PartitionTimer:
                 emission.requests.append(request)
                 self.executions.started(request)
         for job_id in decision.changed_jobs:
-            job = self.jobs.get(job_id)
-            if job is not None:
-                emission.states[job_id] = self._state(job, now_ms)
-            else:
-                emission.states[job_id] = self._orphan_state(job_id, now_ms)
+            emission.states[job_id] = self.state_of(job_id, now_ms)
         return emission
 
     # -- executions ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.clock import Clock
 from tickwheel.errors import TickwheelError
 from tickwheel.topology import topic_name
@@ -112,7 +113,7 @@ class ControlListener:
     def start(self, timeout: float = 30.0) -> None:
         tp = TopicPartition(self.topic, 0)
         try:
-            low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
+            low, high = watermarks(self._consumer, tp)
             start = high
             if self.lookback_s > 0:
                 since = int((self.clock.now() - self.lookback_s) * 1000)
