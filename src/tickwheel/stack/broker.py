@@ -15,6 +15,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,20 +161,24 @@ class LocalKafka:
         if not cluster_id_file.exists():
             cluster_id_file.write_text(_kafka_cluster_id())
         result = subprocess.run(
-            self._java(
-                "kafka.tools.StorageTool",
-                "format",
-                "-t",
-                cluster_id_file.read_text().strip(),
-                "-c",
-                str(self.properties_path),
-            ),
+            self.format_command(cluster_id_file.read_text().strip()),
             capture_output=True,
             text=True,
             check=False,
         )
         if result.returncode != 0:
             raise StackError(f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}")
+
+    def format_command(self, cluster_id: str) -> list[str]:
+        # One `--cluster-id=ID` token: as two tokens, an id that begins with '-' (an older
+        # `cluster.id` file may hold one) is read by argparse4j as an option.
+        return self._java(
+            "kafka.tools.StorageTool",
+            "format",
+            f"--cluster-id={cluster_id}",
+            "--config",
+            str(self.properties_path),
+        )
 
     def command(self) -> list[str]:
         return self._java("kafka.Kafka", str(self.properties_path))
@@ -218,8 +223,15 @@ def broker_serves_metadata(bootstrap: str, timeout: float = 2.0) -> bool:
     return cluster_metadata_ok(bootstrap, timeout)
 
 
-def _kafka_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
+def _kafka_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (22 chars).
+
+    Never beginning with '-', as Kafka's own `Uuid.randomUuid()` rules out: command-line
+    tools would read such an id as an option (one start in 64 failed that way).
+    """
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(random_bytes()).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
