@@ -193,7 +193,8 @@ def test_execution_event_has_the_history_columns_of_design_13(registry: SchemaRe
         ("ExecutionRequest", {"execution_id", "job_id", "job_version", "job_type", "tenant_id",
                               "priority", "attempt", "scheduled_time", "fire_time", "period_start",
                               "period_end", "payload", "max_attempts", "trigger", "late",
-                              "requested_at", "lease_seconds", "heartbeat_seconds"}),
+                              "requested_at", "lease_seconds", "heartbeat_seconds",
+                              "max_run_seconds"}),
         ("WorkflowEvent", {"event_id", "event_time", "workflow_id", "definition_id",
                            "definition_version", "event_type", "step_id", "attempt", "data"}),
         ("Alert", {"alert_id", "event_time", "kind", "severity", "job_id", "tenant_id",
@@ -207,6 +208,16 @@ def test_event_records_have_their_fields(
     registry: SchemaRegistry, record: str, fields: set[str]
 ) -> None:
     assert fields <= _field_names(registry, record)
+
+
+def test_a_request_written_before_max_run_seconds_reads_as_no_limit_of_its_own(
+    registry: SchemaRegistry,
+) -> None:
+    assert _field(registry, "ExecutionRequest", "max_run_seconds")["type"] == ["null", "int"]
+    v1 = registry.versions("ExecutionRequest")[0]
+    datum = sample_value(v1.schema, random.Random(3))
+    _, got = registry.decode(registry.encode("ExecutionRequest", datum, version=v1.version))
+    assert got == {**datum, "max_run_seconds": None}
 
 
 def test_every_nullable_field_defaults_to_null(registry: SchemaRegistry) -> None:

@@ -9,18 +9,21 @@ Outcome: a 2xx response succeeds with `{"status", "body"}` (the body's first 4 K
 is permanent; a connection error or timeout is retryable. Redirects (301, 302, 303, 307, 308)
 are followed up to five hops, each hop vetted like the first.
 
-`timeout` bounds the whole request — every hop, and the body however slowly it trickles in —
-not just each read; cancellation is checked between the body's chunks.
+`timeout` bounds the whole request — every hop, the wait for the status line and headers,
+and the body, however slowly any of them trickles in — not just each read; cancellation is
+checked at every read, and at least every `CANCEL_CHECK_S` while the server is silent.
 """
 
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -34,6 +37,7 @@ DEFAULT_TIMEOUT = 30.0
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+CANCEL_CHECK_S = 0.25  # longest a silent server can delay noticing a cancellation
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
@@ -57,6 +61,68 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The response's bytes, read against the request's deadline. `http.client` reads the
+    status line and headers with the socket's per-`recv` timeout, so a server sending a byte
+    a second would hold the job for ever; here every read gets only what is left of the
+    deadline, waits in short slices so a cancellation is seen, and a slice that times out is
+    retried here — a timeout escaping into `http.client`'s own reader would spoil it."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        deadline: float,
+        clock: Callable[[], float],
+        interrupt: Callable[[], None],
+        expired: Callable[[], Exception],
+    ) -> None:
+        super().__init__()
+        self._sock = sock
+        # Holds the socket open as `makefile` would: `http.client` closes the connection's
+        # socket once a response that ends the connection is read, before its body is.
+        self._hold = sock.makefile("rb", buffering=0)
+        self._deadline = deadline
+        self._clock = clock
+        self._interrupt = interrupt
+        self._expired = expired
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._hold.close()
+        super().close()
+
+    def readinto(self, buffer: Any) -> int:
+        while True:
+            self._interrupt()
+            left = self._deadline - self._clock()
+            if left <= 0:
+                raise self._expired()
+            self._sock.settimeout(min(left, CANCEL_CHECK_S))
+            try:
+                return self._sock.recv_into(buffer)
+            except TimeoutError:
+                continue
+
+
+class _DeadlineSocket:
+    """What `HTTPResponse` is built from: it only ever calls `makefile("rb")`."""
+
+    def __init__(self, reader: _DeadlineReader) -> None:
+        self._reader = reader
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(self._reader)
+
+
+def _response_from(
+    reader: _DeadlineReader, _sock: socket.socket, **kwargs: Any
+) -> http.client.HTTPResponse:
+    """`HTTPConnection.response_class`, reading through `reader` instead of the raw socket."""
+    return http.client.HTTPResponse(_DeadlineSocket(reader), **kwargs)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -111,11 +177,18 @@ def fetch(
         connection = connection_type(target, _remaining(deadline, clock, method, url, timeout))
         try:
             connection.request(method, target.target, body=body, headers=headers)
+            assert connection.sock is not None
+            reader = _DeadlineReader(
+                connection.sock,
+                deadline,
+                clock,
+                interrupt,
+                partial(_timed_out, method, url, timeout),
+            )
+            connection.response_class = partial(_response_from, reader)  # type: ignore[assignment]
             response = connection.getresponse()
             location = response.getheader("Location")
-            data = _read_body(
-                response, connection, deadline, clock, interrupt, method, url, timeout
-            )
+            data = _read_body(response, deadline, clock, interrupt, method, url, timeout)
             status = response.status
         except (OSError, http.client.HTTPException) as exc:
             raise RetryableError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
@@ -144,18 +217,21 @@ def fetch(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _timed_out(method: str, url: str, timeout: float) -> RetryableError:
+    return RetryableError(f"{method} {url}: no answer within {timeout}s in all")
+
+
 def _remaining(
     deadline: float, clock: Callable[[], float], method: str, url: str, timeout: float
 ) -> float:
     left = deadline - clock()
     if left <= 0:
-        raise RetryableError(f"{method} {url}: no answer within {timeout}s in all")
+        raise _timed_out(method, url, timeout)
     return left
 
 
 def _read_body(
     response: http.client.HTTPResponse,
-    connection: http.client.HTTPConnection,
     deadline: float,
     clock: Callable[[], float],
     interrupt: Callable[[], None],
@@ -168,9 +244,7 @@ def _read_body(
     chunks: list[bytes] = []
     size = 0
     while size < MAX_BODY_BYTES:
-        left = _remaining(deadline, clock, method, url, timeout)
-        if connection.sock is not None:
-            connection.sock.settimeout(left)
+        _remaining(deadline, clock, method, url, timeout)
         chunk = response.read1(min(65_536, MAX_BODY_BYTES - size))
         if not chunk:
             break

@@ -166,13 +166,17 @@ Handler = Callable[[ExecutionContext], Any]
 @dataclass(frozen=True)
 class JobType:
     """A registered handler. `lease_seconds`/`heartbeat_seconds` left as None take the
-    values of each execution request (30 s and 10 s unless the job says otherwise)."""
+    values of each execution request (30 s and 10 s unless the job says otherwise).
+    `max_run_seconds` is how long one attempt may run before the worker fails it as
+    retryable and gives its slot to other work; a job's own limit wins over it, and None
+    takes the worker's `--max-run-seconds`."""
 
     name: str
     handler: Handler
     lease_seconds: int | None = None
     heartbeat_seconds: int | None = None
     description: str = ""
+    max_run_seconds: int | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip() or len(self.name) > 100:
@@ -182,6 +186,12 @@ class JobType:
         if self.heartbeat_seconds is not None and self.heartbeat_seconds < 1:
             raise InvalidInput(
                 "heartbeat_seconds", f"{self.heartbeat_seconds} is not a whole second >= 1"
+            )
+        if self.max_run_seconds is not None and (
+            isinstance(self.max_run_seconds, bool) or self.max_run_seconds < 1
+        ):
+            raise InvalidInput(
+                "max_run_seconds", f"{self.max_run_seconds} is not a whole second >= 1"
             )
         if (
             self.lease_seconds is not None
@@ -226,6 +236,7 @@ class HandlerRegistry:
         lease_seconds: int | None = None,
         heartbeat_seconds: int | None = None,
         description: str = "",
+        max_run_seconds: int | None = None,
     ) -> Callable[[Handler], Handler]:
         """Decorator registering a handler for job type `name`."""
 
@@ -237,6 +248,7 @@ class HandlerRegistry:
                     lease_seconds,
                     heartbeat_seconds,
                     description or (handler.__doc__ or "").strip().split("\n")[0],
+                    max_run_seconds,
                 )
             )
             return handler
@@ -284,17 +296,22 @@ def job(
     lease_seconds: int | None = None,
     heartbeat_seconds: int | None = None,
     description: str = "",
+    max_run_seconds: int | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register the decorated function as the handler of job type `name` in `registry`.
 
     `lease_seconds`/`heartbeat_seconds` override the request's lease for this type: a lease
     is how long the worker may go silent before the execution is re-issued elsewhere.
+    `max_run_seconds` bounds one attempt of this type (a job's own limit wins; None: the
+    worker's `--max-run-seconds`): past it the attempt is failed as retryable, its
+    cancellation signal is set and its slot goes to other work.
     """
     return registry.job(
         name,
         lease_seconds=lease_seconds,
         heartbeat_seconds=heartbeat_seconds,
         description=description,
+        max_run_seconds=max_run_seconds,
     )
 
 

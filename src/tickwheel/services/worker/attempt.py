@@ -55,6 +55,15 @@ def lease_terms(request: dict[str, Any], job_type: JobType | None) -> LeaseTerms
     return LeaseTerms(lease, max(0.1, min(beat, lease / 2)))
 
 
+def run_limit(request: dict[str, Any], job_type: JobType | None, default: float) -> float:
+    """Seconds one attempt may run: the job's own limit (carried in the request) is the most
+    specific, then the job type's, then the worker's default."""
+    for limit in (request.get("max_run_seconds"), job_type and job_type.max_run_seconds):
+        if limit:
+            return max(float(limit), 1.0)
+    return default
+
+
 _PROCESS_SALT = uuid.uuid4().hex[:8]
 _COUNTER = itertools.count()
 
@@ -90,7 +99,21 @@ class AttemptLease:
         self.last_beat = 0.0
         self.heartbeats = 0
         self.finished = False
+        # Clock seconds past which the attempt has overrun (None: no limit), and what to do
+        # then; the heartbeat scheduler watches both, since it is what keeps the lease alive.
+        self.run_deadline: float | None = None
+        self.on_overrun: Callable[[AttemptLease], None] | None = None
         self._lock = threading.Lock()
+
+    @property
+    def next_wake(self) -> float:
+        """When the heartbeat scheduler must look at this lease next."""
+        if self.run_deadline is None:
+            return self.next_due
+        return min(self.next_due, self.run_deadline)
+
+    def overran(self, now: float) -> bool:
+        return self.run_deadline is not None and now >= self.run_deadline
 
     @property
     def min_interval(self) -> float:

@@ -28,8 +28,20 @@ class Outcome:
         return cls("succeeded", details=details)
 
     @classmethod
-    def failed(cls, error: str, kind: Literal["retryable", "permanent"], **details: Any) -> Outcome:
-        return cls("failed", error=error[:MAX_ERROR_CHARS], error_kind=kind, details=details)
+    def failed(
+        cls,
+        error: str,
+        kind: Literal["retryable", "permanent"],
+        *,
+        reason: str | None = None,
+        **details: Any,
+    ) -> Outcome:
+        """`reason` is a stable code for failures the worker itself decides
+        (`max_run_time_exceeded`, `no_handler`); a handler's own failures have none."""
+        return cls(
+            "failed", error=error[:MAX_ERROR_CHARS], error_kind=kind, reason=reason,
+            details=details,
+        )  # fmt: skip
 
     @classmethod
     def cancelled(cls, reason: str | None, **details: Any) -> Outcome:

@@ -1,4 +1,6 @@
-"""One thread heartbeats every running attempt of the worker, each on its own schedule."""
+"""One thread heartbeats every running attempt of the worker, each on its own schedule, and
+stops heartbeating an attempt once it runs past its maximum run time (handing it to the
+lease's `on_overrun`): a hung handler must not keep its lease alive for ever."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ class HeartbeatScheduler:
     def add(self, lease: AttemptLease) -> None:
         with self._lock:
             self._active.add(id(lease))
-            heapq.heappush(self._heap, (lease.next_due, next(self._seq), lease))
+            heapq.heappush(self._heap, (lease.next_wake, next(self._seq), lease))
         self._wake.set()
 
     def remove(self, lease: AttemptLease) -> None:
@@ -49,13 +51,26 @@ class HeartbeatScheduler:
             return self._heap[0][0] if self._heap else None
 
     def run_due(self, now: float) -> int:
-        """Heartbeat every active lease due at `now`; returns how many beat."""
+        """Heartbeat every active lease due at `now`, and hand those past their run deadline
+        to their `on_overrun` (no heartbeat for them again); returns how many beat."""
         due: list[AttemptLease] = []
+        overrun: list[AttemptLease] = []
         with self._lock:
             while self._heap and self._heap[0][0] <= now:
                 _, _, lease = heapq.heappop(self._heap)
-                if id(lease) in self._active:
+                if id(lease) not in self._active:
+                    continue
+                if lease.overran(now):
+                    self._active.discard(id(lease))
+                    overrun.append(lease)
+                else:
                     due.append(lease)
+        for lease in overrun:
+            try:
+                if lease.on_overrun is not None:
+                    lease.on_overrun(lease)
+            except Exception:  # one failed expiry must not stop the other leases' schedule
+                log.exception("overrun handling failed", extra={"action": "overrun_failed"})
         beats = 0
         for lease in due:
             try:
@@ -67,7 +82,7 @@ class HeartbeatScheduler:
             finally:
                 with self._lock:
                     if id(lease) in self._active:
-                        heapq.heappush(self._heap, (lease.next_due, next(self._seq), lease))
+                        heapq.heappush(self._heap, (lease.next_wake, next(self._seq), lease))
         return beats
 
     def start(self) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue as queues
 import threading
 import time
 from collections import OrderedDict
@@ -27,19 +26,13 @@ from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicParti
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock
-from tickwheel.sdk.worker import ExecutionContext, HandlerRegistry, PermanentError, UnknownJobType
-from tickwheel.services.worker.attempt import (
-    AttemptLease,
-    EventSink,
-    lease_terms,
-    new_unique,
-    parse_payload,
-    run_handler,
-)
+from tickwheel.sdk.worker import HandlerRegistry
+from tickwheel.services.worker.attempt import EventSink, new_unique
 from tickwheel.services.worker.control import CancelRegistry
-from tickwheel.services.worker.events import Outcome, execution_event
+from tickwheel.services.worker.events import execution_event
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.offsets import OffsetTracker
+from tickwheel.services.worker.runner import AttemptRunner
 from tickwheel.services.worker.settings import WorkerSettings
 from tickwheel.services.worker.tenants import TenantQueue
 from tickwheel.topology import topic_name
@@ -48,31 +41,6 @@ log = logging.getLogger("tickwheel.worker")
 
 PAUSE_AFTER_S = 0.5
 SEEN_ATTEMPTS = 10_000  # attempts started here, remembered to skip redeliveries  # full for this long: pause fetching (short blips only stop consuming)
-
-
-class SlotPool:
-    """Fixed daemon threads running the attempts of one lane. Daemon, so that a worker past
-    its shutdown grace can exit while a handler still runs (its lease then expires)."""
-
-    def __init__(self, size: int, name: str) -> None:
-        self._tasks: queues.SimpleQueue[Callable[[], None] | None] = queues.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
-            for i in range(size)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, task: Callable[[], None]) -> None:
-        self._tasks.put(task)
-
-    def _work(self) -> None:
-        while (task := self._tasks.get()) is not None:
-            task()
-
-    def shutdown(self) -> None:
-        for _ in self._threads:
-            self._tasks.put(None)
 
 
 @dataclass(frozen=True)
@@ -117,7 +85,6 @@ class PriorityLane:
         # Redeliveries of an attempt whose lease is not yet durable: committed only after it is.
         self._duplicates: dict[tuple[str, int], list[tuple[int, int]]] = {}
         self.running_count = 0
-        self.started_count = 0
         self.running = True
         self._lock = threading.Lock()
         self._pausing = False
@@ -125,7 +92,19 @@ class PriorityLane:
         self._full_since: float | None = None
         self._last_commit = 0.0
         self._idle = threading.Condition(self._lock)
-        self._pool = SlotPool(self.capacity, f"run-{priority}")
+        self.runner = AttemptRunner(
+            self.capacity,
+            f"run-{priority}",
+            registry=registry,
+            sink=sink,
+            cancels=cancels,
+            heartbeats=heartbeats,
+            clock=clock,
+            worker_id=self.worker_id,
+            max_run_seconds=settings.max_run_seconds,
+            on_fatal=on_fatal,
+            priority=priority,
+        )
         self._thread: threading.Thread | None = None
         self.consumer = Consumer(
             consumer_config(
@@ -158,6 +137,10 @@ class PriorityLane:
 
     def stop(self) -> None:
         self.running = False
+
+    @property
+    def started_count(self) -> int:
+        return self.runner.started_count
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:
@@ -201,7 +184,7 @@ class PriorityLane:
         finally:
             with contextlib.suppress(KafkaException, RuntimeError):
                 self.consumer.close()
-            self._pool.shutdown()
+            self.runner.shutdown()
 
     def _set_paused(self, paused: bool) -> None:
         if paused and not self._pausing:
@@ -284,7 +267,12 @@ class PriorityLane:
                            "attempt": key[1]},
                 )  # fmt: skip
             else:
-                self._pool.submit(partial(self._run, tenant, item))
+                self.runner.submit(
+                    item.request,
+                    on_leased=self._delivered(item, "leased"),
+                    on_done=partial(self._slot_freed, tenant),
+                    extra={"wait_ms": int((time.monotonic() - item.received) * 1000)},
+                )
 
     # -- one attempt -------------------------------------------------------------------------
     def _delivered(self, item: Pending, what: str) -> Callable[[str | None], None]:
@@ -325,69 +313,13 @@ class PriorityLane:
                    "job_id": request["job_id"], "attempt": request["attempt"], "reason": reason},
         )  # fmt: skip
 
-    def _run(self, tenant: str, item: Pending) -> None:
-        try:
-            self._attempt(item)
-        except Exception as exc:  # the lane must outlive any bug in one attempt
-            log.exception("attempt crashed", extra={"action": "attempt_crashed"})
-            self.on_fatal(f"attempt of {item.request['execution_id']} crashed: {exc}")
-        finally:
-            with self._lock:
-                self.running_count -= 1
-                self.queue.release(tenant)
-                self._idle.notify_all()
-            self._dispatch()
-
-    def _attempt(self, item: Pending) -> None:
-        request = item.request
-        ids = {"execution_id": request["execution_id"], "job_id": request["job_id"],
-               "attempt": request["attempt"], "job_type": request["job_type"],
-               "tenant_id": request["tenant_id"], "priority": self.priority}  # fmt: skip
-        job_type = (
-            self.registry.get(request["job_type"]) if request["job_type"] in self.registry else None
-        )
-        lease = AttemptLease(
-            request,
-            lease_terms(request, job_type),
-            worker_id=self.worker_id,
-            clock=self.clock,
-            sink=self.sink,
-        )
-        lease.start(self._delivered(item, "leased"))
-        self.started_count += 1
-        log.info(
-            "execution started",
-            extra={"action": "execution_started", **ids, "lease_deadline": lease.deadline_ms,
-                   "wait_ms": int((time.monotonic() - item.received) * 1000)},
-        )  # fmt: skip
-        outcome = self._outcome(request, job_type, lease)
-        lease.finish(outcome)
-        log.info(
-            f"execution {outcome.event_type}",
-            extra={"action": f"execution_{outcome.event_type}", **ids, "error": outcome.error,
-                   "error_kind": outcome.error_kind, "heartbeats": lease.heartbeats,
-                   "duration_ms": outcome.details.get("duration_ms")},
-        )  # fmt: skip
-
-    def _outcome(self, request: dict[str, Any], job_type: Any, lease: AttemptLease) -> Outcome:
-        try:
-            if job_type is None:
-                raise UnknownJobType(request["job_type"], self.registry.names())
-            payload = parse_payload(request)
-        except (UnknownJobType, PermanentError) as exc:
-            return Outcome.failed(str(exc), "permanent")
-        ctx = ExecutionContext.from_request(
-            request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
-        )
-        self.cancels.started(request["execution_id"], ctx.cancel_event)
-        self.heartbeats.add(lease)
-        try:
-            return run_handler(
-                job_type, ctx, self.clock, lambda: self.cancels.reason(request["execution_id"])
-            )
-        finally:
-            self.heartbeats.remove(lease)
-            self.cancels.finished(request["execution_id"], ctx.cancel_event)
+    def _slot_freed(self, tenant: str) -> None:
+        """An attempt ended (or overran its limit): its slot and tenant share are free."""
+        with self._lock:
+            self.running_count -= 1
+            self.queue.release(tenant)
+            self._idle.notify_all()
+        self._dispatch()
 
     # -- offsets and rebalancing -------------------------------------------------------------
     def _commit(self, force: bool) -> None:

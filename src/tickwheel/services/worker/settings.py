@@ -4,6 +4,7 @@ imports so `tickwheel --help` stays fast."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 from dataclasses import dataclass, field
@@ -14,6 +15,9 @@ from tickwheel.topology import topic_name
 
 PRIORITIES = ("high", "normal", "low")
 DEFAULT_CONCURRENCY = 8
+# A hung handler would otherwise hold its slot and lease for ever (heartbeats are
+# automatic), so there is always a limit; an hour suits most batch work.
+DEFAULT_MAX_RUN_SECONDS = 3600.0
 
 
 def _split(values: list[str] | str | None) -> tuple[str, ...]:
@@ -79,6 +83,7 @@ class WorkerSettings:
     cancel_lookback_s: float = 86400.0
     cancel_memory: int = 100_000
     commit_interval_s: float = 0.2
+    max_run_seconds: float = DEFAULT_MAX_RUN_SECONDS  # when neither job nor type sets one
 
     @property
     def worker_id(self) -> str:
@@ -137,6 +142,14 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         "running then expire and the timer re-issues them (env: TICKWHEEL_WORKER_SHUTDOWN_GRACE_S)",
     )
     parser.add_argument(
+        "--max-run-seconds",
+        type=float,
+        default=_env_float("TICKWHEEL_WORKER_MAX_RUN_SECONDS", DEFAULT_MAX_RUN_SECONDS),
+        help="longest an attempt may run when neither its job nor its type sets a limit; past "
+        "it the attempt is failed as retryable and its slot freed (default "
+        f"{DEFAULT_MAX_RUN_SECONDS:.0f}; env: TICKWHEEL_WORKER_MAX_RUN_SECONDS)",
+    )
+    parser.add_argument(
         "--cancel-lookback",
         type=float,
         default=_env_float("TICKWHEEL_WORKER_CANCEL_LOOKBACK_S", 86400.0),
@@ -150,6 +163,10 @@ def settings_from_args(args: argparse.Namespace) -> WorkerSettings:
     types = _split(args.types) or None
     if args.tenant_cap is not None and args.tenant_cap < 1:
         raise InvalidInput("--tenant-cap", "at least 1")
+    if not 0 < args.max_run_seconds < math.inf:
+        raise InvalidInput(
+            "--max-run-seconds", f"{args.max_run_seconds} is not a number of seconds > 0"
+        )
     return WorkerSettings(
         instance=args.instance,
         priorities=parse_priorities(args.priority),
@@ -159,6 +176,7 @@ def settings_from_args(args: argparse.Namespace) -> WorkerSettings:
         modules=modules,
         shutdown_grace_s=args.shutdown_grace,
         cancel_lookback_s=args.cancel_lookback,
+        max_run_seconds=args.max_run_seconds,
         prefetch=int(os.environ["TICKWHEEL_WORKER_PREFETCH"])
         if os.environ.get("TICKWHEEL_WORKER_PREFETCH")
         else None,

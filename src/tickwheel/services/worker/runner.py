@@ -1,0 +1,282 @@
+"""Running attempts on a lane's slots: lease, handler, outcome, and the maximum run time.
+
+No Kafka here (events go to an `EventSink`), so units drive it with an in-memory sink and a
+fake clock. An attempt ends once, whichever comes first: its handler returns, or it runs past
+its maximum run time. In the second case the attempt is failed as retryable, its
+cancellation signal is set, and its slot is given back at once. Python cannot kill a thread,
+so the handler's thread is left to finish on its own: it no longer counts against the
+pool, a fresh thread takes its place, and it exits when (if ever) its handler returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queues
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.clock import Clock
+from tickwheel.sdk.worker import (
+    ExecutionContext,
+    HandlerRegistry,
+    JobType,
+    PermanentError,
+    UnknownJobType,
+)
+from tickwheel.services.worker.attempt import (
+    AttemptLease,
+    DeliveryCallback,
+    EventSink,
+    lease_terms,
+    parse_payload,
+    run_handler,
+    run_limit,
+)
+from tickwheel.services.worker.control import CancelRegistry
+from tickwheel.services.worker.events import Outcome
+from tickwheel.services.worker.heartbeats import HeartbeatScheduler
+
+log = logging.getLogger("tickwheel.worker")
+
+OVERRUN_REASON = "max_run_time_exceeded"
+
+
+class SlotPool:
+    """Fixed daemon threads running the attempts of one lane. Daemon, so that a worker past
+    its shutdown grace can exit while a handler still runs (its lease then expires)."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._name = name
+        self._tasks: queues.SimpleQueue[Callable[[], None] | None] = queues.SimpleQueue()
+        self._lock = threading.Lock()
+        self._retiring: set[threading.Thread] = set()
+        self._serial = size
+        for i in range(size):
+            self._spawn(f"{name}-{i}")
+
+    def _spawn(self, name: str) -> None:
+        threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def submit(self, task: Callable[[], None]) -> None:
+        self._tasks.put(task)
+
+    def abandon(self, thread: threading.Thread) -> None:
+        """`thread` is stuck in a task that overran: start a thread in its place, and let it
+        end once its task returns, so the pool keeps its size."""
+        with self._lock:
+            self._retiring.add(thread)
+            self._serial += 1
+            name = f"{self._name}-{self._serial}"
+        self._spawn(name)
+
+    @property
+    def abandoned(self) -> int:
+        """Threads still stuck in an overrun task."""
+        with self._lock:
+            return len(self._retiring)
+
+    def _work(self) -> None:
+        me = threading.current_thread()
+        while (task := self._tasks.get()) is not None:
+            task()
+            with self._lock:
+                if me in self._retiring:
+                    self._retiring.discard(me)
+                    return
+
+    def shutdown(self, size: int) -> None:
+        for _ in range(size):
+            self._tasks.put(None)
+
+
+@dataclass
+class _Run:
+    """One attempt's claim on its ending: the handler's return and the run limit race for it."""
+
+    request: dict[str, Any]
+    on_done: Callable[[], None]
+    thread: threading.Thread | None = None
+    lease: AttemptLease | None = None
+    ctx: ExecutionContext | None = None
+    started: float = 0.0
+    limit: float = 0.0
+    _ended: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def end(self) -> bool:
+        """True for the first caller only: that one reports the outcome and frees the slot."""
+        with self._lock:
+            if self._ended:
+                return False
+            self._ended = True
+            return True
+
+
+class AttemptRunner:
+    """Runs attempts on `capacity` threads. `submit` hands one over with `on_leased` (the
+    `leased` event's delivery) and `on_done` (called once, when its slot is free again)."""
+
+    def __init__(
+        self,
+        capacity: int,
+        name: str,
+        *,
+        registry: HandlerRegistry,
+        sink: EventSink,
+        cancels: CancelRegistry,
+        heartbeats: HeartbeatScheduler,
+        clock: Clock,
+        worker_id: str,
+        max_run_seconds: float,
+        on_fatal: Callable[[str], None],
+        priority: str = "",
+    ) -> None:
+        self.capacity = capacity
+        self.registry = registry
+        self.sink = sink
+        self.cancels = cancels
+        self.heartbeats = heartbeats
+        self.clock = clock
+        self.worker_id = worker_id
+        self.max_run_seconds = max_run_seconds
+        self.on_fatal = on_fatal
+        self.priority = priority
+        self.started_count = 0
+        self.overrun_count = 0
+        self._pool = SlotPool(capacity, name)
+
+    @property
+    def abandoned(self) -> int:
+        """Handler threads still running past their attempt's limit (not counted as slots)."""
+        return self._pool.abandoned
+
+    def submit(
+        self,
+        request: dict[str, Any],
+        *,
+        on_leased: DeliveryCallback,
+        on_done: Callable[[], None],
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        run = _Run(request, on_done)
+        self._pool.submit(lambda: self._execute(run, on_leased, extra or {}))
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(self.capacity)
+
+    def _ids(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"execution_id": request["execution_id"], "job_id": request["job_id"],
+                "attempt": request["attempt"], "job_type": request["job_type"],
+                "tenant_id": request["tenant_id"], "priority": self.priority}  # fmt: skip
+
+    def _execute(self, run: _Run, on_leased: DeliveryCallback, extra: dict[str, Any]) -> None:
+        run.thread = threading.current_thread()
+        ended_here = False
+        try:
+            lease, outcome = self._attempt(run, on_leased, extra)
+            if run.end():
+                ended_here = True
+                lease.finish(outcome)
+                log.info(
+                    f"execution {outcome.event_type}",
+                    extra={"action": f"execution_{outcome.event_type}", **self._ids(run.request),
+                           "error": outcome.error, "error_kind": outcome.error_kind,
+                           "heartbeats": lease.heartbeats,
+                           "duration_ms": outcome.details.get("duration_ms")},
+                )  # fmt: skip
+            else:
+                log.warning(
+                    "handler returned after its attempt was failed for overrunning",
+                    extra={"action": "overrun_handler_returned", **self._ids(run.request),
+                           "ignored_outcome": outcome.event_type,
+                           "ran_s": round(self.clock.now() - run.started, 3)},
+                )  # fmt: skip
+        except Exception as exc:  # the lane must outlive any bug in one attempt
+            log.exception("attempt crashed", extra={"action": "attempt_crashed"})
+            self.on_fatal(f"attempt of {run.request['execution_id']} crashed: {exc}")
+        finally:
+            if run.end() or ended_here:
+                run.on_done()
+
+    def _attempt(
+        self, run: _Run, on_leased: DeliveryCallback, extra: dict[str, Any]
+    ) -> tuple[AttemptLease, Outcome]:
+        request = run.request
+        job_type = (
+            self.registry.get(request["job_type"]) if request["job_type"] in self.registry else None
+        )
+        lease = AttemptLease(
+            request,
+            lease_terms(request, job_type),
+            worker_id=self.worker_id,
+            clock=self.clock,
+            sink=self.sink,
+        )
+        run.lease = lease
+        lease.start(on_leased)
+        self.started_count += 1
+        log.info(
+            "execution started",
+            extra={"action": "execution_started", **self._ids(request),
+                   "lease_deadline": lease.deadline_ms, **extra},
+        )  # fmt: skip
+        return lease, self._outcome(run, job_type, lease)
+
+    def _outcome(self, run: _Run, job_type: JobType | None, lease: AttemptLease) -> Outcome:
+        request = run.request
+        try:
+            if job_type is None:
+                raise UnknownJobType(request["job_type"], self.registry.names())
+            payload = parse_payload(request)
+        except (UnknownJobType, PermanentError) as exc:
+            return Outcome.failed(str(exc), "permanent")
+        ctx = ExecutionContext.from_request(
+            request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
+        )
+        run.ctx = ctx
+        run.started = self.clock.now()
+        run.limit = run_limit(request, job_type, self.max_run_seconds)
+        lease.run_deadline = run.started + run.limit
+        lease.on_overrun = lambda _lease: self._overran(run)
+        self.cancels.started(request["execution_id"], ctx.cancel_event)
+        self.heartbeats.add(lease)
+        try:
+            return run_handler(
+                job_type, ctx, self.clock, lambda: self.cancels.reason(request["execution_id"])
+            )
+        finally:
+            self.heartbeats.remove(lease)
+            self.cancels.finished(request["execution_id"], ctx.cancel_event)
+
+    def _overran(self, run: _Run) -> None:
+        """Called by the heartbeat thread once the attempt is past its limit (heartbeats for
+        it have stopped): fail it as retryable and give its slot back, even if the handler
+        never returns."""
+        if not run.end():
+            return  # the handler returned first
+        assert run.lease is not None and run.ctx is not None
+        run.ctx.cancel_event.set()  # a handler that looks at the signal can still stop cleanly
+        ran_ms = int((self.clock.now() - run.started) * 1000)
+        limit = f"{run.limit:g}"
+        outcome = Outcome.failed(
+            f"the attempt exceeded its max run time of {limit}s and was failed so it can be "
+            "retried; its handler was signalled to cancel (raise the job's maxRunTime or the "
+            "type's max_run_seconds if it needs longer)",
+            "retryable",
+            reason=OVERRUN_REASON,
+            duration_ms=ran_ms,
+            max_run_seconds=run.limit,
+        )
+        run.lease.finish(outcome)
+        self.overrun_count += 1
+        if run.thread is not None:
+            self._pool.abandon(run.thread)
+        log.warning(
+            "attempt overran its max run time; its slot is freed, its thread left to finish",
+            extra={"action": "execution_overran", **self._ids(run.request),
+                   "max_run_seconds": run.limit, "duration_ms": ran_ms,
+                   "abandoned_threads": self._pool.abandoned},
+        )  # fmt: skip
+        run.on_done()
