@@ -97,9 +97,51 @@ class CronFields:
     has_seconds: bool
 
     @property
+    def can_fire(self) -> bool:
+        """True when some instant matches, as decided from the field sets alone.
+
+        Exact, and it needs no search: the weekday of a given (month, day) runs through
+        all seven days within the 400-year Gregorian cycle (Feb 29 included), so the day
+        fields combine freely. Values outside a field's range (a `CronFields` built by
+        hand) never match.
+        """
+        return fields_can_fire(
+            self.seconds,
+            self.minutes,
+            self.hours,
+            self.days_of_month,
+            self.months,
+            self.days_of_week,
+            either_day=self.dom_restricted and self.dow_restricted,
+        )
+
+    @property
     def every_hour(self) -> bool:
         """True when the hour field allows all 24 hours (the `*` case of the DST policy)."""
         return len(self.hours) == 24
+
+
+def fields_can_fire(
+    seconds: tuple[int, ...],
+    minutes: tuple[int, ...],
+    hours: tuple[int, ...],
+    days_of_month: tuple[int, ...],
+    months: tuple[int, ...],
+    days_of_week: tuple[int, ...],
+    *,
+    either_day: bool,
+) -> bool:
+    """Whether these field sets match any instant (see `CronFields.can_fire`)."""
+    if not (
+        any(0 <= s <= 59 for s in seconds)
+        and any(0 <= m <= 59 for m in minutes)
+        and any(0 <= h <= 23 for h in hours)
+    ):
+        return False
+    month_ok = [m for m in months if m in _MAX_MONTH_DAYS]
+    some_date = any(1 <= d <= _MAX_MONTH_DAYS[m] for m in month_ok for d in days_of_month)
+    some_weekday = bool(month_ok) and any(0 <= w <= 6 for w in days_of_week)
+    return (some_date or some_weekday) if either_day else (some_date and some_weekday)
 
 
 def _fail(message: str) -> InvalidSchedule:
@@ -194,6 +236,13 @@ def _parse_field(raw: str, spec: _FieldSpec) -> tuple[tuple[int, ...], bool]:
     if spec is _DOW and 7 in values:
         values.discard(7)
         values.add(0)
+    if not values:
+        # Only `7/n` in day-of-week gets here: its steps start past the range's end (0-6).
+        raise _fail(
+            f"{spec.name} field {raw!r} selects no value, so the expression never fires; "
+            f"accepted: a step start from {spec.low} to {high} ({spec.name} 7 means Sunday only "
+            "on its own or as the end of a range)"
+        )
     return tuple(sorted(values)), restricted
 
 
@@ -243,7 +292,7 @@ def parse_cron(expression: str) -> CronFields:
             f"{_describe_months(months)} ({sizes}); accepted: a day-of-month from 1 to {longest} "
             "for these months"
         )
-    return CronFields(
+    parsed = CronFields(
         expression=text,
         seconds=seconds,
         minutes=minutes,
@@ -255,3 +304,6 @@ def parse_cron(expression: str) -> CronFields:
         dow_restricted=dow_restricted,
         has_seconds=has_seconds,
     )
+    if not parsed.can_fire:  # pragma: no cover - the field checks above refuse these first
+        raise _fail(f"{text!r} can never fire; accepted: an expression some date and time matches")
+    return parsed

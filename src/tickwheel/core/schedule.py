@@ -30,7 +30,7 @@ from typing import Literal
 from tickwheel.core.cron import CronFields, parse_cron
 from tickwheel.core.errors import InvalidSchedule, OutOfRange
 from tickwheel.core.timefmt import parse_iso_ms
-from tickwheel.core.wallclock import WallMatcher
+from tickwheel.core.wallclock import CYCLE_DAYS, DAY_S, WallMatcher
 from tickwheel.core.zones import (
     MAX_INSTANT_S,
     MIN_INSTANT_S,
@@ -200,7 +200,8 @@ class CompiledSchedule(ABC):
     @property
     @abstractmethod
     def nominal_period_ms(self) -> int | None:
-        """Smallest wall-clock distance between occurrences; None for a one-off."""
+        """Smallest wall-clock distance between occurrences; None for a one-off (or a
+        schedule that never fires)."""
 
     def first(self, start_ms: int, end_ms: int, limit: int) -> list[int]:
         """The first `limit` occurrences in (start_ms, end_ms]."""
@@ -298,7 +299,11 @@ class CompiledCron(CompiledSchedule):
     def next_after(self, t_ms: int) -> int | None:
         cursor = t_ms // 1000 + 1
         check_instant_s(cursor - 1)
-        while cursor < MAX_INSTANT_S:
+        if not self.matcher.fires:
+            return None
+        # Nothing in one whole 400-year cycle (plus a day for offsets) means nothing ever.
+        limit = min(MAX_INSTANT_S, cursor + _SEARCH_S)
+        while cursor < limit:
             seg = self.timeline.segment(cursor)
             shifted, wlo, whi = self._plan(seg, cursor, seg.end)
             if shifted:
@@ -335,9 +340,13 @@ class CompiledCron(CompiledSchedule):
         return total
 
     def prev_before(self, t_ms: int) -> int | None:
+        gap_s = self.matcher.min_gap_s()
+        if gap_s is None:
+            return None
         end = t_ms - 1
-        width_s = 2 * self.matcher.min_gap_s() + 2
-        floor_ms = MIN_INSTANT_S * 1000
+        width_s = 2 * gap_s + 2
+        # As in next_after: looking back further than one cycle cannot find anything new.
+        floor_ms = max(MIN_INSTANT_S * 1000, end - _SEARCH_S * 1000)
         while True:
             start = max(end - width_s * 1000, floor_ms)
             n = self.count(start, end)
@@ -349,7 +358,8 @@ class CompiledCron(CompiledSchedule):
 
     @property
     def nominal_period_ms(self) -> int | None:
-        return self.matcher.min_gap_s() * 1000
+        gap_s = self.matcher.min_gap_s()
+        return None if gap_s is None else gap_s * 1000
 
     @staticmethod
     def _bounds(start_ms: int, end_ms: int) -> tuple[int, int]:
@@ -358,6 +368,10 @@ class CompiledCron(CompiledSchedule):
         stop = end_ms // 1000 + 1
         check_instant_s(cursor - 1)
         return cursor, min(stop, MAX_INSTANT_S)
+
+
+# One Gregorian cycle plus two days (the widest UTC offsets are under a day each way).
+_SEARCH_S = (CYCLE_DAYS + 2) * DAY_S
 
 
 @lru_cache(maxsize=16_384)

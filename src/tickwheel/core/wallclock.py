@@ -19,8 +19,9 @@ from tickwheel.core.cron import CronFields
 DAY_S = 86_400
 # Times of day are materialised as one tuple when there are at most this many per day.
 _TOD_TUPLE_LIMIT = 4096
-# A validated expression fires at least once in any 400 consecutive years (the Gregorian
-# cycle); searching further means a bug, not a sparse schedule.
+# Dates and weekdays repeat every 400 years (146,097 days = 20,871 weeks): a day pattern
+# that matches nothing in one cycle matches nothing ever, so no day search looks further.
+CYCLE_DAYS = 146_097
 _MAX_YEARS_AHEAD = 401
 _YEAR_CACHE_LIMIT = 64
 
@@ -60,6 +61,10 @@ def _month_length(year: int, month: int) -> int:
     return 30 if month in (4, 6, 9, 11) else 31
 
 
+def _clean(values: tuple[int, ...], low: int, high: int) -> tuple[int, ...]:
+    return tuple(sorted({v for v in values if low <= v <= high}))
+
+
 def _min_step(values: tuple[int, ...]) -> int | None:
     if len(values) < 2:
         return None
@@ -75,6 +80,7 @@ class WallMatcher:
         "_dom_r",
         "_dow",
         "_dow_r",
+        "_fires",
         "_h",
         "_m",
         "_min_gap",
@@ -86,9 +92,12 @@ class WallMatcher:
     )
 
     def __init__(self, fields: CronFields) -> None:
-        self._h = fields.hours
-        self._m = fields.minutes
-        self._s = fields.seconds
+        # `parse_cron` only yields in-range sorted sets; a CronFields built by hand might
+        # not, and an out-of-range hour would turn into a wall on another day.
+        self._h = _clean(fields.hours, 0, 23)
+        self._m = _clean(fields.minutes, 0, 59)
+        self._s = _clean(fields.seconds, 0, 59)
+        self._fires = fields.can_fire
         self._tod_count = len(self._h) * len(self._m) * len(self._s)
         self._tod: tuple[int, ...] | None = None
         if self._tod_count <= _TOD_TUPLE_LIMIT:
@@ -103,6 +112,11 @@ class WallMatcher:
         self._all_days = len(self._months) == 12 and len(self._dom) == 31 and len(self._dow) == 7
         self._year_days: dict[int, list[int]] = {}
         self._min_gap: int | None = None
+
+    @property
+    def fires(self) -> bool:
+        """False when no wall ever matches; every search then answers at once."""
+        return self._fires
 
     # -- days -------------------------------------------------------------------------
 
@@ -131,26 +145,36 @@ class WallMatcher:
 
     def day_matches(self, z: int) -> bool:
         """True when day number `z` is a matching day."""
+        if not self._fires:
+            return False
         if self._all_days:
             return True
         _year, month, day = civil_from_days(z)
         return self._day_ok(month, day, z)
 
-    def next_day(self, z: int) -> int | None:
-        """The first matching day number >= z (None only if there is none in 400 years)."""
+    def next_day(self, z: int, stop: int | None = None) -> int | None:
+        """The first matching day number in [z, stop), or None.
+
+        The scan covers at most one 400-year cycle whatever `stop` is (module constant
+        `CYCLE_DAYS`): past it the pattern only repeats.
+        """
+        if not self._fires:
+            return None
         if self._all_days:
-            return z
+            return z if stop is None or z < stop else None
+        limit = z + CYCLE_DAYS if stop is None else min(stop, z + CYCLE_DAYS)
         year = civil_from_days(z)[0]
-        for y in range(year, year + _MAX_YEARS_AHEAD):
+        last_year = civil_from_days(limit - 1)[0] if limit > z else year - 1
+        for y in range(year, min(last_year + 1, year + _MAX_YEARS_AHEAD)):
             days = self._days_of_year(y)
             i = bisect_left(days, z)
             if i < len(days):
-                return days[i]
+                return days[i] if days[i] < limit else None
         return None
 
     def count_days(self, z0: int, z1: int) -> int:
         """How many matching days lie in [z0, z1)."""
-        if z1 <= z0:
+        if z1 <= z0 or not self._fires:
             return 0
         if self._all_days:
             return z1 - z0
@@ -217,8 +241,9 @@ class WallMatcher:
         """The first matching wall in [lo, hi), or None."""
         z = lo // DAY_S
         x = lo - z * DAY_S
+        stop = -(-hi // DAY_S)
         while z * DAY_S < hi:
-            nz = self.next_day(z)
+            nz = self.next_day(z, stop)
             if nz is None:
                 return None
             if nz != z:
@@ -236,8 +261,9 @@ class WallMatcher:
         out: list[int] = []
         z = lo // DAY_S
         x = lo - z * DAY_S
+        last = -(-hi // DAY_S)
         while z * DAY_S < hi:
-            nz = self.next_day(z)
+            nz = self.next_day(z, last)
             if nz is None:
                 break
             if nz != z:
@@ -251,7 +277,7 @@ class WallMatcher:
 
     def count_walls(self, lo: int, hi: int) -> int:
         """How many matching walls lie in [lo, hi)."""
-        if hi <= lo:
+        if hi <= lo or not self._fires:
             return 0
         z0, z1 = lo // DAY_S, (hi - 1) // DAY_S
         below = self.count_tod_below
@@ -266,8 +292,11 @@ class WallMatcher:
             total += below(hi - z1 * DAY_S)
         return total
 
-    def min_gap_s(self) -> int:
-        """The smallest distance between two consecutive matching walls, in seconds."""
+    def min_gap_s(self) -> int | None:
+        """The smallest distance between two consecutive matching walls, in seconds;
+        None when nothing ever matches."""
+        if not self._fires:
+            return None
         if self._min_gap is None:
             h, m, s = self._h, self._m, self._s
             candidates: list[int] = []
@@ -297,4 +326,5 @@ class WallMatcher:
             for year in range(2000, 2401):
                 days.extend(self._days_of_year(year))
             self._year_days.clear()
-        return min(b - a for a, b in itertools.pairwise(days))
+        # A pattern matching once per cycle recurs after the whole cycle.
+        return min((b - a for a, b in itertools.pairwise(days)), default=CYCLE_DAYS)
