@@ -30,6 +30,7 @@ from tickwheel.sdk.worker import (
     UnknownJobType,
 )
 from tickwheel.services.worker.attempt import parse_payload, run_handler
+from tickwheel.services.worker.events import outcome_event
 
 T0 = 1_800_000_000_000
 
@@ -214,6 +215,29 @@ def test_a_result_that_is_not_json_is_a_permanent_failure() -> None:
     assert (outcome.event_type, outcome.error_kind) == ("failed", "permanent")
     assert "not JSON" in (outcome.error or "")
     assert json.loads(json.dumps(outcome.details))  # details stay JSON
+
+
+def test_an_oversized_result_is_dropped_and_the_success_recorded() -> None:
+    done: list[str] = []
+
+    def big(ctx: ExecutionContext) -> dict[str, str]:
+        done.append(ctx.execution_id)  # the side effect happened: failing would redo it
+        return {"rows": "x" * (64 * 1024)}
+
+    outcome = outcome_of(big)
+    assert done == ["exec-1"]
+    assert (outcome.event_type, outcome.error, outcome.error_kind) == ("succeeded", None, None)
+    assert "result" not in outcome.details
+    note = outcome.details["result_dropped"]
+    assert "over the 64 KiB limit" in note and "not recorded" in note
+    assert outcome.details["result_bytes"] == len(json.dumps({"rows": "x" * (64 * 1024)}))
+    event = outcome_event(request(), outcome, worker_id="w1", event_time_ms=T0, unique="u")
+    assert event["event_type"] == "succeeded"
+    assert len(event["details"]) < 1024  # the note, not the result
+
+    just_fits = "x" * (64 * 1024 - 2)  # with its quotes, exactly the limit
+    kept = outcome_of(lambda ctx: just_fits)
+    assert kept.details["result"] == just_fits and "result_dropped" not in kept.details
 
 
 def test_cancellation_wins_over_whatever_the_handler_did_after_the_signal() -> None:

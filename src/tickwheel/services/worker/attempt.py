@@ -189,21 +189,25 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _result_details(result: Any) -> tuple[dict[str, Any], str | None]:
-    """The handler's return value as JSON details, or why it cannot be recorded."""
+    """The handler's return value as JSON details, or why it cannot be recorded. A result
+    over the limit is dropped with a note rather than failing the attempt: the handler's
+    side effects have happened, and a failure would retry or dead-letter work that is done."""
     if result is None:
         return {}, None
     try:
-        text = json.dumps(result)
+        text = json.dumps(result)  # ASCII only, so its length is its size in bytes
     except (TypeError, ValueError) as exc:
         return (
             {},
             f"the handler returned a value that is not JSON ({exc}); return data, not objects",
         )
     if len(text) > MAX_RESULT_BYTES:
-        return (
-            {},
-            f"the handler's result is {len(text)} bytes of JSON; the limit is {MAX_RESULT_BYTES}",
+        note = (
+            f"the handler's result was {len(text)} bytes of JSON, over the "
+            f"{MAX_RESULT_BYTES // 1024} KiB limit, so it was not recorded; the attempt "
+            "succeeded (return a small summary, and store large data elsewhere)"
         )
+        return {"result_dropped": note, "result_bytes": len(text)}, None
     return {"result": result}, None
 
 
@@ -242,6 +246,13 @@ def run_handler(
     details, problem = _result_details(result)
     if problem is not None:
         return Outcome.failed(problem, "permanent", duration_ms=duration_ms)
+    if "result_dropped" in details:
+        log.warning(
+            "result over the limit dropped",
+            extra={"action": "result_dropped", "execution_id": ctx.execution_id,
+                   "job_id": ctx.job_id, "attempt": ctx.attempt,
+                   "result_bytes": details["result_bytes"]},
+        )  # fmt: skip
     return Outcome.succeeded(duration_ms=duration_ms, **details)
 
 
