@@ -20,7 +20,12 @@ import pytest
 
 from tickwheel.jobtypes.http import CANCEL_CHECK_S, fetch, http_handler
 from tickwheel.jobtypes.ssrf import SsrfGuard
-from tickwheel.sdk.worker import ExecutionCancelled, ExecutionContext, RetryableError
+from tickwheel.sdk.worker import (
+    ExecutionCancelled,
+    ExecutionContext,
+    PermanentError,
+    RetryableError,
+)
 
 LOOPBACK_ONLY = (ipaddress.ip_network("127.0.0.1/32"),)
 
@@ -145,3 +150,88 @@ def test_a_prompt_answer_is_read_whole() -> None:
     with serving(answer) as server:
         response = fetch(server.guard(), server.url(), timeout=5)
     assert (response.status, response.body) == (200, body)
+
+
+# -- B21: headers across origins, and headers that cannot be sent ------------------------------
+def answer_ok(connection: socket.socket, _head: bytes) -> None:
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+
+def redirect_to(location: str) -> Callable[[socket.socket, bytes], None]:
+    def respond(connection: socket.socket, _head: bytes) -> None:
+        connection.sendall(
+            b"HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n"
+            b"Connection: close\r\n\r\n" % location.encode()
+        )
+
+    return respond
+
+
+def headers_of(head: bytes) -> dict[str, str]:
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    return {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
+
+
+SENT = {
+    "Authorization": "Bearer s3cret", "X-Api-Key": "k3y", "Cookie": "session=1",
+    "X-Tenant-Secret": "hush", "Accept": "application/json", "Accept-Language": "en",
+}  # fmt: skip
+
+
+def test_only_safe_headers_follow_a_redirect_to_another_origin() -> None:
+    with serving(answer_ok) as other, serving(redirect_to(other.url("/landed"))) as first:
+        guard = first.guard(f"127.0.0.1:{other.port}")  # another port: another origin
+        payload = {"url": first.url("/start"), "method": "POST", "body": {"a": 1},
+                   "headers": SENT}  # fmt: skip
+        result = http_handler(context(payload), guard)
+    assert result["status"] == 200 and result["url"] == other.url("/landed")
+    sent_first, sent_other = headers_of(first.requests[0]), headers_of(other.requests[0])
+    assert {k.lower(): v for k, v in SENT.items()}.items() <= sent_first.items()
+    for secret in ("authorization", "x-api-key", "cookie", "x-tenant-secret"):
+        assert secret not in sent_other, secret
+    assert sent_other["accept"] == "application/json" and sent_other["accept-language"] == "en"
+    assert sent_other["idempotency-key"] == "exec-1"
+    assert sent_other["content-type"] == "application/json"  # a 307 keeps its body
+    assert other.requests[0].startswith(b"POST /landed ")
+
+
+def test_every_header_follows_a_redirect_within_the_origin() -> None:
+    server = RawServer(answer_ok)
+    try:
+        server.respond = lambda c, h: (
+            redirect_to("/landed")(c, h) if h.startswith(b"GET /start ") else answer_ok(c, h)
+        )
+        http_handler(context({"url": server.url("/start"), "headers": SENT}), server.guard())
+    finally:
+        server.close()
+    first, second = (headers_of(head) for head in server.requests)
+    assert {k.lower(): v for k, v in SENT.items()}.items() <= second.items()
+    assert first["x-api-key"] == second["x-api-key"] == "k3y"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Api-Key": "k3y\r\nX-Injected: yes"},
+        {"X-Note": "line one\nline two"},
+        {"X-Nul": "a\x00b"},
+        {"Bad Name": "v"},
+        {"X-Split\r\nInjected": "v"},
+    ],
+    ids=["crlf-value", "lf-value", "nul-value", "space-in-name", "crlf-in-name"],
+)
+def test_a_header_that_cannot_be_sent_fails_permanently_before_connecting(
+    headers: dict[str, str],
+) -> None:
+    with serving(answer_ok) as server:
+        with pytest.raises(PermanentError, match="http: header"):
+            http_handler(context({"url": server.url(), "headers": headers}), server.guard())
+        assert server.requests == []
+
+
+def test_http_client_refusing_a_header_is_permanent_not_retryable() -> None:
+    # Past the handler's own check (e.g. a caller of fetch): http.client's ValueError.
+    with serving(answer_ok) as server:
+        with pytest.raises(PermanentError, match="ValueError"):
+            fetch(server.guard(), server.url(), headers={"X-Bad": "a\r\nb"}, timeout=5)
+        assert server.requests == []

@@ -7,7 +7,8 @@ Payload: `{"url": ..., "method": "GET", "body": str | object | null, "headers": 
 Outcome: a 2xx response succeeds with `{"status", "body"}` (the body's first 4 KiB as text);
 408, 425, 429 and 5xx are retryable failures; any other status is permanent; a refused URL
 is permanent; a connection error or timeout is retryable. Redirects (301, 302, 303, 307, 308)
-are followed up to five hops, each hop vetted like the first.
+are followed up to five hops, each hop vetted like the first; a hop to another origin carries
+only `CROSS_ORIGIN_HEADERS`. A header with a control character (CR/LF) is a permanent failure.
 
 `timeout` bounds the whole request — every hop, the wait for the status line and headers,
 and the body, however slowly any of them trickles in — not just each read; cancellation is
@@ -19,13 +20,14 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import re
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from tickwheel.jobtypes.ssrf import SsrfGuard, VettedTarget
 from tickwheel.sdk.worker import ExecutionContext, PermanentError, RetryableError
@@ -137,7 +139,32 @@ class HttpResponse:
 FORBIDDEN_HEADERS = frozenset(
     {"host", "connection", "transfer-encoding", "content-length", "upgrade"}
 )
-CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# The only headers carried to another origin on a redirect. An allow-list, not a list of
+# credentials: a job's secret can hide in any header (X-Api-Key, X-Auth-Token, ...), and
+# the redirect target is whoever the first server chose.
+CROSS_ORIGIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "cache-control", "content-type",
+     "idempotency-key", "user-agent"}
+)  # fmt: skip
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _check_headers(headers: dict[str, str]) -> None:
+    """CR or LF in a header would split the request (a header or a request of the job's
+    choosing); `http.client` refuses them with a ValueError, which must not read as a
+    network failure worth retrying: the payload is wrong."""
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise PermanentError(
+                f"http: header name {name!r} is not a token: use letters, digits and "
+                "!#$%&'*+-.^_`|~ only, no spaces or control characters"
+            )
+        if _CONTROL.search(value):
+            raise PermanentError(
+                f"http: header {name!r} contains a control character (CR, LF or another below "
+                "0x20) in its value; header values are one line of printable text"
+            )
 
 
 def _encode_body(body: Any, headers: dict[str, str]) -> bytes | None:
@@ -190,6 +217,9 @@ def fetch(
             location = response.getheader("Location")
             data = _read_body(response, deadline, clock, interrupt, method, url, timeout)
             status = response.status
+        except (ValueError, http.client.InvalidURL) as exc:
+            # Raised by http.client for what no retry can fix: a bad header, a bad target.
+            raise PermanentError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         except (OSError, http.client.HTTPException) as exc:
             raise RetryableError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         finally:
@@ -204,10 +234,11 @@ def fetch(
                 raise PermanentError(
                     f"{method} {url}: refused a redirect from https to {following.scheme}"
                 )
-            if (previous.scheme, previous.netloc) != (following.scheme, following.netloc):
-                # Credentials meant for one origin are never handed to another.
+            if _origin(previous) != _origin(following):
+                # What the job said to one origin is not handed to another, bar a few
+                # headers that cannot carry a secret.
                 for name in list(headers):
-                    if name.lower() in CREDENTIAL_HEADERS:
+                    if name.lower() not in CROSS_ORIGIN_HEADERS:
                         del headers[name]
             if status == 303 or (status in (301, 302) and method == "POST"):
                 method, body = "GET", None
@@ -215,6 +246,12 @@ def fetch(
             continue
         return HttpResponse(status, data, url, hop)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _origin(url: SplitResult) -> tuple[str, str, int | None]:
+    """Scheme, host and effective port: `http://a` and `http://a:80` are one origin."""
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, (url.hostname or "").lower(), url.port or default
 
 
 def _timed_out(method: str, url: str, timeout: float) -> RetryableError:
@@ -272,6 +309,7 @@ def http_handler(ctx: ExecutionContext, guard: SsrfGuard | None = None) -> dict[
     if forbidden:
         # Host would let an allow-listed proxy be pointed at any virtual host behind it.
         raise PermanentError(f"http: header(s) {', '.join(forbidden)} may not be set by a job")
+    _check_headers(headers)
     headers.setdefault("Idempotency-Key", ctx.execution_id)
     headers.setdefault("User-Agent", "tickwheel-worker")
     timeout = payload.get("timeout", DEFAULT_TIMEOUT)
