@@ -45,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.handler(args)
     except TickwheelError as exc:
         print(f"tickwheel: error: {exc}", file=sys.stderr)
-        return 2
+        # Nothing was wrong with the command itself: the cluster is not there (yet).
+        return 1 if isinstance(exc, ConnectionError) else 2
     except KeyboardInterrupt:
         return 130
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from tickwheel.errors import InvalidInput
@@ -53,9 +54,10 @@ def register(subparsers: Any) -> None:
 
 
 def _client() -> Any:
+    from tickwheel.cli._kafka import connect
     from tickwheel.sdk.jobs import JobsClient
 
-    return JobsClient()
+    return JobsClient(connect())
 
 
 def _print(document: Any) -> None:
@@ -74,8 +76,10 @@ def _create(args: argparse.Namespace) -> int:
         spec = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput("definition", f"not valid JSON: {exc}") from None
-    from tickwheel.sdk.jobs import definition_to_spec
+    from tickwheel.sdk.jobs import definition_to_spec, validate_job
 
+    # A bad definition is refused before any broker is asked (or found missing).
+    validate_job(spec, int(time.time() * 1000))
     _print(definition_to_spec(_client().create(spec)))
     return 0
 

@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
 
 def _apply(args: argparse.Namespace) -> int:
     from tickwheel.adapters.kafka.admin import apply_topology
+    from tickwheel.cli._kafka import connect
 
-    created = apply_topology()
+    created = apply_topology(bootstrap=connect())
     print(f"created: {', '.join(created)}" if created else "nothing to create")
     print("topology verified")
     return 0

@@ -2,22 +2,90 @@
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaException
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from tickwheel.adapters.kafka.config import bootstrap_servers
-from tickwheel.errors import TopologyMismatch
+from tickwheel.adapters.kafka.config import bootstrap_servers, bootstrap_source, client_overrides
+from tickwheel.errors import TickwheelError, TopologyMismatch
 from tickwheel.topology import ObservedTopic, TopicSpec, differences, load_topology
 
+# Long enough for a broker on another continent to answer a metadata request, short enough
+# that a user who forgot `tickwheel stack up` is told so at once (decision 0050).
+PROBE_TIMEOUT_S = 5.0
+METADATA_TIMEOUT_S = 10.0
 
-def admin_client(bootstrap: str | None = None, quiet: bool = False) -> AdminClient:
-    config: dict[str, str | int | float | bool] = {
-        "bootstrap.servers": bootstrap or bootstrap_servers()
+# What a metadata request that reached no broker fails with.
+_UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
+                KafkaError._RESOLVE}  # fmt: skip
+
+
+class BrokerUnreachable(TickwheelError, ConnectionError):
+    """No Kafka broker answered a metadata request at `bootstrap` within `waited_s`."""
+
+    def __init__(self, bootstrap: str, reason: str, waited_s: float, source: str = "") -> None:
+        where = f"{bootstrap} ({source})" if source else bootstrap
+        super().__init__(
+            f"no Kafka broker answered at {where} within {waited_s:g}s: {reason}; "
+            "start the local stack with `tickwheel stack up`, "
+            "or set KAFKA_BOOTSTRAP_SERVERS to your cluster's address"
+        )
+        self.bootstrap = bootstrap
+        self.reason = reason
+        self.waited_s = waited_s
+
+
+def admin_client(
+    bootstrap: str | None = None, quiet: bool = False, **overrides: Any
+) -> AdminClient:
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap or bootstrap_servers(),
+        **client_overrides(),
     }
     if quiet:
         # A health probe expects refusals while the broker starts; keep them out of the logs.
         config["log_level"] = 0
+    config.update(overrides)
     return AdminClient(config)
+
+
+def _reason(errors: list[KafkaError], fallback: KafkaError | None) -> str:
+    """The most telling client error, e.g. 'Connect to ipv4#127.0.0.1:9092 failed:
+    Connection refused', without librdkafka's broker-name prefix and state suffix."""
+    for error in errors:
+        if error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE):
+            text = str(error.str()).split("/bootstrap: ", 1)[-1]
+            return text.split(" (after ", 1)[0]
+    return str(fallback.str()) if fallback is not None else "no answer"
+
+
+def require_broker(bootstrap: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> str:
+    """The bootstrap address, once a broker there has answered a metadata request within
+    `timeout`; BrokerUnreachable (naming the address and where it came from) otherwise."""
+    source = "" if bootstrap else bootstrap_source()[1]
+    bootstrap = bootstrap or bootstrap_servers()
+    errors: list[KafkaError] = []
+    admin = admin_client(bootstrap, quiet=True, error_cb=errors.append)
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        admin.poll(0)  # serves the queued error callbacks: they say why
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        raise BrokerUnreachable(bootstrap, _reason(errors, error), timeout, source) from None
+    if not metadata.brokers:
+        raise BrokerUnreachable(bootstrap, "the cluster lists no broker", timeout, source)
+    return bootstrap
+
+
+def _list_topics(admin: AdminClient, bootstrap: str, timeout: float = METADATA_TIMEOUT_S) -> Any:
+    try:
+        return admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        if error is not None and error.code() in _UNREACHABLE:
+            raise BrokerUnreachable(bootstrap, str(error.str()), timeout) from None
+        raise
 
 
 def cluster_metadata_ok(bootstrap: str, timeout: float = 2.0) -> bool:
@@ -31,8 +99,9 @@ def cluster_metadata_ok(bootstrap: str, timeout: float = 2.0) -> bool:
 
 def observe(specs: list[TopicSpec], bootstrap: str | None = None) -> dict[str, ObservedTopic]:
     """What the cluster has for the declared topics: partition counts and relevant configs."""
+    bootstrap = bootstrap or bootstrap_servers()
     admin = admin_client(bootstrap)
-    metadata = admin.list_topics(timeout=10)
+    metadata = _list_topics(admin, bootstrap)
     present = [s for s in specs if s.name in metadata.topics]
     configs: dict[str, dict[str, str]] = {}
     if present:

@@ -2,15 +2,80 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 from typing import Any
 
+from tickwheel.paths import state_home
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+# Where `tickwheel stack up` records what it runs (tickwheel.stack.supervisor writes it; read
+# here as plain JSON so that the adapter does not depend on the stack package).
+STACK_STATUS = Path("stack") / "status.json"
+
+# librdkafka's syslog levels: 3 is where it prints each refused connection, on every retry.
+_QUIET_LOG_LEVEL = 2
+_client_overrides: dict[str, Any] = {}
 
 
 def bootstrap_servers() -> str:
-    """`KAFKA_BOOTSTRAP_SERVERS` points everything at an existing cluster."""
-    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP)
+    """The cluster to talk to: `KAFKA_BOOTSTRAP_SERVERS` when set, else the address the running
+    local stack recorded (`tickwheel stack up --kafka-port N`), else 127.0.0.1:9092."""
+    return bootstrap_source()[0]
+
+
+def bootstrap_source() -> tuple[str, str]:
+    """`bootstrap_servers()` and where it came from, in words an error message can quote."""
+    explicit = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if explicit:
+        return explicit, "from KAFKA_BOOTSTRAP_SERVERS"
+    recorded = recorded_stack_bootstrap()
+    if recorded:
+        return recorded, f"the running local stack's, recorded in {state_home() / STACK_STATUS}"
+    return DEFAULT_BOOTSTRAP, "the default; no local stack is running"
+
+
+def recorded_stack_bootstrap(home: Path | None = None) -> str | None:
+    """The broker address of the local stack whose supervisor is alive, if any."""
+    path = (home or state_home()) / STACK_STATUS
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    pid, bootstrap = document.get("supervisor_pid"), document.get("bootstrap_servers")
+    if not isinstance(pid, int) or not isinstance(bootstrap, str) or not bootstrap:
+        return None
+    # A stopped (or killed) stack's address would only send the client to a dead port.
+    return bootstrap if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def quiet_client_logs() -> None:
+    """For one-shot commands: clients made from here on drop librdkafka's own log lines (a
+    refused connection is printed on every retry, many times a second). Failures still reach
+    the caller as exceptions, and the CLI turns them into one line."""
+    _client_overrides["log_level"] = _QUIET_LOG_LEVEL
+
+
+def client_overrides() -> dict[str, Any]:
+    """Settings every client of this process takes (see `quiet_client_logs`)."""
+    return dict(_client_overrides)
 
 
 def producer_config(bootstrap: str | None = None, **overrides: Any) -> dict[str, Any]:
@@ -23,6 +88,7 @@ def producer_config(bootstrap: str | None = None, **overrides: Any) -> dict[str,
         "acks": "all",
         "linger.ms": 5,
         "compression.type": "lz4",
+        **_client_overrides,
     }
     config.update(overrides)
     return config
@@ -48,6 +114,7 @@ def consumer_config(
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": "cooperative-sticky",
+        **_client_overrides,
     }
     config.update(overrides)
     return config
