@@ -171,8 +171,10 @@ def test_each_attempt_is_leased_then_reports_its_outcome(kafka_bootstrap: str, w
     evts = grouped[retryable["execution_id"]]
     assert types_of(evts) == ["leased", "failed"] and evts[1]["error_kind"] == "retryable"
 
+    # A type this worker lacks may be handled by a peer (a rolling deploy): retryable.
     evts = grouped[unknown["execution_id"]]
-    assert types_of(evts) == ["leased", "failed"] and evts[1]["error_kind"] == "permanent"
+    assert types_of(evts) == ["leased", "failed"] and evts[1]["error_kind"] == "retryable"
+    assert evts[1]["reason"] == "no_handler"
     assert evts[1]["error"].startswith(
         "unknown job type 'no-such-type'; this worker handles: fail, http, noop, sleep"
     )

@@ -18,7 +18,7 @@ from tickwheel.sdk.worker import ExecutionContext, HandlerRegistry, JobType
 from tickwheel.services.worker.attempt import run_limit
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
-from tickwheel.services.worker.runner import OVERRUN_REASON, AttemptRunner
+from tickwheel.services.worker.runner import NO_HANDLER_REASON, OVERRUN_REASON, AttemptRunner
 from tickwheel.services.worker.settings import (
     DEFAULT_MAX_RUN_SECONDS,
     add_worker_arguments,
@@ -166,3 +166,19 @@ def test_the_worker_limit_has_a_default_and_refuses_no_limit(
     for bad in ("0", "-1", "inf"):
         with pytest.raises(InvalidInput, match="--max-run-seconds"):
             settings("--max-run-seconds", bad)
+
+
+def test_a_type_this_worker_lacks_is_retryable_not_dead_lettered() -> None:
+    # A rolling deploy that adds a type, or a peer started with other --types: a worker with
+    # the handler may get the retry; this one must not dead-letter it.
+    h = Harness(HandlerRegistry([JobType("noop", noop)]))
+    missing = h.submit(execution_id="new-type", job_type="added-in-next-release")
+    eventually(lambda: h.done == [missing])
+    leased, failed = h.events_of(missing)
+    assert (leased["event_type"], failed["event_type"]) == ("leased", "failed")
+    assert (failed["error_kind"], failed["reason"]) == ("retryable", NO_HANDLER_REASON)
+    assert failed["error"].startswith(
+        "unknown job type 'added-in-next-release'; this worker handles: noop (worker w1)"
+    )
+    assert json.loads(failed["details"])["handles"] == ["noop"]
+    h.runner.shutdown()

@@ -41,6 +41,7 @@ from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 log = logging.getLogger("tickwheel.worker")
 
 OVERRUN_REASON = "max_run_time_exceeded"
+NO_HANDLER_REASON = "no_handler"
 
 
 class SlotPool:
@@ -226,11 +227,11 @@ class AttemptRunner:
 
     def _outcome(self, run: _Run, job_type: JobType | None, lease: AttemptLease) -> Outcome:
         request = run.request
+        if job_type is None:
+            return self._no_handler(request)
         try:
-            if job_type is None:
-                raise UnknownJobType(request["job_type"], self.registry.names())
             payload = parse_payload(request)
-        except (UnknownJobType, PermanentError) as exc:
+        except PermanentError as exc:
             return Outcome.failed(str(exc), "permanent")
         ctx = ExecutionContext.from_request(
             request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
@@ -249,6 +250,23 @@ class AttemptRunner:
         finally:
             self.heartbeats.remove(lease)
             self.cancels.finished(request["execution_id"], ctx.cancel_event)
+
+    def _no_handler(self, request: dict[str, Any]) -> Outcome:
+        """A type this worker lacks is not the job's fault: a worker of an older release in
+        a rolling deploy, or one narrowed with --types, shares the group with workers that
+        have it. Retryable, so the execution is offered again rather than dead-lettered."""
+        unknown = UnknownJobType(request["job_type"], self.registry.names())
+        log.warning(
+            "no handler for this job type here",
+            extra={"action": "no_handler", **self._ids(request), "handles": list(unknown.known)},
+        )  # fmt: skip
+        return Outcome.failed(
+            f"{unknown} (worker {self.worker_id}); failed as retryable so that a worker "
+            "with this handler can run it",
+            "retryable",
+            reason=NO_HANDLER_REASON,
+            handles=list(unknown.known),
+        )
 
     def _overran(self, run: _Run) -> None:
         """Called by the heartbeat thread once the attempt is past its limit (heartbeats for

@@ -105,7 +105,8 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         default=env("TICKWHEEL_WORKER_TYPES"),
         help="job types to handle, space or comma separated (default: every built-in and every "
         "type from --module; env: TICKWHEEL_WORKER_TYPES). Every worker of the group receives "
-        "any type: a type no worker handles fails permanently",
+        "any type: a type this worker lacks is failed as retryable (reason no_handler), and "
+        "dead-lettered once the job's attempts run out",
     )
     parser.add_argument(
         "--concurrency",
