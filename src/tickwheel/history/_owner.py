@@ -173,7 +173,7 @@ class OwnerClient:
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Run one read-only statement in the owner; same contract as `HistoryStore.query`."""
         # Refused here too, so a write never even travels; the owner checks again.
-        check_read_only(sql)
+        check_read_only(sql, params)
         body = json.dumps({"sql": sql, "params": encode_params(params)}).encode()
         status, document = self._request("POST", QUERY_PATH, body)
         if status == 200 and isinstance(document, dict):

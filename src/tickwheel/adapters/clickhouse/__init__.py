@@ -5,6 +5,7 @@ The only package that imports `chdb` or `clickhouse_connect`. DDL lives in
 """
 
 from tickwheel.adapters.clickhouse._factory import (
+    CLICKHOUSE_READ_URL_VAR,
     CLICKHOUSE_URL_VAR,
     DEFAULT_HISTORY_DIR,
     HISTORY_DIR_VAR,
@@ -13,6 +14,7 @@ from tickwheel.adapters.clickhouse._factory import (
     open_history_store,
     parse_retention,
 )
+from tickwheel.adapters.clickhouse._limits import QueryLimits
 from tickwheel.adapters.clickhouse._migrations import DEFAULT_RETENTION_DAYS
 from tickwheel.adapters.clickhouse._sql import check_read_only
 from tickwheel.adapters.clickhouse._store import (
@@ -22,6 +24,7 @@ from tickwheel.adapters.clickhouse._store import (
 )
 
 __all__ = [
+    "CLICKHOUSE_READ_URL_VAR",
     "CLICKHOUSE_URL_VAR",
     "DEFAULT_HISTORY_DIR",
     "DEFAULT_RETENTION_DAYS",
@@ -30,6 +33,7 @@ __all__ = [
     "ChdbHistoryStore",
     "ClickHouseServerHistoryStore",
     "HistorySettings",
+    "QueryLimits",
     "check_read_only",
     "open_history_store",
     "parse_retention",

@@ -7,12 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tickwheel.adapters.clickhouse._limits import QueryLimits
 from tickwheel.adapters.clickhouse._migrations import DEFAULT_RETENTION_DAYS, validate_retention
 from tickwheel.adapters.clickhouse._store import ChdbHistoryStore, ClickHouseServerHistoryStore
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.history import HistoryStore, MigrationError
 
 CLICKHOUSE_URL_VAR = "CLICKHOUSE_URL"
+#: Credentials of the reader on a server (a read-only user); the writer's when unset.
+CLICKHOUSE_READ_URL_VAR = "CLICKHOUSE_READ_URL"
 HISTORY_DIR_VAR = "TICKWHEEL_HISTORY_DIR"
 RETENTION_VAR = "TICKWHEEL_HISTORY_RETENTION_DAYS"
 DEFAULT_HISTORY_DIR = Path(".tickwheel/history")
@@ -25,23 +28,34 @@ class HistorySettings:
     `clickhouse_url` set → a ClickHouse server; otherwise embedded chDB in `history_dir`.
     `retention_days` overrides `DEFAULT_RETENTION_DAYS` per table; it is written into a
     table's TTL when the table is created (changing it later needs `ALTER TABLE ... MODIFY
-    TTL`, see docs/history.md).
+    TTL`, see docs/history.md). `query_limits` caps every read-only query;
+    `clickhouse_read_url` gives the server's reader credentials of its own.
     """
 
     clickhouse_url: str | None = None
     history_dir: Path = DEFAULT_HISTORY_DIR
     retention_days: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
     ddl_dir: Path | None = None
+    clickhouse_read_url: str | None = None
+    query_limits: QueryLimits = field(default_factory=QueryLimits)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HistorySettings:
-        """Read `CLICKHOUSE_URL`, `TICKWHEEL_HISTORY_DIR` and
-        `TICKWHEEL_HISTORY_RETENTION_DAYS` (e.g. `execution_events=30,alerts=90`)."""
+        """Read `CLICKHOUSE_URL`, `CLICKHOUSE_READ_URL`, `TICKWHEEL_HISTORY_DIR`,
+        `TICKWHEEL_HISTORY_RETENTION_DAYS` (e.g. `execution_events=30,alerts=90`) and the
+        query caps `TICKWHEEL_HISTORY_QUERY_MAX_ROWS` / `_MAX_BYTES` / `_TIMEOUT_S`."""
         env = os.environ if environ is None else environ
         url = env.get(CLICKHOUSE_URL_VAR, "").strip() or None
+        read_url = env.get(CLICKHOUSE_READ_URL_VAR, "").strip() or None
         history_dir = Path(env.get(HISTORY_DIR_VAR, "").strip() or DEFAULT_HISTORY_DIR)
         retention = parse_retention(env.get(RETENTION_VAR, ""))
-        return cls(clickhouse_url=url, history_dir=history_dir, retention_days=retention)
+        return cls(
+            clickhouse_url=url,
+            history_dir=history_dir,
+            retention_days=retention,
+            clickhouse_read_url=read_url,
+            query_limits=QueryLimits.from_env(env),
+        )
 
 
 def parse_retention(text: str) -> dict[str, int]:
@@ -76,12 +90,15 @@ def open_history_store(
             settings.clickhouse_url,
             retention_days=settings.retention_days,
             ddl_dir=settings.ddl_dir,
+            read_url=settings.clickhouse_read_url,
+            limits=settings.query_limits,
         )
     return ChdbHistoryStore(
         settings.history_dir,
         retention_days=settings.retention_days,
         ddl_dir=settings.ddl_dir,
         create=create,
+        limits=settings.query_limits,
     )
 
 

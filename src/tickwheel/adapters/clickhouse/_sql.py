@@ -10,8 +10,9 @@ second statement would slip past the check.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tickwheel.ports.history import HistoryQueryRejected
 
@@ -186,12 +187,60 @@ def split_statements(sql: str) -> list[str]:
     return statements
 
 
-def check_read_only(sql: str) -> None:
+def _identifier_name(sql: str, token: Token) -> str:
+    """The name a quoted identifier stands for; refuses what ClickHouse would decode.
+
+    ClickHouse decodes backslash escapes in quoted identifiers (`f\\x69le` is `file`,
+    `Pyth\\Non` is `Python`), so comparing the raw text would let a forbidden name through.
+    Decoding them exactly as the engine does is a second lexer to keep in step; refusing them
+    costs nothing a real query needs.
+    """
+    quote = token.text[0]
+    body = token.text[1:-1]
+    if "\\" in body:
+        raise HistoryQueryRejected(
+            sql, f"the quoted identifier {token.text} contains a backslash escape"
+        )
+    return body.replace(quote + quote, quote)
+
+
+def _parameter_at(statement: list[Token], index: int) -> tuple[str, str, int] | None:
+    """`(name, type, index of the closing brace)` if a `{name:Type}` placeholder starts here."""
+    if index + 4 >= len(statement):
+        return None
+    brace, name, colon, kind, close = statement[index : index + 5]
+    if (
+        brace.text == "{"
+        and name.kind == "word"
+        and colon.text == ":"
+        and kind.kind == "word"
+        and close.text == "}"
+    ):
+        return name.text, kind.text, index + 4
+    return None
+
+
+def _is_call(statement: list[Token], index: int) -> bool:
+    follower = statement[index + 1] if index + 1 < len(statement) else None
+    return follower is not None and follower.kind == "punct" and follower.text == "("
+
+
+def _vet_call(sql: str, name: str) -> None:
+    # A qualified name (`db.file`) is refused like its last part would be.
+    lowered = name.lower()
+    if lowered.startswith(_EXTERNAL_FUNCTION_PREFIXES) or lowered.rsplit(".", 1)[-1].startswith(
+        _EXTERNAL_FUNCTION_PREFIXES
+    ):
+        raise HistoryQueryRejected(sql, f"{name}() reaches outside the history database")
+
+
+def check_read_only(sql: str, params: Mapping[str, Any] | None = None) -> None:
     """Refuse anything but one read-only statement that stays inside the database.
 
     This is the conservative half of the read-only guarantee; the other half is the
     connection's ClickHouse `readonly` setting, which refuses writes and DDL in the engine.
-    Raises `HistoryQueryRejected` naming the reason.
+    `params` are the values that will be bound: a `{name:Identifier}` placeholder is vetted
+    with its value, as the name it becomes. Raises `HistoryQueryRejected` naming the reason.
     """
     try:
         tokens = tokenize(sql)
@@ -215,14 +264,44 @@ def check_read_only(sql: str) -> None:
     keyword = first_word.text.upper()
     if keyword not in READ_ONLY_STATEMENTS:
         raise HistoryQueryRejected(sql, f"{keyword} statements are not read-only queries")
+    values = params or {}
     for index, token in enumerate(statement):
         if token.kind == "word" and token.text.upper() in _FORBIDDEN_WORDS:
             raise HistoryQueryRejected(sql, f"{token.text.upper()} writes data")
-        if token.kind not in ("word", "ident"):
+        if token.kind == "punct" and token.text == "{":
+            _check_parameter(sql, statement, index, values)
+            continue
+        if token.kind == "word":
+            name = token.text
+        elif token.kind == "ident":
+            name = _identifier_name(sql, token)
+        else:
             continue
         # A quoted name (`file`(...)) calls the same function as a bare one.
-        name = token.text if token.kind == "word" else token.text[1:-1]
-        follower = statement[index + 1] if index + 1 < len(statement) else None
-        is_call = follower is not None and follower.kind == "punct" and follower.text == "("
-        if is_call and name.lower().startswith(_EXTERNAL_FUNCTION_PREFIXES):
-            raise HistoryQueryRejected(sql, f"{name}() reaches outside the history database")
+        if _is_call(statement, index):
+            _vet_call(sql, name)
+
+
+def _check_parameter(
+    sql: str, statement: list[Token], index: int, values: Mapping[str, Any]
+) -> None:
+    placeholder = _parameter_at(statement, index)
+    if placeholder is None:
+        return
+    name, kind, close = placeholder
+    if kind.lower() != "identifier":
+        # Any other type is bound as a value, never as a name.
+        return
+    value = values.get(name)
+    if value is None:
+        if _is_call(statement, close):
+            raise HistoryQueryRejected(
+                sql, f"{{{name}:Identifier}}(...) calls a function whose name is not given"
+            )
+        return
+    if not isinstance(value, str) or any(ch in value for ch in "\\`\"'"):
+        raise HistoryQueryRejected(
+            sql, f"parameter {name} is an Identifier: a plain name is accepted, got {value!r}"
+        )
+    if _is_call(statement, close):
+        _vet_call(sql, value)

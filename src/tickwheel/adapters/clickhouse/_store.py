@@ -4,7 +4,8 @@ Both go through clickhouse-connect's `Client`: its `interface="chdb"` transport 
 in-process chDB engine with the same query, insert, parameter-binding and type-conversion code
 as its HTTP transport. So "the same DDL and queries" is one code path, not two kept in step
 (docs/decisions/0031). Each store holds two clients: a writer for migrations and inserts, and
-a reader whose session has ClickHouse's `readonly` setting, used for every `query`.
+a reader whose session carries the per-query caps and then ClickHouse's `readonly = 1`, used
+for every `query` (decisions 0032, 0051).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from tickwheel.adapters.clickhouse import _embedded
+from tickwheel.adapters.clickhouse._limits import QueryLimits
 from tickwheel.adapters.clickhouse._migrations import (
     default_topology_dir,
     load_migrations,
@@ -40,9 +42,19 @@ from tickwheel.ports.history import (
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _READONLY_ERROR_CODE = 164  # ClickHouse's READONLY
-#: The `readonly` level of reader sessions: 2 refuses writes and DDL but, unlike 1, lets a
-#: query carry other settings (`SETTINGS max_threads = 1`); `readonly` itself stays locked.
-_READER_READONLY = "2"
+#: The `readonly` level of reader sessions: 1 refuses writes, DDL, `file()`/`url()`, and any
+#: change of setting, so a query cannot lift the caps set before it (2 would let it:
+#: decision 0051 supersedes 0032 on this point).
+_READER_READONLY = "1"
+_RESYNC_SENTINEL = "tickwheel:in-step"
+_RESYNC_ATTEMPTS = 3
+
+
+def _lock_reader(reader: Client, limits: QueryLimits) -> None:
+    """Put the caps on the reader's session, then make it read-only, which freezes them."""
+    for key, value in limits.session_settings().items():
+        reader.set_client_setting(key, value)
+    reader.set_client_setting("readonly", _READER_READONLY)
 
 
 class _ClientHistoryStore:
@@ -57,6 +69,7 @@ class _ClientHistoryStore:
         retention_days: Mapping[str, int] | None,
         ddl_dir: Path | None,
         migrate_lock: threading.Lock,
+        limits: QueryLimits,
     ) -> None:
         self._writer = writer
         self._reader = reader
@@ -64,6 +77,7 @@ class _ClientHistoryStore:
         self._retention = validate_retention(retention_days or {})
         self._ddl_dir = ddl_dir
         self._migrate_lock = migrate_lock
+        self._limits = limits
         # A clickhouse-connect client runs one request at a time (the chDB handle returns
         # empty results to a second query while one is streaming), so each client gets a lock;
         # reads and writes still proceed in parallel.
@@ -75,6 +89,11 @@ class _ClientHistoryStore:
     def location(self) -> str:
         """Where the history lives: the chDB directory, or the server URL without password."""
         return self._location
+
+    @property
+    def limits(self) -> QueryLimits:
+        """The caps every `query` runs under."""
+        return self._limits
 
     @property
     def retention_days(self) -> Mapping[str, int]:
@@ -165,21 +184,54 @@ class _ClientHistoryStore:
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Run one read-only statement on the reader session; bind `{name:Type}` params."""
         self._check_open()
-        check_read_only(sql)
+        check_read_only(sql, params)
         with self._read_lock:
             try:
                 result = self._reader.query(sql, parameters=dict(params or {}))
             except ClickHouseError as exc:
-                if getattr(exc, "code", None) == _READONLY_ERROR_CODE:
+                self._resync_reader()
+                code = getattr(exc, "code", None)
+                if code == _READONLY_ERROR_CODE:
                     raise HistoryQueryRejected(
-                        sql, "ClickHouse refused it in readonly mode"
+                        sql, "ClickHouse refused it in readonly mode (settings are fixed too)"
                     ) from exc
+                capped = self._limits.explain(code)
+                if capped is not None:
+                    raise HistoryQueryError(sql, capped) from exc
                 raise HistoryQueryError(sql, f"the history query failed: {exc}") from exc
         return QueryResult(
             columns=tuple(result.column_names),
             types=tuple(column_type.name for column_type in result.column_types),
             rows=[tuple(row) for row in result.result_rows],
         )
+
+    def _resync_reader(self) -> None:
+        """Bring the reader back in step after a query failed part-way through its result.
+
+        Observed with chDB 26.9 through clickhouse-connect 1.12: when a query fails after
+        its first blocks (a row cap, a timeout, `throwIf`), the next query on that client
+        returns the failed query's remaining rows instead of its own answer. A sentinel
+        query absorbs them; if the client stays out of step, it is replaced.
+        """
+        for _ in range(_RESYNC_ATTEMPTS):
+            try:
+                rows = self._reader.query(f"SELECT '{_RESYNC_SENTINEL}'").result_rows
+            except ClickHouseError:
+                continue
+            if [tuple(row) for row in rows] == [(_RESYNC_SENTINEL,)]:
+                return
+        replacement = self._reopen_reader()
+        if replacement is None:
+            raise HistoryStoreError(
+                f"the history reader of {self._location} is out of step after a failed query"
+            )
+        with contextlib.suppress(ClickHouseError):
+            self._reader.close()
+        self._reader = replacement
+
+    def _reopen_reader(self) -> Client | None:
+        """A fresh reader session, for backends that can open one; None otherwise."""
+        return None
 
     def close(self) -> None:
         """Close both clients; idempotent."""
@@ -212,6 +264,7 @@ class ChdbHistoryStore(_ClientHistoryStore):
         retention_days: Mapping[str, int] | None = None,
         ddl_dir: Path | None = None,
         create: bool = True,
+        limits: QueryLimits | None = None,
     ) -> None:
         # chDB compares engine paths literally; one spelling per directory.
         directory = os.path.realpath(os.fspath(path))
@@ -222,12 +275,20 @@ class ChdbHistoryStore(_ClientHistoryStore):
                 "at the right directory, or CLICKHOUSE_URL at a server)"
             )
         os.makedirs(directory, exist_ok=True)
+        limits = limits or QueryLimits()
         _embedded.acquire(directory)
         self._directory = directory
         try:
             writer = self._connect(directory, None)
             try:
-                reader = self._connect(directory, {"readonly": _READER_READONLY})
+                # Not `readonly` in the connection options: the client's own start-up reads
+                # system.settings (~2,000 rows), which a row cap given there would refuse.
+                reader = self._connect(directory, None)
+                try:
+                    _lock_reader(reader, limits)
+                except BaseException:
+                    reader.close()
+                    raise
             except BaseException:
                 writer.close()
                 raise
@@ -241,6 +302,7 @@ class ChdbHistoryStore(_ClientHistoryStore):
             retention_days=retention_days,
             ddl_dir=ddl_dir,
             migrate_lock=_embedded.migrate_lock(directory),
+            limits=limits,
         )
 
     @staticmethod
@@ -262,6 +324,15 @@ class ChdbHistoryStore(_ClientHistoryStore):
         """The chDB directory (absolute, symlinks resolved)."""
         return self._directory
 
+    def _reopen_reader(self) -> Client | None:
+        reader = self._connect(self._directory, None)
+        try:
+            _lock_reader(reader, self.limits)
+        except BaseException:
+            reader.close()
+            raise
+        return reader
+
     def _after_close(self) -> None:
         _embedded.release(self._directory)
 
@@ -280,10 +351,11 @@ def redact_url(url: str) -> str:
 class ClickHouseServerHistoryStore(_ClientHistoryStore):
     """History in a ClickHouse server, e.g. `http://user:pass@host:8123/db` (`CLICKHOUSE_URL`).
 
-    Tables are created in the URL's database (the user's default database if none). The
-    reader session sets `readonly = 2` unless the server already makes the user read-only;
-    for analysts, a server user with `readonly = 1` and no FILE/URL/REMOTE grants is the
-    authority, and this store's checks come on top.
+    Tables are created in the URL's database (the user's default database if none). Queries
+    use `read_url` when given (`CLICKHOUSE_READ_URL`): a user of their own, ideally with
+    `readonly = 1`, the caps in its profile, and no FILE/URL/REMOTE grants — the server is
+    then the authority and this store's checks come on top. Otherwise the reader uses the
+    writer's credentials, with the caps and `readonly = 1` sent with every request.
     """
 
     def __init__(
@@ -292,14 +364,24 @@ class ClickHouseServerHistoryStore(_ClientHistoryStore):
         *,
         retention_days: Mapping[str, int] | None = None,
         ddl_dir: Path | None = None,
+        read_url: str | None = None,
+        limits: QueryLimits | None = None,
     ) -> None:
+        limits = limits or QueryLimits()
         location = redact_url(url)
         writer = self._connect(url, location)
         try:
-            reader = self._connect(url, location)
-            current = reader.server_settings.get("readonly")
-            if current is None or current.value == "0":
-                reader.set_client_setting("readonly", _READER_READONLY)
+            reader_url = read_url or url
+            reader = self._connect(reader_url, redact_url(reader_url))
+            try:
+                current = reader.server_settings.get("readonly")
+                if current is None or current.value == "0":
+                    _lock_reader(reader, limits)
+                # else: a user the server already makes read-only cannot change settings
+                # (readonly = 1) or cannot lock them (2); its profile must carry the caps.
+            except BaseException:
+                reader.close()
+                raise
         except BaseException:
             writer.close()
             raise
@@ -310,6 +392,7 @@ class ClickHouseServerHistoryStore(_ClientHistoryStore):
             retention_days=retention_days,
             ddl_dir=ddl_dir,
             migrate_lock=threading.Lock(),
+            limits=limits,
         )
 
     @staticmethod
