@@ -7,6 +7,8 @@ redirect hop is vetted again. Refused: loopback, private, link-local, multicast,
 unspecified, shared (CGNAT) and documentation ranges — anything that is not globally routable —
 cloud metadata addresses, IPv4 embedded in IPv6 (mapped, NAT64, 6to4, Teredo), and host names
 that spell an IPv4 address in a legacy numeric form (`0x7f000001`, `2130706433`, `0177.0.0.1`).
+The address rules live in the pure core (`tickwheel.core.targets`), which also applies them
+to a job's URL when the job is defined.
 
 Allow-list (`TICKWHEEL_HTTP_ALLOWED_HOSTS`, comma-separated): `api.example.com` (any port),
 `api.example.com:8443` (that port only), `*.example.com` (any subdomain). Private networks an
@@ -18,38 +20,39 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from tickwheel.core.targets import (
+    METADATA_ADDRESSES,
+    IPAddress,
+    IPNetwork,
+    address_problem,
+    embedded_ipv4,
+    legacy_ipv4,
+)
 from tickwheel.sdk.worker import PermanentError
+
+__all__ = [
+    "ALLOWED_HOSTS_ENV",
+    "ALLOWED_NETWORKS_ENV",
+    "METADATA_ADDRESSES",
+    "RequestRefused",
+    "Resolver",
+    "SsrfGuard",
+    "VettedTarget",
+    "address_problem",
+    "embedded_ipv4",
+    "legacy_ipv4",
+    "system_resolver",
+]
 
 ALLOWED_HOSTS_ENV = "TICKWHEEL_HTTP_ALLOWED_HOSTS"
 ALLOWED_NETWORKS_ENV = "TICKWHEEL_HTTP_ALLOWED_NETWORKS"
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], list[str]]
-
-# Instance metadata services (AWS, GCP, Azure, OpenStack, Alibaba, Oracle, ECS task metadata):
-# never reachable, whatever the allow-lists say.
-METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
-    ipaddress.ip_address(a)
-    for a in (
-        "169.254.169.254",
-        "169.254.170.2",
-        "169.254.169.253",
-        "100.100.100.200",
-        "192.0.0.192",
-        "fd00:ec2::254",
-        "fd00:ec2::23",
-    )
-)
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
-_LEGACY_NUMERIC = re.compile(r"^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}\.?$", re.I)
 
 
 class RequestRefused(PermanentError, ValueError):
@@ -86,72 +89,6 @@ def system_resolver(host: str, port: int) -> list[str]:
         if address not in addresses:
             addresses.append(address)
     return addresses
-
-
-def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """The IPv4 address a legacy numeric spelling denotes, as `inet_aton` reads it
-    (`0x7f000001`, `2130706433`, `0177.0.0.1`, `127.1`); None for anything else."""
-    if not _LEGACY_NUMERIC.match(host):
-        return None
-    parts = host.rstrip(".").split(".")
-    try:
-        numbers = [int(p, 0) if not re.fullmatch(r"0[0-7]+", p) else int(p, 8) for p in parts]
-    except ValueError:
-        return None
-    # inet_aton: a.b.c.d, a.b.c (c is 16 bits), a.b (b is 24 bits), a (32 bits).
-    widths = {1: [32], 2: [8, 24], 3: [8, 8, 16], 4: [8, 8, 8, 8]}[len(numbers)]
-    value = 0
-    for number, width in zip(numbers, widths, strict=True):
-        if number >= 1 << width:
-            return None
-        value = (value << width) | number
-    return ipaddress.IPv4Address(value)
-
-
-def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
-    """The IPv4 address carried inside an IPv6 one (mapped, NAT64, 6to4, Teredo), if any."""
-    if isinstance(address, ipaddress.IPv4Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address in _NAT64 or address in _NAT64_LOCAL:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address.teredo is not None:
-        return address.teredo[1]
-    # IPv4-compatible (deprecated ::a.b.c.d) is still routed by some stacks.
-    if int(address) >> 32 == 0 and int(address) > 1:
-        return ipaddress.IPv4Address(int(address))
-    return None
-
-
-def address_problem(address: IPAddress, allowed_networks: Iterable[IPNetwork] = ()) -> str | None:
-    """Why `address` may not be contacted, or None when it may."""
-    if address in METADATA_ADDRESSES:
-        return f"{address} is a cloud metadata address"
-    inner = embedded_ipv4(address)
-    if inner is not None:
-        problem = address_problem(inner, allowed_networks)
-        if problem is not None:
-            return f"{address} embeds {inner}: {problem}"
-    if any(address in network for network in allowed_networks):
-        return None
-    for label, flag in (
-        ("loopback", address.is_loopback),
-        ("unspecified", address.is_unspecified),
-        ("link-local", address.is_link_local),
-        ("multicast", address.is_multicast),
-        ("private", address.is_private),
-        ("reserved", address.is_reserved),
-    ):
-        if flag:
-            return f"{address} is a {label} address"
-    if isinstance(address, ipaddress.IPv6Address) and address.is_site_local:
-        return f"{address} is a site-local address"
-    if not address.is_global:
-        return f"{address} is not a globally routable address"
-    return None
 
 
 def _parse_allowed_host(entry: str) -> tuple[str, int | None]:

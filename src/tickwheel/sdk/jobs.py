@@ -11,32 +11,36 @@ commands to the timer that owns the job (`timers.commands`), never a second sche
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.core.jitter import default_jitter_window_ms
-from tickwheel.core.schedule import compile_schedule, parse_schedule
-from tickwheel.durations import parse_duration_ms
+from tickwheel.core import definition as _definition
 from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.jobtypes.ssrf import (
+    RequestRefused,
+    Resolver,
+    SsrfGuard,
+    address_problem,
+    system_resolver,
+)
 from tickwheel.topology import topic_name
 
 MAX_PAYLOAD_BYTES = int(os.environ.get("TICKWHEEL_MAX_PAYLOAD_BYTES", 64 * 1024))
-PRIORITIES = ("high", "normal", "low")
-MISFIRE_POLICIES = ("catch_up", "coalesce", "skip")
-OVERLAP_POLICIES = ("allow", "skip", "queue_one")
-KNOWN_FIELDS = {
-    "jobId", "type", "payload", "payloadTemplate", "runAt", "cron", "timezone", "priority",
-    "maxAttempts", "idempotencyKey", "expectedMaxInterval", "jitter", "misfirePolicy",
-    "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels",
-}  # fmt: skip
+KNOWN_FIELDS = set(_definition.KNOWN_FIELDS)
+PRIORITIES = _definition.PRIORITIES
+MISFIRE_POLICIES = _definition.MISFIRE_POLICIES
+OVERLAP_POLICIES = _definition.OVERLAP_POLICIES
+parse_instant_ms = _definition.parse_instant_ms
 
 
 class UnknownJob(TickwheelError, LookupError):
@@ -51,144 +55,63 @@ class JobExists(TickwheelError, ValueError):
         self.job_id = job_id
 
 
-def parse_instant_ms(text: str, field: str) -> int:
-    """An ISO 8601 instant with an explicit offset (or Z), as epoch milliseconds."""
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        raise InvalidInput(
-            field, f"{text!r} is not an ISO 8601 instant, e.g. 2026-12-01T09:00:00Z"
-        ) from None
-    if parsed.tzinfo is None:
-        raise InvalidInput(
-            field,
-            f"{text!r} has no UTC offset; write it with one, e.g. 2026-12-01T09:00:00+01:00 or ...Z",
-        )
-    return int(parsed.timestamp() * 1000)
-
-
 def validate_job(
-    spec: dict[str, Any], now_ms: int, version: int = 1, created_at_ms: int | None = None
+    spec: dict[str, Any],
+    now_ms: int,
+    version: int = 1,
+    created_at_ms: int | None = None,
+    *,
+    resolver: Resolver | None = None,
 ) -> dict[str, Any]:
     """A JSON job definition (DESIGN §13 field names) checked and turned into the Avro
-    `JobDefinition` record. Raises InvalidInput naming the field and what is accepted."""
-    if not isinstance(spec, dict):
-        raise InvalidInput("definition", "a job definition is a JSON object")
-    unknown = sorted(set(spec) - KNOWN_FIELDS)
-    if unknown:
-        raise InvalidInput(
-            unknown[0], f"unknown field; accepted fields are {', '.join(sorted(KNOWN_FIELDS))}"
-        )
-    job_type = spec.get("type")
-    if not isinstance(job_type, str) or not job_type.strip() or len(job_type) > 100:
-        raise InvalidInput("type", "required: the job type a worker handles, e.g. 'noop' or 'http'")
-    job_id = spec.get("jobId") or str(uuid.uuid4())
-    if not isinstance(job_id, str) or len(job_id) > 200 or not job_id.isprintable():
-        raise InvalidInput("jobId", "a printable string of at most 200 characters")
-    payload = spec.get("payload", {})
-    if not isinstance(payload, dict):
-        raise InvalidInput("payload", "a JSON object")
-    payload_text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
-    template = spec.get("payloadTemplate")
-    if template is not None and not isinstance(template, str):
-        raise InvalidInput("payloadTemplate", "a string with {{ periodStart }}-style placeholders")
-    size = len(payload_text.encode()) + len((template or "").encode())
-    if size > MAX_PAYLOAD_BYTES:
-        raise InvalidInput("payload", f"is {size} bytes; the limit is {MAX_PAYLOAD_BYTES} bytes")
+    `JobDefinition` record. Raises InvalidInput naming the field and what is accepted.
 
-    run_at, cron = spec.get("runAt"), spec.get("cron")
-    if (run_at is None) == (cron is None):
-        raise InvalidInput(
-            "schedule", "give exactly one of runAt (an ISO 8601 instant) or cron + timezone"
-        )
-    timezone = spec.get("timezone")
-    if run_at is not None:
-        if not isinstance(run_at, str):
+    The rules are the core's (`tickwheel.core.definition`), which the timer applies to
+    every record it reads too. On top, an `http` job's host name is resolved here (the
+    core does no I/O) and refused if it resolves to an address the worker's SSRF guard
+    would refuse; a name that does not resolve from here is left to the worker, whose
+    network may differ.
+    """
+    guard = SsrfGuard.from_env()
+    record = _definition.validate_definition(
+        spec,
+        now_ms,
+        version=version,
+        created_at_ms=created_at_ms,
+        new_job_id=str(uuid.uuid4()),
+        max_payload_bytes=MAX_PAYLOAD_BYTES,
+        allowed_networks=guard.allowed_networks,
+    )
+    if record["type"] == "http" and record["payloadTemplate"] is None:
+        _vet_http_host(json.loads(record["payload"]).get("url"), guard, resolver)
+    return record
+
+
+def _vet_http_host(url: str, guard: SsrfGuard, resolver: Resolver | None) -> None:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".")
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+        return  # a literal: the core has judged it already
+    except ValueError:
+        pass
+    try:
+        addresses = (resolver or system_resolver)(host, port)
+    except RequestRefused:
+        return
+    for text in addresses:
+        try:
+            address = ipaddress.ip_address(text.split("%")[0])
+        except ValueError:
+            continue
+        problem = address_problem(address, guard.allowed_networks)
+        if problem is not None:
             raise InvalidInput(
-                "runAt", "an ISO 8601 instant with an offset, e.g. 2026-12-01T09:00:00Z"
+                "payload.url",
+                f"host {host!r} resolves to {problem}; accepted: a host with public addresses "
+                "only, or one in TICKWHEEL_HTTP_ALLOWED_NETWORKS",
             )
-        run_at_ms = parse_instant_ms(run_at, "runAt")
-        schedule = parse_schedule(run_at=run_at, timezone=timezone)
-    else:
-        run_at_ms = None
-        schedule = parse_schedule(cron=cron, timezone=timezone, dst_policy=spec.get("dstPolicy"))
-
-    priority = spec.get("priority", "normal")
-    if priority not in PRIORITIES:
-        raise InvalidInput("priority", f"{priority!r}; accepted: {', '.join(PRIORITIES)}")
-    max_attempts = spec.get("maxAttempts", 3)
-    if (
-        not isinstance(max_attempts, int)
-        or isinstance(max_attempts, bool)
-        or not 1 <= max_attempts <= 100
-    ):
-        raise InvalidInput("maxAttempts", "an integer from 1 to 100")
-    misfire = spec.get("misfirePolicy", "catch_up")
-    if misfire not in MISFIRE_POLICIES:
-        raise InvalidInput("misfirePolicy", f"{misfire!r}; accepted: {', '.join(MISFIRE_POLICIES)}")
-    overlap = spec.get("overlapPolicy", "allow")
-    if overlap not in OVERLAP_POLICIES:
-        raise InvalidInput("overlapPolicy", f"{overlap!r}; accepted: {', '.join(OVERLAP_POLICIES)}")
-    max_catch_up = spec.get("maxCatchUp", 100)
-    if (
-        not isinstance(max_catch_up, int)
-        or isinstance(max_catch_up, bool)
-        or not 1 <= max_catch_up <= 100_000
-    ):
-        raise InvalidInput("maxCatchUp", "an integer from 1 to 100000")
-    jitter = spec.get("jitter")
-    if jitter is not None:
-        if not isinstance(jitter, str):
-            raise InvalidInput("jitter", "a duration such as '30s', or '0s' to opt out")
-        jitter_ms = parse_duration_ms(jitter, "jitter")
-        if jitter_ms > 3_600_000:
-            raise InvalidInput("jitter", "at most 1h")
-        # Jitter must stay below the period, so it never reorders a job's own occurrences.
-        default_jitter_window_ms(
-            compile_schedule(schedule).nominal_period_ms, explicit_ms=jitter_ms
-        )
-    interval = spec.get("expectedMaxInterval")
-    if interval is not None:
-        if not isinstance(interval, str):
-            raise InvalidInput("expectedMaxInterval", "a duration such as '26h'")
-        parse_duration_ms(interval, "expectedMaxInterval")
-    tenant = spec.get("tenantId", "default")
-    if not isinstance(tenant, str) or not tenant or len(tenant) > 100:
-        raise InvalidInput("tenantId", "a non-empty string of at most 100 characters")
-    enabled = spec.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise InvalidInput("enabled", "true or false")
-    labels = spec.get("labels", {})
-    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-        raise InvalidInput("labels", "an object of string values")
-    idempotency_key = spec.get("idempotencyKey")
-    if idempotency_key is not None and not isinstance(idempotency_key, str):
-        raise InvalidInput("idempotencyKey", "a string")
-
-    return {
-        "jobId": job_id,
-        "version": version,
-        "type": job_type,
-        "payload": payload_text,
-        "payloadTemplate": template,
-        "runAt": run_at_ms,
-        "cron": cron,
-        "timezone": schedule.timezone,
-        "priority": priority,
-        "maxAttempts": max_attempts,
-        "idempotencyKey": idempotency_key,
-        "expectedMaxInterval": interval,
-        "jitter": jitter,
-        "misfirePolicy": misfire,
-        "maxCatchUp": max_catch_up,
-        "overlapPolicy": overlap,
-        "dstPolicy": spec.get("dstPolicy"),
-        "tenantId": tenant,
-        "enabled": enabled,
-        "createdAt": created_at_ms if created_at_ms is not None else now_ms,
-        "updatedAt": now_ms,
-        "labels": labels,
-    }
 
 
 def definition_to_spec(record: dict[str, Any]) -> dict[str, Any]:

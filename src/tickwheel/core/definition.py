@@ -1,0 +1,315 @@
+"""Job definitions: the one set of rules, for the JSON a producer writes and the stored record.
+
+`validate_definition` checks a JSON definition (DESIGN §13 field names) and returns the Avro
+`JobDefinition` record to publish; `check_definition_record` applies the same rules to a
+record as it is read back from `jobs.definitions` (whoever published it, with whatever
+client), so the SDK and the timer can never disagree about what a job may be. Both raise
+`InvalidInput` whose `field` names the offending field and whose message says what is
+accepted. Pure: the caller passes the clock reading, a fresh id, the payload limit and the
+operator's allowed networks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from tickwheel.core.jitter import default_jitter_window_ms
+from tickwheel.core.period import check_payload_template
+from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
+from tickwheel.core.targets import IPNetwork, url_problem
+from tickwheel.durations import parse_duration_ms
+from tickwheel.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "KNOWN_FIELDS",
+    "MISFIRE_POLICIES",
+    "OVERLAP_POLICIES",
+    "PRIORITIES",
+    "RESERVED_ID_PREFIX",
+    "check_definition_record",
+    "parse_instant_ms",
+    "validate_definition",
+]
+
+DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
+PRIORITIES = ("high", "normal", "low")
+MISFIRE_POLICIES = ("catch_up", "coalesce", "skip")
+OVERLAP_POLICIES = ("allow", "skip", "queue_one")
+# The timer keeps its partition checkpoints in the job-key space of `timers.state`
+# (`__partition__/N`): ids starting with `__` belong to tickwheel.
+RESERVED_ID_PREFIX = "__"
+MAX_JOB_ID_LENGTH = 200
+KNOWN_FIELDS = frozenset({
+    "jobId", "type", "payload", "payloadTemplate", "runAt", "cron", "timezone", "priority",
+    "maxAttempts", "idempotencyKey", "expectedMaxInterval", "jitter", "misfirePolicy",
+    "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels",
+})  # fmt: skip
+_RECORD_ONLY = ("version", "createdAt", "updatedAt")
+_MAX_JITTER_MS = 3_600_000
+
+
+def parse_instant_ms(text: str, field: str) -> int:
+    """An ISO 8601 instant with an explicit offset (or Z), as epoch milliseconds."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        raise InvalidInput(
+            field, f"{text!r} is not an ISO 8601 instant, e.g. 2026-12-01T09:00:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(
+            field,
+            f"{text!r} has no UTC offset; write it with one, e.g. 2026-12-01T09:00:00+01:00 or ...Z",
+        )
+    return int(parsed.timestamp() * 1000)
+
+
+def _int_in(spec: Mapping[str, Any], field: str, default: int, low: int, high: int) -> int:
+    value = spec.get(field, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidInput(field, f"{value!r}; accepted: an integer from {low} to {high}")
+    return value
+
+
+def _one_of(spec: Mapping[str, Any], field: str, default: str, accepted: tuple[str, ...]) -> str:
+    value = spec.get(field, default)
+    if value not in accepted:
+        raise InvalidInput(field, f"{value!r}; accepted: {', '.join(accepted)}")
+    return str(value)
+
+
+def _check_job_id(job_id: object) -> str:
+    if not isinstance(job_id, str) or not job_id or len(job_id) > MAX_JOB_ID_LENGTH:
+        raise InvalidInput(
+            "jobId", f"accepted: a printable string of 1 to {MAX_JOB_ID_LENGTH} characters"
+        )
+    if not job_id.isprintable():
+        raise InvalidInput("jobId", f"{job_id!r} is not printable; accepted: a printable string")
+    if job_id.startswith(RESERVED_ID_PREFIX):
+        raise InvalidInput(
+            "jobId",
+            f"{job_id[:40]!r} starts with {RESERVED_ID_PREFIX!r}, which is reserved for "
+            "tickwheel's own records (e.g. the timer's __partition__/N checkpoints); accepted: "
+            f"an id not starting with {RESERVED_ID_PREFIX!r}",
+        )
+    return job_id
+
+
+def _check_schedule(spec: Mapping[str, Any]) -> tuple[Schedule, int | None]:
+    run_at, cron = spec.get("runAt"), spec.get("cron")
+    timezone = spec.get("timezone")
+    if run_at is not None:
+        if not isinstance(run_at, str):
+            raise InvalidInput(
+                "runAt", "accepted: an ISO 8601 instant with an offset, e.g. 2026-12-01T09:00:00Z"
+            )
+        run_at_ms = parse_instant_ms(run_at, "runAt") if cron is None else None
+        schedule = parse_schedule(cron=cron, run_at=run_at, timezone=timezone)
+        return schedule, run_at_ms
+    return parse_schedule(cron=cron, timezone=timezone, dst_policy=spec.get("dstPolicy")), None
+
+
+def _check_http_target(payload: object, allowed_networks: tuple[IPNetwork, ...]) -> None:
+    url = payload.get("url") if isinstance(payload, dict) else None
+    problem = url_problem(url, allowed_networks)
+    if problem is not None:
+        raise InvalidInput(
+            "payload.url",
+            f"{problem} (an http job may reach only public addresses, or networks listed in "
+            "TICKWHEEL_HTTP_ALLOWED_NETWORKS; cloud metadata never)",
+        )
+
+
+def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | None:
+    value = spec.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"{value!r}; accepted: a duration such as {example!r}")
+    return parse_duration_ms(value, field)
+
+
+def validate_definition(
+    spec: object,
+    now_ms: int,
+    *,
+    version: int = 1,
+    created_at_ms: int | None = None,
+    new_job_id: str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    allowed_networks: Iterable[IPNetwork] = (),
+) -> dict[str, Any]:
+    """A JSON job definition checked and turned into the Avro `JobDefinition` record.
+
+    `new_job_id` is the id to give a definition without `jobId` (the caller makes it: the
+    core draws no random numbers); without one, `jobId` is required. `allowed_networks` are
+    the private networks an `http` job may target (`TICKWHEEL_HTTP_ALLOWED_NETWORKS`).
+    Raises `InvalidInput` naming the field and what is accepted.
+    """
+    if not isinstance(spec, dict):
+        raise InvalidInput("definition", "accepted: a JSON object")
+    unknown = sorted(set(spec) - KNOWN_FIELDS, key=str)
+    if unknown:
+        raise InvalidInput(
+            str(unknown[0]),
+            f"unknown field; accepted fields are {', '.join(sorted(KNOWN_FIELDS))}",
+        )
+    job_type = spec.get("type")
+    if not isinstance(job_type, str) or not job_type.strip() or len(job_type) > 100:
+        raise InvalidInput(
+            "type", "required; accepted: the job type a worker handles, e.g. 'noop' or 'http'"
+        )
+    job_id = _check_job_id(spec.get("jobId") or new_job_id)
+    payload = spec.get("payload", {})
+    if not isinstance(payload, dict):
+        raise InvalidInput("payload", f"a JSON {type(payload).__name__}; accepted: a JSON object")
+    payload_text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
+    template = spec.get("payloadTemplate")
+    if template is not None and not isinstance(template, str):
+        raise InvalidInput(
+            "payloadTemplate", "accepted: a string with {{ periodStart }}-style placeholders"
+        )
+    size = len(payload_text.encode()) + len((template or "").encode())
+    if size > max_payload_bytes:
+        raise InvalidInput(
+            "payload",
+            f"is {size} bytes with its template; accepted: at most {max_payload_bytes} bytes",
+        )
+
+    schedule, run_at_ms = _check_schedule(spec)
+    rendered = None if template is None else check_payload_template(template, schedule.timezone)
+    if job_type == "http":
+        _check_http_target(rendered if template is not None else payload, tuple(allowed_networks))
+
+    priority = _one_of(spec, "priority", "normal", PRIORITIES)
+    max_attempts = _int_in(spec, "maxAttempts", 3, 1, 100)
+    misfire = _one_of(spec, "misfirePolicy", "catch_up", MISFIRE_POLICIES)
+    overlap = _one_of(spec, "overlapPolicy", "allow", OVERLAP_POLICIES)
+    max_catch_up = _int_in(spec, "maxCatchUp", 100, 1, 100_000)
+    jitter_ms = _check_duration(spec, "jitter", "30s")
+    if jitter_ms is not None:
+        if jitter_ms > _MAX_JITTER_MS:
+            raise InvalidInput("jitter", f"{spec['jitter']!r}; accepted: at most 1h")
+        # Jitter must stay below the period, so it never reorders a job's own occurrences.
+        default_jitter_window_ms(
+            compile_schedule(schedule).nominal_period_ms, explicit_ms=jitter_ms
+        )
+    _check_duration(spec, "expectedMaxInterval", "26h")
+    tenant = spec.get("tenantId", "default")
+    if not isinstance(tenant, str) or not tenant or len(tenant) > 100:
+        raise InvalidInput("tenantId", "accepted: a non-empty string of at most 100 characters")
+    enabled = spec.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise InvalidInput("enabled", f"{enabled!r}; accepted: true or false")
+    labels = spec.get("labels", {})
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise InvalidInput("labels", "accepted: an object of string values")
+    idempotency_key = spec.get("idempotencyKey")
+    if idempotency_key is not None and not isinstance(idempotency_key, str):
+        raise InvalidInput("idempotencyKey", "accepted: a string")
+
+    return {
+        "jobId": job_id,
+        "version": version,
+        "type": job_type,
+        "payload": payload_text,
+        "payloadTemplate": template,
+        "runAt": run_at_ms,
+        "cron": spec.get("cron"),
+        "timezone": schedule.timezone,
+        "priority": priority,
+        "maxAttempts": max_attempts,
+        "idempotencyKey": idempotency_key,
+        "expectedMaxInterval": spec.get("expectedMaxInterval"),
+        "jitter": spec.get("jitter"),
+        "misfirePolicy": misfire,
+        "maxCatchUp": max_catch_up,
+        "overlapPolicy": overlap,
+        "dstPolicy": spec.get("dstPolicy"),
+        "tenantId": tenant,
+        "enabled": enabled,
+        "createdAt": created_at_ms if created_at_ms is not None else now_ms,
+        "updatedAt": now_ms,
+        "labels": labels,
+    }
+
+
+def _record_int(record: Mapping[str, Any], field: str, low: int) -> int:
+    value = record.get(field)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise InvalidInput(field, f"{value!r}; accepted: an integer of at least {low}")
+    return value
+
+
+def check_definition_record(
+    record: Mapping[str, Any],
+    key: str | None,
+    *,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    allowed_networks: Iterable[IPNetwork] = (),
+) -> None:
+    """Apply `validate_definition`'s rules to a decoded `JobDefinition` record and its key.
+
+    The stored form differs from the JSON one only in representation (payload as JSON
+    text, `runAt` as epoch ms, the zone always written, version and timestamps present);
+    it is turned back into the JSON form and checked by the same code. Also: the record
+    key must equal `jobId` (the timer keys jobs by the key, requests by `jobId`). Returns
+    None, or raises `InvalidInput` naming the field and what is accepted.
+    """
+    if not isinstance(record, Mapping):
+        raise InvalidInput("definition", "accepted: a JobDefinition record")
+    job_id = record.get("jobId")
+    if key != job_id:
+        raise InvalidInput(
+            "jobId",
+            f"the record key {key!r} differs from jobId {job_id!r}; accepted: a record keyed "
+            "by its jobId",
+        )
+    version = _record_int(record, "version", 1)
+    created_at = _record_int(record, "createdAt", 0)
+    updated_at = _record_int(record, "updatedAt", 0)
+    spec: dict[str, Any] = {
+        k: v for k, v in record.items() if v is not None and k not in _RECORD_ONLY
+    }
+    payload_text = record.get("payload")
+    if not isinstance(payload_text, str):
+        raise InvalidInput("payload", "accepted: the JSON text of an object")
+    try:
+        spec["payload"] = json.loads(payload_text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            "payload", f"is not JSON ({exc.msg}); accepted: the JSON text of an object"
+        ) from None
+    run_at = record.get("runAt")
+    if run_at is not None:
+        if not isinstance(run_at, int) or isinstance(run_at, bool):
+            raise InvalidInput("runAt", f"{run_at!r}; accepted: epoch milliseconds")
+        try:
+            instant = datetime.fromtimestamp(run_at / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(
+                "runAt", f"{run_at} ms is out of range; accepted: 1900-01-01 to 9000-01-01"
+            ) from None
+        spec["runAt"] = instant.isoformat()
+        # A one-off's stored zone is the "UTC" the SDK writes; any other is refused below.
+        if spec.get("timezone") == "UTC":
+            del spec["timezone"]
+    # Published payloads were measured in compact form; measure them as stored.
+    size = len(payload_text.encode()) + len((record.get("payloadTemplate") or "").encode())
+    if size > max_payload_bytes:
+        raise InvalidInput(
+            "payload",
+            f"is {size} bytes with its template; accepted: at most {max_payload_bytes} bytes",
+        )
+    validate_definition(
+        spec,
+        updated_at,
+        version=version,
+        created_at_ms=created_at,
+        max_payload_bytes=max_payload_bytes,
+        allowed_networks=allowed_networks,
+    )
