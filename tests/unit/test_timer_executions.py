@@ -266,7 +266,9 @@ def test_an_expired_lease_waits_while_worker_events_lag_then_a_heartbeat_saves_i
     heartbeat_at = deadline - 20_000  # sent in time, read late
     timer.on_execution_event(_worker_event(request, "heartbeat", heartbeat_at), deadline + 5_000)
     assert timer.tick(deadline + 5_100).requests == [], "the renewed lease stands"
-    [second] = timer.tick(heartbeat_at + LEASE_MS + LEASE_GRACE_MS + 10).requests
+    # The renewed lease runs on the owner's clock, from when the owner read the heartbeat.
+    assert timer.tick(deadline + 5_000 + LEASE_MS).requests == []
+    [second] = timer.tick(deadline + 5_000 + LEASE_MS + LEASE_GRACE_MS + 10).requests
     assert second["attempt"] == 2
 
 
@@ -299,7 +301,7 @@ def test_a_huge_backfill_never_makes_a_state_kafka_would_refuse() -> None:
     timer.load_definition("a", _job("a", cron="* * * * *", payload=payload))
     timer.finish_restore(T0)
     command = {"job_id": "a", "kind": "backfill", "requested_at": T0,
-               "range_start": T0 - 10**9, "range_end": T0}  # fmt: skip
+               "range_start": T0 - 10_000 * 60_000, "range_end": T0}  # fmt: skip
     emission = timer.command(command, T0)
     skipped = [e for e in emission.events if e["reason"] == "backfill:in_flight_budget"]
     assert emission.requests and skipped

@@ -18,6 +18,47 @@ log = logging.getLogger("tickwheel.dead_letters")
 MAX_RAW_BYTES = 64 * 1024
 
 
+MAX_KEY_CHARS = 1_000
+MAX_REASON_CHARS = 2_000
+
+
+def dead_letter_record(
+    topic: str,
+    partition: int,
+    offset: int,
+    key: str | None,
+    raw: bytes | None,
+    reason: str,
+    kind: str,
+    now_ms: int,
+) -> dict[str, Any]:
+    """The `DeadLetter` of the record at topic/partition/offset. `kind` is `undecodable` (not a
+    record of its schema) or `rejected` (decoded, but not acceptable). Bounded in size whatever
+    the bad record carries, so writing it inside a transaction can never fail that transaction."""
+    if key is not None and len(key) > MAX_KEY_CHARS:
+        key = key[:MAX_KEY_CHARS]
+    record: dict[str, Any] = {
+        # Deterministic: a record met again (a restore re-reads a compacted topic) is the
+        # same dead letter, which the history sink de-duplicates.
+        "dead_letter_id": f"{kind}:{topic}:{partition}:{offset}",
+        "event_time": now_ms,
+        "reason": f"{kind}: {reason}"[:MAX_REASON_CHARS],
+        "source_topic": topic,
+        "source_partition": partition,
+        "source_offset": offset,
+        "execution_id": None,
+        "job_id": key,
+        "attempt": None,
+        "error": reason[:MAX_REASON_CHARS],
+        "payload": None,
+        # A dead letter must fit in a Kafka record whatever it carries: keep the head.
+        "raw_value": raw[:MAX_RAW_BYTES] if raw is not None else None,
+    }
+    if raw is not None and len(raw) > MAX_RAW_BYTES:
+        record["reason"] += f" (raw value truncated to {MAX_RAW_BYTES} of {len(raw)} bytes)"
+    return record
+
+
 class DeadLetterWriter:
     def __init__(self, bootstrap: str | None = None, clock: Clock | None = None) -> None:
         self._clock = clock or SystemClock()
@@ -44,25 +85,8 @@ class DeadLetterWriter:
         )  # fmt: skip
         if self._producer is None:
             self._producer = EventProducer(self._bootstrap)
-        record: dict[str, Any] = {
-            # Deterministic: a record met again (a restore re-reads a compacted topic) is the
-            # same dead letter, which the history sink de-duplicates.
-            "dead_letter_id": f"{kind}:{topic}:{partition}:{offset}",
-            "event_time": int(self._clock.now() * 1000),
-            "reason": f"{kind}: {reason}",
-            "source_topic": topic,
-            "source_partition": partition,
-            "source_offset": offset,
-            "execution_id": None,
-            "job_id": key,
-            "attempt": None,
-            "error": reason,
-            "payload": None,
-            # A dead letter must fit in a Kafka record whatever it carries: keep the head.
-            "raw_value": raw[:MAX_RAW_BYTES] if raw is not None else None,
-        }
-        if raw is not None and len(raw) > MAX_RAW_BYTES:
-            record["reason"] += f" (raw value truncated to {MAX_RAW_BYTES} of {len(raw)} bytes)"
+        now_ms = int(self._clock.now() * 1000)
+        record = dead_letter_record(topic, partition, offset, key, raw, reason, kind, now_ms)
         try:
             self._producer.send(self.topic, key, encode("DeadLetter", record))
             self._producer.flush()

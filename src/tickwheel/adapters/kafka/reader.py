@@ -23,6 +23,10 @@ class ReadTimedOut(TickwheelError, TimeoutError):
 
 @dataclass(frozen=True)
 class Record:
+    """One record as read. `key` is the key as text; a key that is not UTF-8 is shown with
+    backslash escapes and `key_is_text` is False: such a record is nobody's (keys are job ids),
+    and whoever reads it dead-letters it rather than raising mid-restore."""
+
     topic: str
     partition: int
     offset: int
@@ -30,12 +34,23 @@ class Record:
     value: bytes | None
     timestamp_ms: int
     headers: tuple[tuple[str, bytes], ...] = ()
+    key_is_text: bool = True
 
     def header(self, name: str) -> bytes | None:
         for key, value in self.headers:
             if key == name:
                 return value
         return None
+
+
+def decode_key(raw: bytes | None) -> tuple[str | None, bool]:
+    """A record key as text, and whether it was valid UTF-8 (else shown with escapes)."""
+    if raw is None:
+        return None, True
+    try:
+        return raw.decode(), True
+    except UnicodeDecodeError:
+        return raw.decode(errors="backslashreplace"), False
 
 
 def partition_count(topic: str, bootstrap: str | None = None) -> int:
@@ -89,15 +104,16 @@ def read_to_end(
                 p = msg.partition()
                 if p not in open_partitions:
                     continue
-                key = msg.key()
+                key, key_is_text = decode_key(msg.key())
                 yield Record(
                     topic=topic,
                     partition=p,
                     offset=msg.offset(),
-                    key=key.decode() if key is not None else None,
+                    key=key,
                     value=msg.value(),
                     timestamp_ms=msg.timestamp()[1],
                     headers=tuple(msg.headers() or ()),
+                    key_is_text=key_is_text,
                 )
                 if msg.offset() + 1 >= ends[p]:
                     open_partitions.discard(p)

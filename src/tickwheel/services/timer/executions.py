@@ -19,8 +19,18 @@ from typing import Any
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
 from tickwheel.events import execution_event
 
-# A worker's lease deadline is honoured plus this much, for clock skew between hosts.
+# A lease runs on the owner's clock (now + the lease's length) plus this much: the time an
+# event takes to reach the owner.
 LEASE_GRACE_MS = 2_000
+# The longest lease a worker may ask for in one event (a longer one is cut to this).
+MAX_LEASE_MS = 3_600_000
+# A request not leased within this long is re-issued as the next attempt, and dead-lettered
+# once its attempts run out (docs/decisions/0055): no worker reads its queue, or retention
+# deleted it, and a `skip` job must not wait behind it forever.
+DISPATCH_TIMEOUT_MS = 900_000
+# After a change of owner, leases taken while nobody owned the partition are still unread:
+# a queued request gets at least this long before its dispatch deadline passes.
+DISPATCH_RESTORE_GRACE_MS = 60_000
 OUTCOMES = ("succeeded", "failed", "cancelled")
 QUEUED_DATA = json.dumps({"state": "queued", "worker_id": None})
 # A job's in-flight requests travel in its one TimerState record, which must stay under Kafka's
@@ -65,7 +75,14 @@ def _empty() -> Decision:
 
 
 class ExecutionTracker:
-    def __init__(self, retry_base_ms: int, retry_cap_ms: int, rng: random.Random) -> None:
+    def __init__(
+        self,
+        retry_base_ms: int,
+        retry_cap_ms: int,
+        rng: random.Random,
+        dispatch_timeout_ms: int = DISPATCH_TIMEOUT_MS,
+    ) -> None:
+        self.dispatch_timeout_ms = dispatch_timeout_ms
         self.retry_base_ms = retry_base_ms
         self.retry_cap_ms = retry_cap_ms
         self.rng = rng
@@ -82,11 +99,21 @@ class ExecutionTracker:
         return self.bytes_by_job[job_id] + footprint(payload) <= IN_FLIGHT_BYTES_PER_JOB
 
     # -- bookkeeping -----------------------------------------------------------------------
-    def started(self, request: dict[str, Any]) -> None:
-        """A first request was emitted: the execution is in flight, queued."""
-        if request["execution_id"] in self.in_flight:
-            return
-        self._add(InFlight(request=request, state="queued"))
+    def started(self, request: dict[str, Any]) -> InFlight:
+        """A first request was emitted: the execution is in flight, queued until its dispatch
+        deadline. Returns the flight, whose deadline the caller holds in its wheel."""
+        flight = self.in_flight.get(request["execution_id"])
+        if flight is not None:
+            return flight
+        flight = InFlight(request=request, state="queued")
+        flight.deadline_ms = request["requested_at"] + self.dispatch_timeout_ms
+        self._add(flight)
+        return flight
+
+    def dispatch_deadline(self, request: dict[str, Any], now_ms: int) -> int:
+        """When a queued request restored by a new owner stops waiting for its lease."""
+        due = int(request["requested_at"]) + self.dispatch_timeout_ms
+        return max(due, now_ms + min(self.dispatch_timeout_ms, DISPATCH_RESTORE_GRACE_MS))
 
     def _add(self, flight: InFlight) -> None:
         execution_id = flight.request["execution_id"]
@@ -182,8 +209,7 @@ class ExecutionTracker:
         if kind in ("leased", "heartbeat"):
             flight.state = "running"
             flight.worker_id = event["worker_id"]
-            deadline = event.get("lease_deadline") or now_ms + 30_000
-            flight.deadline_ms = deadline + LEASE_GRACE_MS
+            flight.deadline_ms = now_ms + self.lease_ms(event, flight.request) + LEASE_GRACE_MS
             decision.changed_jobs.add(job_id)
             return decision, flight
         if kind == "succeeded" or kind == "cancelled":
@@ -214,6 +240,17 @@ class ExecutionTracker:
             return decision, None
         return decision, None
 
+    @staticmethod
+    def lease_ms(event: dict[str, Any], request: dict[str, Any]) -> int:
+        """How long the lease an event renews runs, measured on the owner's clock: the worker's
+        deadline minus its own event time (both read off the worker's clock, so its skew
+        cancels out), else the request's lease terms. A worker clock an hour ahead can then
+        neither hide a dead worker nor expire a live one."""
+        deadline, sent = event.get("lease_deadline"), event.get("event_time")
+        if deadline is not None and sent is not None and deadline > sent:
+            return int(min(deadline - sent, MAX_LEASE_MS))
+        return int(request.get("lease_seconds") or 30) * 1000
+
     # -- timers ----------------------------------------------------------------------------
     def on_deadline(
         self, execution_id: str, attempt: int, deadline_ms: int, now_ms: int
@@ -227,7 +264,23 @@ class ExecutionTracker:
         decision.changed_jobs.add(job_id)
         if flight.state == "retry_wait":
             self._reissue(flight, "retry", now_ms, decision)
-            return decision, None
+            return decision, flight
+        if flight.state == "queued":
+            waited_s = (now_ms - int(flight.request["requested_at"])) // 1000
+            error = (
+                f"attempt {flight.attempt} was not leased within {waited_s} s: no worker "
+                f"reads executions.{flight.request['priority']}, or the request was lost"
+            )
+            decision.events.append(
+                self._event(flight, "failed", now_ms, reason="dispatch_timeout", error=error,
+                            error_kind="retryable")
+            )  # fmt: skip
+            if flight.attempt >= int(flight.request["max_attempts"]):
+                self._dead_letter(flight, "dispatch_timeout_max_attempts", error, now_ms, decision)
+                return decision, None
+            # The request enum has no dispatch trigger: a lease never taken is a lease expired.
+            self._reissue(flight, "lease_expired", now_ms, decision)
+            return decision, flight
         if flight.state == "running":
             decision.events.append(
                 self._event(flight, "failed", now_ms, reason="lease_expired",
@@ -239,6 +292,7 @@ class ExecutionTracker:
                 )
                 return decision, None
             self._reissue(flight, "lease_expired", now_ms, decision)
+            return decision, flight
         return decision, None
 
     def _reissue(self, flight: InFlight, trigger: str, now_ms: int, decision: Decision) -> None:
@@ -251,7 +305,7 @@ class ExecutionTracker:
         }
         flight.request = request
         flight.state = "queued"
-        flight.deadline_ms = None
+        flight.deadline_ms = now_ms + self.dispatch_timeout_ms
         flight.worker_id = None
         decision.requests.append(request)
 

@@ -48,6 +48,25 @@ class JobEntry:
     # The next slot materialised, in the wheel (handle set) or parked beyond the horizon.
     next_ms: int | None = None
     handle: int | None = None
+    entry: int = -1  # what `handle` carries in the wheel: dropped with it when unscheduled
+
+    def same_as(self, other: JobEntry) -> bool:
+        """Whether `other` came from the same definition record (a replay, not a new write)."""
+        return (
+            self.updated_at_ms == other.updated_at_ms
+            and self.schedule == other.schedule
+            and self.enabled == other.enabled
+            and self.payload == other.payload
+            and self.payload_template == other.payload_template
+            and self.job_type == other.job_type
+            and self.tenant_id == other.tenant_id
+            and self.priority == other.priority
+            and self.misfire_policy == other.misfire_policy
+            and self.overlap_policy == other.overlap_policy
+            and self.max_attempts == other.max_attempts
+            and self.max_catch_up == other.max_catch_up
+            and self.jitter_ms == other.jitter_ms
+        )
 
 
 @dataclass

@@ -89,3 +89,25 @@ def skipped_event(job: JobEntry, slot: int, now_ms: int, reason: str) -> dict[st
         "reason": reason,
         "details": json.dumps({"job_version": job.version}),
     }
+
+
+def job_dead_letter(
+    job_id: str, version: int, stage: str, error: Exception, now_ms: int
+) -> dict[str, Any]:
+    """The `DeadLetter` saying a job was set aside: its scheduling raised at `stage` (restore,
+    tick, fire, edit). One per job, version and stage, so a restore that meets it again
+    writes the same dead letter (the history sink de-duplicates it)."""
+    return {
+        "dead_letter_id": f"job:{job_id}:v{version}:{stage}",
+        "event_time": now_ms,
+        "reason": f"job_failed: {stage}: {error}"[:2_000],
+        "source_topic": "jobs.definitions",
+        "source_partition": -1,
+        "source_offset": -1,
+        "execution_id": None,
+        "job_id": job_id,
+        "attempt": None,
+        "error": repr(error)[:2_000],
+        "payload": None,
+        "raw_value": None,
+    }

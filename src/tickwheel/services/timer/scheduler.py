@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import random
-from collections import deque
 from typing import Any
 
+from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.misfire import walk_forward
 from tickwheel.core.overlap import OverlapDecision, decide_overlap
 from tickwheel.core.wheel import TimingWheel
+from tickwheel.services.timer.commands import RejectedCommand, command_slots
 from tickwheel.services.timer.executions import (
+    DISPATCH_TIMEOUT_MS,
     LEASE_GRACE_MS,
     Decision,
     ExecutionTracker,
@@ -32,13 +35,14 @@ from tickwheel.services.timer.model import (
     is_a_namesakes_request,
     shared_next_after,
 )
-from tickwheel.services.timer.occurrences import request_record, skipped_event
+from tickwheel.services.timer.occurrences import job_dead_letter, request_record, skipped_event
+from tickwheel.services.timer.ready import ReadyQueue, backlog_bound
+
+log = logging.getLogger("tickwheel.timer")
 
 # Slots missed by less than this are simply late, not misfired: a failover of a few seconds
 # must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
 MISFIRE_GRACE_MS = 60_000
-# The most occurrences one backfill command emits.
-MAX_BACKFILL = 10_000
 # While worker events lag behind, an expired lease waits at most this long past its deadline
 # for a heartbeat that may be among them: a worker that is really gone is still replaced.
 MAX_LEASE_HOLD_MS = 60_000
@@ -62,6 +66,7 @@ class PartitionTimer:
         misfire_grace_ms: int = MISFIRE_GRACE_MS,
         lease_seconds: int = 30,
         heartbeat_seconds: int = 10,
+        dispatch_timeout_ms: int = DISPATCH_TIMEOUT_MS,
     ) -> None:
         self.partition = partition
         self.horizon_ms = horizon_ms
@@ -74,7 +79,9 @@ class PartitionTimer:
         self.jobs: dict[str, JobEntry] = {}
         self.tick_ms = tick_ms
         self.wheel = TimingWheel(tick_ms=tick_ms, start_ms=start_ms)
-        self.executions = ExecutionTracker(retry_base_ms, retry_cap_ms, rng or random.Random(0))
+        self.executions = ExecutionTracker(
+            retry_base_ms, retry_cap_ms, rng or random.Random(0), dispatch_timeout_ms
+        )
         # Wheel entries are ints; this maps them back to what they stand for:
         # ("slot", job_id, slot_ms) or ("exec", execution_id, attempt, deadline_ms).
         self._entries: dict[int, tuple[Any, ...]] = {}
@@ -84,7 +91,7 @@ class PartitionTimer:
         # Jobs whose next slot lies beyond the horizon: (next_ms, job_id), lazily invalidated.
         self._parked: list[tuple[int, str]] = []
         # Due occurrences waiting for a batch, per tenant, served round-robin.
-        self._ready: dict[str, deque[tuple[str, int]]] = {}
+        self._ready = ReadyQueue()
         self._restoring_states: dict[str, dict[str, Any]] = {}
         self._tombstoned: set[str] = set()  # states deleted: read during a restore only
         self.serving = False
@@ -146,38 +153,77 @@ class PartitionTimer:
         emission = Emission()
         # In-flight executions first (even of a deleted job), so every state written below
         # carries them.
-        for state in self._restoring_states.values():
-            for flight in self.executions.restore(state.get("pending") or []):
-                if flight.state == "running" and flight.deadline_ms is not None:
-                    # Heartbeats sent while nobody owned the partition are still unread: give
-                    # the worker a full lease from now before calling it dead.
-                    lease_ms = int(flight.request.get("lease_seconds") or 30) * 1000
-                    flight.deadline_ms = max(flight.deadline_ms, now_ms + lease_ms + LEASE_GRACE_MS)
-                self._set_deadline(flight)
-            for entry in state.get("pending") or []:
-                if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
-                    self._held[state["job_id"]] = entry["fire_at"]
-        for job in self.jobs.values():
-            saved = self._restoring_states.get(job.job_id)
-            if saved is not None and not belongs_to_a_namesake(saved, job):
-                job.last_scheduled_ms = saved.get("last_scheduled_time")
-                job.emitted_ms = job.last_scheduled_ms
-                job.last_fire_ms = saved.get("last_fire_time")
-            emission.extend(self._catch_up(job, now_ms))
-            self._materialise(job, now_ms)
+        for job_id, state in self._restoring_states.items():
+            try:
+                self._restore_in_flight(state, now_ms)
+            except Exception as exc:  # one job's state never stops its partition's restore
+                self._job_failed(job_id, "restore_state", exc, now_ms, emission)
+        for job in list(self.jobs.values()):
+            try:
+                saved = self._restoring_states.get(job.job_id)
+                if saved is not None and not belongs_to_a_namesake(saved, job):
+                    job.last_scheduled_ms = saved.get("last_scheduled_time")
+                    job.emitted_ms = job.last_scheduled_ms
+                    job.last_fire_ms = saved.get("last_fire_time")
+                emission.extend(self._catch_up(job, now_ms))
+                self._materialise(job, now_ms)
+            except Exception as exc:
+                self._job_failed(job.job_id, "restore", exc, now_ms, emission)
         self._restoring_states.clear()
         self._tombstoned.clear()
         self.serving = True
         return emission
+
+    def _restore_in_flight(self, state: dict[str, Any], now_ms: int) -> None:
+        for flight in self.executions.restore(state.get("pending") or []):
+            if flight.state == "running" and flight.deadline_ms is not None:
+                # Heartbeats sent while nobody owned the partition are still unread: give
+                # the worker a full lease from now before calling it dead.
+                lease_ms = int(flight.request.get("lease_seconds") or 30) * 1000
+                flight.deadline_ms = max(flight.deadline_ms, now_ms + lease_ms + LEASE_GRACE_MS)
+            elif flight.state == "queued":
+                # Leases taken while nobody owned the partition are still unread, too.
+                flight.deadline_ms = self.executions.dispatch_deadline(flight.request, now_ms)
+            self._set_deadline(flight)
+        for entry in state.get("pending") or []:
+            if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
+                self._held[state["job_id"]] = entry["fire_at"]
+
+    def _job_failed(
+        self, job_id: str, stage: str, exc: Exception, now_ms: int, emission: Emission
+    ) -> None:
+        """One job's decision raised: it is that job's problem, never its partition's. The job
+        leaves the wheel (its definition is kept, so a fixed edit or a restore brings it back),
+        and a dead letter says which job and why."""
+        log.error(
+            "a job's scheduling failed; the job is set aside, its partition goes on",
+            extra={"action": "job_failed", "partition": self.partition, "job_id": job_id,
+                   "stage": stage, "error": repr(exc)},
+        )  # fmt: skip
+        job = self.jobs.get(job_id)
+        if job is not None:
+            self._unschedule(job)
+        version = job.version if job is not None else 0
+        emission.dead_letters.append(job_dead_letter(job_id, version, stage, exc, now_ms))
 
     # -- live changes ----------------------------------------------------------------------
     def apply_definition(self, job_id: str, record: dict[str, Any] | None, now_ms: int) -> Emission:
         """A definition changed while serving: delete, pause, resume or edit."""
         old = self.jobs.get(job_id)
         emission = Emission()
+        # Checked before anything changes: an invalid edit is refused (and dead-lettered by the
+        # service) while the job keeps its old schedule.
+        job = None if record is None else entry_from_definition(record)
+        if (
+            job is not None
+            and old is not None
+            and (job.version < old.version or (job.version == old.version and job.same_as(old)))
+        ):
+            # A replay of what we already hold (e.g. read during restore and again live).
+            return emission
         if old is not None:
             self._unschedule(old)
-        if record is None:
+        if job is None:
             self.jobs.pop(job_id, None)
             self._held.pop(job_id, None)
             if old is not None:
@@ -185,11 +231,8 @@ class PartitionTimer:
                 # deadlines must survive a change of owner until they finish.
                 emission.states[job_id] = self._orphan_state(job_id, now_ms)
             return emission
-        job = entry_from_definition(record)
-        if old is not None and job.version <= old.version:
-            # A replay of what we already hold (e.g. read during restore and again live).
-            self._materialise(old, now_ms)
-            return emission
+        # Two writers that both read version n publish two different n+1s: the later record
+        # wins here as it does in compaction, so the live timer and any restore agree.
         if old is not None:
             job.last_scheduled_ms = old.last_scheduled_ms
             job.emitted_ms = old.emitted_ms
@@ -199,8 +242,11 @@ class PartitionTimer:
             job.last_scheduled_ms = max(job.last_scheduled_ms or 0, job.updated_at_ms)
             job.emitted_ms = job.last_scheduled_ms
         self.jobs[job_id] = job
-        emission.extend(self._catch_up(job, now_ms))
-        self._materialise(job, now_ms)
+        try:
+            emission.extend(self._catch_up(job, now_ms))
+            self._materialise(job, now_ms)
+        except Exception as exc:
+            self._job_failed(job_id, "edit", exc, now_ms, emission)
         # Every change is persisted, so a pause or a resume survives a change of owner.
         emission.states[job_id] = self._state(job, now_ms)
         return emission
@@ -209,6 +255,7 @@ class PartitionTimer:
         if job.handle is not None:
             self.wheel.cancel(job.handle)
             job.handle = None
+            self._entries.pop(job.entry, None)
         job.next_ms = None
 
     # -- the walk --------------------------------------------------------------------------
@@ -257,17 +304,39 @@ class PartitionTimer:
             elif decision.action == "queue":
                 self._held[job.job_id] = slot
             else:
-                request = self._request(
-                    job, slot, slot + self._jitter(job, slot), now_ms, "catch_up"
-                )
-                emission.requests.append(request)
-                self.executions.started(request)
+                fire_ms = slot + self._jitter(job, slot)
+                self._start(job, slot, fire_ms, now_ms, "catch_up", None, emission)
         if walk.last_scheduled_ms is not None:
             job.last_scheduled_ms = walk.last_scheduled_ms
             job.emitted_ms = walk.last_scheduled_ms
         if emission or walk.to_fire:
             emission.states[job.job_id] = self._state(job, now_ms)
         return emission
+
+    def _start(
+        self, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: str,
+        previous: int | None, emission: Emission,
+    ) -> bool:  # fmt: skip
+        """Emit attempt 1 of (job, slot), or record the slot as skipped with the reason it
+        cannot start: a payload that does not render (that job's problem alone), or a state
+        already carrying as many in-flight requests as Kafka allows. Returns whether it fired."""
+        try:
+            request = self._request(job, slot, fire_ms, now_ms, trigger, previous)
+        except Exception as exc:
+            log.error(
+                "an occurrence's request could not be built; the slot is recorded as skipped",
+                extra={"action": "occurrence_rejected", "job_id": job.job_id, "slot": slot,
+                       "error": str(exc)},
+            )  # fmt: skip
+            emission.events.append(skipped_event(job, slot, now_ms, f"invalid_request:{exc}"))
+            return False
+        if not self.executions.has_room(job.job_id, request["payload"]):
+            reason = "overlap" if trigger in ("scheduled", "catch_up") else trigger
+            emission.events.append(skipped_event(job, slot, now_ms, f"{reason}:in_flight_budget"))
+            return False
+        emission.requests.append(request)
+        self._set_deadline(self.executions.started(request))
+        return True
 
     def _jitter(self, job: JobEntry, slot_ms: int) -> int:
         if job.jitter_ms <= 0:
@@ -291,6 +360,7 @@ class PartitionTimer:
         entry = self._next_entry
         self._next_entry += 1
         self._entries[entry] = ("slot", job.job_id, slot_ms)
+        job.entry = entry
         job.handle = self.wheel.insert(slot_ms + self._jitter(job, slot_ms), entry)
 
     def _set_deadline(self, flight: InFlight) -> None:
@@ -314,11 +384,8 @@ class PartitionTimer:
             held = self._held.pop(finished.request["job_id"], None)
             job = self.jobs.get(finished.request["job_id"])
             if held is not None and job is not None and job.enabled:
-                request = self._request(
-                    job, held, held + self._jitter(job, held), now_ms, "scheduled"
-                )
-                emission.requests.append(request)
-                self.executions.started(request)
+                fire_ms = held + self._jitter(job, held)
+                self._start(job, held, fire_ms, now_ms, "scheduled", None, emission)
         for job_id in decision.changed_jobs:
             emission.states[job_id] = self.state_of(job_id, now_ms)
         return emission
@@ -343,60 +410,80 @@ class PartitionTimer:
 
         `hold_leases`: the partition's worker events are not read up to date, so an expired
         lease may have been renewed by a heartbeat still unread: its expiry waits (up to
-        MAX_LEASE_HOLD_MS past the deadline) rather than re-running a live worker's job."""
+        MAX_LEASE_HOLD_MS past the deadline) rather than re-running a live worker's job.
+
+        Nothing one job does raises out of here: a job whose decision fails is set aside
+        with a dead letter (`_job_failed`) and the others fire."""
         emission = Emission()
         if not self.serving:
             return emission
         self._refill(now_ms)
         for _fire_ms, entry in self.wheel.advance(now_ms):
-            target = self._entries.pop(entry)
-            if target[0] == "exec":
-                _, execution_id, attempt, deadline = target
-                if hold_leases and self._lease_held(execution_id, deadline, now_ms):
-                    self._entries[entry] = target  # looked at again next tick
-                    self.wheel.insert(now_ms + self.tick_ms, entry)
-                    continue
-                decision, flight = self.executions.on_deadline(
-                    execution_id, attempt, deadline, now_ms
-                )
-                emission.extend(self._apply(decision, flight, now_ms))
-                continue
-            _, job_id, slot = target
+            target = self._entries.pop(entry, None)
+            if target is None:
+                continue  # its job was unscheduled after the wheel gave it up
+            try:
+                self._due(entry, target, now_ms, hold_leases, emission)
+            except Exception as exc:
+                self._job_failed(self._job_of(target), "tick", exc, now_ms, emission)
+        for job_id, slot in self._ready.serve(self.max_batch, self._tenant_at_cap):
             job = self.jobs.get(job_id)
-            if job is None or job.next_ms != slot:
+            if job is None or not job.enabled:
                 continue
-            job.handle = None
-            self._ready.setdefault(job.tenant_id, deque()).append((job_id, slot))
-            # The next slot enters the wheel now, so a slow batch never delays the grid.
-            job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
-            self._materialise(job, now_ms)
-        taken = 0
-        while self._ready and taken < self.max_batch:
-            served = 0
-            for tenant in list(self._ready):
-                if self._tenant_at_cap(tenant):
-                    continue  # its occurrences wait; other tenants go on
-                queue = self._ready[tenant]
-                job_id, slot = queue.popleft()
-                if not queue:
-                    del self._ready[tenant]
-                served += 1
-                job = self.jobs.get(job_id)
-                if job is None or not job.enabled:
-                    continue
+            try:
                 self._fire(job, slot, now_ms, emission)
-                taken += 1
-                if taken >= self.max_batch:
-                    break
-            if served == 0:
-                break  # every waiting tenant is at its cap
+            except Exception as exc:
+                self._job_failed(job_id, "fire", exc, now_ms, emission)
         return emission
+
+    def _job_of(self, target: tuple[Any, ...]) -> str:
+        if target[0] == "slot":
+            return str(target[1])
+        flight = self.executions.in_flight.get(target[1])
+        return "" if flight is None else str(flight.request["job_id"])
+
+    def _due(
+        self, entry: int, target: tuple[Any, ...], now_ms: int, hold_leases: bool,
+        emission: Emission,
+    ) -> None:  # fmt: skip
+        """A wheel entry came due: an execution's deadline, or a job's slot (which then waits
+        in the ready queue, within the job's backlog bound)."""
+        if target[0] == "exec":
+            _, execution_id, attempt, deadline = target
+            if hold_leases and self._lease_held(execution_id, deadline, now_ms):
+                self._entries[entry] = target  # looked at again next tick
+                self.wheel.insert(now_ms + self.tick_ms, entry)
+                return
+            decision, flight = self.executions.on_deadline(execution_id, attempt, deadline, now_ms)
+            emission.extend(self._apply(decision, flight, now_ms))
+            return
+        _, job_id, slot = target
+        job = self.jobs.get(job_id)
+        if job is None or job.next_ms != slot:
+            return
+        job.handle = None
+        bound = backlog_bound(job.misfire_policy, job.max_catch_up)
+        for dropped in self._ready.push(job.tenant_id, job_id, slot, bound):
+            # Waiting behind its tenant's cap is an outage for this job: its misfire policy
+            # decides, and what it drops is recorded (and persisted) as skipped.
+            reason = (
+                "misfire:max_catch_up"
+                if job.misfire_policy == "catch_up"
+                else (f"misfire:{job.misfire_policy}:backlog")
+            )
+            emission.events.append(skipped_event(job, dropped, now_ms, reason))
+            if job.emitted_ms is None or job.emitted_ms < dropped:
+                job.emitted_ms = dropped
+            emission.states[job_id] = self._state(job, now_ms)
+        # The next slot enters the wheel now, so a slow batch never delays the grid.
+        job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
+        self._materialise(job, now_ms)
 
     def _lease_held(self, execution_id: str, deadline_ms: int, now_ms: int) -> bool:
         flight = self.executions.in_flight.get(execution_id)
         return (
             flight is not None
-            and flight.state == "running"  # a retry timer is ours alone: it never waits
+            and flight.state != "retry_wait"  # a retry timer is ours alone: it never waits
             and now_ms - deadline_ms < MAX_LEASE_HOLD_MS
         )
 
@@ -405,25 +492,26 @@ class PartitionTimer:
         return limit > 0 and self.executions.by_tenant[tenant] >= limit
 
     def _fire(self, job: JobEntry, slot: int, now_ms: int, emission: Emission) -> None:
-        """Emit one scheduled occurrence, unless the overlap policy says otherwise."""
+        """Emit one scheduled occurrence, unless the overlap or misfire policy says otherwise."""
         previous = job.emitted_ms
         if previous is not None and slot <= previous:
             return  # superseded while it waited (a resume moved the watermark past it)
         job.emitted_ms = slot
         decision = self._overlap(job)
-        if decision.action == "skip":
+        if job.misfire_policy == "skip" and now_ms - slot > self.misfire_grace_ms:
+            # It waited (behind its tenant's cap) past the grace: missed, as after an outage.
+            emission.events.append(skipped_event(job, slot, now_ms, "misfire:skip:backlog"))
+        elif decision.action == "skip":
             emission.events.append(skipped_event(job, slot, now_ms, f"overlap:{decision.reason}"))
         elif decision.action == "queue":
             self._held[job.job_id] = slot
         else:
             fire_ms = slot + self._jitter(job, slot)
-            request = self._request(job, slot, fire_ms, now_ms, "scheduled", previous)
-            emission.requests.append(request)
-            self.executions.started(request)
-            job.last_fire_ms = fire_ms
-            # The request stands for the job's state until a quieter tick writes it.
-            emission.unsaved.append(job.job_id)
-            return
+            if self._start(job, slot, fire_ms, now_ms, "scheduled", previous, emission):
+                job.last_fire_ms = fire_ms
+                # The request stands for the job's state until a quieter tick writes it.
+                emission.unsaved.append(job.job_id)
+                return
         emission.states[job.job_id] = self._state(job, now_ms)
 
     def settle(self, emission: Emission, now_ms: int) -> None:
@@ -449,51 +537,34 @@ class PartitionTimer:
         return self._orphan_state(job_id, now_ms) if job is None else self._state(job, now_ms)
 
     def _overlap(self, job: JobEntry) -> OverlapDecision:
-        """The job's overlap policy on its next slot; a job whose in-flight requests fill its
-        state's budget skips it, whatever its policy (executions.IN_FLIGHT_BYTES_PER_JOB)."""
+        """The job's overlap policy on its next slot (the in-flight budget is `_start`'s)."""
         held = 1 if job.job_id in self._held else 0
         running = self.executions.running_count(job.job_id)
-        decision = decide_overlap(job.overlap_policy, running, held)
-        payload = job.payload_template or job.payload
-        if decision.action == "fire" and not self.executions.has_room(job.job_id, payload):
-            return OverlapDecision("skip", "in_flight_budget")
-        return decision
+        return decide_overlap(job.overlap_policy, running, held)
 
     @property
     def backlog(self) -> int:
-        return sum(len(q) for q in self._ready.values())
+        return len(self._ready)
 
     # -- commands --------------------------------------------------------------------------
     def command(self, command: dict[str, Any], now_ms: int) -> Emission:
-        emission = Emission()
+        """Carry out a trigger or backfill. Raises RejectedCommand (for a dead letter) when it
+        cannot be: an unknown job, kind or range."""
         job = self.jobs.get(command["job_id"])
         if job is None:
-            return emission
-        if command["kind"] == "trigger":
-            requests = [self._request(job, command["requested_at"], now_ms, now_ms, "manual")]
-        elif command["kind"] == "backfill":
-            start, end = command.get("range_start"), command.get("range_end")
-            if start is None or end is None or end <= start:
-                return emission
-            # Bounded: a backfill is a deliberate, explicit range, not an open-ended replay.
-            requests = [
-                self._request(job, slot, now_ms, now_ms, "backfill")
-                for slot in job.schedule.first(start, end, MAX_BACKFILL)
-            ]
-        else:
-            return emission
-        for request in requests:
-            slot = request["scheduled_time"]
-            if request["execution_id"] in self.executions.in_flight:
+            raise RejectedCommand(
+                command, f"no job {command['job_id']!r} on partition {self.partition}"
+            )
+        trigger, slots = command_slots(job, command)
+        emission = Emission()
+        for slot in slots:
+            # A trigger is fired at once; a backfill slot too (its period is the slot's own).
+            fire_ms = now_ms
+            if execution_id_of(job.job_id, job.version, slot) in self.executions.in_flight:
                 # That occurrence is still running: its own attempt stands.
-                emission.events.append(skipped_event(job, slot, now_ms, "backfill:in_flight"))
+                emission.events.append(skipped_event(job, slot, now_ms, f"{trigger}:in_flight"))
                 continue
-            if not self.executions.has_room(job.job_id, request["payload"]):
-                reason = f"{request['trigger']}:in_flight_budget"
-                emission.events.append(skipped_event(job, slot, now_ms, reason))
-                continue
-            emission.requests.append(request)
-            self.executions.started(request)
+            self._start(job, slot, fire_ms, now_ms, trigger, None, emission)
         emission.states[job.job_id] = self._state(job, now_ms)
         return emission
 

@@ -20,6 +20,8 @@ import os
 import random
 import signal
 import time
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode, encode
@@ -31,13 +33,14 @@ from tickwheel.adapters.kafka.client import (
     TopicPartition,
 )
 from tickwheel.adapters.kafka.config import consumer_config
-from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
-from tickwheel.adapters.kafka.reader import Record, read_to_end
+from tickwheel.adapters.kafka.reader import Record, decode_key, read_to_end
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.errors import InvalidInput
 from tickwheel.logs import configure_logging
+from tickwheel.services.timer.commands import RejectedCommand
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.model import Emission
@@ -58,8 +61,23 @@ from tickwheel.topology import topic_name
 log = logging.getLogger("tickwheel.timer")
 
 WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
-# What a decodable but unacceptable record raises in the scheduling decisions.
-REJECTED = (TickwheelError, ValueError, KeyError, TypeError)
+# A command for a job this partition does not know waits this long for the definition (read
+# by another consumer, so it may come second) before it is dead-lettered.
+COMMAND_WAIT_S = 30.0
+
+
+@dataclass
+class HeldCommand:
+    """A command waiting for its job's definition; `definitions_end` is where the definitions
+    partition ended when it came: read that far, an unknown job is really unknown."""
+
+    offset: int
+    key: str | None
+    raw: bytes
+    command: dict[str, Any]
+    definitions_end: int
+    give_up_at: float
+
 
 # Longer than the group session timeout (10 s): by then a zombie has been told it lost its
 # partitions, so a partition still assigned to us after a fence really is ours.
@@ -88,6 +106,9 @@ class PartitionRuntime:
         self.events_offset: int | None = None  # next offset to read of executions.events
         self.inputs_moved = False  # the checkpoint must be written in the next transaction
         self.pending_emission = Emission()  # from definition changes and commands since the tick
+        # Commands waiting (in order) for a definition; the checkpoint stays at the first, so a
+        # crash meanwhile reads them again and nothing is lost or applied twice.
+        self.held_commands: deque[HeldCommand] = deque()
 
 
 class TimerService:
@@ -107,7 +128,6 @@ class TimerService:
         self._last_now_ms = 0
         self.metrics = TimerMetrics()
         self.running = True
-        self.dead_letters = DeadLetterWriter(settings.bootstrap, self.clock)
         # The group decides which definitions partitions we own. Static membership: a restarted
         # instance with the same name gets its partitions back without waiting for a rebalance.
         self.consumer = Consumer(
@@ -161,13 +181,22 @@ class TimerService:
     # -- rebalancing -----------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         assign: list[TopicPartition] = []
+        unrestored: list[TopicPartition] = []
         for tp in partitions:
             if tp.topic == self.definitions:
-                # The restore read definitions to an end offset; the live tail starts there.
-                end = self._restore(tp.partition)
-                tp.offset = end if end >= 0 else OFFSET_BEGINNING
+                try:
+                    # The restore read definitions to an end offset; the live tail starts there.
+                    end = self._restore(tp.partition)
+                    tp.offset = end if end >= 0 else OFFSET_BEGINNING
+                except Exception as exc:
+                    # A broker hiccup (or a bug) must not end the timer: the partition stays
+                    # ours, paused, and its restore is tried again (_retry_restores).
+                    self._restore_failed(tp.partition, exc)
+                    unrestored.append(TopicPartition(tp.topic, tp.partition))
             assign.append(tp)
         consumer.incremental_assign(assign)
+        if unrestored:
+            consumer.pause(unrestored)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -198,14 +227,16 @@ class TimerService:
         now = self.now_ms()
         # Retry jitter is seeded from the OS here, and injected into the core.
         timer = self.settings.partition_timer(partition, now, random.Random())
+        # What the restore meets that nobody can use is dead-lettered in its first transaction.
+        rejects: list[dict[str, Any]] = []
         input_offsets: dict[str, int] = {}
         seq = 0  # the highest timer transaction number seen: ours continue from it
         for record in read_to_end(self.state_topic, [partition], self.settings.bootstrap):
-            if record.key is None:
+            if record.key is None or not self._usable_key(record, rejects):
                 continue
             state = None
             if record.value is not None:
-                state = self._decode(record, "TimerState")
+                state = self._decode(record, "TimerState", rejects)
                 if state is None:
                     continue
                 seq = max(seq, state["seq"])
@@ -216,20 +247,20 @@ class TimerService:
         end = -1
         for record in read_to_end(self.definitions, [partition], self.settings.bootstrap):
             end = record.offset + 1
-            if record.key is None:
+            if record.key is None or not self._usable_key(record, rejects):
                 continue
             definition = None
             if record.value is not None:
-                definition = self._decode(record, "JobDefinition")
+                definition = self._decode(record, "JobDefinition", rejects)
                 if definition is None:
                     continue
             try:
                 if definition is not None:
-                    self._check_partition(record.key, partition)
+                    self._check_definition(record.key, definition, partition)
                 timer.load_definition(record.key, definition)
-            except REJECTED as exc:
-                self._reject(record.topic, partition, record.offset, record.key, record.value, exc)
-        request_log = self._replay_unsaved_requests(timer, partition, input_offsets, seq)
+            except Exception as exc:  # one bad definition is its own problem
+                rejects.append(self._rejection(record, exc))
+        request_log = self._replay_unsaved_requests(timer, partition, input_offsets, seq, rejects)
         runtime = PartitionRuntime(partition, timer, producer, end, request_log)
         runtime.command_offset = input_offsets.get(self.commands)
         runtime.events_offset = input_offsets.get(self.events_topic)
@@ -240,6 +271,7 @@ class TimerService:
         self.partitions[partition] = runtime
         self.inputs.assign(partition, runtime.command_offset, runtime.events_offset)
         emission = timer.finish_restore(self.now_ms())
+        emission.dead_letters.extend(rejects)
         # Catch-up after a long outage can be large: one transaction per bounded chunk of jobs.
         for chunk in emission.chunks(self.settings.max_batch):
             if not self._commit(runtime, chunk):
@@ -247,7 +279,8 @@ class TimerService:
         # What a restore loads (a million jobs) lives as long as the partition: out of the
         # cyclic collector's sight, a full collection no longer walks it (bursts ran ~7%
         # faster). Jobs hold no reference cycles, so refcounting still frees them when the
-        # partition goes.
+        # partition goes. Collected first, so no garbage of a dropped partition is pinned.
+        gc.collect()
         gc.freeze()
         elapsed = time.monotonic() - started
         self.metrics.restore_seconds.observe(elapsed)
@@ -260,7 +293,12 @@ class TimerService:
         return end
 
     def _replay_unsaved_requests(
-        self, timer: PartitionTimer, partition: int, input_offsets: dict[str, int], seq: int
+        self,
+        timer: PartitionTimer,
+        partition: int,
+        input_offsets: dict[str, int],
+        seq: int,
+        rejects: list[dict[str, Any]],
     ) -> RequestLog:
         """Requests of jobs whose states were not written yet (decision 0008): read from the
         checkpointed offsets to the end. The jobs they rebuild stay unsaved in the returned
@@ -285,14 +323,19 @@ class TimerService:
             ):
                 if record.value is None or record.offset >= ends[topic]:
                     continue
-                request = self._decode(record, "ExecutionRequest")
+                if not self._usable_key(record, rejects):
+                    continue
+                request = self._decode(record, "ExecutionRequest", rejects)
                 written_by = record.header(SEQ_HEADER)
                 if request is None or written_by is None:
                     continue
-                seq = max(seq, int(written_by))
-                if timer.load_request(request, int(written_by)):
-                    replayed[request["job_id"]] = None
-                    replayed_from.setdefault(topic, start)
+                try:
+                    seq = max(seq, int(written_by))
+                    if timer.load_request(request, int(written_by)):
+                        replayed[request["job_id"]] = None
+                        replayed_from.setdefault(topic, start)
+                except Exception as exc:
+                    rejects.append(self._rejection(record, exc))
         return RequestLog(
             seq, ends, replayed_from=replayed_from, replayed=replayed, now_ms=self.now_ms()
         )
@@ -309,56 +352,124 @@ class TimerService:
             runtime = self.partitions.get(msg.partition())
             if runtime is None:
                 continue
-            key = msg.key().decode(errors="replace") if msg.key() is not None else None
+            key, key_is_text = decode_key(msg.key())
+            record = Record(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), 0,
+                            tuple(msg.headers() or ()), key_is_text)  # fmt: skip
+            rejects = runtime.pending_emission.dead_letters
             try:
-                self._apply_message(runtime, msg, key, now)
-            except REJECTED as exc:
+                if self._usable_key(record, rejects):
+                    self._apply_record(runtime, record, now)
+            except Exception as exc:
                 # Decodable but unacceptable (a bad cron published by another client, a
-                # backfill without a range, ...): dead-lettered, and the loop goes on.
-                self._reject(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), exc)
+                # backfill without a range, ...): dead-lettered with the partition's next
+                # transaction, and the loop goes on.
+                rejects.append(self._rejection(record, exc))
 
-    def _apply_message(
-        self, runtime: PartitionRuntime, msg: Any, key: str | None, now: int
-    ) -> None:
-        if msg.topic() == self.definitions:
-            if key is None:
+    def _apply_record(self, runtime: PartitionRuntime, record: Record, now: int) -> None:
+        rejects = runtime.pending_emission.dead_letters
+        if record.topic == self.definitions:
+            if record.key is None:
                 return
             definition = None
-            if msg.value() is not None:
-                definition = self._decode_message(msg, "JobDefinition")
+            if record.value is not None:
+                definition = self._decode(record, "JobDefinition", rejects)
                 if definition is None:
                     return
-            if definition is not None:
-                self._check_partition(key, runtime.partition)
-            emission = runtime.timer.apply_definition(key, definition, now)
+                self._check_definition(record.key, definition, runtime.partition)
+            emission = runtime.timer.apply_definition(record.key, definition, now)
             runtime.pending_emission.extend(emission)
-        elif msg.topic() == self.commands:
-            runtime.command_offset = msg.offset() + 1
+        elif record.topic == self.commands:
+            self._on_command(runtime, record, now)
+        elif record.topic == self.events_topic:
+            runtime.events_offset = record.offset + 1
             runtime.inputs_moved = True
-            if msg.value() is None:
+            if record.value is None:
                 return
-            command = self._decode_message(msg, "TimerCommand")
-            if command is not None:
-                runtime.pending_emission.extend(runtime.timer.command(command, now))
-        elif msg.topic() == self.events_topic:
-            runtime.events_offset = msg.offset() + 1
-            runtime.inputs_moved = True
-            if msg.value() is None:
-                return
-            event = self._decode_message(msg, "ExecutionEvent")
+            event = self._decode(record, "ExecutionEvent", rejects)
             if event is None or event["event_id"].startswith("timer:"):
                 return  # our own records come back to us: nothing to decide
             if event["event_type"] in WORKER_EVENTS:
                 runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
 
+    # -- commands --------------------------------------------------------------------------
+    def _on_command(self, runtime: PartitionRuntime, record: Record, now: int) -> None:
+        """A trigger or backfill. One for a job not known yet waits for its definition (the
+        two are read by different consumers, so "create, then trigger" may arrive command
+        first); the ones after it wait behind it, so they keep their order."""
+        rejects = runtime.pending_emission.dead_letters
+        command = None
+        if record.value is not None:
+            command = self._decode(record, "TimerCommand", rejects)
+        if command is None:
+            self._command_done(runtime, record.offset)
+            return
+        if runtime.held_commands or command["job_id"] not in runtime.timer.jobs:
+            definitions_end = 0  # behind another held command, its job may be known already
+            if command["job_id"] not in runtime.timer.jobs:
+                definitions_end = self.inputs.watermarks(self.definitions, runtime.partition)[1]
+            held = HeldCommand(record.offset, record.key, record.value or b"", command,
+                               definitions_end, time.monotonic() + COMMAND_WAIT_S)  # fmt: skip
+            runtime.held_commands.append(held)
+            self._release_commands(runtime, now)
+            return
+        self._apply_command(runtime, record.offset, record.key, record.value, command, now)
+
+    def _apply_command(
+        self, runtime: PartitionRuntime, offset: int, key: str | None, raw: bytes | None,
+        command: dict[str, Any], now: int,
+    ) -> None:  # fmt: skip
+        self._command_done(runtime, offset)
+        try:
+            runtime.pending_emission.extend(runtime.timer.command(command, now))
+        except Exception as exc:
+            record = Record(self.commands, runtime.partition, offset, key, raw, 0)
+            runtime.pending_emission.dead_letters.append(self._rejection(record, exc))
+
+    @staticmethod
+    def _command_done(runtime: PartitionRuntime, offset: int) -> None:
+        runtime.command_offset = offset + 1
+        runtime.inputs_moved = True
+
+    def _release_commands(self, runtime: PartitionRuntime, now: int) -> None:
+        """Apply held commands whose job is known now; dead-letter the head one once the
+        definitions are read past where they ended when it came, or it waited too long."""
+        while runtime.held_commands:
+            held = runtime.held_commands[0]
+            known = held.command["job_id"] in runtime.timer.jobs
+            if not known and not self._definitions_read_to(runtime.partition, held):
+                return
+            runtime.held_commands.popleft()
+            self._apply_command(runtime, held.offset, held.key, held.raw, held.command, now)
+
+    def _definitions_read_to(self, partition: int, held: HeldCommand) -> bool:
+        if time.monotonic() >= held.give_up_at:
+            return True
+        try:
+            [tp] = self.consumer.position([TopicPartition(self.definitions, partition)])
+        except KafkaException:
+            return False
+        return bool(tp.offset >= held.definitions_end)
+
     def _tick_all(self) -> None:
         now = self.now_ms()
         for partition, runtime in list(self.partitions.items()):
+            if runtime.held_commands:
+                self._release_commands(runtime, now)
             emission = runtime.pending_emission
             runtime.pending_emission = Emission()
-            emission.extend(
-                runtime.timer.tick(now, hold_leases=self.inputs.events_behind(partition))
-            )
+            try:
+                emission.extend(
+                    runtime.timer.tick(now, hold_leases=self.inputs.events_behind(partition))
+                )
+            except Exception as exc:
+                # The scheduler isolates its jobs; this is a last resort against a bug of its
+                # own: the partition is rebuilt from Kafka, the others go on.
+                log.exception(
+                    "tick failed; restoring the partition",
+                    extra={"action": "tick_failed", "partition": partition, "error": repr(exc)},
+                )
+                self._drop(runtime, retry_in_s=5.0)
+                continue
             due = runtime.log.states_due(
                 fired=len(emission.requests),
                 backlog=runtime.timer.backlog,
@@ -372,6 +483,18 @@ class TimerService:
             if emission or runtime.inputs_moved:
                 self._commit(runtime, emission)
             self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
+
+    def _check_definition(self, key: str, definition: dict[str, Any], partition: int) -> None:
+        """Refuse what would break a decision before the scheduler sees it: a key that is not
+        the job's id (requests follow `jobId`, so its events would land elsewhere), and a job
+        published to a partition its key does not hash to."""
+        if definition.get("jobId") != key:
+            raise InvalidInput(
+                "jobId",
+                f"{definition.get('jobId')!r} differs from the record key {key!r}; accepted: a "
+                "definition keyed by its own jobId",
+            )
+        self._check_partition(key, partition)
 
     def _check_partition(self, job_id: str, partition: int) -> None:
         """Refuse a job published to a partition its key does not hash to: its requests and
@@ -437,13 +560,11 @@ class TimerService:
             self.metrics.transactions.inc()
         except KafkaException as exc:
             self.metrics.aborts.inc()
-            self.partitions.pop(runtime.partition, None)
-            self.inputs.unassign(runtime.partition)
             if is_fatal(exc):
                 # Fenced: a newer owner has this partition. Stop emitting and wait for the group
                 # to tell us what we own; restoring now would fence the rightful owner in turn.
                 # Should the group still give it to us after the session timeout, restore then.
-                self.restore_due[runtime.partition] = time.monotonic() + FENCED_RECHECK_S
+                self._drop(runtime, retry_in_s=FENCED_RECHECK_S)
                 log.warning(
                     "fenced; dropping the partition until it is assigned again",
                     extra={
@@ -463,7 +584,7 @@ class TimerService:
             )
             with contextlib.suppress(KafkaException):
                 producer.abort()
-            self.restore_due[runtime.partition] = time.monotonic() + 1.0
+            self._drop(runtime, retry_in_s=1.0)
             return False
         runtime.inputs_moved = False
         if len(encoded) > MAX_ENCODED_REQUESTS:
@@ -493,6 +614,21 @@ class TimerService:
             offsets[self.events_topic] = runtime.events_offset
         return encode_checkpoint(runtime.partition, offsets, seq, self.now_ms())
 
+    def _drop(self, runtime: PartitionRuntime, retry_in_s: float) -> None:
+        """Forget the partition's memory; it is restored from Kafka in `retry_in_s`."""
+        self.partitions.pop(runtime.partition, None)
+        self.inputs.unassign(runtime.partition)
+        self.restore_due[runtime.partition] = time.monotonic() + retry_in_s
+
+    def _restore_failed(self, partition: int, exc: Exception) -> None:
+        log.error(
+            "restore failed; trying again",
+            extra={"action": "restore_failed", "partition": partition, "error": repr(exc)},
+        )
+        self.partitions.pop(partition, None)
+        self.inputs.unassign(partition)
+        self.restore_due[partition] = time.monotonic() + 5.0
+
     def _retry_restores(self) -> None:
         """Rebuild partitions we still own after a failed transaction. After a fence, wait past
         the session timeout first: by then a zombie has learnt it lost them, so a partition
@@ -507,49 +643,53 @@ class TimerService:
                 del self.restore_due[partition]
                 try:
                     end = self._restore(partition)
-                except (KafkaException, TickwheelError) as exc:
-                    log.error(
-                        "restore failed; trying again",
-                        extra={
-                            "action": "restore_failed",
-                            "partition": partition,
-                            "error": str(exc),
-                        },
-                    )
-                    self.restore_due[partition] = time.monotonic() + 5.0
+                except Exception as exc:  # a broker hiccup, or worse: never the process's end
+                    self._restore_failed(partition, exc)
                     continue
+                tp = TopicPartition(self.definitions, partition, end if end >= 0 else 0)
+                # The live tail resumes where the restore stopped reading (and a partition
+                # paused after a failed first restore starts reading).
                 if end >= 0:
-                    # The live tail resumes where the restore stopped reading.
-                    self.consumer.seek(TopicPartition(self.definitions, partition, end))
+                    self.consumer.seek(tp)
+                self.consumer.resume([TopicPartition(self.definitions, partition)])
 
-    def _reject(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        key: str | None,
-        raw: bytes | None,
-        exc: Exception,
-    ) -> None:
-        self.dead_letters.undecodable(topic, partition, offset, key, raw, str(exc), kind="rejected")
+    def _rejection(self, record: Record, exc: Exception) -> dict[str, Any]:
+        """The dead letter of a decodable but unacceptable record (written with the partition's
+        next transaction)."""
+        reason = exc.reason if isinstance(exc, RejectedCommand) else str(exc) or repr(exc)
+        return self._dead_letter(record, reason, "rejected")
+
+    def _dead_letter(self, record: Record, reason: str, kind: str) -> dict[str, Any]:
+        log.error(
+            f"{kind} record sent to the dead-letter topic",
+            extra={"action": "record_dead_lettered", "topic": record.topic,
+                   "partition": record.partition, "offset": record.offset, "reason": reason},
+        )  # fmt: skip
+        return dead_letter_record(
+            record.topic, record.partition, record.offset, record.key, record.value, reason,
+            kind, self.now_ms(),
+        )  # fmt: skip
+
+    def _usable_key(self, record: Record, rejects: list[dict[str, Any]]) -> bool:
+        """Keys are job ids, so one that is not UTF-8 belongs to no job: dead-lettered, live and
+        at restore alike (it used to pass live and stop the next restore)."""
+        if record.key_is_text:
+            return True
+        rejects.append(self._dead_letter(record, "the record key is not UTF-8", "rejected"))
+        return False
 
     # -- decoding --------------------------------------------------------------------------
-    def _decode(self, record: Any, expected: str) -> dict[str, Any] | None:
-        """A restore's record decoded (a TimerState with its requests), or dead-lettered."""
+    def _decode(
+        self, record: Record, expected: str, rejects: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """A record decoded (a TimerState with its requests), or dead-lettered into `rejects`."""
         try:
             if expected == "TimerState":
-                return decode_state(record.value)
-            return decode(record.value, expected)[1]
+                return decode_state(record.value or b"")
+            return decode(record.value or b"", expected)[1]
         except UndecodableRecord as exc:
-            self.dead_letters.undecodable(
-                record.topic, record.partition, record.offset, record.key, record.value, exc.reason
-            )
+            rejects.append(self._dead_letter(record, exc.reason, "undecodable"))
             return None
-
-    def _decode_message(self, msg: Any, expected: str) -> dict[str, Any] | None:
-        key = msg.key().decode(errors="replace") if msg.key() is not None else None
-        record = Record(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), 0)
-        return self._decode(record, expected)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,8 @@ class TimerSettings:
     TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP,
     TICKWHEEL_TENANT_MAX_IN_FLIGHT, TICKWHEEL_MISFIRE_GRACE_MS, TICKWHEEL_RETRY_BASE_MS,
     TICKWHEEL_RETRY_CAP_MS, TICKWHEEL_LEASE_SECONDS, TICKWHEEL_HEARTBEAT_SECONDS,
-    TICKWHEEL_TIMER_STATE_LAG_MS."""
+    TICKWHEEL_TIMER_STATE_LAG_MS, TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S (a request not leased
+    within it is re-issued, then dead-lettered; docs/decisions/0055)."""
 
     instance: str = "timer"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -62,6 +63,11 @@ class TimerSettings:
     retry_cap_ms: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_CAP_MS", "300000"))
     )
+    dispatch_timeout_ms: int = field(
+        default_factory=lambda: int(
+            float(os.environ.get("TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S", "900")) * 1000
+        )
+    )
 
     def partition_timer(self, partition: int, now_ms: int, rng: random.Random) -> PartitionTimer:
         """The scheduler of one partition, as these settings configure it."""
@@ -78,4 +84,5 @@ class TimerSettings:
             misfire_grace_ms=self.misfire_grace_ms,
             lease_seconds=self.lease_seconds,
             heartbeat_seconds=self.heartbeat_seconds,
+            dispatch_timeout_ms=self.dispatch_timeout_ms,
         )
