@@ -336,3 +336,28 @@ def test_a_cancel_sent_before_the_worker_started_is_honoured(
     assert types_of(grouped[cancelled["execution_id"]]) == ["cancelled"]
     assert grouped[cancelled["execution_id"]][0]["reason"] == "before start"
     assert types_of(grouped[other["execution_id"]]) == ["leased", "succeeded"]
+
+
+def test_an_attempt_past_its_max_run_time_fails_retryable_and_frees_its_slot(
+    kafka_bootstrap: str, worker: Any
+) -> None:
+    # One slot: the request behind the overrunning one runs only once that slot is given back.
+    slow = make_request("sleep", {"seconds": 600}, max_run_seconds=2, lease_seconds=3,
+                        heartbeat_seconds=1)  # fmt: skip
+    behind = make_request("noop", {})
+    publish(kafka_bootstrap, [slow, behind])
+    worker("--priority", "normal", "--concurrency", "1", "--max-run-seconds", "600")
+    grouped = wait_for(
+        finished(kafka_bootstrap, [slow["execution_id"], behind["execution_id"]]), 30, "outcomes"
+    )
+    evts = grouped[slow["execution_id"]]
+    kinds = types_of(evts)
+    assert kinds[0] == "leased" and kinds[-1] == "failed", kinds
+    assert kinds.count("failed") == 1 and "succeeded" not in kinds and "cancelled" not in kinds
+    failed = evts[-1]
+    assert (failed["error_kind"], failed["reason"]) == ("retryable", "max_run_time_exceeded")
+    assert "exceeded its max run time of 2s" in failed["error"]
+    assert 2000 <= failed["event_time"] - evts[0]["event_time"] < 4000
+    assert types_of(grouped[behind["execution_id"]]) == ["leased", "succeeded"]
+    time.sleep(2)  # no heartbeat follows the outcome, even though its lease was 3 s
+    assert types_of(events(kafka_bootstrap)[slow["execution_id"]]) == kinds

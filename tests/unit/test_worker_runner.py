@@ -140,6 +140,8 @@ def test_the_most_specific_limit_wins() -> None:
     assert run_limit(request(), typed, 3600) == 120  # the handler's
     assert run_limit(request(max_run_seconds=None), untyped, 3600) == 3600  # the worker's
     assert run_limit(request(), None, 900) == 900
+    assert run_limit(request(max_run_seconds=0), typed, 3600) == 120  # 0 or less: unset
+    assert run_limit(request(max_run_seconds=-5), None, 900) == 900
 
 
 def test_a_handler_limit_must_be_a_whole_second() -> None:

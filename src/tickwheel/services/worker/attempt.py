@@ -59,7 +59,7 @@ def run_limit(request: dict[str, Any], job_type: JobType | None, default: float)
     """Seconds one attempt may run: the job's own limit (carried in the request) is the most
     specific, then the job type's, then the worker's default."""
     for limit in (request.get("max_run_seconds"), job_type and job_type.max_run_seconds):
-        if limit:
+        if limit and limit > 0:  # a non-positive value from a foreign producer means unset
             return max(float(limit), 1.0)
     return default
 
