@@ -71,11 +71,20 @@ def owner_path(directory: str | os.PathLike[str]) -> Path:
 def write_owner(directory: str | os.PathLike[str], info: OwnerInfo) -> Path:
     """Write owner.json atomically, readable by the directory's user only."""
     path = owner_path(directory)
-    temporary = path.with_name(f".{OWNER_FILE}.{info.pid}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(asdict(info), handle)
-    os.replace(temporary, path)
+    # A fresh name opened with O_EXCL | O_NOFOLLOW: a file or symlink planted at a guessable
+    # name (by anyone who can write the directory) is never opened, so the token is written
+    # to no file but ours, and ours is 0600 from its creation.
+    temporary = path.with_name(f".{OWNER_FILE}.{info.pid}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(info), handle)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        raise
     return path
 
 

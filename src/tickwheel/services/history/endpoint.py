@@ -115,10 +115,15 @@ class QueryEndpoint:
                 if self.path != QUERY_PATH:
                     self._reply(404, {"error": "not_found", "message": self.path})
                     return
-                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1  # "abc", "1e3", "12, 12": a length we cannot trust
                 if not 0 < length <= MAX_REQUEST_BYTES:
+                    # The body is left unread, so the connection cannot carry another request.
+                    self.close_connection = True
                     self._reply(
-                        413 if length else 400,
+                        413 if length > 0 else 400,
                         {"error": "bad_request",
                          "message": f"a query request is 1..{MAX_REQUEST_BYTES} bytes"},
                     )  # fmt: skip

@@ -9,7 +9,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tickwheel.adapters.clickhouse import CLICKHOUSE_URL_VAR, HISTORY_DIR_VAR, HistorySettings
+from tickwheel.adapters.clickhouse import (
+    CLICKHOUSE_URL_VAR,
+    HISTORY_DIR_VAR,
+    HistorySettings,
+)
+from tickwheel.adapters.clickhouse._limits import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT_S,
+    MAX_BYTES_VAR,
+    MAX_ROWS_VAR,
+    TIMEOUT_VAR,
+)
 from tickwheel.adapters.kafka.config import bootstrap_servers
 from tickwheel.errors import InvalidInput
 from tickwheel.history import history_settings_from_env
@@ -102,6 +114,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(env {PORT_VAR}; default 0 = any free port, announced in <history-dir>/owner.json)",
     )
     parser.add_argument(
+        "--query-max-rows",
+        type=int,
+        help=f"most rows one query through the endpoint may return (env {MAX_ROWS_VAR}; "
+        f"default {DEFAULT_MAX_ROWS})",
+    )
+    parser.add_argument(
+        "--query-max-bytes",
+        type=int,
+        help=f"most bytes one query's result may hold (env {MAX_BYTES_VAR}; "
+        f"default {DEFAULT_MAX_BYTES})",
+    )
+    parser.add_argument(
+        "--query-timeout-s",
+        type=int,
+        help=f"longest one query may run, in seconds (env {TIMEOUT_VAR}; "
+        f"default {DEFAULT_TIMEOUT_S})",
+    )
+    parser.add_argument(
         "--history-dir",
         type=Path,
         help=f"embedded store directory (env {HISTORY_DIR_VAR}; default $TICKWHEEL_HOME/history)",
@@ -123,6 +153,23 @@ def settings_from_args(args: argparse.Namespace) -> HistorySinkSettings:
         history = dataclasses.replace(history, history_dir=args.history_dir)
     if args.clickhouse_url:
         history = dataclasses.replace(history, clickhouse_url=args.clickhouse_url)
+    limits = history.query_limits
+    overrides = {
+        name: value
+        for name, value in (
+            ("max_rows", getattr(args, "query_max_rows", None)),
+            ("max_bytes", getattr(args, "query_max_bytes", None)),
+            ("timeout_s", getattr(args, "query_timeout_s", None)),
+        )
+        if value is not None
+    }
+    if overrides:
+        try:
+            limits = dataclasses.replace(limits, **overrides)
+        except InvalidInput as exc:
+            flag = "--query-" + exc.field.replace("_", "-")
+            raise InvalidInput(flag, exc.message) from None
+        history = dataclasses.replace(history, query_limits=limits)
     return dataclasses.replace(
         settings,
         group_id=args.group or settings.group_id,
