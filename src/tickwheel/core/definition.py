@@ -117,11 +117,12 @@ def _check_http_target(payload: object, allowed_networks: tuple[IPNetwork, ...])
     url = payload.get("url") if isinstance(payload, dict) else None
     problem = url_problem(url, allowed_networks)
     if problem is not None:
-        raise InvalidInput(
-            "payload.url",
-            f"{problem} (an http job may reach only public addresses, or networks listed in "
-            "TICKWHEEL_HTTP_ALLOWED_NETWORKS; cloud metadata never)",
-        )
+        if "accepted:" not in problem:
+            problem += (
+                "; accepted: a host with a public address, or one in a network listed in "
+                "TICKWHEEL_HTTP_ALLOWED_NETWORKS (cloud metadata never)"
+            )
+        raise InvalidInput("payload.url", problem)
 
 
 def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | None:
@@ -130,7 +131,14 @@ def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | 
         return None
     if not isinstance(value, str):
         raise InvalidInput(field, f"{value!r}; accepted: a duration such as {example!r}")
-    return parse_duration_ms(value, field)
+    try:
+        return parse_duration_ms(value, field)
+    except InvalidInput:
+        raise InvalidInput(
+            field,
+            f"{value[:40]!r} is not a duration; accepted: numbers with units ms, s, m, h, d, "
+            f"such as {example!r} or '1h30m'",
+        ) from None
 
 
 def validate_definition(
