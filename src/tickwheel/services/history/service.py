@@ -35,6 +35,7 @@ from tickwheel.services.history.settings import (
     settings_from_args,
 )
 from tickwheel.services.history.sink import HistorySink
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, exit_now
 
 log = logging.getLogger("tickwheel.history")
 
@@ -58,14 +59,24 @@ def crash_after(n: int) -> Any:
 class HistoryService:
     """Wiring and lifecycle around one `HistorySink`."""
 
-    def __init__(self, settings: HistorySinkSettings, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        settings: HistorySinkSettings,
+        clock: Clock | None = None,
+        deadline: ShutdownDeadline | None = None,
+    ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
         self._stopping = threading.Event()
         self.sink: HistorySink | None = None
+        # Set by the process entry point only: past it, a stop gives up and the process exits.
+        self.deadline = deadline
 
     def stop(self, *_args: Any) -> None:
         self._stopping.set()
+        if self.deadline is not None:
+            # One batch may be mid-insert: its insert and commit, then the close, fit in this.
+            self.deadline.arm(KAFKA_BUDGET_S)
 
     def status(self) -> dict[str, Any]:
         return self.sink.stats.as_dict() if self.sink is not None else {}
@@ -132,9 +143,12 @@ class HistoryService:
                 endpoint.stop()
             if owner_dir is not None:
                 remove_owner(owner_dir, os.getpid())
+            # The store first: a consumer's close can block on a broker that has gone, and
+            # the deadline may then end the process; offsets are committed after each insert
+            # already, so the close has nothing of the store's left to do.
+            store.close()
             if consumer is not None:
                 consumer.close()
-            store.close()
         log.info("history sink stopped", extra={"action": "history_sink_stopped",
                                                  **self.status()})  # fmt: skip
         return 0
@@ -165,11 +179,17 @@ def main(argv: list[str] | None = None) -> None:
     add_arguments(parser)
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    deadline = ShutdownDeadline(log, "history_sink")
     try:
-        service = HistoryService(settings_from_args(args))
+        service = HistoryService(settings_from_args(args), deadline=deadline)
         signal.signal(signal.SIGTERM, service.stop)
         signal.signal(signal.SIGINT, service.stop)
-        sys.exit(service.run())
+        code = service.run()
     except TickwheelError as exc:
         print(f"tickwheel history: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        code = 2
+    except Exception:
+        log.exception("history sink crashed", extra={"action": "history_sink_crashed"})
+        code = 1
+    # Nothing left (a client's destructor, the interpreter's teardown) may hold the process up.
+    exit_now(code)

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
@@ -20,6 +20,7 @@ from tickwheel.jobtypes import builtin_registry
 from tickwheel.logs import configure_logging
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, exit_now
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
@@ -45,8 +46,11 @@ class WorkerService:
         settings: WorkerSettings,
         registry: HandlerRegistry | None = None,
         clock: Clock | None = None,
+        deadline: ShutdownDeadline | None = None,
     ) -> None:
         self.settings = settings
+        # Set by the process entry point only: past it, a stop gives up and the process exits.
+        self.deadline = deadline
         self.clock = clock or SystemClock()
         self.registry = registry if registry is not None else build_registry(settings)
         self.cancels = CancelRegistry(settings.cancel_memory)
@@ -71,6 +75,9 @@ class WorkerService:
         )
         # Cancellations known at start-up are read before any request is taken.
         self.control.start()
+        if self._stopping.is_set():  # stopped while starting: no lane has taken anything yet
+            self._shutdown()
+            return self.exit_code
         self.heartbeats.start()
         for priority in self.settings.priorities:
             lane = PriorityLane(
@@ -99,25 +106,36 @@ class WorkerService:
 
     def stop(self, *_args: Any) -> None:
         self._stopping.set()
+        if self.deadline is not None:
+            # The longest a stop may need (handlers still running); `_shutdown` tightens it.
+            self.deadline.arm(self.settings.shutdown_grace_s + KAFKA_BUDGET_S)
 
     def fail(self, reason: str) -> None:
         """Stop with a non-zero exit: the supervisor restarts us and Kafka redelivers every
         request whose lease was not acknowledged."""
         log.error("worker failing", extra={"action": "worker_failed", "reason": reason})
         self.exit_code = 1
-        self._stopping.set()
+        self.stop()
+
+    def _remaining(self, at_most: float) -> float:
+        return min(at_most, self.deadline.remaining()) if self.deadline else at_most
 
     def _shutdown(self) -> None:
-        log.info("worker stopping", extra={"action": "worker_stopping"})
+        running = sum(lane.running_count for lane in self.lanes)
+        log.info("worker stopping", extra={"action": "worker_stopping", "running": running})
+        if self.deadline is not None:
+            # The grace is for handlers; with none running, only Kafka's share is left.
+            grace = self.settings.shutdown_grace_s if running else 0.0
+            self.deadline.arm(grace + KAFKA_BUDGET_S)
         for lane in self.lanes:
             lane.stop()
         for lane in self.lanes:
-            lane.join(self.settings.shutdown_grace_s + 15)
+            lane.join(self._remaining(self.settings.shutdown_grace_s + 15))
         self.heartbeats.stop()
         if self.control is not None:
             self.control.stop()
         if self.publisher is not None:
-            self.publisher.close(10)
+            self.publisher.close(self._remaining(10))
         log.info(
             "worker stopped",
             extra={
@@ -134,19 +152,25 @@ def main(argv: list[str] | None = None) -> None:
     )
     add_worker_arguments(parser)
     args = parser.parse_args(argv)
-    sys.exit(run_from_args(args))
+    run_from_args(args)
 
 
-def run_from_args(args: argparse.Namespace) -> int:
-    """Run a worker from parsed `add_worker_arguments` flags; returns the exit code."""
+def run_from_args(args: argparse.Namespace) -> NoReturn:
+    """Run a worker process from parsed `add_worker_arguments` flags, and exit with its code
+    (past a stop's deadline, or once stopped: nothing left may hold the process up)."""
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    deadline = ShutdownDeadline(log, "worker")
     try:
         settings = settings_from_args(args)
-        service = WorkerService(settings)
+        service = WorkerService(settings, deadline=deadline)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, service.stop)
             signal.signal(signal.SIGINT, service.stop)
-        return service.run()
+        code = service.run()
     except TickwheelError as exc:
         print(f"tickwheel worker: error: {exc}", file=sys.stderr)
-        return 2
+        code = 2
+    except Exception:
+        log.exception("worker crashed", extra={"action": "worker_crashed"})
+        code = 1
+    exit_now(code)

@@ -1,0 +1,87 @@
+"""A bounded stop for every service process (decision 0050).
+
+A stopping service flushes, commits and closes its Kafka clients; with the broker gone each of
+those calls can block for tens of seconds (a synchronous commit waits for a coordinator that
+will not come back, a consumer's close tries to leave its group, a flush waits out
+`message.timeout.ms`), and in sequence they added up to minutes. So a stop arms a deadline:
+whatever still waits when it passes is abandoned and the process exits. What is abandoned is
+safe to abandon: an uncommitted request or event is delivered again (at least once), and an
+undelivered lease or outcome is settled by the timer's lease deadline.
+
+Only a service's process entry point arms one (tests that run a service in a thread never do),
+and the entry point ends with `exit_now`, so that no client's destructor can block the
+interpreter's own shutdown either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from typing import NoReturn
+
+# Kafka's share of a stop: flush, commit, close. Ten seconds is far more than a reachable
+# broker needs, and keeps a stop with nothing running under 15 s however the broker is.
+KAFKA_BUDGET_S = 10.0
+
+
+class ShutdownDeadline:
+    """`arm(budget_s)` once a stop begins: `budget_s` later the process exits with
+    `exit_code` (1 unless told otherwise), logging what it gave up on."""
+
+    def __init__(self, log: logging.Logger, service: str) -> None:
+        self.log = log
+        self.service = service
+        self.exit_code = 1
+        self._deadline = math.inf
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, budget_s: float) -> None:
+        """Exit at most `budget_s` from now; a later, shorter budget tightens the deadline, a
+        longer one never extends it."""
+        with self._lock:
+            self._deadline = min(self._deadline, time.monotonic() + max(0.0, budget_s))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="shutdown-deadline", daemon=True
+                )
+                self._thread.start()
+        self._changed.set()
+
+    @property
+    def armed(self) -> bool:
+        return self._deadline < math.inf
+
+    def remaining(self) -> float:
+        """Seconds left before the exit (infinite while not armed)."""
+        return max(0.0, self._deadline - time.monotonic())
+
+    def _watch(self) -> None:
+        while True:
+            left = self.remaining()
+            if left <= 0:
+                break
+            self._changed.wait(left)
+            self._changed.clear()
+        self.log.warning(
+            "stop took too long; exiting without what is still pending",
+            extra={"action": f"{self.service}_stop_abandoned", "exit_code": self.exit_code},
+        )
+        exit_now(self.exit_code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush the logs and leave at once: no interpreter teardown, no client destructors."""
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):  # an exit must not fail on a closed stream
+            handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
