@@ -217,8 +217,20 @@ def dead_letter_row(letter: Mapping[str, Any], source: Source) -> dict[str, Any]
         "error_kind": None,
         "error": letter.get("error"),
         "payload": letter.get("payload") or "",
+        # The bad record's own place (migration 0008); source_* below is where the sink
+        # read this dead letter.
+        "record_topic": str(letter.get("source_topic") or ""),
+        "record_partition": _known_position(letter.get("source_partition")),
+        "record_offset": _known_position(letter.get("source_offset")),
         **source.columns(),
     }
+
+
+def _known_position(value: Any) -> int | None:
+    """A partition or offset, or None where the writer had none (it writes -1)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def workflow_event_row(event: Mapping[str, Any], source: Source) -> dict[str, Any]:
