@@ -270,8 +270,8 @@ def parse_cron(expression: str) -> CronFields:
         fields = macro.split(" ")
     if len(fields) not in (5, 6):
         raise _fail(
-            f"expected 5 fields (minute hour day-of-month month day-of-week) or 6 with leading "
-            f"seconds; got {len(fields)}"
+            f"got {len(fields)} fields; accepted: 5 fields (minute hour day-of-month month "
+            "day-of-week) or 6 with leading seconds"
         )
     has_seconds = len(fields) == 6
     if not has_seconds:

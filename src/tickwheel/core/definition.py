@@ -58,12 +58,15 @@ def parse_instant_ms(text: str, field: str) -> int:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except (ValueError, AttributeError):
         raise InvalidInput(
-            field, f"{text!r} is not an ISO 8601 instant, e.g. 2026-12-01T09:00:00Z"
+            field,
+            f"{text!r} is not an ISO 8601 instant; accepted: e.g. 2026-12-01T09:00:00Z "
+            "or 2026-12-01T09:00:00+01:00",
         ) from None
     if parsed.tzinfo is None:
         raise InvalidInput(
             field,
-            f"{text!r} has no UTC offset; write it with one, e.g. 2026-12-01T09:00:00+01:00 or ...Z",
+            f"{text!r} has no UTC offset; accepted: an instant with one, e.g. "
+            "2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z",
         )
     return int(parsed.timestamp() * 1000)
 

@@ -48,13 +48,13 @@ BAD_CRON: list[tuple[str, str]] = [
     ),
     (
         "* * * *",
-        "cron: expected 5 fields (minute hour day-of-month month day-of-week) or 6 with leading "
-        "seconds; got 4",
+        "cron: got 4 fields; accepted: 5 fields (minute hour day-of-month month day-of-week) "
+        "or 6 with leading seconds",
     ),
     (
         "* * * * * * *",
-        "cron: expected 5 fields (minute hour day-of-month month day-of-week) or 6 with leading "
-        "seconds; got 7",
+        "cron: got 7 fields; accepted: 5 fields (minute hour day-of-month month day-of-week) "
+        "or 6 with leading seconds",
     ),
     (
         "   ",
