@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import ipaddress
 import logging
 import os
 import random
@@ -38,6 +39,7 @@ from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import Record, decode_key, read_to_end
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.definition import check_definition_record
 from tickwheel.errors import InvalidInput
 from tickwheel.logs import configure_logging
 from tickwheel.services.timer.commands import RejectedCommand
@@ -61,6 +63,7 @@ from tickwheel.topology import topic_name
 log = logging.getLogger("tickwheel.timer")
 
 WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
+ANY_NETWORK = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 # A command for a job this partition does not know waits this long for the definition (read
 # by another consumer, so it may come second) before it is dead-lettered.
 COMMAND_WAIT_S = 30.0
@@ -485,15 +488,16 @@ class TimerService:
             self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
 
     def _check_definition(self, key: str, definition: dict[str, Any], partition: int) -> None:
-        """Refuse what would break a decision before the scheduler sees it: a key that is not
-        the job's id (requests follow `jobId`, so its events would land elsewhere), and a job
-        published to a partition its key does not hash to."""
-        if definition.get("jobId") != key:
-            raise InvalidInput(
-                "jobId",
-                f"{definition.get('jobId')!r} differs from the record key {key!r}; accepted: a "
-                "definition keyed by its own jobId",
-            )
+        """Refuse what the SDK would have refused (the core's one validator: a key that is not
+        the job's id, a reserved id, a template that does not render, ...), and a job published
+        to a partition its key does not hash to. Network targets are the worker's to judge (its
+        allow-list, its network): here every network counts as allowed."""
+        check_definition_record(
+            definition,
+            key,
+            max_payload_bytes=self.settings.max_payload_bytes,
+            allowed_networks=ANY_NETWORK,
+        )
         self._check_partition(key, partition)
 
     def _check_partition(self, job_id: str, partition: int) -> None:

@@ -63,6 +63,10 @@ class TimerSettings:
     retry_cap_ms: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_CAP_MS", "300000"))
     )
+    # The SDK's payload limit (the same variable): the timer applies the same rules.
+    max_payload_bytes: int = field(
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_MAX_PAYLOAD_BYTES", 64 * 1024))
+    )
     dispatch_timeout_ms: int = field(
         default_factory=lambda: int(
             float(os.environ.get("TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S", "900")) * 1000
