@@ -3,7 +3,11 @@ report that prints each figure as it comes and lands in bench/reports/."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,9 +24,59 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+# A service's stop is bounded (the worker's handler grace plus Kafka's share, decision 0050);
+# past this a benchmark kills it rather than move on and leave it running.
+STOP_GRACE_S = 35.0
+_children: list[subprocess.Popen[bytes]] = []
+
+
+def track(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """Register a service process the benchmark started: it is stopped and waited for when
+    the benchmark ends, however it ends (an exception, Ctrl-C, SIGTERM)."""
+    _children.append(process)
+    return process
+
+
+def stop_process(process: subprocess.Popen[bytes], grace: float = STOP_GRACE_S) -> None:
+    """SIGTERM, then SIGKILL past `grace`; either way waited for, never left behind."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            print(f"pid {process.pid} ignored SIGTERM for {grace:g} s; killing it", flush=True)
+            process.kill()
+            process.wait(10)
+
+
+def stop_all() -> None:
+    """Stop every tracked process still running: SIGTERM to all at once, then one bound."""
+    for process in _children:
+        if process.poll() is None:
+            process.terminate()
+    for process in _children:
+        stop_process(process)
+    _children.clear()
+
+
+def _exit(signum: int, _frame: object) -> None:
+    sys.exit(128 + signum)
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM raises SystemExit, which unwinds the benchmark's `finally` blocks (and so stops
+    its services and broker); the default action would leave them running."""
+    signal.signal(signal.SIGTERM, _exit)
+
+
+atexit.register(stop_all)
+
+
 @contextmanager
 def bench_broker(data_dir: Path | None = None) -> Iterator[LocalKafka]:
-    """A real local Kafka broker on free loopback ports, stopped afterwards."""
+    """A real local Kafka broker on free loopback ports, stopped afterwards (after every
+    tracked service process, so they stop while their broker still answers)."""
+    exit_on_sigterm()
     directory = data_dir or Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
     broker = LocalKafka(
         BrokerConfig(data_dir=directory, port=free_port(), controller_port=free_port(), heap="1g")
@@ -31,7 +85,10 @@ def bench_broker(data_dir: Path | None = None) -> Iterator[LocalKafka]:
     try:
         yield broker
     finally:
-        broker.stop()
+        try:
+            stop_all()
+        finally:
+            broker.stop()
 
 
 class Report:

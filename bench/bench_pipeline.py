@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import Report, bench_broker, percentile  # noqa: E402
+from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
@@ -39,11 +39,11 @@ from tickwheel.topology import topic_name  # noqa: E402
 def start(
     service: str, name: str, env: dict[str, str], log_dir: Path, *args: str
 ) -> subprocess.Popen[bytes]:
-    log = (log_dir / f"{name}.log").open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", f"tickwheel.services.{service}", "--instance", name, *args],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
+    with (log_dir / f"{name}.log").open("ab") as log:
+        return track(subprocess.Popen(
+            [sys.executable, "-m", f"tickwheel.services.{service}", "--instance", name, *args],
+            stdout=log, stderr=subprocess.STDOUT, env=env,
+        ))  # fmt: skip
 
 
 def events(bootstrap: str) -> list[dict[str, Any]]:
@@ -105,8 +105,7 @@ def throughput(bootstrap: str, jobs: int, workers: int, log_dir: Path) -> dict[s
         if done >= jobs:
             break
     for proc in procs:
-        proc.terminate()
-        proc.wait(30)
+        stop_process(proc)
     all_events = events(bootstrap)
     requested = {
         e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "requested"
@@ -154,8 +153,7 @@ def death_to_rerun(bootstrap: str, lease: int, log_dir: Path) -> float:
             break
         time.sleep(0.5)
     for proc in (timer, rescuer):
-        proc.terminate()
-        proc.wait(30)
+        stop_process(proc)
     return rerun
 
 

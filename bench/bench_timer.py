@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import Report, bench_broker, percentile  # noqa: E402
+from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
@@ -68,18 +68,19 @@ class Scenario:
             "TICKWHEEL_TIMER_GROUP": f"bench-{uuid.uuid4()}",
             **env,
         }
-        log = self.log.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tickwheel.services.timer", "--instance", "bench"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=full_env,
-        )
+        with self.log.open("ab") as log:
+            self.process = track(
+                subprocess.Popen(
+                    [sys.executable, "-m", "tickwheel.services.timer", "--instance", "bench"],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=full_env,
+                )
+            )
 
     def stop_timer(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            self.process.wait(30)
+            stop_process(self.process)
 
     def rss_mb(self) -> float:
         assert self.process is not None

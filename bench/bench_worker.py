@@ -30,14 +30,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tickwheel.adapters.avro import decode, encode
-from tickwheel.adapters.kafka.admin import apply_topology
-from tickwheel.adapters.kafka.client import Consumer, TopicPartition
-from tickwheel.adapters.kafka.config import consumer_config
-from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port
-from tickwheel.topology import topic_name
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._common import exit_on_sigterm, stop_all, stop_process, track  # noqa: E402
+from tickwheel.adapters.avro import decode, encode  # noqa: E402
+from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
+from tickwheel.adapters.kafka.client import Consumer, TopicPartition  # noqa: E402
+from tickwheel.adapters.kafka.config import consumer_config  # noqa: E402
+from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
+from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
+from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
+from tickwheel.topology import topic_name  # noqa: E402
 
 REPORT = Path(__file__).parent / "reports" / "worker.md"
 
@@ -90,16 +94,15 @@ def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "TICKWHEEL_LOG_LEVEL": log_level}
     log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)  # noqa: SIM115
     wall_start = time.monotonic()
-    worker = subprocess.Popen(
+    worker = track(subprocess.Popen(
         [sys.executable, "-m", "tickwheel.services.worker", "--instance", "bench",
          "--priority", "normal", "--concurrency", str(concurrency)],
         stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
+    ))  # fmt: skip
     try:
         done = count_events(bootstrap, 2 * executions, timeout=300)
     finally:
-        worker.terminate()
-        worker.wait(30)
+        stop_process(worker)
     wall_s = done - wall_start
     leased: list[int] = []
     succeeded: list[int] = []
@@ -192,6 +195,7 @@ def main() -> None:
     parser.add_argument("--profile-executions", type=int, default=5000)
     args = parser.parse_args()
 
+    exit_on_sigterm()
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     broker = None
     if not bootstrap:
@@ -215,8 +219,11 @@ def main() -> None:
             print(json.dumps(run))
         cpu_rate, profile = cpu_profile(args.profile_executions)
     finally:
-        if broker is not None:
-            broker.stop()
+        try:
+            stop_all()  # the worker first, while its broker still answers
+        finally:
+            if broker is not None:
+                broker.stop()
     print(f"single-thread CPU path: {cpu_rate:,.0f} executions/s")
     print(profile)
 
