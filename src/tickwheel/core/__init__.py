@@ -12,4 +12,6 @@ All instants are int epoch milliseconds UTC. Modules, one noun each:
 * `horizon` — a window of occurrences for many jobs at once.
 * `identity` (`execution_id`), `jitter`, `misfire` (`walk_forward`), `overlap`, `period`
   (payload templates), `retry` (backoff decisions), `wheel` (`TimingWheel`), `preview`.
+* `definition` — the one validator of job definitions, for the JSON form and the stored
+  record (docs/decisions/0052); `targets` — which addresses an `http` job may reach.
 """
