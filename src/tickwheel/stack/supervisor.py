@@ -25,6 +25,10 @@ from tickwheel.paths import state_home
 from tickwheel.stack.broker import BrokerConfig, LocalKafka, broker_serves_metadata
 
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+# A service's stop is bounded by its handler grace (the worker's 20 s) plus Kafka's share
+# (10 s, decision 0050); one still running past this is killed, never left behind.
+STOP_SERVICES_S = 35.0
+STOP_BROKER_S = 30.0
 
 
 @dataclass
@@ -131,6 +135,8 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_signal)
         try:
             self._start_broker(on_event)
+            if self.stopping:
+                return
             self._apply_topology(on_event)
             for spec in service_specs(self.options, self.bootstrap):
                 self.specs[spec.name] = spec
@@ -165,6 +171,8 @@ class Supervisor:
         self._spawn(spec, log_path=self.broker.log_path)
         deadline = time.monotonic() + 90
         while not broker_serves_metadata(self.bootstrap):
+            if self.stopping:
+                return
             if self.children["broker"].poll() is not None:
                 raise StackError(f"the Kafka broker exited; see {self.broker.log_path}")
             if time.monotonic() > deadline:
@@ -227,23 +235,32 @@ class Supervisor:
 
     def _stop_all(self, on_event: Any) -> None:
         # Services first, the broker last, so services can finish their transactions.
-        order = [n for n in self.children if n != "broker"] + (
-            ["broker"] if "broker" in self.children else []
-        )
-        for name in order:
-            child = self.children[name]
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-                try:
-                    child.wait(30)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait(10)
-            self.statuses[name].state = "stopped"
-            self.statuses[name].pid = None
+        services = [n for n in self.children if n != "broker"]
+        self._terminate(services, STOP_SERVICES_S, on_event)
+        if "broker" in self.children:
+            self._terminate(["broker"], STOP_BROKER_S, on_event)
         on_event("stack stopped")
         self._write_status(running=False)
         pid_path().unlink(missing_ok=True)
+
+    def _terminate(self, names: list[str], bound_s: float, on_event: Any) -> None:
+        """SIGTERM to every one at once (a stop costs one bound, not one each), SIGKILL to the
+        session of any still running past `bound_s`, and wait for each."""
+        live = {n: self.children[n] for n in names if self.children[n].poll() is None}
+        for child in live.values():
+            _signal(child.pid, signal.SIGTERM, group=False)
+        deadline = time.monotonic() + bound_s
+        for name, child in live.items():
+            try:
+                child.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                on_event(f"{name} did not stop within {bound_s:g}s of SIGTERM; killing it")
+                # Its whole session: whatever it started goes with it.
+                _signal(child.pid, signal.SIGKILL, group=True)
+                child.wait(10)
+        for name in names:
+            self.statuses[name].state = "stopped"
+            self.statuses[name].pid = None
 
     def _write_status(self, running: bool = True) -> None:
         document = {
@@ -277,6 +294,17 @@ def read_status() -> dict[str, Any]:
         "healthy": document["running"] and broker_serves_metadata(document["bootstrap_servers"]),
     }
     return document
+
+
+def _signal(pid: int, signum: int, group: bool) -> None:
+    """Children run in sessions of their own (pid == process group id)."""
+    try:
+        if group:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def pid_alive(pid: int) -> bool:
@@ -323,8 +351,9 @@ def start_detached(options: StackOptions, timeout: float = 120.0) -> dict[str, A
     raise StackError(f"the stack did not come up within {timeout}s")
 
 
-def stop(timeout: float = 60.0) -> list[int]:
-    """Stop the supervisor (which stops its children); kill any child left behind."""
+def stop(timeout: float = STOP_SERVICES_S + STOP_BROKER_S + 15) -> list[int]:
+    """Stop the supervisor (which stops its children within its bounds); past `timeout` kill
+    it, then kill any child left behind, and wait until none is alive."""
     stopped: list[int] = []
     if pid_path().exists():
         pid = int(pid_path().read_text() or 0)
@@ -334,16 +363,21 @@ def stop(timeout: float = 60.0) -> list[int]:
             while pid_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
             if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
+                _signal(pid, signal.SIGKILL, group=False)
             stopped.append(pid)
         pid_path().unlink(missing_ok=True)
+    left: list[int] = []
     if status_path().exists():
         document = json.loads(status_path().read_text())
         for process in document.get("processes", []):
             pid = process.get("pid")
             if pid and pid_alive(pid):
-                os.killpg(pid, signal.SIGKILL)
+                _signal(pid, signal.SIGKILL, group=True)
                 stopped.append(pid)
+                left.append(pid)
+    deadline = time.monotonic() + 10
+    while any(pid_alive(pid) for pid in left) and time.monotonic() < deadline:
+        time.sleep(0.1)
     return stopped
 
 
