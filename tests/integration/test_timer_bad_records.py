@@ -172,3 +172,51 @@ def test_bad_records_are_dead_lettered_and_every_partition_keeps_firing_through_
     ids = [d["dead_letter_id"] for d in _dead_letters(kafka_bootstrap)]
     assert _dead_lettered(kafka_bootstrap, bad) == set(bad.values())
     assert all(i.startswith(("rejected:", "undecodable:", "job:", "dlq:")) for i in ids)
+
+
+def test_a_trigger_read_before_its_new_jobs_definition_still_fires_once(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    """Definitions and commands reach the timer through two consumers, so "create, then
+    trigger" can arrive command first: the trigger waits for the definition and fires."""
+    env = timer_env(kafka_bootstrap, applied_topology, TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}")
+    timer = TimerProcess("timer-race", tmp_path / "race.log", env)
+    timer.start()
+    tag = uuid.uuid4().hex[:6]
+    job_ids = [f"{tag}-new-{i}" for i in range(30)]
+    try:
+        assert wait_until(lambda: timer.log_path.read_text().count('"partition_restored"') >= 6, 60)
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "partitioner": "murmur2_random"})
+        now_ms = int(time.time() * 1000)
+        # Definitions ahead of the new ones keep the definitions consumer busy, so the
+        # triggers (on the other consumer) come first, as they can in production.
+        fillers = [_definition(f"{tag}-filler-{k}", now_ms, cron="0 3 1 1 *") for k in range(60)]
+        for i in range(20_000):
+            key = f"{tag}-filler-{i % 60}"
+            producer.produce(topic_name("jobs.definitions"), value=fillers[i % 60], key=key)
+            if i % 1000 == 0:
+                producer.poll(0)
+        for job_id in job_ids:  # a far-off daily job: only the trigger can fire it now
+            definition = _definition(job_id, now_ms, cron="0 3 1 1 *")
+            producer.produce(topic_name("jobs.definitions"), value=definition, key=job_id)
+            producer.produce(
+                topic_name("timers.commands"), value=_command(job_id, "trigger", now_ms), key=job_id
+            )
+        assert producer.flush(30) == 0
+
+        def triggered() -> dict[str, int]:
+            counts: dict[str, int] = {}
+            for priority in ("high", "normal", "low"):
+                for r in read_to_end(topic_name(f"executions.{priority}"), None, kafka_bootstrap):
+                    request = decode(r.value or b"", "ExecutionRequest")[1]
+                    if request["trigger"] == "manual":
+                        counts[request["job_id"]] = counts.get(request["job_id"], 0) + 1
+            return counts
+
+        assert wait_until(lambda: set(triggered()) == set(job_ids), 60), "a trigger vanished"
+        time.sleep(2)
+    finally:
+        timer.stop()
+    assert set(triggered().values()) == {1}, "each trigger fires exactly once"
+    assert '"command_held"' in timer.log_path.read_text(), "no trigger came first: nothing tested"
+    assert not [d for d in _dead_letters(kafka_bootstrap) if d["job_id"] in job_ids]

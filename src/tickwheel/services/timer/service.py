@@ -410,6 +410,11 @@ class TimerService:
             definitions_end = 0  # behind another held command, its job may be known already
             if command["job_id"] not in runtime.timer.jobs:
                 definitions_end = self.inputs.watermarks(self.definitions, runtime.partition)[1]
+                log.info(
+                    "command waits for its job's definition",
+                    extra={"action": "command_held", "partition": runtime.partition,
+                           "job_id": command["job_id"], "command_id": command["command_id"]},
+                )  # fmt: skip
             held = HeldCommand(record.offset, record.key, record.value or b"", command,
                                definitions_end, time.monotonic() + COMMAND_WAIT_S)  # fmt: skip
             runtime.held_commands.append(held)
