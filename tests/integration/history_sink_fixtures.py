@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tickwheel.adapters.avro import encode
-from tickwheel.adapters.kafka.client import Consumer, TopicPartition
+from tickwheel.adapters.kafka.client import Consumer, KafkaError, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.cli import history as history_cli
@@ -373,6 +373,13 @@ def sink_topics() -> list[str]:
     return sorted(default_routes())
 
 
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
+
+
 def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
     """True when `group` has committed every record of `topics` (non-transactional topics)."""
     consumer = Consumer(consumer_config(group, bootstrap))
@@ -381,9 +388,15 @@ def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
         partitions = [
             TopicPartition(topic, p) for topic in topics for p in metadata.topics[topic].partitions
         ]
-        committed = {
-            (tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=10)
-        }
+        try:
+            answer = consumer.committed(partitions, timeout=10)
+        except KafkaException as exc:
+            # A group the coordinator does not know yet (NOT_COORDINATOR, COORDINATOR_LOAD_IN_
+            # PROGRESS right after the broker or the group started): not caught up, look again.
+            if exc.args and exc.args[0].code() in _COORDINATOR_NOT_READY:
+                return False
+            raise
+        committed = {(tp.topic, tp.partition): tp.offset for tp in answer}
         for tp in partitions:
             _low, high = consumer.get_watermark_offsets(tp, timeout=10)
             if high > 0 and committed[(tp.topic, tp.partition)] < high:

@@ -174,6 +174,17 @@ def test_undecodable_and_unstorable_records_are_dead_lettered_and_the_sink_goes_
     assert f"undecodable:{events_topic}/{garbage.partition}/{garbage.offset}" in letters
     assert f"undecodable:{events_topic}/{garbage.partition}/{garbage.offset + 1}" in letters
     assert any("unstorable" in reason and "event_time" in reason for reason in letters.values())
+    # The bad record's own place has columns of its own; source_* is where the sink read
+    # the dead letter.
+    origin = rows(
+        reader,
+        "SELECT record_topic, record_partition, record_offset, source_topic FROM dead_letters "
+        "FINAL WHERE event_id = {id:String}",
+        id=f"undecodable:{events_topic}/{garbage.partition}/{garbage.offset}",
+    )
+    assert set(origin) == {
+        (events_topic, garbage.partition, garbage.offset, topic_name("executions.dlq"))
+    }
     assert not rows(
         reader, "SELECT 1 FROM execution_events WHERE event_id = {id:String}", id=UNSTORABLE_ID
     )
