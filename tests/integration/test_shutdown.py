@@ -1,7 +1,7 @@
 """Every service stops within a bound on SIGTERM, whatever state its broker is in.
 
 Each test runs a private broker (so that it can be stopped or frozen without touching the
-session's), a worker with attempts in flight and the history sink as real processes, takes the
+session's), a worker with attempts in flight, the history sink and a timer as real processes, takes the
 broker away, then sends SIGTERM and times the exit.
 """
 
@@ -105,8 +105,10 @@ def services(tmp_path: Path, broker: LocalKafka) -> Iterator[Services]:
         apply_topology(bootstrap=broker.bootstrap)
         running.start("worker", "tickwheel.services.worker")
         running.start("history", "tickwheel.services.history")
+        running.start("timer", "tickwheel.services.timer")
         running.wait_for("worker", "worker_started")
         running.wait_for("history", "history_sink_started")
+        running.wait_for("timer", "partition_restored")
         # Attempts in flight: leases and outcomes queued, offsets to commit, a group to leave.
         producer = EventProducer(broker.bootstrap)
         for _ in range(3000):

@@ -19,9 +19,11 @@ import contextlib
 import logging
 import math
 import os
+import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import NoReturn
 
 # Kafka's share of a stop: flush, commit, close. Ten seconds is far more than a reachable
@@ -85,3 +87,25 @@ def exit_now(code: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def stop_on_signals(stop: Callable[[], None]) -> None:
+    """Call `stop` on SIGTERM or SIGINT, from a thread of its own.
+
+    A Python signal handler runs on the main thread between bytecodes, so while the main thread
+    waits inside the Kafka client (a restore's `init_transactions` against a broker that went
+    away blocks for up to 30 s) a stop would not even begin. Instead the signals are blocked in
+    every thread (call this before any Kafka client starts its threads: they inherit the mask)
+    and one thread waits for them, so the stop, and the deadline it arms, begin at once.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+    def wait() -> None:
+        while True:
+            signal.sigwait(STOP_SIGNALS)
+            stop()
+
+    threading.Thread(target=wait, name="stop-signals", daemon=True).start()

@@ -19,6 +19,8 @@ MAX_RAW_BYTES = 64 * 1024
 
 
 MAX_KEY_CHARS = 1_000
+# A dead letter that cannot be delivered in this long (no broker) is logged, not waited for.
+FLUSH_TIMEOUT_S = 10.0
 MAX_REASON_CHARS = 2_000
 
 
@@ -89,9 +91,17 @@ class DeadLetterWriter:
         record = dead_letter_record(topic, partition, offset, key, raw, reason, kind, now_ms)
         try:
             self._producer.send(self.topic, key, encode("DeadLetter", record))
-            self._producer.flush()
+            self._producer.flush(FLUSH_TIMEOUT_S)
         except (KafkaException, ProduceFailed):
             # Still too large (e.g. a huge key): the position and reason are what matter.
             record["raw_value"] = None
-            self._producer.send(self.topic, None, encode("DeadLetter", record))
-            self._producer.flush()
+            try:
+                self._producer.send(self.topic, None, encode("DeadLetter", record))
+                self._producer.flush(FLUSH_TIMEOUT_S)
+            except (KafkaException, ProduceFailed) as exc:
+                # The log line above keeps the position and reason; the consumer goes on.
+                log.error(
+                    "dead letter not delivered",
+                    extra={"action": "dead_letter_undelivered", "topic": topic,
+                           "partition": partition, "offset": offset, "error": str(exc)},
+                )  # fmt: skip

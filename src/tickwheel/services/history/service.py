@@ -35,7 +35,12 @@ from tickwheel.services.history.settings import (
     settings_from_args,
 )
 from tickwheel.services.history.sink import HistorySink
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, exit_now
+from tickwheel.services.shutdown import (
+    KAFKA_BUDGET_S,
+    ShutdownDeadline,
+    exit_now,
+    stop_on_signals,
+)
 
 log = logging.getLogger("tickwheel.history")
 
@@ -180,10 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
     deadline = ShutdownDeadline(log, "history_sink")
+    stopping: list[HistoryService] = []
+    # Before any Kafka client exists: their threads inherit the blocked signals.
+    stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
     try:
         service = HistoryService(settings_from_args(args), deadline=deadline)
-        signal.signal(signal.SIGTERM, service.stop)
-        signal.signal(signal.SIGINT, service.stop)
+        stopping.append(service)
         code = service.run()
     except TickwheelError as exc:
         print(f"tickwheel history: error: {exc}", file=sys.stderr)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import threading
 from typing import Any, NoReturn
@@ -20,7 +19,12 @@ from tickwheel.jobtypes import builtin_registry
 from tickwheel.logs import configure_logging
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, exit_now
+from tickwheel.services.shutdown import (
+    KAFKA_BUDGET_S,
+    ShutdownDeadline,
+    exit_now,
+    stop_on_signals,
+)
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
@@ -160,12 +164,14 @@ def run_from_args(args: argparse.Namespace) -> NoReturn:
     (past a stop's deadline, or once stopped: nothing left may hold the process up)."""
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
     deadline = ShutdownDeadline(log, "worker")
+    stopping: list[WorkerService] = []
+    if threading.current_thread() is threading.main_thread():
+        # Before any Kafka client exists: their threads inherit the blocked signals.
+        stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
     try:
         settings = settings_from_args(args)
         service = WorkerService(settings, deadline=deadline)
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, service.stop)
-            signal.signal(signal.SIGINT, service.stop)
+        stopping.append(service)
         code = service.run()
     except TickwheelError as exc:
         print(f"tickwheel worker: error: {exc}", file=sys.stderr)
