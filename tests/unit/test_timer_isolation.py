@@ -3,6 +3,7 @@ each driven through one partition's scheduler with a fake clock (millisecond arg
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -237,3 +238,31 @@ def test_an_invalid_edit_keeps_the_old_schedule() -> None:
     with pytest.raises(ValueError):
         timer.apply_definition("a", broken, T0 + 1)
     assert [r["job_id"] for r in timer.tick(T0 + 60_000).requests] == ["a"]
+
+
+def test_a_templates_date_filter_renders_in_the_jobs_zone_at_fire_time() -> None:
+    # 00:30 in Auckland (UTC+13 in January) is still the previous day in UTC.
+    timer = _timer()
+    template = '{"day": "{{ scheduledTime | date }}", "at": "{{ scheduledTime }}"}'
+    timer.load_definition(
+        "nz", _job("nz", cron="30 0 * * *", timezone="Pacific/Auckland", payloadTemplate=template)
+    )
+    timer.finish_restore(T0)
+    slot = timer.jobs["nz"].next_ms
+    assert slot is not None
+    [request] = timer.tick(slot).requests
+    payload = json.loads(request["payload"])
+    assert payload["at"].startswith("2027-01-15T11:30:00")
+    assert payload["day"] == "2027-01-16"
+
+
+def test_a_jobs_max_run_time_travels_in_its_requests() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", runAt="2027-01-15T08:01:00Z", maxRunTime="90m"))
+    timer.load_definition("b", _job("b", runAt="2027-01-15T08:01:00Z"))
+    timer.finish_restore(T0)
+    by_job = {r["job_id"]: r for r in timer.tick(T0 + 60_000).requests}
+    assert by_job["a"]["max_run_seconds"] == 5_400
+    assert by_job["b"]["max_run_seconds"] is None
+    with pytest.raises(ValueError, match="maxRunTime"):
+        _job("c", runAt="2027-01-15T08:01:00Z", maxRunTime="8d")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from tickwheel.core.jitter import default_jitter_window_ms
@@ -46,7 +47,7 @@ MAX_JOB_ID_LENGTH = 200
 KNOWN_FIELDS = frozenset({
     "jobId", "type", "payload", "payloadTemplate", "runAt", "cron", "timezone", "priority",
     "maxAttempts", "idempotencyKey", "expectedMaxInterval", "jitter", "misfirePolicy",
-    "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels",
+    "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels", "maxRunTime",
 })  # fmt: skip
 _RECORD_ONLY = ("version", "createdAt", "updatedAt")
 _MAX_JITTER_MS = 3_600_000
@@ -104,7 +105,24 @@ def _check_job_id(job_id: object) -> str:
 
 def _check_schedule(spec: Mapping[str, Any]) -> tuple[Schedule, int | None]:
     run_at, cron = spec.get("runAt"), spec.get("cron")
-    timezone = spec.get("timezone")
+    timezone, dst_policy = spec.get("timezone"), spec.get("dstPolicy")
+    if all(isinstance(v, str | None) for v in (run_at, cron, timezone, dst_policy)):
+        # A million jobs share a few thousand schedules: a timer's restore checks each once.
+        return _cached_schedule(run_at, cron, timezone, dst_policy)
+    return _parse_schedule(run_at, cron, timezone, dst_policy)
+
+
+@lru_cache(maxsize=16_384)
+def _cached_schedule(
+    run_at: str | None, cron: str | None, timezone: str | None, dst_policy: str | None
+) -> tuple[Schedule, int | None]:
+    return _parse_schedule(run_at, cron, timezone, dst_policy)
+
+
+def _parse_schedule(
+    run_at: Any, cron: Any, timezone: Any, dst_policy: Any
+) -> tuple[Schedule, int | None]:
+    # Any: parse_schedule checks the types itself, naming the field.
     if run_at is not None:
         if not isinstance(run_at, str):
             raise InvalidInput(
@@ -113,7 +131,7 @@ def _check_schedule(spec: Mapping[str, Any]) -> tuple[Schedule, int | None]:
         run_at_ms = parse_instant_ms(run_at, "runAt") if cron is None else None
         schedule = parse_schedule(cron=cron, run_at=run_at, timezone=timezone)
         return schedule, run_at_ms
-    return parse_schedule(cron=cron, timezone=timezone, dst_policy=spec.get("dstPolicy")), None
+    return parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy), None
 
 
 def _check_http_target(payload: object, allowed_networks: tuple[IPNetwork, ...]) -> None:
@@ -126,6 +144,16 @@ def _check_http_target(payload: object, allowed_networks: tuple[IPNetwork, ...])
                 "TICKWHEEL_HTTP_ALLOWED_NETWORKS (cloud metadata never)"
             )
         raise InvalidInput("payload.url", problem)
+
+
+@lru_cache(maxsize=16_384)
+def _checked_template(template: str, timezone: str) -> dict[str, object]:
+    """A template's check is the same for every job that shares it (restores check them all)."""
+    return check_payload_template(template, timezone)
+
+
+# How long one attempt may run (`maxRunTime`): the worker cancels and retries it past that.
+_MIN_RUN_MS, _MAX_RUN_MS = 1_000, 7 * 86_400_000
 
 
 def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | None:
@@ -192,7 +220,7 @@ def validate_definition(
         )
 
     schedule, run_at_ms = _check_schedule(spec)
-    rendered = None if template is None else check_payload_template(template, schedule.timezone)
+    rendered = None if template is None else _checked_template(template, schedule.timezone)
     if job_type == "http":
         _check_http_target(rendered if template is not None else payload, tuple(allowed_networks))
 
@@ -210,6 +238,11 @@ def validate_definition(
             compile_schedule(schedule).nominal_period_ms, explicit_ms=jitter_ms
         )
     _check_duration(spec, "expectedMaxInterval", "26h")
+    max_run_ms = _check_duration(spec, "maxRunTime", "2h")
+    if max_run_ms is not None and not _MIN_RUN_MS <= max_run_ms <= _MAX_RUN_MS:
+        raise InvalidInput(
+            "maxRunTime", f"{spec['maxRunTime']!r}; accepted: from 1s to 7d (e.g. '2h')"
+        )
     tenant = spec.get("tenantId", "default")
     if not isinstance(tenant, str) or not tenant or len(tenant) > 100:
         raise InvalidInput("tenantId", "accepted: a non-empty string of at most 100 characters")
@@ -246,6 +279,7 @@ def validate_definition(
         "createdAt": created_at_ms if created_at_ms is not None else now_ms,
         "updatedAt": now_ms,
         "labels": labels,
+        "maxRunTime": spec.get("maxRunTime"),
     }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from tickwheel.jobtypes.basic import fail, noop, sleep
+from tickwheel.jobtypes.basic import MAX_SLEEP_SECONDS, fail, noop, sleep
 from tickwheel.jobtypes.http import http_handler
 from tickwheel.jobtypes.ssrf import RequestRefused, SsrfGuard
 from tickwheel.sdk.worker import HandlerRegistry, JobType
@@ -24,7 +24,13 @@ def builtin_registry(guard: SsrfGuard | None = None) -> HandlerRegistry:
     return HandlerRegistry(
         [
             JobType("noop", noop, description="do nothing and succeed"),
-            JobType("sleep", sleep, description="sleep payload.seconds, heartbeating"),
+            # It may sleep a day: the worker's default run limit (an hour) must not cut it.
+            JobType(
+                "sleep",
+                sleep,
+                description="sleep payload.seconds, heartbeating",
+                max_run_seconds=int(MAX_SLEEP_SECONDS) + 60,
+            ),
             JobType("fail", fail, description="fail the first payload.times attempts"),
             JobType(
                 "http",

@@ -39,6 +39,8 @@ class JobEntry:
     created_at_ms: int
     schedule: CompiledSchedule
     one_off: bool
+    timezone: str  # the job's zone: what a template's `| date` renders in
+    max_run_seconds: int | None  # the job's `maxRunTime`, written into each request
     # The last slot taken off the grid (it may still wait in a tenant's ready queue) ...
     last_scheduled_ms: int | None = None
     # ... and the last slot emitted or recorded as skipped: what the timer state persists, so
@@ -66,6 +68,8 @@ class JobEntry:
             and self.max_attempts == other.max_attempts
             and self.max_catch_up == other.max_catch_up
             and self.jitter_ms == other.jitter_ms
+            and self.timezone == other.timezone
+            and self.max_run_seconds == other.max_run_seconds
         )
 
 
@@ -138,6 +142,13 @@ def shared_period(compiled: CompiledSchedule, slot_ms: int) -> tuple[int, int]:
     return period_of(compiled, slot_ms)
 
 
+@lru_cache(maxsize=1_024)
+def _run_seconds(max_run_time: str | None) -> int | None:
+    if not max_run_time:
+        return None
+    return max(1, parse_duration_ms(max_run_time, "maxRunTime") // 1000)
+
+
 @lru_cache(maxsize=65_536)
 def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
     explicit = parse_duration_ms(jitter, "jitter") if jitter else None
@@ -178,6 +189,8 @@ def entry_from_definition(record: dict[str, Any]) -> JobEntry:
         created_at_ms=record["createdAt"],
         schedule=compiled,
         one_off=one_off,
+        timezone=sys.intern(record.get("timezone") or "UTC"),
+        max_run_seconds=_run_seconds(record.get("maxRunTime")),
     )
 
 

@@ -45,6 +45,7 @@ def request_record(
             period_start_ms=period_start,
             period_end_ms=period_end,
             scheduled_ms=slot,
+            timezone=job.timezone,
         )
     late = trigger in ("scheduled", "catch_up") and now_ms - fire_ms > LATE_AFTER_MS
     return {
@@ -66,6 +67,7 @@ def request_record(
         "requested_at": now_ms,
         "lease_seconds": lease_terms[0],
         "heartbeat_seconds": lease_terms[1],
+        "max_run_seconds": job.max_run_seconds,
     }
 
 
