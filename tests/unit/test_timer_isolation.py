@@ -266,3 +266,34 @@ def test_a_jobs_max_run_time_travels_in_its_requests() -> None:
     assert by_job["b"]["max_run_seconds"] is None
     with pytest.raises(ValueError, match="maxRunTime"):
         _job("c", runAt="2027-01-15T08:01:00Z", maxRunTime="8d")
+
+
+def test_attempts_handed_back_by_workers_without_the_handler_spend_none_of_the_jobs() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", runAt="2027-01-15T08:01:00Z", maxAttempts=2))
+    timer.finish_restore(T0)
+    [request] = timer.tick(T0 + 60_000).requests
+    now = T0 + 60_000
+    for _ in range(5):  # a rolling deploy: old workers lack the type
+        now += 100
+        timer.on_execution_event(_worker_event(request, "leased", now), now)
+        handed_back = {**_worker_event(request, "failed", now, error="no handler"),
+                       "reason": "no_handler", "error_kind": "retryable"}  # fmt: skip
+        emission = timer.on_execution_event(handed_back, now)
+        assert [e["reason"] for e in emission.events] == ["no_handler"]
+        assert not emission.dead_letters
+        now += 16_000
+        [request] = timer.tick(now).requests
+    assert request["attempt"] == 6
+    # A restore keeps the count: the next real failure is the job's first.
+    state = timer.state_of("a", now)
+    heir = _timer()
+    heir.load_definition("a", _job("a", runAt="2027-01-15T08:01:00Z", maxAttempts=2))
+    heir.load_state("a", state)
+    heir.finish_restore(now)
+    heir.on_execution_event(_worker_event(request, "leased", now + 10), now + 10)
+    failed = heir.on_execution_event(
+        _worker_event(request, "failed", now + 20, error="x", error_kind="retryable"), now + 20
+    )
+    assert [e["event_type"] for e in failed.events] == ["retry_scheduled"]
+    assert not failed.dead_letters

@@ -31,6 +31,12 @@ DISPATCH_TIMEOUT_MS = 900_000
 # After a change of owner, leases taken while nobody owned the partition are still unread:
 # a queued request gets at least this long before its dispatch deadline passes.
 DISPATCH_RESTORE_GRACE_MS = 60_000
+# A worker without the job's handler hands the attempt back (reason `no_handler`, a rolling
+# deploy): it is offered again after about this long, as a new attempt that spends none of the
+# job's `maxAttempts`, up to MAX_UNHANDLED times (decision 0053).
+UNHANDLED_RETRY_MS = 10_000
+MAX_UNHANDLED = 100
+NO_HANDLER = "no_handler"
 OUTCOMES = ("succeeded", "failed", "cancelled")
 QUEUED_DATA = json.dumps({"state": "queued", "worker_id": None})
 # A job's in-flight requests travel in its one TimerState record, which must stay under Kafka's
@@ -53,10 +59,16 @@ class InFlight:
     state: str  # queued | running | retry_wait
     deadline_ms: int | None = None  # lease deadline (running) or retry time (retry_wait)
     worker_id: str | None = None
+    unhandled: int = 0  # attempts handed back by workers without the handler (no_handler)
 
     @property
     def attempt(self) -> int:
         return int(self.request["attempt"])
+
+    @property
+    def spent(self) -> int:
+        """Attempts that count against `maxAttempts`: those a handler ran (or could have)."""
+        return self.attempt - self.unhandled
 
 
 @dataclass
@@ -144,10 +156,13 @@ class ExecutionTracker:
         entries = []
         for execution_id in sorted(self.ids_by_job.get(job_id, ())):
             flight = self.in_flight[execution_id]
-            if flight.state == "queued" and flight.worker_id is None:
+            if flight.state == "queued" and flight.worker_id is None and not flight.unhandled:
                 entries.append(self.queued_entry(flight.request))  # spares the JSON encoder
                 continue
-            data = json.dumps({"state": flight.state, "worker_id": flight.worker_id})
+            fields: dict[str, Any] = {"state": flight.state, "worker_id": flight.worker_id}
+            if flight.unhandled:
+                fields["unhandled"] = flight.unhandled
+            data = json.dumps(fields)
             entries.append(
                 {
                     "timer_id": execution_id,
@@ -184,6 +199,7 @@ class ExecutionTracker:
                 state=data["state"],
                 deadline_ms=entry["fire_at"] or None,
                 worker_id=data.get("worker_id"),
+                unhandled=int(data.get("unhandled") or 0),
             )
             self._add(flight)
             restored.append(flight)
@@ -217,6 +233,8 @@ class ExecutionTracker:
             decision.changed_jobs.add(job_id)
             decision.finished.append(flight)
             return decision, None
+        if kind == "failed" and event.get("reason") == NO_HANDLER:
+            return self._unhandled(flight, event, now_ms, decision)
         if kind == "failed":
             policy = RetryPolicy(
                 self.retry_base_ms, self.retry_cap_ms, int(flight.request["max_attempts"])
@@ -224,7 +242,7 @@ class ExecutionTracker:
             error_kind: ErrorKind = (
                 "permanent" if event.get("error_kind") == "permanent" else "retryable"
             )
-            retry = decide_retry(policy, flight.attempt, error_kind, self.rng)
+            retry = decide_retry(policy, flight.spent, error_kind, self.rng)
             decision.changed_jobs.add(job_id)
             if retry.action == "retry" and retry.delay_ms is not None:
                 flight.state = "retry_wait"
@@ -251,6 +269,27 @@ class ExecutionTracker:
             return int(min(deadline - sent, MAX_LEASE_MS))
         return int(request.get("lease_seconds") or 30) * 1000
 
+    def _unhandled(
+        self, flight: InFlight, event: dict[str, Any], now_ms: int, decision: Decision
+    ) -> tuple[Decision, InFlight | None]:
+        """A worker that lacks the handler handed the attempt back: offer it again soon, to
+        whichever worker reads it then, without spending one of the job's attempts."""
+        decision.changed_jobs.add(flight.request["job_id"])
+        flight.unhandled += 1
+        if flight.unhandled > MAX_UNHANDLED:
+            self._dead_letter(flight, NO_HANDLER, event.get("error"), now_ms, decision)
+            return decision, None
+        delay = UNHANDLED_RETRY_MS + self.rng.randrange(UNHANDLED_RETRY_MS // 2)
+        flight.state = "retry_wait"
+        flight.deadline_ms = now_ms + delay
+        decision.events.append(
+            self._event(flight, "retry_scheduled", now_ms, reason=NO_HANDLER,
+                        details={"delay_ms": delay, "next_attempt": flight.attempt + 1,
+                                 "retry_at": flight.deadline_ms, "unhandled": flight.unhandled},
+                        error=event.get("error"), error_kind="retryable")
+        )  # fmt: skip
+        return decision, flight
+
     # -- timers ----------------------------------------------------------------------------
     def on_deadline(
         self, execution_id: str, attempt: int, deadline_ms: int, now_ms: int
@@ -275,7 +314,7 @@ class ExecutionTracker:
                 self._event(flight, "failed", now_ms, reason="dispatch_timeout", error=error,
                             error_kind="retryable")
             )  # fmt: skip
-            if flight.attempt >= int(flight.request["max_attempts"]):
+            if flight.spent >= int(flight.request["max_attempts"]):
                 self._dead_letter(flight, "dispatch_timeout_max_attempts", error, now_ms, decision)
                 return decision, None
             # The request enum has no dispatch trigger: a lease never taken is a lease expired.
@@ -286,7 +325,7 @@ class ExecutionTracker:
                 self._event(flight, "failed", now_ms, reason="lease_expired",
                             error=f"lease of worker {flight.worker_id} expired", error_kind="retryable")
             )  # fmt: skip
-            if flight.attempt >= int(flight.request["max_attempts"]):
+            if flight.spent >= int(flight.request["max_attempts"]):
                 self._dead_letter(
                     flight, "lease_expired_max_attempts", "lease expired", now_ms, decision
                 )
