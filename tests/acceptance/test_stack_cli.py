@@ -91,7 +91,7 @@ def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> Non
         ),
         (
             {"type": "noop", "cron": "* * * * *", "payload": {"blob": "x" * 70_000}},
-            "the limit is 65536 bytes",
+            "accepted: at most 65536 bytes",
         ),
         ({"cron": "* * * * *"}, "type: required"),
     ],

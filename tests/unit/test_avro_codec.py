@@ -104,6 +104,7 @@ def test_left_out_fields_take_their_defaults(registry: SchemaRegistry) -> None:
         "tenantId": "default",
         "enabled": True,
         "labels": {},
+        "maxRunTime": None,
     }
     state = {"job_id": "nightly", "job_version": 1, "updated_at": T0}
     _, got = registry.decode(registry.encode("TimerState", state))

@@ -70,12 +70,22 @@ def _create(args: argparse.Namespace) -> int:
     elif args.file == "-":
         text = sys.stdin.read()
     else:
-        with open(args.file) as handle:
-            text = handle.read()
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise InvalidInput("--file", f"cannot read {args.file!r}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(
+                "--file", f"{args.file!r} is not UTF-8 text; accepted: a JSON file"
+            ) from None
     try:
         spec = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput("definition", f"not valid JSON: {exc}") from None
+        raise InvalidInput(
+            "definition",
+            f'not valid JSON ({exc}); accepted: a JSON object, e.g. {{"type": "noop", ...}}',
+        ) from None
     from tickwheel.sdk.jobs import definition_to_spec, validate_job
 
     # A bad definition is refused before any broker is asked (or found missing).

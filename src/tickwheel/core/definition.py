@@ -27,6 +27,7 @@ from tickwheel.errors import InvalidInput
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "KNOWN_FIELDS",
+    "MAX_BACKFILL",
     "MISFIRE_POLICIES",
     "OVERLAP_POLICIES",
     "PRIORITIES",
@@ -151,6 +152,10 @@ def _checked_template(template: str, timezone: str) -> dict[str, object]:
     """A template's check is the same for every job that shares it (restores check them all)."""
     return check_payload_template(template, timezone)
 
+
+# The most slots one backfill command may ask for: a backfill is a deliberate, explicit range,
+# not an open-ended replay (the SDK refuses more; the timer dead-letters a command that does).
+MAX_BACKFILL = 10_000
 
 # How long one attempt may run (`maxRunTime`): the worker cancels and retries it past that.
 _MIN_RUN_MS, _MAX_RUN_MS = 1_000, 7 * 86_400_000

@@ -19,12 +19,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from tickwheel.adapters.avro import decode, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode, encode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core import definition as _definition
+from tickwheel.core.definition import MAX_BACKFILL
+from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.jobtypes.ssrf import (
     RequestRefused,
@@ -127,6 +129,27 @@ def definition_to_spec(record: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def _definition_of(value: bytes | None) -> dict[str, Any] | None:
+    """A stored definition, or None for a tombstone or a record that is not a definition (a
+    producer's garbage, which the timer dead-letters: it is nobody's job)."""
+    if value is None:
+        return None
+    try:
+        return decode(value, "JobDefinition")[1]
+    except UndecodableRecord:
+        return None
+
+
+def schedule_of(record: dict[str, Any]) -> Schedule:
+    """The schedule of a stored definition."""
+    if record.get("runAt") is not None:
+        run_at = datetime.fromtimestamp(record["runAt"] / 1000, tz=UTC).isoformat()
+        return parse_schedule(run_at=run_at)
+    return parse_schedule(
+        cron=record["cron"], timezone=record.get("timezone"), dst_policy=record.get("dstPolicy")
+    )
+
+
 class JobsClient:
     """Create, read and change job definitions on the cluster at KAFKA_BOOTSTRAP_SERVERS."""
 
@@ -152,8 +175,8 @@ class JobsClient:
         partition = partition_for(job_id, partition_count(self.topic, self.bootstrap))
         current: dict[str, Any] | None = None
         for record in read_to_end(self.topic, [partition], self.bootstrap):
-            if record.key == job_id:
-                current = None if record.value is None else decode(record.value, "JobDefinition")[1]
+            if record.key == job_id and record.key_is_text:
+                current = _definition_of(record.value)
         if current is None:
             raise UnknownJob(job_id)
         return current
@@ -161,11 +184,9 @@ class JobsClient:
     def list(self) -> list[dict[str, Any]]:
         latest: dict[str, dict[str, Any] | None] = {}
         for record in read_to_end(self.topic, None, self.bootstrap):
-            if record.key is None:
-                continue
-            latest[record.key] = (
-                None if record.value is None else decode(record.value, "JobDefinition")[1]
-            )
+            if record.key is None or not record.key_is_text:
+                continue  # nobody's job (the timer dead-letters it)
+            latest[record.key] = _definition_of(record.value)
         return sorted((d for d in latest.values() if d is not None), key=lambda d: d["jobId"])
 
     # -- writes ----------------------------------------------------------------------------
@@ -222,7 +243,15 @@ class JobsClient:
         its own period and the same execution_id the scheduled occurrence has."""
         if to_ms <= from_ms:
             raise InvalidInput("to", "must be after --from")
-        self.get(job_id)
+        current = self.get(job_id)
+        compiled = compile_schedule(schedule_of(current))
+        if len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1)) > MAX_BACKFILL:
+            # The timer would refuse it (and dead-letter the command): say so here, before.
+            raise InvalidInput(
+                "from",
+                f"the range holds more than {MAX_BACKFILL} slots of {job_id!r}'s schedule; "
+                "accepted: at most that many (split the range into several backfills)",
+            )
         return self._command(job_id, "backfill", from_ms, to_ms)
 
     def _command(

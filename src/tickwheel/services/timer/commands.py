@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tickwheel.core.definition import MAX_BACKFILL
 from tickwheel.errors import TickwheelError
 from tickwheel.services.timer.model import JobEntry
 
 COMMAND_KINDS = ("trigger", "backfill")
-# The most occurrences one backfill command emits: a backfill is a deliberate, explicit range,
-# not an open-ended replay.
-MAX_BACKFILL = 10_000
 
 
 class RejectedCommand(TickwheelError, ValueError):
