@@ -30,11 +30,23 @@ setup: $(VENV)/.synced $(KAFKA_LIB) ## create the environment, install everythin
 run: setup ## start the local stack with example jobs and a live account of what happens; Ctrl-C stops it
 	$(VENV)/bin/tickwheel demo $(if $(DURATION),--duration $(DURATION))
 
+# Two processes, one test file each at a time (a file's tests share their broker and order).
+PYTEST_PARALLEL := -n 2 --dist loadfile
+
 test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL)
 
 unit: setup ## run the fast unit tests only
 	$(VENV)/bin/pytest -q tests/unit
+
+test-int: setup ## run the integration tests (real Kafka broker, real chDB)
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) tests/integration -m "integration and not chaos"
+
+test-acc: setup ## run the acceptance tests (the CLI in subprocesses, as a user drives it)
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) tests/acceptance
+
+test-chaos: setup ## run the fault tests (SIGKILL/SIGSTOP of real processes)
+	$(VENV)/bin/pytest -q tests/integration -m chaos
 
 lint: setup ## ruff, ruff format, mypy and the import rules
 	$(VENV)/bin/ruff check .
@@ -55,4 +67,4 @@ down: setup ## stop the local stack
 clean: ## remove the environment, the Kafka jars and local state
 	rm -rf $(VENV) $(TOOLS) services/broker/target .tickwheel .pytest_cache .mypy_cache .ruff_cache
 
-.PHONY: help setup run test unit lint format bench down clean
+.PHONY: help setup run test unit test-int test-acc test-chaos lint format bench down clean
