@@ -1,0 +1,91 @@
+"""What the timer accepts from its topics: records decoded, checked by the core's rules, or
+dead-lettered with their reason (bounded, written in the partition's next transaction)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.reader import Record, decode_key
+from tickwheel.core.definition import check_definition_record
+from tickwheel.errors import InvalidInput
+from tickwheel.services.timer.commands import RejectedCommand
+from tickwheel.services.timer.records import decode_state
+
+log = logging.getLogger("tickwheel.timer")
+
+# Network targets are the worker's to judge (its allow-list, its network): to the timer every
+# network counts as allowed.
+ANY_NETWORK = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
+DeadLetters = list[dict[str, Any]]
+
+
+def record_of(msg: Any) -> Record:
+    """A consumed message as a Record (its key decoded, or marked as not text)."""
+    key, key_is_text = decode_key(msg.key())
+    return Record(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), 0,
+                  tuple(msg.headers() or ()), key_is_text)  # fmt: skip
+
+
+class RecordGate:
+    def __init__(
+        self, partition_count: int, max_payload_bytes: int, now_ms: Callable[[], int]
+    ) -> None:
+        self.partition_count = partition_count
+        self.max_payload_bytes = max_payload_bytes
+        self.now_ms = now_ms
+
+    def decode(self, record: Record, expected: str, rejects: DeadLetters) -> dict[str, Any] | None:
+        """A record decoded (a TimerState with its requests), or dead-lettered into `rejects`."""
+        try:
+            if expected == "TimerState":
+                return decode_state(record.value or b"")
+            return decode(record.value or b"", expected)[1]
+        except UndecodableRecord as exc:
+            rejects.append(self.dead_letter(record, exc.reason, "undecodable"))
+            return None
+
+    def usable_key(self, record: Record, rejects: DeadLetters) -> bool:
+        """Keys are job ids, so one that is not UTF-8 belongs to no job: dead-lettered, live and
+        at restore alike (it used to pass live and stop the next restore)."""
+        if record.key_is_text:
+            return True
+        rejects.append(self.dead_letter(record, "the record key is not UTF-8", "rejected"))
+        return False
+
+    def check_definition(self, key: str, definition: dict[str, Any], partition: int) -> None:
+        """Refuse what the SDK would have refused (the core's one validator: a key that is not
+        the job's id, a reserved id, a template that does not render, ...), and a job published
+        to a partition its key does not hash to (its requests and its workers' events would
+        meet on no partition)."""
+        check_definition_record(
+            definition, key, max_payload_bytes=self.max_payload_bytes, allowed_networks=ANY_NETWORK
+        )
+        expected = partition_for(key, self.partition_count)
+        if expected != partition:
+            raise InvalidInput(
+                "jobId",
+                f"{key!r} belongs to partition {expected}, not {partition}: published with a "
+                "partitioner other than Kafka's default (murmur2)",
+            )
+
+    def rejection(self, record: Record, exc: Exception) -> dict[str, Any]:
+        """The dead letter of a decodable but unacceptable record."""
+        reason = exc.reason if isinstance(exc, RejectedCommand) else str(exc) or repr(exc)
+        return self.dead_letter(record, reason, "rejected")
+
+    def dead_letter(self, record: Record, reason: str, kind: str) -> dict[str, Any]:
+        log.error(
+            f"{kind} record sent to the dead-letter topic",
+            extra={"action": "record_dead_lettered", "topic": record.topic,
+                   "partition": record.partition, "offset": record.offset, "reason": reason},
+        )  # fmt: skip
+        return dead_letter_record(
+            record.topic, record.partition, record.offset, record.key, record.value, reason,
+            kind, self.now_ms(),
+        )  # fmt: skip

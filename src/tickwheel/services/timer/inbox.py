@@ -1,0 +1,98 @@
+"""Trigger and backfill commands as they reach a partition, in order, never into nothing.
+
+Definitions and commands come through two consumers, so "create, then trigger" can arrive
+command first. A command for a job the partition does not know waits until the definitions
+are read as far as they reached when it came (or COMMAND_WAIT_S), then is carried out or
+dead-lettered with the reason. Commands behind a waiting one wait too, and the checkpoint stays
+at the first waiting one: a crash reads them again, none lost, none applied twice (decision 0055).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tickwheel.adapters.kafka.reader import Record
+from tickwheel.services.timer.gate import RecordGate
+from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
+
+log = logging.getLogger("tickwheel.timer")
+
+COMMAND_WAIT_S = 30.0
+
+
+class CommandInbox:
+    def __init__(
+        self,
+        gate: RecordGate,
+        commands_topic: str,
+        definitions_end: Callable[[int], int],
+        definitions_read: Callable[[int], int | None],
+    ) -> None:
+        """`definitions_end(p)` asks the broker where definitions partition p ends now;
+        `definitions_read(p)` is how far this instance has read it (None when unknown)."""
+        self.gate = gate
+        self.commands_topic = commands_topic
+        self.definitions_end = definitions_end
+        self.definitions_read = definitions_read
+
+    def receive(self, runtime: PartitionRuntime, record: Record, now: int) -> None:
+        rejects = runtime.pending_emission.dead_letters
+        command = None
+        if record.value is not None:
+            command = self.gate.decode(record, "TimerCommand", rejects)
+        if command is None:
+            self._done(runtime, record.offset)
+            return
+        unknown = command["job_id"] not in runtime.timer.jobs
+        if runtime.held_commands or unknown:
+            end = 0  # behind another held command, its job may be known already
+            if unknown:
+                end = self.definitions_end(runtime.partition)
+                log.info(
+                    "command waits for its job's definition",
+                    extra={"action": "command_held", "partition": runtime.partition,
+                           "job_id": command["job_id"], "command_id": command["command_id"]},
+                )  # fmt: skip
+            held = HeldCommand(record.offset, record.key, record.value or b"", command, end,
+                               time.monotonic() + COMMAND_WAIT_S)  # fmt: skip
+            runtime.held_commands.append(held)
+            self.release(runtime, now)
+            return
+        self._apply(runtime, record.offset, record.key, record.value, command, now)
+
+    def release(self, runtime: PartitionRuntime, now: int) -> None:
+        """Apply held commands whose job is known now; the head one is dead-lettered once the
+        definitions are read past where they ended when it came, or it waited too long."""
+        while runtime.held_commands:
+            held = runtime.held_commands[0]
+            if held.command["job_id"] not in runtime.timer.jobs and not self._gave_up(
+                runtime.partition, held
+            ):
+                return
+            runtime.held_commands.popleft()
+            self._apply(runtime, held.offset, held.key, held.raw, held.command, now)
+
+    def _gave_up(self, partition: int, held: HeldCommand) -> bool:
+        if time.monotonic() >= held.give_up_at:
+            return True
+        position = self.definitions_read(partition)
+        return position is not None and position >= held.definitions_end
+
+    def _apply(
+        self, runtime: PartitionRuntime, offset: int, key: str | None, raw: bytes | None,
+        command: dict[str, Any], now: int,
+    ) -> None:  # fmt: skip
+        self._done(runtime, offset)
+        try:
+            runtime.pending_emission.extend(runtime.timer.command(command, now))
+        except Exception as exc:
+            record = Record(self.commands_topic, runtime.partition, offset, key, raw, 0)
+            runtime.pending_emission.dead_letters.append(self.gate.rejection(record, exc))
+
+    @staticmethod
+    def _done(runtime: PartitionRuntime, offset: int) -> None:
+        runtime.command_offset = offset + 1
+        runtime.inputs_moved = True

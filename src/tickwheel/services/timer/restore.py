@@ -1,0 +1,160 @@
+"""Rebuild one partition from Kafka (decision 0004): fence the previous owner, then read the
+partition's timer states, its definitions and the requests its states do not cover yet.
+
+Nothing a restore reads can stop it: a record nobody can use is dead-lettered (in the
+partition's first transaction) and the restore goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from tickwheel.adapters.kafka.producer import TransactionalProducer
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.services.timer.gate import DeadLetters, RecordGate
+from tickwheel.services.timer.inputs import PartitionInputs
+from tickwheel.services.timer.model import Emission
+from tickwheel.services.timer.records import checkpoint_key
+from tickwheel.services.timer.request_log import SEQ_HEADER, RequestLog
+from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
+from tickwheel.services.timer.scheduler import PartitionTimer
+from tickwheel.services.timer.settings import TimerSettings
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.timer")
+
+
+class PartitionRestorer:
+    def __init__(
+        self,
+        settings: TimerSettings,
+        topics: TimerTopics,
+        gate: RecordGate,
+        inputs: PartitionInputs,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.gate = gate
+        self.inputs = inputs
+        self.now_ms = now_ms
+
+    def restore(self, partition: int) -> tuple[PartitionRuntime, Emission]:
+        """The partition rebuilt and serving, and what its restore must write first (catch-up,
+        skips, dead letters). `runtime.definitions_end` is where the live tail starts (-1 for
+        an empty partition)."""
+        producer = TransactionalProducer(
+            f"{topic_name('tickwheel-timer')}-p{partition}", self.settings.bootstrap
+        )
+        # Fences the previous owner and waits out its open transaction (if any) before we read.
+        producer.init()
+        # Retry jitter is seeded from the OS here, and injected into the core.
+        timer = self.settings.partition_timer(partition, self.now_ms(), random.Random())
+        rejects: DeadLetters = []
+        input_offsets, seq = self._load_states(timer, partition, rejects)
+        end = self._load_definitions(timer, partition, rejects)
+        request_log = self._replay_unsaved_requests(timer, partition, input_offsets, seq, rejects)
+        runtime = PartitionRuntime(partition, timer, producer, end, request_log)
+        runtime.command_offset = input_offsets.get(self.topics.commands)
+        runtime.events_offset = input_offsets.get(self.topics.events)
+        if runtime.events_offset is None:
+            # First owner ever: nothing in flight can predate it, so start at the end.
+            runtime.events_offset = self.inputs.watermarks(self.topics.events, partition)[1]
+            runtime.inputs_moved = True
+        emission = timer.finish_restore(self.now_ms())
+        emission.dead_letters.extend(rejects)
+        return runtime, emission
+
+    def _load_states(
+        self, timer: PartitionTimer, partition: int, rejects: DeadLetters
+    ) -> tuple[dict[str, int], int]:
+        """Every job's state into `timer`; returns the checkpoint's input offsets and the
+        highest timer transaction number seen (ours continue from it)."""
+        input_offsets: dict[str, int] = {}
+        seq = 0
+        for record in read_to_end(self.topics.state, [partition], self.settings.bootstrap):
+            if record.key is None or not self.gate.usable_key(record, rejects):
+                continue
+            state = None
+            if record.value is not None:
+                state = self.gate.decode(record, "TimerState", rejects)
+                if state is None:
+                    continue
+                seq = max(seq, state["seq"])
+            if record.key == checkpoint_key(partition):
+                input_offsets = dict(state["input_offsets"]) if state else {}
+                continue
+            timer.load_state(record.key, state)
+        return input_offsets, seq
+
+    def _load_definitions(self, timer: PartitionTimer, partition: int, rejects: DeadLetters) -> int:
+        end = -1
+        for record in read_to_end(self.topics.definitions, [partition], self.settings.bootstrap):
+            end = record.offset + 1
+            if record.key is None or not self.gate.usable_key(record, rejects):
+                continue
+            definition = None
+            if record.value is not None:
+                definition = self.gate.decode(record, "JobDefinition", rejects)
+                if definition is None:
+                    continue
+            try:
+                if definition is not None:
+                    self.gate.check_definition(record.key, definition, partition)
+                timer.load_definition(record.key, definition)
+            except Exception as exc:  # one bad definition is its own problem
+                rejects.append(self.gate.rejection(record, exc))
+        return end
+
+    def _replay_unsaved_requests(
+        self,
+        timer: PartitionTimer,
+        partition: int,
+        input_offsets: dict[str, int],
+        seq: int,
+        rejects: DeadLetters,
+    ) -> RequestLog:
+        """Requests of jobs whose states were not written yet (decision 0008): read from the
+        checkpointed offsets to the end. The jobs they rebuild stay unsaved in the returned
+        log until their states are written, so a restore would read them again till then."""
+        ends = {}
+        replayed_from: dict[str, int] = {}
+        replayed: dict[str, None] = {}
+        for topic in self.topics.requests.values():
+            low, ends[topic] = self.inputs.watermarks(topic, partition)
+            start = input_offsets.get(topic)
+            if start is None:
+                continue  # nothing was left unsaved
+            if start < low:
+                # Retention deleted requests no state covers yet: their slots will fire again.
+                log.warning(
+                    "request log truncated before the checkpoint",
+                    extra={"action": "request_log_truncated", "partition": partition,
+                           "topic": topic, "checkpoint": start, "low": low},
+                )  # fmt: skip
+            for record in read_to_end(
+                topic, [partition], self.settings.bootstrap, from_offsets={partition: start}
+            ):
+                if record.value is None or record.offset >= ends[topic]:
+                    continue
+                if not self.gate.usable_key(record, rejects):
+                    continue
+                request: dict[str, Any] | None = self.gate.decode(
+                    record, "ExecutionRequest", rejects
+                )
+                written_by = record.header(SEQ_HEADER)
+                if request is None or written_by is None:
+                    continue
+                try:
+                    seq = max(seq, int(written_by))
+                    if timer.load_request(request, int(written_by)):
+                        replayed[request["job_id"]] = None
+                        replayed_from.setdefault(topic, start)
+                except Exception as exc:
+                    rejects.append(self.gate.rejection(record, exc))
+        return RequestLog(
+            seq, ends, replayed_from=replayed_from, replayed=replayed, now_ms=self.now_ms()
+        )

@@ -1,0 +1,71 @@
+"""What the timer service holds for one partition it owns, and the topics it reads and writes."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.adapters.kafka.producer import TransactionalProducer
+from tickwheel.services.timer.model import Emission
+from tickwheel.services.timer.records import RequestKey
+from tickwheel.services.timer.request_log import RequestLog
+from tickwheel.services.timer.scheduler import PartitionTimer
+from tickwheel.topology import topic_name
+
+PRIORITIES = ("high", "normal", "low")
+
+
+@dataclass(frozen=True)
+class TimerTopics:
+    """The timer's topics under the deployment's prefix (co-partitioned, keyed by job id)."""
+
+    definitions: str = field(default_factory=lambda: topic_name("jobs.definitions"))
+    state: str = field(default_factory=lambda: topic_name("timers.state"))
+    commands: str = field(default_factory=lambda: topic_name("timers.commands"))
+    events: str = field(default_factory=lambda: topic_name("executions.events"))
+    dlq: str = field(default_factory=lambda: topic_name("executions.dlq"))
+    requests: dict[str, str] = field(
+        default_factory=lambda: {p: topic_name(f"executions.{p}") for p in PRIORITIES}
+    )
+
+
+@dataclass
+class HeldCommand:
+    """A command waiting for its job's definition; `definitions_end` is where the definitions
+    partition ended when it came: read that far, an unknown job is really unknown."""
+
+    offset: int
+    key: str | None
+    raw: bytes
+    command: dict[str, Any]
+    definitions_end: int
+    give_up_at: float
+
+
+class PartitionRuntime:
+    """One owned partition: its scheduler, its transactional producer, where its inputs stand."""
+
+    def __init__(
+        self,
+        partition: int,
+        timer: PartitionTimer,
+        producer: TransactionalProducer,
+        definitions_end: int,
+        log: RequestLog,
+    ) -> None:
+        self.partition = partition
+        self.log = log  # jobs that fired without their state, and where their requests are
+        # Per job, requests encoded but not yet written into its state: the state reuses the
+        # bytes, and any state of the job (it covers all its requests) drops them.
+        self.encoded_requests: dict[str, dict[RequestKey, bytes]] = {}
+        self.timer = timer
+        self.producer = producer
+        self.definitions_end = definitions_end  # where the restore stopped reading definitions
+        self.command_offset: int | None = None  # next offset to read of timers.commands
+        self.events_offset: int | None = None  # next offset to read of executions.events
+        self.inputs_moved = False  # the checkpoint must be written in the next transaction
+        self.pending_emission = Emission()  # from definition changes and commands since the tick
+        # Commands waiting (in order) for a definition; the checkpoint stays at the first, so a
+        # crash meanwhile reads them again and nothing is lost or applied twice.
+        self.held_commands: deque[HeldCommand] = deque()

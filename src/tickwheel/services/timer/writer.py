@@ -1,0 +1,131 @@
+"""One partition's transaction: the requests, skipped events, dead letters and timer states an
+emission holds, and the partition's checkpoint (its input offsets), committed together."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.client import KafkaException
+from tickwheel.adapters.kafka.producer import is_fatal
+from tickwheel.services.timer.metrics import TimerMetrics
+from tickwheel.services.timer.model import Emission
+from tickwheel.services.timer.records import (
+    checkpoint_key,
+    encode_checkpoint,
+    encode_state,
+    request_key,
+)
+from tickwheel.services.timer.request_log import SEQ_HEADER, first_offset_recorder
+from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
+
+log = logging.getLogger("tickwheel.timer")
+
+MAX_ENCODED_REQUESTS = 1_000_000
+Outcome = Literal["committed", "fenced", "failed"]
+
+
+class TransactionWriter:
+    def __init__(
+        self, topics: TimerTopics, metrics: TimerMetrics, now_ms: Callable[[], int]
+    ) -> None:
+        self.topics = topics
+        self.metrics = metrics
+        self.now_ms = now_ms
+
+    def commit(self, runtime: PartitionRuntime, emission: Emission) -> Outcome:
+        """Write `emission` and the checkpoint in one transaction. `fenced`: a newer owner has
+        the partition; `failed`: aborted (the caller drops the partition and restores it)."""
+        if not emission and not runtime.inputs_moved:
+            return "committed"
+        producer = runtime.producer
+        encoded = runtime.encoded_requests
+        try:
+            producer.begin()
+            seq = runtime.log.seq + 1
+            headers = [(SEQ_HEADER, str(seq).encode())]
+            # Where this transaction's first request lands on each topic: the request log's
+            # marks (known once the commit has flushed them).
+            first_offsets: dict[str, int] = {}
+            partition = runtime.partition
+            for request in emission.requests:
+                # Each request is encoded once: its job's state below carries the same bytes.
+                raw = encode("ExecutionRequest", request)
+                encoded.setdefault(request["job_id"], {})[request_key(request)] = raw
+                topic = self.topics.requests[request["priority"]]
+                on_delivery = None
+                if topic not in first_offsets:
+                    first_offsets[topic] = -1
+                    on_delivery = first_offset_recorder(first_offsets, topic, partition)
+                # On the job's own partition, as the checkpoint's offsets assume (co-partitioned).
+                producer.send(
+                    topic, request["job_id"], raw, partition, headers, on_delivery=on_delivery
+                )
+            for event in emission.events:
+                producer.send(self.topics.events, event["job_id"], encode("ExecutionEvent", event))
+            for letter in emission.dead_letters:
+                producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
+            for job_id, state in emission.states.items():
+                if state is None:
+                    encoded.pop(job_id, None)
+                producer.send(
+                    self.topics.state,
+                    job_id,
+                    # Any state of a job covers every request it was sent: its cached bytes go.
+                    None if state is None else encode_state(state, encoded.pop(job_id, {}), seq),
+                )
+            producer.send(
+                self.topics.state,
+                checkpoint_key(partition),
+                self._checkpoint(runtime, emission, seq),
+                partition=partition,
+            )
+            producer.commit()
+            self.metrics.transactions.inc()
+        except KafkaException as exc:
+            self.metrics.aborts.inc()
+            if is_fatal(exc):
+                log.warning(
+                    "fenced; dropping the partition until it is assigned again",
+                    extra={"action": "producer_fenced", "partition": runtime.partition,
+                           "error": str(exc)},
+                )  # fmt: skip
+                return "fenced"
+            log.warning(
+                "transaction failed; restoring the partition from Kafka",
+                extra={"action": "transaction_failed", "partition": runtime.partition,
+                       "error": str(exc)},
+            )  # fmt: skip
+            with contextlib.suppress(KafkaException):
+                producer.abort()
+            return "failed"
+        runtime.inputs_moved = False
+        if len(encoded) > MAX_ENCODED_REQUESTS:
+            encoded.clear()  # a safety net only: each job's go with its next state
+        emitted_at = self.now_ms()
+        runtime.log.committed(
+            seq,
+            emission.unsaved,
+            emission.states,
+            {topic: offset for topic, offset in first_offsets.items() if offset >= 0},
+            emitted_at,
+        )
+        self.metrics.fire_lag.observe_many(
+            max(0, emitted_at - request["fire_time"]) / 1000 for request in emission.requests
+        )
+        self.metrics.emitted.inc(len(emission.requests))
+        self.metrics.skipped.inc(len(emission.events))
+        return "committed"
+
+    def _checkpoint(self, runtime: PartitionRuntime, emission: Emission, seq: int) -> bytes:
+        """Where the partition's inputs stand and, on the request topics, where the requests
+        of jobs still unsaved after this transaction begin."""
+        offsets = runtime.log.checkpoint_offsets(emission.states, emission.unsaved)
+        if runtime.command_offset is not None:
+            offsets[self.topics.commands] = runtime.command_offset
+        if runtime.events_offset is not None:
+            offsets[self.topics.events] = runtime.events_offset
+        return encode_checkpoint(runtime.partition, offsets, seq, self.now_ms())
