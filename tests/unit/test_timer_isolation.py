@@ -226,7 +226,7 @@ def test_edits_inside_the_horizon_leave_no_entries_behind() -> None:
     for version in range(2, 10_002):
         edit = {**record, "version": version, "updatedAt": T0 + version}
         timer.apply_definition("a", edit, T0 + 1_000)
-    assert len(timer._entries) <= 2
+    assert len(timer.horizon.targets) <= 2
 
 
 def test_an_invalid_edit_keeps_the_old_schedule() -> None:

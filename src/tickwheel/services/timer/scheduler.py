@@ -8,7 +8,6 @@ is always an argument, so the tests drive it with a fake clock.
 
 from __future__ import annotations
 
-import heapq
 import json
 import logging
 import random
@@ -18,7 +17,6 @@ from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.misfire import walk_forward
 from tickwheel.core.overlap import OverlapDecision, decide_overlap
-from tickwheel.core.wheel import TimingWheel
 from tickwheel.services.timer.commands import RejectedCommand, command_slots
 from tickwheel.services.timer.executions import (
     DISPATCH_TIMEOUT_MS,
@@ -27,16 +25,22 @@ from tickwheel.services.timer.executions import (
     ExecutionTracker,
     InFlight,
 )
+from tickwheel.services.timer.horizon import Horizon
 from tickwheel.services.timer.model import (
     Emission,
     JobEntry,
     belongs_to_a_namesake,
     entry_from_definition,
-    is_a_namesakes_request,
     shared_next_after,
 )
 from tickwheel.services.timer.occurrences import job_dead_letter, request_record, skipped_event
 from tickwheel.services.timer.ready import ReadyQueue, backlog_bound
+from tickwheel.services.timer.states import (
+    RestoringStates,
+    job_state,
+    orphan_state,
+    pending_entries,
+)
 
 log = logging.getLogger("tickwheel.timer")
 
@@ -78,67 +82,26 @@ class PartitionTimer:
         self.heartbeat_seconds = heartbeat_seconds
         self.jobs: dict[str, JobEntry] = {}
         self.tick_ms = tick_ms
-        self.wheel = TimingWheel(tick_ms=tick_ms, start_ms=start_ms)
+        self.horizon = Horizon(tick_ms, start_ms)
         self.executions = ExecutionTracker(
             retry_base_ms, retry_cap_ms, rng or random.Random(0), dispatch_timeout_ms
         )
-        # Wheel entries are ints; this maps them back to what they stand for:
-        # ("slot", job_id, slot_ms) or ("exec", execution_id, attempt, deadline_ms).
-        self._entries: dict[int, tuple[Any, ...]] = {}
         # queue_one: the one occurrence held back while the job's previous run goes on.
         self._held: dict[str, int] = {}
-        self._next_entry = 0
-        # Jobs whose next slot lies beyond the horizon: (next_ms, job_id), lazily invalidated.
-        self._parked: list[tuple[int, str]] = []
         # Due occurrences waiting for a batch, per tenant, served round-robin.
         self._ready = ReadyQueue()
-        self._restoring_states: dict[str, dict[str, Any]] = {}
-        self._tombstoned: set[str] = set()  # states deleted: read during a restore only
+        self._restoring = RestoringStates()
         self.serving = False
 
     # -- restore ---------------------------------------------------------------------------
     def load_state(self, job_id: str, state: dict[str, Any] | None) -> None:
-        if state is None:
-            self._restoring_states.pop(job_id, None)
-            self._tombstoned.add(job_id)
-        else:
-            self._restoring_states[job_id] = state
-            self._tombstoned.discard(job_id)
+        """During restore: a job's timer state as read (None = deleted)."""
+        self._restoring.load(job_id, state)
 
     def load_request(self, request: dict[str, Any], seq: int) -> bool:
         """During restore, after states and definitions: a request from the request topics'
-        tail, written by transaction `seq`. Applied to its job's state unless that state was
-        written by the same or a later transaction (it has seen the request already).
-        Returns whether it was applied (the job's state is then still to be written)."""
-        job_id = request["job_id"]
-        state = self._restoring_states.get(job_id)
-        if state is not None and int(state.get("seq") or 0) >= seq:
-            return False
-        job = self.jobs.get(job_id)
-        if job is None and state is None and job_id in self._tombstoned:
-            return False  # it finished and its job was deleted: the tombstone says so
-        if job is not None and is_a_namesakes_request(request, job):
-            return False
-        if state is None or (job is not None and belongs_to_a_namesake(state, job)):
-            # This job's first state (a job never saved, or deleted with this request in
-            # flight before anyone wrote it): built from its requests. A namesake's in-flight
-            # executions are kept; its watermark is not this job's.
-            pending = [] if state is None else list(state.get("pending") or [])
-            state = {"job_id": job_id, "job_version": request["job_version"],
-                     "last_scheduled_time": None, "last_fire_time": None,
-                     "updated_at": request["requested_at"], "pending": pending, "seq": 0}  # fmt: skip
-            self._restoring_states[job_id] = state
-        if request["trigger"] in ("scheduled", "catch_up"):
-            slot = request["scheduled_time"]
-            if state.get("last_scheduled_time") is None or state["last_scheduled_time"] < slot:
-                state["last_scheduled_time"] = slot
-                state["last_fire_time"] = request["fire_time"]
-        execution_id = request["execution_id"]
-        state["pending"] = [
-            p for p in state.get("pending") or [] if p["execution_id"] != execution_id
-        ]
-        state["pending"].append(self.executions.queued_entry(request))
-        return True
+        tail, written by transaction `seq` (states.RestoringStates.apply_request)."""
+        return self._restoring.apply_request(request, seq, self.jobs.get(request["job_id"]))
 
     def load_definition(self, job_id: str, record: dict[str, Any] | None) -> None:
         """During restore: remember the latest definition (None = deleted)."""
@@ -153,14 +116,14 @@ class PartitionTimer:
         emission = Emission()
         # In-flight executions first (even of a deleted job), so every state written below
         # carries them.
-        for job_id, state in self._restoring_states.items():
+        for job_id, state in self._restoring.states.items():
             try:
                 self._restore_in_flight(state, now_ms)
             except Exception as exc:  # one job's state never stops its partition's restore
                 self._job_failed(job_id, "restore_state", exc, now_ms, emission)
         for job in list(self.jobs.values()):
             try:
-                saved = self._restoring_states.get(job.job_id)
+                saved = self._restoring.states.get(job.job_id)
                 if saved is not None and not belongs_to_a_namesake(saved, job):
                     job.last_scheduled_ms = saved.get("last_scheduled_time")
                     job.emitted_ms = job.last_scheduled_ms
@@ -169,8 +132,7 @@ class PartitionTimer:
                 self._materialise(job, now_ms)
             except Exception as exc:
                 self._job_failed(job.job_id, "restore", exc, now_ms, emission)
-        self._restoring_states.clear()
-        self._tombstoned.clear()
+        self._restoring.clear()
         self.serving = True
         return emission
 
@@ -253,9 +215,9 @@ class PartitionTimer:
 
     def _unschedule(self, job: JobEntry) -> None:
         if job.handle is not None:
-            self.wheel.cancel(job.handle)
+            self.horizon.cancel(job.entry, job.handle)
             job.handle = None
-            self._entries.pop(job.entry, None)
+        self.horizon.unpark(job.job_id)
         job.next_ms = None
 
     # -- the walk --------------------------------------------------------------------------
@@ -354,25 +316,23 @@ class PartitionTimer:
         if nxt <= now_ms + self.horizon_ms:
             self._insert(job, nxt)
         else:
-            heapq.heappush(self._parked, (nxt, job.job_id))
+            self.horizon.park(job.job_id, nxt)
 
     def _insert(self, job: JobEntry, slot_ms: int) -> None:
-        entry = self._next_entry
-        self._next_entry += 1
-        self._entries[entry] = ("slot", job.job_id, slot_ms)
-        job.entry = entry
-        job.handle = self.wheel.insert(slot_ms + self._jitter(job, slot_ms), entry)
+        fire_ms = slot_ms + self._jitter(job, slot_ms)
+        job.entry, job.handle = self.horizon.add_slot(job.job_id, slot_ms, fire_ms)
 
     def _set_deadline(self, flight: InFlight) -> None:
-        """Hold an execution's lease deadline or retry time in the wheel. Superseded entries
-        are not cancelled: they are recognised as stale when they come due."""
-        if flight.deadline_ms is None:
-            return
-        entry = self._next_entry
-        self._next_entry += 1
-        execution_id = flight.request["execution_id"]
-        self._entries[entry] = ("exec", execution_id, flight.attempt, flight.deadline_ms)
-        self.wheel.insert(flight.deadline_ms, entry)
+        """Hold an execution's lease deadline, dispatch deadline or retry time in the wheel."""
+        if flight.deadline_ms is not None:
+            self.horizon.add_deadline(
+                flight.request["execution_id"], flight.attempt, flight.deadline_ms
+            )
+
+    @property
+    def wheel(self) -> Horizon:
+        """What the wheel holds (its `len` is the wheel-size metric)."""
+        return self.horizon
 
     def _apply(self, decision: Decision, flight: InFlight | None, now_ms: int) -> Emission:
         emission = Emission(
@@ -397,9 +357,7 @@ class PartitionTimer:
         return self._apply(decision, flight, now_ms)
 
     def _refill(self, now_ms: int) -> None:
-        limit = now_ms + self.horizon_ms
-        while self._parked and self._parked[0][0] <= limit:
-            slot, job_id = heapq.heappop(self._parked)
+        for slot, job_id in self.horizon.reached(now_ms + self.horizon_ms):
             job = self.jobs.get(job_id)
             if job is not None and job.handle is None and job.next_ms == slot and job.enabled:
                 self._insert(job, slot)
@@ -418,10 +376,7 @@ class PartitionTimer:
         if not self.serving:
             return emission
         self._refill(now_ms)
-        for _fire_ms, entry in self.wheel.advance(now_ms):
-            target = self._entries.pop(entry, None)
-            if target is None:
-                continue  # its job was unscheduled after the wheel gave it up
+        for entry, target in self.horizon.due(now_ms):
             try:
                 self._due(entry, target, now_ms, hold_leases, emission)
             except Exception as exc:
@@ -451,8 +406,7 @@ class PartitionTimer:
         if target[0] == "exec":
             _, execution_id, attempt, deadline = target
             if hold_leases and self._lease_held(execution_id, deadline, now_ms):
-                self._entries[entry] = target  # looked at again next tick
-                self.wheel.insert(now_ms + self.tick_ms, entry)
+                self.horizon.later(entry, target, now_ms + self.tick_ms)  # looked at next tick
                 return
             decision, flight = self.executions.on_deadline(execution_id, attempt, deadline, now_ms)
             emission.extend(self._apply(decision, flight, now_ms))
@@ -577,40 +531,8 @@ class PartitionTimer:
         return request_record(job, slot, fire_ms, now_ms, trigger, previous, terms)
 
     def _state(self, job: JobEntry, now_ms: int) -> dict[str, Any]:
-        return {
-            "job_id": job.job_id,
-            "job_version": job.version,
-            "last_scheduled_time": job.emitted_ms,
-            "last_fire_time": job.last_fire_ms,
-            "next_scheduled_time": job.next_ms,
-            "updated_at": now_ms,
-            "pending": self._pending(job.job_id),
-            "input_offsets": {},
-        }
-
-    def _pending(self, job_id: str) -> list[dict[str, Any]]:
-        pending = self.executions.pending_of(job_id)
-        held = self._held.get(job_id)
-        if held is not None:
-            # queue_one: the occurrence held back until the running one finishes.
-            pending.append(
-                {"timer_id": f"held:{held}", "kind": "manual", "fire_at": held,
-                 "execution_id": None, "attempt": 0, "data": None}
-            )  # fmt: skip
-        return pending
+        held = self._held.get(job.job_id)
+        return job_state(job, pending_entries(self.executions, job.job_id, held), now_ms)
 
     def _orphan_state(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
-        """The state of a deleted job: a tombstone once nothing of it is in flight."""
-        pending = self.executions.pending_of(job_id)
-        if not pending:
-            return None
-        return {
-            "job_id": job_id,
-            "job_version": 0,
-            "last_scheduled_time": None,
-            "last_fire_time": None,
-            "next_scheduled_time": None,
-            "updated_at": now_ms,
-            "pending": pending,
-            "input_offsets": {},
-        }
+        return orphan_state(job_id, self.executions.pending_of(job_id), now_ms)
