@@ -1,0 +1,95 @@
+"""The watchdog's decision step: fold inputs into facts, then at a watermark decide.
+
+    state = WatchdogState()
+    state.apply(observed)                       # any order, any number of times
+    transitions, changed = evaluate(state, watermark_ms, thresholds)
+
+No clock is read here: the service passes the event-time watermark it computed from its
+inputs. The same inputs, folded before the same sequence of watermarks, give the same
+transitions; an input delivered twice, or in another order between two evaluations, changes
+nothing (tests/unit/core/test_watchdog_properties.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.core.watchdog.conditions import conditions
+from tickwheel.core.watchdog.facts import Facts, Observed
+from tickwheel.core.watchdog.lifecycle import Incident, Transition, advance
+from tickwheel.core.watchdog.thresholds import Thresholds
+
+
+@dataclass(slots=True)
+class WatchdogState:
+    """Facts folded so far, the incidents of every fingerprint, and the last watermark
+    evaluated (evaluations never go back in event time)."""
+
+    facts: Facts = field(default_factory=Facts)
+    incidents: dict[str, Incident] = field(default_factory=dict)
+    watermark: int | None = None
+
+    def apply(self, observed: Observed) -> None:
+        self.facts.apply(observed)
+
+    def open_incidents(self) -> list[Incident]:
+        return [i for _, i in sorted(self.incidents.items()) if i.state == "open"]
+
+
+def evaluate(
+    state: WatchdogState, watermark_ms: int, thresholds: Thresholds | None = None
+) -> tuple[list[Transition], set[str]]:
+    """The transitions at `watermark_ms` and the fingerprints whose incident changed. A
+    watermark not past the last one evaluated decides nothing."""
+    thresholds = thresholds or Thresholds()
+    if state.watermark is not None and watermark_ms <= state.watermark:
+        return [], set()
+    state.watermark = watermark_ms
+    current = list(conditions(state.facts, watermark_ms, thresholds))
+    transitions, changed = advance(
+        state.incidents,
+        current,
+        watermark_ms,
+        thresholds,
+        clear_evidence=lambda incident: _why_clear(state.facts, incident),
+    )
+    _prune(state.facts, watermark_ms, thresholds)
+    return transitions, changed
+
+
+def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
+    if incident.kind not in ("job_overdue", "broken_chain"):
+        return {}
+    job = facts.jobs.get(incident.subject)
+    spec = job.spec if job is not None else None
+    if job is None or job.deleted or spec is None:
+        return {"reason": "job_deleted"}
+    if not spec.enabled:
+        return {"reason": "paused"}
+    if incident.kind == "broken_chain":
+        return {"reason": "future_occurrence"}
+    if job.last_success_ms is not None and job.last_success_ms >= incident.opened_at:
+        return {"reason": "succeeded", "last_success": job.last_success_ms,
+                "slot": job.last_success_slot, "diagnosis": "succeeded_late"}  # fmt: skip
+    return {"reason": "condition_cleared", "last_success": job.last_success_ms}
+
+
+def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
+    """Forget what no condition can look at again: slots at or before a job's last success,
+    and executions finished longer than `settled_after_ms` ago."""
+    for job in facts.jobs.values():
+        done = job.last_success_slot
+        if done is not None and job.slots:
+            for slot in [s for s in job.slots if s <= done]:
+                del job.slots[slot]
+    horizon = watermark - thresholds.settled_after_ms
+    settled = [
+        execution_id
+        for execution_id, execution in facts.executions.items()
+        if not execution.ready
+        and not execution.dead_unresolved
+        and execution.last_seen_ms < horizon
+    ]
+    for execution_id in settled:
+        del facts.executions[execution_id]

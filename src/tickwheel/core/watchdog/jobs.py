@@ -1,0 +1,174 @@
+"""What the watchdog knows of a job's definition, and the interval it is held to.
+
+The schedule is recompiled here from the definition with the core's own schedule code, never
+taken from the timer: the watchdog and the timer can only agree about what was owed because
+they run the same code, not because one believes the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any
+
+from tickwheel.core.jitter import default_jitter_window_ms
+from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.core.zones import zone_timeline
+from tickwheel.durations import parse_duration_ms
+from tickwheel.errors import TickwheelError
+
+DAY_MS = 86_400_000
+# How far ahead the schedule is scanned for its largest gap, and how many slots at most.
+GAP_SCAN_MS = 400 * DAY_MS
+GAP_SCAN_SLOTS = 2_000
+# A derived interval's floor of slack for the run itself (or half the gap, if larger).
+DEFAULT_GRACE_MS = 60_000
+# Definition versions remembered per job: enough to find the last resume.
+VERSIONS_KEPT = 32
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One version of a job's definition, as the watchdog needs it."""
+
+    job_id: str
+    version: int
+    job_type: str
+    tenant_id: str
+    priority: str
+    enabled: bool
+    created_at_ms: int
+    updated_at_ms: int
+    schedule: CompiledSchedule | None  # None: a one-off, or a schedule that does not compile
+    recurring: bool
+    timezone: str
+    jitter_ms: int
+    expected_max_interval_ms: int | None  # as declared; None when absent or unreadable
+
+
+def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
+    """The spec of a decoded `JobDefinition` record, or None if it is not one at all.
+
+    A record whose schedule does not compile still yields a spec (its job exists and owes
+    nothing the watchdog can compute): the timer dead-letters such records, the watchdog
+    stays silent about them rather than guess.
+    """
+    try:
+        version = int(record["version"])
+        created = int(record["createdAt"])
+        updated = int(record["updatedAt"])
+        job_type = str(record["type"])
+        tenant = str(record["tenantId"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    cron = record.get("cron")
+    compiled = _compiled(cron, record.get("timezone"), record.get("dstPolicy"))
+    recurring = cron is not None
+    jitter_ms = _jitter_ms(compiled, record.get("jitter")) if recurring else 0
+    return JobSpec(
+        job_id=job_id,
+        version=version,
+        job_type=job_type,
+        tenant_id=tenant,
+        priority=str(record.get("priority") or "normal"),
+        enabled=bool(record.get("enabled", True)),
+        created_at_ms=created,
+        updated_at_ms=updated,
+        schedule=compiled,
+        recurring=recurring,
+        timezone=str(record.get("timezone") or "UTC"),
+        jitter_ms=jitter_ms,
+        expected_max_interval_ms=_duration(record.get("expectedMaxInterval")),
+    )
+
+
+@lru_cache(maxsize=16_384)
+def _compiled(cron: object, timezone: object, dst_policy: object) -> CompiledSchedule | None:
+    if not isinstance(cron, str):
+        return None
+    try:
+        schedule = parse_schedule(
+            cron=cron,
+            timezone=timezone if isinstance(timezone, str) else None,
+            dst_policy=dst_policy if isinstance(dst_policy, str) else None,
+        )
+        return compile_schedule(schedule)
+    except (TickwheelError, ValueError):
+        return None
+
+
+def _duration(value: object) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        ms = parse_duration_ms(value, "expectedMaxInterval")
+    except TickwheelError:
+        return None
+    return ms if ms > 0 else None
+
+
+def _jitter_ms(compiled: CompiledSchedule | None, jitter: object) -> int:
+    period = compiled.nominal_period_ms if compiled is not None else None
+    explicit = _duration(jitter) if isinstance(jitter, str) else None
+    if jitter == "0s" or jitter == "0":
+        explicit = 0
+    try:
+        return default_jitter_window_ms(period, explicit_ms=explicit)
+    except TickwheelError:
+        return default_jitter_window_ms(period)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """The longest a job may go without a success; `derived` when the definition gave none."""
+
+    ms: int
+    derived: bool
+
+
+def effective_interval(spec: JobSpec, grace_ms: int = DEFAULT_GRACE_MS) -> Interval | None:
+    """`expectedMaxInterval` if declared, else the schedule's largest gap (plus the largest
+    DST shift of its zone, its jitter window and a grace); None for what owes nothing."""
+    if not spec.recurring or spec.schedule is None:
+        return None
+    if spec.expected_max_interval_ms is not None:
+        return Interval(spec.expected_max_interval_ms, derived=False)
+    # Month-wide buckets keep the cache small: jobs created the same month share an answer.
+    bucket = spec.created_at_ms // (30 * DAY_MS) * (30 * DAY_MS)
+    gap = largest_gap_ms(spec.schedule, bucket)
+    if gap is None:
+        return None
+    shift = largest_dst_shift_ms(spec.timezone, bucket)
+    return Interval(gap + shift + spec.jitter_ms + max(grace_ms, gap // 2), derived=True)
+
+
+@lru_cache(maxsize=65_536)
+def largest_gap_ms(schedule: CompiledSchedule, from_ms: int) -> int | None:
+    """The largest distance between consecutive occurrences after `from_ms` (bounded scan)."""
+    slots = schedule.first(from_ms, from_ms + GAP_SCAN_MS, GAP_SCAN_SLOTS)
+    if len(slots) < 2:
+        return None
+    return max(b - a for a, b in pairwise(slots))
+
+
+@lru_cache(maxsize=4_096)
+def largest_dst_shift_ms(timezone: str, from_ms: int) -> int:
+    """The largest offset change of `timezone` within the gap scan's window (0 for UTC)."""
+    try:
+        timeline = zone_timeline(timezone)
+    except (TickwheelError, ValueError, KeyError):
+        return 0
+    cursor, end = from_ms // 1000, (from_ms + GAP_SCAN_MS) // 1000
+    shift = 0
+    # A zone changes offset a few times a year: a bounded walk over its segments.
+    for _ in range(64):
+        if cursor >= end:
+            break
+        segment = timeline.segment(cursor)
+        shift = max(shift, abs(segment.offset_after - segment.offset))
+        if segment.end <= cursor:
+            break
+        cursor = segment.end
+    return shift * 1000

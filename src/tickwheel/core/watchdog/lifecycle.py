@@ -1,0 +1,166 @@
+"""Incidents: an alert's identity is (kind, subject); an incident is one open period of it.
+
+One incident gives exactly one `opened` transition, `updated` ones only when its summary
+(severity, diagnosis) changes and at most every `update_every_ms`, and one `resolved` once
+the condition has stayed clear for `resolve_after_ms`. A condition that comes back within
+that window is the same incident (counted in `flaps`), never a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from tickwheel.core.watchdog.conditions import Condition
+from tickwheel.core.watchdog.thresholds import Thresholds
+
+TransitionKind = Literal["opened", "updated", "resolved"]
+
+
+def fingerprint(kind: str, subject: str) -> str:
+    """The stable identity of an alert (kind + subject), 16 hex digits."""
+    digest = hashlib.sha256(f"{kind}\x00{subject}".encode()).hexdigest()
+    return digest[:16]
+
+
+@dataclass(slots=True)
+class Incident:
+    """The current (or last) incident of one fingerprint; persisted as it changes."""
+
+    fingerprint: str
+    kind: str
+    subject: str
+    number: int  # incidents of this fingerprint so far: the id is fingerprint-number
+    seq: int  # transitions of this incident so far
+    state: Literal["open", "resolved"]
+    severity: str
+    opened_at: int
+    last_transition_at: int
+    summary: str
+    message: str
+    job_id: str | None = None
+    tenant_id: str | None = None
+    cleared_since: int | None = None
+    resolved_at: int | None = None
+    flaps: int = 0
+
+    @property
+    def incident_id(self) -> str:
+        return f"{self.fingerprint}-{self.number}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def copy(self) -> Incident:
+        return Incident.from_dict(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Incident:
+        fields = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One notification: the `Alert` record it is written as is `record()`."""
+
+    incident: Incident
+    transition: TransitionKind
+    at: int
+    evidence: Mapping[str, Any]
+
+    def record(self) -> dict[str, Any]:
+        """The `Alert` (v2) record of this transition; its id is stable, so a receiver (or a
+        replay) can de-duplicate by it."""
+        incident = self.incident
+        return {
+            "alert_id": f"{incident.incident_id}:{incident.seq}",
+            "event_time": self.at,
+            "kind": incident.kind,
+            "severity": incident.severity,
+            "job_id": incident.job_id,
+            "tenant_id": incident.tenant_id,
+            "message": incident.message,
+            "details": json.dumps(dict(self.evidence), sort_keys=True, default=str),
+            "incident_id": incident.incident_id,
+            "fingerprint": incident.fingerprint,
+            "transition": self.transition,
+            "state": incident.state,
+            "subject": incident.subject,
+            "opened_at": incident.opened_at,
+            "resolved_at": incident.resolved_at,
+        }
+
+
+def advance(
+    incidents: dict[str, Incident],
+    current: Iterable[Condition],
+    watermark: int,
+    thresholds: Thresholds,
+    clear_evidence: Any = None,
+) -> tuple[list[Transition], set[str]]:
+    """Move every incident to `watermark` given the conditions true there. Returns the
+    transitions and the fingerprints whose incident changed (to be persisted).
+    `clear_evidence(incident)` says why a resolved condition cleared (or None)."""
+    transitions: list[Transition] = []
+    changed: set[str] = set()
+    seen: set[str] = set()
+    for condition in current:
+        fp = fingerprint(condition.kind, condition.subject)
+        if fp in seen:
+            continue
+        seen.add(fp)
+        incident = incidents.get(fp)
+        if incident is None or incident.state == "resolved":
+            incident = Incident(
+                fp, condition.kind, condition.subject,
+                number=(incident.number + 1) if incident else 1, seq=1, state="open",
+                severity=condition.severity, opened_at=watermark, last_transition_at=watermark,
+                summary=condition.summary, message=condition.message,
+                job_id=condition.job_id, tenant_id=condition.tenant_id,
+            )  # fmt: skip
+            incidents[fp] = incident
+            transitions.append(Transition(incident.copy(), "opened", watermark, condition.evidence))
+            changed.add(fp)
+            continue
+        if incident.cleared_since is not None:
+            incident.cleared_since = None
+            incident.flaps += 1
+            changed.add(fp)
+        escalated = _rank(condition.severity) > _rank(incident.severity)
+        material = condition.summary != incident.summary
+        due = watermark - incident.last_transition_at >= thresholds.update_every_ms
+        if escalated or (material and due):
+            incident.seq += 1
+            incident.severity = condition.severity
+            incident.summary, incident.message = condition.summary, condition.message
+            incident.last_transition_at = watermark
+            update = {**condition.evidence, "flaps": incident.flaps}
+            transitions.append(Transition(incident.copy(), "updated", watermark, update))
+            changed.add(fp)
+    for fp in sorted(incidents):
+        incident = incidents[fp]
+        if incident.state != "open" or fp in seen:
+            continue
+        if incident.cleared_since is None:
+            incident.cleared_since = watermark
+            changed.add(fp)
+        if watermark - incident.cleared_since >= thresholds.resolve_after_ms:
+            incident.seq += 1
+            incident.state = "resolved"
+            incident.resolved_at = watermark
+            incident.last_transition_at = watermark
+            evidence: dict[str, Any] = {"cleared_since": incident.cleared_since,
+                                        "flaps": incident.flaps}  # fmt: skip
+            if clear_evidence is not None:
+                evidence.update(clear_evidence(incident) or {})
+            transitions.append(Transition(incident.copy(), "resolved", watermark, evidence))
+            changed.add(fp)
+    return transitions, changed
+
+
+def _rank(severity: str) -> int:
+    return {"info": 0, "warning": 1, "critical": 2}.get(severity, 0)
