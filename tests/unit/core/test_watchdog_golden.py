@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -122,9 +123,9 @@ def kinds(transitions: list[Transition]) -> list[tuple[str, str, str]]:
 
 
 def details(transition: Transition) -> dict[str, Any]:
-    import json
-
-    return dict(json.loads(transition.record()["details"]))
+    document = json.loads(transition.record()["details"])
+    assert document["transition"] == transition.transition
+    return dict(document["evidence"])
 
 
 def test_a_healthy_job_raises_nothing() -> None:
@@ -183,9 +184,8 @@ def test_a_late_success_resolves_the_incident_and_says_so() -> None:
     resolved = got[1]
     assert details(resolved)["reason"] == "succeeded"
     assert details(resolved)["diagnosis"] == "succeeded_late"
-    assert (
-        resolved.record()["state"] == "resolved" and resolved.record()["resolved_at"] == T0 + 9 * S
-    )
+    lifecycle = json.loads(resolved.record()["details"])
+    assert lifecycle["state"] == "resolved" and lifecycle["resolved_at"] == T0 + 9 * S
 
 
 def test_paused_time_does_not_count_and_a_resume_restarts_the_interval() -> None:

@@ -73,9 +73,22 @@ class Transition:
     evidence: Mapping[str, Any]
 
     def record(self) -> dict[str, Any]:
-        """The `Alert` (v2) record of this transition; its id is stable, so a receiver (or a
-        replay) can de-duplicate by it."""
+        """The `Alert` record of this transition. Its id is stable (a receiver or a replay
+        de-duplicates by it); the lifecycle travels in `details`, beside the evidence, so
+        that Alert v1 carries it (docs/decisions/0056): `incident_id`, `fingerprint`,
+        `transition`, `state` (firing|resolved, as the history table reads it), `subject`,
+        `opened_at`, `resolved_at` and `evidence`."""
         incident = self.incident
+        details = {
+            "incident_id": incident.incident_id,
+            "fingerprint": incident.fingerprint,
+            "transition": self.transition,
+            "state": "resolved" if incident.state == "resolved" else "firing",
+            "subject": incident.subject,
+            "opened_at": incident.opened_at,
+            "resolved_at": incident.resolved_at,
+            "evidence": dict(self.evidence),
+        }
         return {
             "alert_id": f"{incident.incident_id}:{incident.seq}",
             "event_time": self.at,
@@ -84,14 +97,7 @@ class Transition:
             "job_id": incident.job_id,
             "tenant_id": incident.tenant_id,
             "message": incident.message,
-            "details": json.dumps(dict(self.evidence), sort_keys=True, default=str),
-            "incident_id": incident.incident_id,
-            "fingerprint": incident.fingerprint,
-            "transition": self.transition,
-            "state": incident.state,
-            "subject": incident.subject,
-            "opened_at": incident.opened_at,
-            "resolved_at": incident.resolved_at,
+            "details": json.dumps(details, sort_keys=True, default=str),
         }
 
 
