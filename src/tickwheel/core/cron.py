@@ -1,9 +1,12 @@
 """Parse and validate cron expressions into sets of wall-clock field values.
 
 Accepted: 5 fields (minute hour day-of-month month day-of-week) or 6 with leading
-seconds; in each field `*`, numbers, names (JAN-DEC, SUN-SAT), ranges `a-b`, steps
-`*/n`, `a-b/n`, `a/n`, and comma lists; `?` as `*` in the day fields; 7 as Sunday; the
-macros @yearly @annually @monthly @weekly @daily @midnight @hourly.
+seconds; in each field `*`, numbers, names (JAN-DEC, SUN-SAT), ranges `a-b` (a range with
+a > b wraps around the field's end: `FRI-MON`, `22-2`), steps `*/n`, `a-b/n`, `a/n`, and
+comma lists; `?` as `*` in the day fields; 7 as Sunday; Quartz's day terms `L`, `L-n`,
+`nW`, `LW` (day-of-month) and `dL`, `d#n` (day-of-week, see `cron_quartz`); the macros
+@yearly @annually @monthly @weekly @daily @midnight @hourly. docs/schedules.md is the
+written specification.
 
 Standard (Vixie) cron day semantics: when both day-of-month and day-of-week are
 restricted, a day matches if *either* matches. A day field counts as unrestricted when
@@ -20,6 +23,14 @@ import calendar
 import re
 from dataclasses import dataclass
 
+from tickwheel.core.cron_quartz import (
+    DOM_TERMS_HELP,
+    DOW_TERMS_HELP,
+    NO_SPECIALS,
+    DaySpecials,
+    DayTerms,
+    shapes_can_fire,
+)
 from tickwheel.core.errors import InvalidSchedule
 
 MAX_CRON_LENGTH = 256
@@ -52,8 +63,10 @@ _MAX_MONTH_DAYS = {
     11: 30,
     12: 31,
 }
-_QUARTZ = re.compile(r"^(\d*L|\d+W|LW|\d+#\d+|L-\d+)$")
-_SYMBOLS_HELP = "ASCII digits, letters, spaces and the symbols * ? , - /"
+_QUARTZ = re.compile(r"^(\w*L|\d+W|LW|\w+#\d+|L-\d+|L\d)$")
+_JENKINS = re.compile(r"^H(\(|/|$)")
+_SYMBOLS_HELP = "ASCII digits, letters, spaces and the symbols * ? , - / #"
+_FIELDS_HELP = "5 fields (minute hour day-of-month month day-of-week) or 6 with leading seconds"
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,7 @@ class CronFields:
     dom_restricted: bool
     dow_restricted: bool
     has_seconds: bool
+    specials: DaySpecials = NO_SPECIALS
 
     @property
     def can_fire(self) -> bool:
@@ -103,8 +117,18 @@ class CronFields:
         Exact, and it needs no search: the weekday of a given (month, day) runs through
         all seven days within the 400-year Gregorian cycle (Feb 29 included), so the day
         fields combine freely. Values outside a field's range (a `CronFields` built by
-        hand) never match.
+        hand) never match. With Quartz day terms every month shape is tried (exact too).
         """
+        if self.specials.any:
+            return fields_can_fire(
+                self.seconds, self.minutes, self.hours, (1,), (1,), (0,), either_day=False
+            ) and shapes_can_fire(
+                self.months,
+                frozenset(self.days_of_month),
+                frozenset(self.days_of_week),
+                self.dom_restricted and self.dow_restricted,
+                self.specials,
+            )
         return fields_can_fire(
             self.seconds,
             self.minutes,
@@ -167,9 +191,16 @@ def _number(token: str, spec: _FieldSpec, raw: str) -> int:
         return spec.names[upper]
     if not token.isdigit():
         if _QUARTZ.match(upper):
+            where = (
+                "takes no step or range"
+                if spec in (_DOM, _DOW)
+                else "is only accepted in the day fields"
+            )
             raise _fail(
-                f"{spec.name} field {raw!r}: {token!r} (Quartz L/W/# syntax) is not supported; "
+                f"{spec.name} field {raw!r}: {token!r} (Quartz L/W/# syntax) {where}; "
                 f"accepted: {spec.accepted}, *, ranges a-b, steps /n and comma lists"
+                + (f", or on its own {DOM_TERMS_HELP}" if spec is _DOM else "")
+                + (f", or on its own {DOW_TERMS_HELP}" if spec is _DOW else "")
             )
         raise _fail(
             f"{spec.name} field {raw!r}: {token!r} is not a number; accepted: {spec.accepted}"
@@ -182,18 +213,31 @@ def _number(token: str, spec: _FieldSpec, raw: str) -> int:
     return value
 
 
-def _parse_field(raw: str, spec: _FieldSpec) -> tuple[tuple[int, ...], bool]:
-    """Return the allowed values and whether the field is restricted (Vixie rule)."""
+def _parse_field(
+    raw: str, spec: _FieldSpec, terms: DayTerms | None = None
+) -> tuple[tuple[int, ...], bool]:
+    """Return the allowed values and whether the field is restricted (Vixie rule).
+    Quartz day terms go into `specials` (day fields only)."""
     restricted = not raw.startswith(("*", "?"))
     # Steps run over the field's own range; for day-of-week that is 0-6 (7 is an alias).
     high = 6 if spec is _DOW else spec.high
     span = high - spec.low
     values: set[int] = set()
+    found_special = False
     for item in raw.split(","):
         if not item:
             raise _fail(
                 f"{spec.name} field {raw!r}: empty list item; accepted: comma-separated values"
             )
+        if _JENKINS.match(item.upper()):
+            raise _fail(
+                f"{spec.name} field {raw!r}: Jenkins' hashed 'H' is not supported (tickwheel "
+                "spreads jobs with deterministic jitter instead); accepted: "
+                f"{spec.accepted}, *, ranges a-b, steps /n and comma lists"
+            )
+        if terms is not None and (terms.add_dom if spec is _DOM else terms.add_dow)(item, raw):
+            found_special = True
+            continue
         base, slash, step_text = item.partition("/")
         step = 1
         if slash:
@@ -219,24 +263,27 @@ def _parse_field(raw: str, spec: _FieldSpec) -> tuple[tuple[int, ...], bool]:
                     f"{spec.name} field {raw!r}: '?' is only allowed in the day fields; "
                     f"accepted: {spec.accepted} or *"
                 )
-            low, top = spec.low, high
+            values.update(range(spec.low, high + 1, step))
         elif "-" in base:
             left, _, right = base.partition("-")
             low, top = _number(left, spec, raw), _number(right, spec, raw)
-            if low > top:
-                raise _fail(
-                    f"{spec.name} field {raw!r}: range {base} runs backwards; "
-                    "accepted: low-high with low <= high"
-                )
+            if spec is _DOW and low == 7:
+                low = 0  # `7-2` is Sunday to Tuesday, as croniter reads it
+            if low <= top:
+                values.update(range(low, top + 1, step))
+            else:
+                # A range past the field's end wraps to its start; the step runs on across
+                # the wrap (`22-2/2` is 22, 0, 2), as croniter does.
+                wrapped = [*range(low, high + 1), *range(spec.low, top + 1)]
+                values.update(wrapped[::step])
         else:
             low = _number(base, spec, raw)
             # `a/n` means "from a to the end of the range every n" (Quartz, croniter).
-            top = high if slash else low
-        values.update(range(low, top + 1, step))
+            values.update(range(low, (high if slash else low) + 1, step))
     if spec is _DOW and 7 in values:
         values.discard(7)
         values.add(0)
-    if not values:
+    if not values and not found_special:
         # Only `7/n` in day-of-week gets here: its steps start past the range's end (0-6).
         raise _fail(
             f"{spec.name} field {raw!r} selects no value, so the expression never fires; "
@@ -250,6 +297,24 @@ def _describe_months(months: tuple[int, ...]) -> str:
     return ",".join(_MONTH_ABBR[m] for m in months)
 
 
+def _check_field_count(fields: list[str]) -> None:
+    if len(fields) == 7:
+        raise _fail(
+            f"got 7 fields: a year field (Quartz's 7th) is not supported; accepted: {_FIELDS_HELP}"
+        )
+    if len(fields) not in (5, 6):
+        raise _fail(f"got {len(fields)} fields; accepted: {_FIELDS_HELP}")
+    last = fields[-1]
+    if len(fields) == 6 and re.fullmatch(r"[\d,/*-]+", last):
+        numbers = [int(n) for n in re.findall(r"\d+", last)]
+        if any(n > 7 for n in numbers) and not re.search(r"/", last):
+            raise _fail(
+                f"the 6th field {last!r} is read as day-of-week, where it is out of range: "
+                "seconds in the last position (croniter's 6-field form) are not supported; "
+                f"accepted: {_FIELDS_HELP}, e.g. '30 0 9 * * *' for 09:00:30"
+            )
+
+
 def parse_cron(expression: str) -> CronFields:
     """Parse and validate a cron expression (see the module docstring for the grammar).
 
@@ -258,33 +323,32 @@ def parse_cron(expression: str) -> CronFields:
     _check_text(expression)
     text = " ".join(expression.split())
     if not text:
-        raise _fail(
-            "expression is empty; accepted: 5 fields (minute hour day-of-month month day-of-week) "
-            "or 6 with leading seconds"
-        )
+        raise _fail(f"expression is empty; accepted: {_FIELDS_HELP}")
     fields = text.split(" ")
     if text.startswith("@"):
         macro = MACROS.get(text.lower())
         if macro is None:
             raise _fail(f"unknown macro {text!r}; accepted: {', '.join(MACROS)}")
         fields = macro.split(" ")
-    if len(fields) not in (5, 6):
-        raise _fail(
-            f"got {len(fields)} fields; accepted: 5 fields (minute hour day-of-month month "
-            "day-of-week) or 6 with leading seconds"
-        )
+    _check_field_count(fields)
     has_seconds = len(fields) == 6
     if not has_seconds:
         fields = ["0", *fields]
+    terms = DayTerms()
     seconds, _ = _parse_field(fields[0], _SECOND)
     minutes, _ = _parse_field(fields[1], _MINUTE)
     hours, _ = _parse_field(fields[2], _HOUR)
-    doms, dom_restricted = _parse_field(fields[3], _DOM)
+    doms, dom_restricted = _parse_field(fields[3], _DOM, terms)
     months, _ = _parse_field(fields[4], _MONTH)
-    dows, dow_restricted = _parse_field(fields[5], _DOW)
+    dows, dow_restricted = _parse_field(fields[5], _DOW, terms)
+    specials = terms.build()
     # With both day fields restricted, either may match, and a day-of-week always occurs.
     either = dom_restricted and dow_restricted
-    if not either and not any(d <= _MAX_MONTH_DAYS[m] for m in months for d in doms):
+    if (
+        not specials.any
+        and not either
+        and not any(d <= _MAX_MONTH_DAYS[m] for m in months for d in doms)
+    ):
         longest = max(_MAX_MONTH_DAYS[m] for m in months)
         sizes = ", ".join(f"{_MONTH_ABBR[m]} has at most {_MAX_MONTH_DAYS[m]} days" for m in months)
         raise _fail(
@@ -303,7 +367,12 @@ def parse_cron(expression: str) -> CronFields:
         dom_restricted=dom_restricted,
         dow_restricted=dow_restricted,
         has_seconds=has_seconds,
+        specials=specials,
     )
-    if not parsed.can_fire:  # pragma: no cover - the field checks above refuse these first
-        raise _fail(f"{text!r} can never fire; accepted: an expression some date and time matches")
+    if not parsed.can_fire:
+        raise _fail(
+            f"{text!r} can never fire: no day of {_describe_months(months)} matches "
+            f"day-of-month {fields[3]!r} with day-of-week {fields[5]!r} in any year; accepted: "
+            "an expression some date matches (e.g. 30W or L-29 need a month that long)"
+        )
     return parsed

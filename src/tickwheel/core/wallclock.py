@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 from tickwheel.core.cron import CronFields
+from tickwheel.core.cron_quartz import month_days
 
 DAY_S = 86_400
 # Times of day are materialised as one tuple when there are at most this many per day.
@@ -86,6 +87,8 @@ class WallMatcher:
         "_min_gap",
         "_months",
         "_s",
+        "_shapes",
+        "_specials",
         "_tod",
         "_tod_count",
         "_year_days",
@@ -104,12 +107,15 @@ class WallMatcher:
             self._tod = tuple(
                 h * 3600 + m * 60 + s for h in self._h for m in self._m for s in self._s
             )
-        self._months = frozenset(fields.months)
+        self._months = frozenset(m for m in fields.months if 1 <= m <= 12)
         self._dom = frozenset(fields.days_of_month)
         self._dow = frozenset(fields.days_of_week)
         self._dom_r = fields.dom_restricted
         self._dow_r = fields.dow_restricted
+        self._specials = fields.specials
         self._all_days = len(self._months) == 12 and len(self._dom) == 31 and len(self._dow) == 7
+        # A month's matching days depend only on its length and the weekday of its 1st.
+        self._shapes: dict[tuple[int, int], tuple[int, ...]] = {}
         self._year_days: dict[int, list[int]] = {}
         self._min_gap: int | None = None
 
@@ -120,14 +126,14 @@ class WallMatcher:
 
     # -- days -------------------------------------------------------------------------
 
-    def _day_ok(self, month: int, day: int, z: int) -> bool:
-        if month not in self._months:
-            return False
-        dom_ok = day in self._dom
-        dow_ok = weekday(z) in self._dow
-        if self._dom_r and self._dow_r:
-            return dom_ok or dow_ok
-        return dom_ok and dow_ok
+    def _month_days(self, length: int, first_weekday: int) -> tuple[int, ...]:
+        shape = (length, first_weekday)
+        days = self._shapes.get(shape)
+        if days is None:
+            either = self._dom_r and self._dow_r
+            days = month_days(self._dom, self._dow, either, self._specials, length, first_weekday)
+            self._shapes[shape] = days
+        return days
 
     def _days_of_year(self, year: int) -> list[int]:
         days = self._year_days.get(year)
@@ -135,9 +141,8 @@ class WallMatcher:
             days = []
             for month in sorted(self._months):
                 first = days_from_civil(year, month, 1)
-                for day in range(1, _month_length(year, month) + 1):
-                    if self._day_ok(month, day, first + day - 1):
-                        days.append(first + day - 1)
+                for day in self._month_days(_month_length(year, month), weekday(first)):
+                    days.append(first + day - 1)
             if len(self._year_days) >= _YEAR_CACHE_LIMIT:
                 self._year_days.clear()
             self._year_days[year] = days
@@ -149,8 +154,10 @@ class WallMatcher:
             return False
         if self._all_days:
             return True
-        _year, month, day = civil_from_days(z)
-        return self._day_ok(month, day, z)
+        year, month, day = civil_from_days(z)
+        if month not in self._months:
+            return False
+        return day in self._month_days(_month_length(year, month), weekday(z - day + 1))
 
     def next_day(self, z: int, stop: int | None = None) -> int | None:
         """The first matching day number in [z, stop), or None.

@@ -5,10 +5,12 @@ ranges, steps including `a/n` with `a` at the top of the field, lists, `?`, 5 an
 fields, macros):
 
 * `parse_cron` either raises `InvalidSchedule` or accepts an expression that fires, and
-  fires soon: within `FIRES_WITHIN_DAYS` of any instant. The longest gap any accepted
-  expression has is 13,148 days (36 years): Feb 29 on a Friday or a Sunday, AND-ed
-  because the weekday field starts with `*` (`0 0 29 2 */5`). It is pinned below by
-  scanning 1600-2400 for every pattern that can produce a long gap.
+  fires soon: within `FIRES_WITHIN_DAYS` of any instant. The longest gap of a Vixie
+  expression is 13,148 days (36 years): Feb 29 on a Friday or a Sunday, AND-ed because
+  the weekday field starts with `*` (`0 0 29 2 */5`). Quartz day terms can single out
+  one weekday of a leap day (`0 0 29W 2 */4`: Feb 29 on a Thursday; `0 0 */7 2 5#5`), a
+  gap of 14,609 days (40 years, across a skipped century leap day). Both are pinned
+  below by scanning 1600-2400 for every pattern that can produce a long gap.
 * `next_after`, `prev_before`, `first`, `count` and `occurrences` finish within
   `STEP_BOUND` steps, counted by instrumenting the three operations every search is
   made of (a year's list of matching days, a time-of-day lookup, a zone segment), not by
@@ -30,6 +32,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.core._quartz_oracle import quartz_day_matches
 from tests.unit.core._settings import EXAMPLES, PROPS
 from tickwheel.core.cron import MACROS, CronFields, parse_cron
 from tickwheel.core.errors import InvalidSchedule
@@ -39,8 +42,9 @@ from tickwheel.core.wallclock import WallMatcher
 from tickwheel.core.zones import ZoneTimeline
 
 DAY_MS = 86_400_000
-FIRES_WITHIN_DAYS = 13_148 + 1
-LONGEST_GAP_DAYS = 13_148
+FIRES_WITHIN_DAYS = 14_609 + 1
+LONGEST_GAP_DAYS = 14_609
+PLAIN_LONGEST_GAP_DAYS = 13_148
 STEP_BOUND = 60_000
 Y1990_MS = 631_152_000_000
 Y2300_MS = 10_413_792_000_000
@@ -117,9 +121,29 @@ def _field(
         ]
         if days:
             items += [st.just("?"), step.map(lambda n: f"?/{n}")]
+            items += _quartz_items(names is not None, wild)
         elif wild:
             items += [st.just("?")]
     return st.lists(st.one_of(*items), min_size=1, max_size=3).map(",".join)
+
+
+def _quartz_items(weekdays: bool, wild: bool) -> list[st.SearchStrategy[str]]:
+    """Quartz day terms; `wild` adds out-of-range counts so refusals are generated too."""
+    if weekdays:
+        day = st.one_of(st.integers(0, 7).map(str), st.sampled_from(_DAYS))
+        nth = st.integers(0, 6) if wild else st.integers(1, 5)
+        return [
+            day.map(lambda d: f"{d}L"),
+            st.integers(0, 7).map(lambda d: f"L{d}"),
+            st.tuples(day, nth).map(lambda t: f"{t[0]}#{t[1]}"),
+        ]
+    offset = st.integers(0, 31) if wild else st.integers(0, 30)
+    near = st.integers(0, 32) if wild else st.integers(1, 31)
+    return [
+        st.sampled_from(["L", "LW", "l", "lw"]),
+        offset.map(lambda n: f"L-{n}"),
+        near.map(lambda n: f"{n}W"),
+    ]
 
 
 def _cron5(wild: bool) -> st.SearchStrategy[str]:
@@ -167,11 +191,9 @@ def _wall(ms: int, zone: str) -> datetime:
 
 
 def _matches_day(fields: CronFields, d: date) -> bool:
-    """Vixie's day rule, written again from the definition (an oracle, not the code)."""
-    dom = d.day in fields.days_of_month
-    dow = d.isoweekday() % 7 in fields.days_of_week
-    either = fields.dom_restricted and fields.dow_restricted
-    return d.month in fields.months and ((dom or dow) if either else (dom and dow))
+    """Vixie's day rule and Quartz's terms, written again from the definition (an oracle,
+    not the code)."""
+    return quartz_day_matches(fields, d)
 
 
 def _searches(compiled: CompiledCron, t_ms: int) -> tuple[int | None, int | None]:
@@ -318,7 +340,28 @@ def test_the_longest_gap_of_any_accepted_expression_is_36_years() -> None:
             days.extend(matcher._days_of_year(year))
         gap = max(b - a for a, b in itertools.pairwise(days))
         worst = max(worst, (gap, expression))
-    assert worst == (LONGEST_GAP_DAYS, "0 0 29 2 */5")
+    assert worst == (PLAIN_LONGEST_GAP_DAYS, "0 0 29 2 */5")
+
+
+def test_the_longest_gap_with_quartz_day_terms_is_40_years() -> None:
+    """The same AND-ed shapes with a Quartz term on one side. Only February is scanned:
+    a long gap needs a leap-day-only date, and every other month's (length, weekday of
+    the 1st) shape recurs within a dozen years."""
+    dom_terms = ["L", "LW", *(f"L-{k}" for k in range(31)), *(f"{k}W" for k in range(1, 32))]
+    dow_terms = [f"{d}L" for d in range(7)] + [f"{d}#{k}" for d in range(7) for k in range(1, 6)]
+    patterns = [f"0 0 {x} 2 */{n}" for x in dom_terms for n in range(1, 7)]
+    patterns += [f"0 0 */{n} 2 {y}" for y in dow_terms for n in range(1, 31)]
+    worst = (0, "")
+    for expression in patterns:
+        try:
+            matcher = WallMatcher(parse_cron(expression))
+        except InvalidSchedule:
+            continue
+        days: list[int] = []
+        for year in range(1600, 2401):
+            days.extend(matcher._days_of_year(year))
+        worst = max(worst, (max(b - a for a, b in itertools.pairwise(days)), expression))
+    assert worst[0] == LONGEST_GAP_DAYS, worst
 
 
 @pytest.mark.parametrize(

@@ -53,8 +53,8 @@ BAD_CRON: list[tuple[str, str]] = [
     ),
     (
         "* * * * * * *",
-        "cron: got 7 fields; accepted: 5 fields (minute hour day-of-month month day-of-week) "
-        "or 6 with leading seconds",
+        "cron: got 7 fields: a year field (Quartz's 7th) is not supported; accepted: 5 fields "
+        "(minute hour day-of-month month day-of-week) or 6 with leading seconds",
     ),
     (
         "   ",
@@ -62,8 +62,23 @@ BAD_CRON: list[tuple[str, str]] = [
         "day-of-week) or 6 with leading seconds",
     ),
     (
-        "5-1 * * * *",
-        "cron: minute field '5-1': range 5-1 runs backwards; accepted: low-high with low <= high",
+        "0 0 * * * 30",
+        "cron: the 6th field '30' is read as day-of-week, where it is out of range: seconds in "
+        "the last position (croniter's 6-field form) are not supported; accepted: 5 fields "
+        "(minute hour day-of-month month day-of-week) or 6 with leading seconds, e.g. "
+        "'30 0 9 * * *' for 09:00:30",
+    ),
+    (
+        "H 2 * * *",
+        "cron: minute field 'H': Jenkins' hashed 'H' is not supported (tickwheel spreads jobs "
+        "with deterministic jitter instead); accepted: 0-59, *, ranges a-b, steps /n and comma "
+        "lists",
+    ),
+    (
+        "H(0-29)/10 2 * * *",
+        "cron: minute field 'H(0-29)/10': Jenkins' hashed 'H' is not supported (tickwheel "
+        "spreads jobs with deterministic jitter instead); accepted: 0-59, *, ranges a-b, steps "
+        "/n and comma lists",
     ),
     ("x * * * *", "cron: minute field 'x': 'x' is not a number; accepted: 0-59"),
     (
@@ -75,14 +90,43 @@ BAD_CRON: list[tuple[str, str]] = [
         "cron: minute field '?': '?' is only allowed in the day fields; accepted: 0-59 or *",
     ),
     (
-        "0 0 L * *",
-        "cron: day-of-month field 'L': 'L' (Quartz L/W/# syntax) is not supported; accepted: "
-        "1-31, *, ranges a-b, steps /n and comma lists",
+        "0 0 L/2 * *",
+        "cron: day-of-month field 'L/2': 'L' (Quartz L/W/# syntax) takes no step or range; "
+        "accepted: 1-31, *, ranges a-b, steps /n and comma lists, or on its own L, L-n "
+        "(n 0-30), nW (n 1-31), LW",
     ),
     (
-        "0 0 * * 5#3",
-        "cron: day-of-week field '5#3': '5#3' (Quartz L/W/# syntax) is not supported; accepted: "
-        "0-7 (0 and 7 are Sunday) or SUN-SAT, *, ranges a-b, steps /n and comma lists",
+        "0 L * * *",
+        "cron: hour field 'L': 'L' (Quartz L/W/# syntax) is only accepted in the day fields; "
+        "accepted: 0-23, *, ranges a-b, steps /n and comma lists",
+    ),
+    (
+        "0 0 * * 5#6",
+        "cron: day-of-week field '5#6': '5#6' asks for occurrence 6 of a weekday; accepted: "
+        "d#n with n 1-5 (a month has at most five of each weekday)",
+    ),
+    (
+        "0 0 * * L",
+        "cron: day-of-week field 'L': a bare 'L' is ambiguous (Quartz reads it as Saturday); "
+        "accepted: dL or Ld (last weekday d of the month, e.g. 5L, FRIL), d#n (n 1-5, e.g. "
+        "MON#1), or 'L' in the day-of-month field for the last day",
+    ),
+    (
+        "0 0 L-31 * *",
+        "cron: day-of-month field 'L-31': 'L-31' reaches before the 1st of every month; "
+        "accepted: L-n with n 0-30",
+    ),
+    (
+        "0 0 30W 2 *",
+        "cron: '0 0 30W 2 *' can never fire: no day of FEB matches day-of-month '30W' with "
+        "day-of-week '*' in any year; accepted: an expression some date matches (e.g. 30W or "
+        "L-29 need a month that long)",
+    ),
+    (
+        "0 0 L-29 2 *",
+        "cron: '0 0 L-29 2 *' can never fire: no day of FEB matches day-of-month 'L-29' with "
+        "day-of-week '*' in any year; accepted: an expression some date matches (e.g. 30W or "
+        "L-29 need a month that long)",
     ),
     (
         "@reboot",
@@ -92,12 +136,12 @@ BAD_CRON: list[tuple[str, str]] = [
     (
         "0 9 * * l\u00fcn",
         "cron: expression contains the non-ASCII character '\u00fc' at position 9; accepted: "
-        "ASCII digits, letters, spaces and the symbols * ? , - /",
+        "ASCII digits, letters, spaces and the symbols * ? , - / #",
     ),
     (
         "0 9 * * *\u00a0",
         "cron: expression contains the non-ASCII character '\\xa0' at position 9; accepted: "
-        "ASCII digits, letters, spaces and the symbols * ? , - /",
+        "ASCII digits, letters, spaces and the symbols * ? , - / #",
     ),
     (
         "1," * 200 + "1 * * * *",
