@@ -22,6 +22,7 @@ COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.history",
     "tickwheel.cli.worker",
     "tickwheel.cli.executions",
+    "tickwheel.cli.alerts",
     "tickwheel.cli.demo",
 ]
 

@@ -55,6 +55,7 @@ class StackOptions:
     timers: int = 1
     workers: int = 1
     history: bool = True
+    watchdog: bool = True
     kafka_port: int = 9092
     controller_port: int = 9093
 
@@ -101,6 +102,8 @@ def _service_modules(options: StackOptions) -> list[tuple[str, str, int]]:
         ("tickwheel.services.timer", "timer", options.timers),
         ("tickwheel.services.worker", "worker", options.workers),
         ("tickwheel.services.history", "history", 1 if options.history else 0),
+        # One owner (decision 0056): a second would fence the first.
+        ("tickwheel.services.watchdog", "watchdog", 1 if options.watchdog else 0),
     ]
     import importlib.util
 

@@ -1,0 +1,130 @@
+"""`tickwheel alerts VERB ...`: the watchdog's incidents, read from the `alerts` topic.
+
+Every transition the watchdog wrote is read to the end (read_committed) and folded per
+incident: an incident is open until its `resolved` transition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tickwheel.errors import TickwheelError
+
+
+class UnknownAlert(TickwheelError, LookupError):
+    """No incident (or transition) has the id asked for."""
+
+
+def read_transitions(bootstrap: str | None = None) -> list[dict[str, Any]]:
+    """Every watchdog transition on the `alerts` topic, oldest first, lifecycle unpacked."""
+    from tickwheel.adapters.avro import UndecodableRecord, decode
+    from tickwheel.adapters.kafka.reader import read_to_end
+    from tickwheel.topology import topic_name
+
+    out = []
+    for record in read_to_end(topic_name("alerts"), None, bootstrap):
+        if record.value is None:
+            continue
+        try:
+            alert = decode(record.value, "Alert")[1]
+        except UndecodableRecord:
+            continue
+        try:
+            details = json.loads(alert.get("details") or "{}")
+        except ValueError:
+            details = {}
+        if not isinstance(details, dict) or "incident_id" not in details:
+            continue  # an alert from before the watchdog's lifecycle: not an incident's
+        out.append({**alert, **details, "details": details.get("evidence", {})})
+    return out
+
+
+def incidents(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per incident: its latest state and every transition's id, in order. A
+    transition read twice (the same id) counts once."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for t in transitions:
+        entry = by_id.setdefault(t["incident_id"], {
+            "incident_id": t["incident_id"], "fingerprint": t["fingerprint"], "kind": t["kind"],
+            "subject": t["subject"], "job_id": t.get("job_id"), "tenant_id": t.get("tenant_id"),
+            "opened_at": t.get("opened_at"), "transitions": [],
+        })  # fmt: skip
+        if any(seen["alert_id"] == t["alert_id"] for seen in entry["transitions"]):
+            continue
+        entry["transitions"].append({"alert_id": t["alert_id"], "transition": t["transition"],
+                                     "event_time": t["event_time"]})  # fmt: skip
+        entry.update(
+            state="resolved" if t["transition"] == "resolved" else "open",
+            severity=t["severity"], message=t["message"], resolved_at=t.get("resolved_at"),
+            evidence=t["details"],
+        )  # fmt: skip
+    return sorted(by_id.values(), key=lambda i: (i["opened_at"] or 0, i["incident_id"]))
+
+
+def _add_list(verbs: Any) -> None:
+    parser = verbs.add_parser(
+        "list",
+        help="every incident the watchdog raised (or only the open ones)",
+        description=(
+            "Read the alerts topic to its end and list one line per incident. "
+            "KAFKA_BOOTSTRAP_SERVERS names the cluster, TICKWHEEL_TOPIC_PREFIX the topic prefix."
+        ),
+    )
+    parser.add_argument("--open", action="store_true", help="only incidents still open")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=_list)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from tickwheel.cli._kafka import connect
+
+    found = incidents(read_transitions(connect()))
+    if args.open:
+        found = [i for i in found if i["state"] == "open"]
+    if args.json:
+        print(json.dumps(found, indent=2, sort_keys=True))
+        return 0
+    print(f"{'INCIDENT':<22} {'KIND':<17} {'STATE':<9} {'SEVERITY':<9} SUBJECT")
+    for i in found:
+        print(f"{i['incident_id']:<22} {i['kind']:<17} {i['state']:<9} {i['severity']:<9} "
+              f"{i['subject']}")  # fmt: skip
+    return 0
+
+
+def _add_get(verbs: Any) -> None:
+    parser = verbs.add_parser(
+        "get",
+        help="one incident: its evidence and every transition",
+        description="ID is an incident id (as `alerts list` shows) or one transition's id.",
+    )
+    parser.add_argument("alert_id", metavar="ID")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=_get)
+
+
+def _get(args: argparse.Namespace) -> int:
+    from tickwheel.cli._kafka import connect
+
+    wanted = args.alert_id
+    for incident in incidents(read_transitions(connect())):
+        ids = {incident["incident_id"], *(t["alert_id"] for t in incident["transitions"])}
+        if wanted in ids:
+            print(json.dumps(incident, indent=2, sort_keys=True))
+            return 0
+    raise UnknownAlert(
+        f"no incident or transition {wanted!r}; accepted: an id that `tickwheel alerts list` shows"
+    )
+
+
+VERBS: list[Callable[[Any], None]] = [_add_list, _add_get]
+
+
+def register(subparsers: Any) -> None:
+    """Add the `alerts` command group to the top-level parser's subparsers."""
+    parser = subparsers.add_parser("alerts", help="the watchdog's incidents: list, get")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for add_verb in VERBS:
+        add_verb(verbs)

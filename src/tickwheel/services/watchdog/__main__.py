@@ -1,0 +1,3 @@
+from tickwheel.services.watchdog.service import main
+
+main()

@@ -1,0 +1,295 @@
+"""The watchdog service: reads the definitions, requests, execution events and dead letters
+itself, folds them into the core's evaluator and, each tick, evaluates at the event-time
+watermark of its inputs (docs/watchdog.md, decision 0056).
+
+Exactly-once alerts: one owner, transactional id `<prefix>tickwheel-watchdog`. Its
+`init_transactions()` fences any earlier watchdog and waits out its open transaction; only
+then is `watchdog.state` read (read_committed). Each tick's transitions (to `alerts`), the
+incidents they changed and the checkpoint (input offsets, watermark) go to Kafka in one
+transaction, so a restarted or duplicated watchdog neither repeats nor forgets an alert.
+
+A restart folds every input again from the beginning (the facts are not snapshotted yet,
+decision 0056) and evaluates nothing before it has read past the checkpointed offsets and
+the watermark has passed the checkpointed one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.kafka.admin import verify_topology
+from tickwheel.adapters.kafka.client import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaException,
+    TopicPartition,
+)
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
+from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
+from tickwheel.errors import TickwheelError
+from tickwheel.logs import configure_logging
+from tickwheel.services.shutdown import (
+    KAFKA_BUDGET_S,
+    ShutdownDeadline,
+    exit_now,
+    stop_on_signals,
+)
+from tickwheel.services.watchdog.metrics import WatchdogMetrics
+from tickwheel.services.watchdog.progress import watermark
+from tickwheel.services.watchdog.records import (
+    CHECKPOINT_KEY,
+    checkpoint_record,
+    incident_record,
+    parse_state_record,
+    partition_key,
+)
+from tickwheel.services.watchdog.settings import WatchdogSettings
+from tickwheel.topology import topic as declared_topic
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.watchdog")
+
+BATCH = 5000
+
+
+class WatchdogFenced(TickwheelError, RuntimeError):
+    """A newer watchdog took over: this one's transactions are rejected, so it stops."""
+
+
+class WatchdogService:
+    def __init__(
+        self,
+        settings: WatchdogSettings,
+        clock: Clock | None = None,
+        deadline: ShutdownDeadline | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.deadline = deadline
+        self.running = True
+        self.metrics = WatchdogMetrics()
+        self.alerts_topic = topic_name("alerts")
+        self.state_topic = topic_name("watchdog.state")
+        # topic -> the kind of input its records are
+        declared = {
+            "jobs.definitions": "definition",
+            "executions.events": "event",
+            "executions.dlq": "dead_letter",
+            **{f"executions.{p}": "request" for p in ("high", "normal", "low")},
+        }
+        self.inputs: dict[str, str] = {topic_name(name): kind for name, kind in declared.items()}
+        self.schemas = {"definition": "JobDefinition", "event": "ExecutionEvent",
+                        "dead_letter": "DeadLetter", "request": "ExecutionRequest"}  # fmt: skip
+        self.partitions = [
+            TopicPartition(topic_name(name), p)
+            for name in declared
+            for p in range(declared_topic(name).partitions)
+        ]
+        self.state = WatchdogState()
+        self.offsets: dict[str, int] = {}  # next offset to read, per input partition
+        self.newest_ms: dict[str, int] = {}
+        self.replay_until: dict[str, int] = {}
+        self.checkpoint_watermark: int | None = None
+        self.changed: set[str] = set()
+        self.moved = False
+        self._last_now_ms = 0
+        self.producer = TransactionalProducer(topic_name("tickwheel-watchdog"), settings.bootstrap)
+        group = topic_name("tickwheel-watchdog")
+        self.consumer = Consumer(consumer_config(f"{group}-inputs-unused", settings.bootstrap))
+        # Never assigned anything, so it answers where partitions end at once.
+        self.probe = Consumer(consumer_config(f"{group}-watermarks-unused", settings.bootstrap))
+
+    def now_ms(self) -> int:
+        self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
+        return self._last_now_ms
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> None:
+        verify_topology(bootstrap=self.settings.bootstrap)
+        if self.settings.metrics_port:
+            self.metrics.serve(
+                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
+            )
+        self.producer.init()  # fences an earlier watchdog and waits out its transaction
+        self._restore()
+        self.consumer.assign(
+            [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in self.partitions]
+        )
+        log.info(
+            "watchdog started",
+            extra={"action": "watchdog_started", "instance": self.settings.instance,
+                   "incidents": len(self.state.incidents),
+                   "open": len(self.state.open_incidents())},
+        )  # fmt: skip
+        next_tick = time.monotonic()
+        try:
+            while self.running:
+                self._consume(max(0.0, next_tick - time.monotonic()))
+                if time.monotonic() >= next_tick:
+                    self.tick()
+                    next_tick = time.monotonic() + self.settings.tick_ms / 1000
+        finally:
+            self.producer.flush(self._flush_budget())
+            self.consumer.close()
+            self.probe.close()
+
+    def stop(self, *_args: Any) -> None:
+        self.running = False
+        if self.deadline is not None:
+            self.deadline.arm(KAFKA_BUDGET_S)
+
+    def _flush_budget(self) -> float:
+        remaining = self.deadline.remaining() if self.deadline is not None else 5.0
+        return min(5.0, remaining)
+
+    def _restore(self) -> None:
+        started = time.monotonic()
+        for record in read_to_end(self.state_topic, None, self.settings.bootstrap):
+            if record.key is None or record.value is None:
+                continue
+            try:
+                parsed = parse_state_record(decode(record.value, "Alert")[1])
+            except (UndecodableRecord, KeyError, TypeError, ValueError):
+                self.metrics.undecodable.inc()
+                continue
+            if isinstance(parsed, Incident):
+                self.state.incidents[parsed.fingerprint] = parsed
+            else:
+                self.replay_until, self.checkpoint_watermark = parsed
+        # Evaluations resume where the last committed one stood, never before it.
+        self.state.watermark = self.checkpoint_watermark
+        log.info(
+            "watchdog state restored",
+            extra={"action": "watchdog_restored", "incidents": len(self.state.incidents),
+                   "watermark": self.checkpoint_watermark,
+                   "seconds": round(time.monotonic() - started, 3)},
+        )  # fmt: skip
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _consume(self, timeout: float) -> None:
+        for message in self.consumer.consume(BATCH, timeout):
+            if message.error():
+                continue
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            key = partition_key(topic, partition)
+            self.offsets[key] = offset + 1
+            self.newest_ms[key] = max(self.newest_ms.get(key, 0), message.timestamp()[1])
+            self.moved = True
+            kind = self.inputs.get(topic)
+            text, _ = decode_key(message.key())
+            value = message.value()
+            if kind is None or text is None:
+                continue
+            record = None
+            if value is not None:
+                try:
+                    record = decode(value, self.schemas[kind])[1]
+                except UndecodableRecord:
+                    self.metrics.undecodable.inc()
+                    continue
+            elif kind != "definition":
+                continue
+            self.state.apply(Observed(kind, text, record))  # type: ignore[arg-type]
+
+    def _watermark(self, now: int) -> int | None:
+        ends: dict[str, int] = {}
+        positions: dict[str, int] = {}
+        try:
+            current = self.consumer.position(self.partitions)
+        except KafkaException:
+            return None
+        for tp, at in zip(self.partitions, current, strict=True):
+            key = partition_key(tp.topic, tp.partition)
+            low, high = watermarks(self.probe, TopicPartition(tp.topic, tp.partition))
+            ends[key] = high
+            positions[key] = max(at.offset, low, self.offsets.get(key, low))
+        if any(positions.get(k, 0) < end for k, end in self.replay_until.items() if k in ends):
+            return None  # still folding what the last owner had read when it evaluated
+        return watermark(positions, ends, self.newest_ms, now, self.settings.lateness_ms)
+
+    # -- the tick ----------------------------------------------------------------------------
+    def tick(self) -> None:
+        now = self.now_ms()
+        mark = self._watermark(now)
+        transitions: list[Transition] = []
+        if mark is not None:
+            transitions, changed = evaluate(self.state, mark, self.settings.thresholds)
+            self.changed |= changed
+            self.metrics.lag.set(max(0, now - mark) / 1000)
+            self.metrics.last_evaluation.set(now / 1000)
+        if transitions or self.changed or self.moved:
+            self._commit(transitions, now)
+        self.metrics.observe_open(self.state.open_incidents())
+
+    def _commit(self, transitions: list[Transition], now: int) -> None:
+        producer = self.producer
+        try:
+            producer.begin()
+            for transition in transitions:
+                record = transition.record()
+                producer.send(self.alerts_topic, record["alert_id"], encode("Alert", record))
+            for fp in sorted(self.changed):
+                incident = self.state.incidents[fp]
+                producer.send(self.state_topic, fp, encode("Alert", incident_record(incident)))
+            producer.send(
+                self.state_topic,
+                CHECKPOINT_KEY,
+                encode("Alert", checkpoint_record(self.offsets, self.state.watermark, now)),
+            )
+            producer.commit()
+        except KafkaException as exc:
+            # Memory has moved past what Kafka holds: start again from what was committed.
+            if is_fatal(exc):
+                raise WatchdogFenced(f"fenced by a newer watchdog: {exc}") from exc
+            raise
+        self.changed.clear()
+        self.moved = False
+        for transition in transitions:
+            self._log(transition)
+
+    def _log(self, transition: Transition) -> None:
+        self.metrics.transitions.labels(transition.transition).inc()
+        incident = transition.incident
+        log.info(
+            f"alert {transition.transition}: {incident.message}",
+            extra={"action": f"alert_{transition.transition}", "incident_id": incident.incident_id,
+                   "kind": incident.kind, "subject": incident.subject, "job_id": incident.job_id,
+                   "tenant_id": incident.tenant_id, "severity": incident.severity,
+                   "event_time": transition.at},
+        )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.watchdog")
+    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "watchdog"))
+    args = parser.parse_args(argv)
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    deadline = ShutdownDeadline(log, "watchdog")
+    stopping: list[WatchdogService] = []
+    # Before any Kafka client exists: their threads inherit the blocked signals.
+    stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
+    code = 0
+    try:
+        service = WatchdogService(WatchdogSettings(instance=args.instance), deadline=deadline)
+        stopping.append(service)
+        service.run()
+    except WatchdogFenced as exc:
+        log.warning("fenced; exiting", extra={"action": "watchdog_fenced", "error": str(exc)})
+        code = 3
+    except TickwheelError as exc:
+        print(f"tickwheel watchdog: error: {exc}", file=sys.stderr)
+        code = 2
+    except Exception:
+        log.exception("watchdog crashed", extra={"action": "watchdog_crashed"})
+        code = 1
+    exit_now(code)
