@@ -28,9 +28,10 @@ class ReadyQueue:
     """
 
     def __init__(self) -> None:
-        # Per tenant, each job with waiting slots once; per job, its waiting slots in order.
+        # Per tenant, each job with waiting slots once; per job, its waiting slot (an int: the
+        # common case, a burst of a million jobs due at once) or slots in order (a deque).
         self._by_tenant: dict[str, deque[str]] = {}
-        self._by_job: dict[str, deque[int]] = {}
+        self._by_job: dict[str, int | deque[int]] = {}
         self._size = 0
 
     def __len__(self) -> int:
@@ -43,8 +44,18 @@ class ReadyQueue:
         """Queue `slot`; returns the job's slots dropped to stay within `bound` (oldest first)."""
         waiting = self._by_job.get(job_id)
         if waiting is None:
-            waiting = self._by_job[job_id] = deque()
-            self._by_tenant.setdefault(tenant, deque()).append(job_id)
+            self._by_job[job_id] = slot
+            self._size += 1
+            jobs = self._by_tenant.get(tenant)
+            if jobs is None:
+                jobs = self._by_tenant[tenant] = deque()
+            jobs.append(job_id)
+            return []
+        if isinstance(waiting, int):
+            if bound <= 1:
+                self._by_job[job_id] = slot
+                return [waiting]
+            waiting = self._by_job[job_id] = deque((waiting,))
         waiting.append(slot)
         self._size += 1
         dropped = []
@@ -54,7 +65,10 @@ class ReadyQueue:
         return dropped
 
     def waiting(self, job_id: str) -> int:
-        return len(self._by_job.get(job_id, ()))
+        waiting = self._by_job.get(job_id)
+        if waiting is None:
+            return 0
+        return 1 if isinstance(waiting, int) else len(waiting)
 
     def serve(self, limit: int, at_cap: Callable[[str], bool]) -> Iterator[tuple[str, int]]:
         """Up to `limit` (job_id, slot) pairs, one tenant after another (and within a tenant
@@ -77,12 +91,16 @@ class ReadyQueue:
         jobs = self._by_tenant[tenant]
         job_id = jobs.popleft()
         waiting = self._by_job[job_id]
-        slot = waiting.popleft()
         self._size -= 1
-        if waiting:
-            jobs.append(job_id)
-        else:
+        if isinstance(waiting, int):
+            slot = waiting
             del self._by_job[job_id]
+        else:
+            slot = waiting.popleft()
+            if waiting:
+                jobs.append(job_id)
+            else:
+                del self._by_job[job_id]
         if not jobs:
             del self._by_tenant[tenant]
         return job_id, slot

@@ -8,9 +8,11 @@ is always an argument, so the tests drive it with a fake clock.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import random
+from collections import deque
 from typing import Any
 
 from tickwheel.core.identity import execution_id as execution_id_of
@@ -83,6 +85,10 @@ class PartitionTimer:
         self.jobs: dict[str, JobEntry] = {}
         self.tick_ms = tick_ms
         self.horizon = Horizon(tick_ms, start_ms)
+        # Dispatch deadlines of queued requests, oldest first: every request gets the same
+        # timeout, so they come due in the order they were set (a deque, not a wheel entry each:
+        # a burst of a million requests costs a million appends).
+        self._dispatch: deque[tuple[int, str, int]] = deque()
         self.executions = ExecutionTracker(
             retry_base_ms, retry_cap_ms, rng or random.Random(0), dispatch_timeout_ms
         )
@@ -323,11 +329,20 @@ class PartitionTimer:
         job.entry, job.handle = self.horizon.add_slot(job.job_id, slot_ms, fire_ms)
 
     def _set_deadline(self, flight: InFlight) -> None:
-        """Hold an execution's lease deadline, dispatch deadline or retry time in the wheel."""
-        if flight.deadline_ms is not None:
-            self.horizon.add_deadline(
-                flight.request["execution_id"], flight.attempt, flight.deadline_ms
-            )
+        """Hold an execution's lease deadline or retry time in the wheel, or its dispatch
+        deadline in the dispatch queue."""
+        if flight.deadline_ms is None:
+            return
+        if flight.state == "queued":
+            entry = (flight.deadline_ms, flight.request["execution_id"], flight.attempt)
+            if self._dispatch and self._dispatch[-1][0] > flight.deadline_ms:
+                bisect.insort(self._dispatch, entry)  # a restored one: rare
+            else:
+                self._dispatch.append(entry)
+            return
+        self.horizon.add_deadline(
+            flight.request["execution_id"], flight.attempt, flight.deadline_ms
+        )
 
     @property
     def wheel(self) -> Horizon:
@@ -376,6 +391,7 @@ class PartitionTimer:
         if not self.serving:
             return emission
         self._refill(now_ms)
+        self._dispatch_due(now_ms, hold_leases, emission)
         for entry, target in self.horizon.due(now_ms):
             try:
                 self._due(entry, target, now_ms, hold_leases, emission)
@@ -390,6 +406,24 @@ class PartitionTimer:
             except Exception as exc:
                 self._job_failed(job_id, "fire", exc, now_ms, emission)
         return emission
+
+    def _dispatch_due(self, now_ms: int, hold_leases: bool, emission: Emission) -> None:
+        """Requests whose dispatch deadline passed without a lease (most were leased long ago:
+        their entries are stale and pass by)."""
+        while self._dispatch and self._dispatch[0][0] <= now_ms:
+            deadline, execution_id, attempt = self._dispatch[0]
+            if hold_leases and self._lease_held(execution_id, deadline, now_ms):
+                return  # its lease may be among the unread events; later ones wait behind it
+            self._dispatch.popleft()
+            try:
+                decision, flight = self.executions.on_deadline(
+                    execution_id, attempt, deadline, now_ms
+                )
+                emission.extend(self._apply(decision, flight, now_ms))
+            except Exception as exc:
+                self._job_failed(
+                    self._job_of(("exec", execution_id)), "tick", exc, now_ms, emission
+                )
 
     def _job_of(self, target: tuple[Any, ...]) -> str:
         if target[0] == "slot":
