@@ -24,7 +24,7 @@ def watermark(
     """The watermark, or None while some partition behind its end has given no record yet."""
     lowest = now_ms
     for key, end in ends.items():
-        position = positions.get(key, -1)
+        position = positions.get(key, 0)
         if position >= end >= 0:
             continue
         newest = newest_ms.get(key)
