@@ -105,6 +105,11 @@ def test_left_out_fields_take_their_defaults(registry: SchemaRegistry) -> None:
         "enabled": True,
         "labels": {},
         "maxRunTime": None,
+        "every": None,
+        "phase": None,
+        "startAt": None,
+        "endAt": None,
+        "maxRuns": None,
     }
     state = {"job_id": "nightly", "job_version": 1, "updated_at": T0}
     _, got = registry.decode(registry.encode("TimerState", state))

@@ -183,3 +183,18 @@ def test_json_nesting_is_not_a_placeholder() -> None:
     assert check_payload_template('{"a": {"b": {"c": "{{ scheduledTime }}"}}}') == {
         "a": {"b": {"c": "2024-01-02T00:00:00Z"}}
     }
+
+
+def test_the_timer_compiles_interval_and_bounded_jobs_like_the_core() -> None:
+    from tickwheel.core.record_schedule import compile_record_schedule
+    from tickwheel.services.timer.model import entry_from_definition
+
+    now = 1_767_225_600_000
+    record = validate_definition(
+        {"jobId": "every-90m", "type": "noop", "every": "90m", "maxRuns": 2}, now
+    )
+    entry = entry_from_definition(record)
+    assert entry.schedule is compile_record_schedule(record)
+    # maxRuns counts from createdAt inclusive: `now` is itself on the 90-minute grid.
+    assert entry.schedule.first(0, 2**50, 5) == [now, now + 5_400_000]
+    assert not entry.one_off and entry.jitter_ms == 60_000

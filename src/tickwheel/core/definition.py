@@ -21,6 +21,7 @@ from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.period import check_payload_template
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
+from tickwheel.core.timefmt import format_utc
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
 
@@ -49,7 +50,14 @@ KNOWN_FIELDS = frozenset({
     "jobId", "type", "payload", "payloadTemplate", "runAt", "cron", "timezone", "priority",
     "maxAttempts", "idempotencyKey", "expectedMaxInterval", "jitter", "misfirePolicy",
     "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels", "maxRunTime",
+    "every", "phase", "startAt", "endAt", "maxRuns",
 })  # fmt: skip
+# Schedule fields besides runAt, as (JSON name, parse_schedule keyword); instants among them
+# are ISO text in the JSON form and epoch ms in the record.
+_SCHEDULE_FIELDS = (("cron", "cron"), ("timezone", "timezone"), ("dstPolicy", "dst_policy"),
+                    ("every", "every"), ("phase", "phase"), ("startAt", "start_at"),
+                    ("endAt", "end_at"), ("maxRuns", "max_runs"))  # fmt: skip
+_RECORD_INSTANTS = ("phase", "startAt", "endAt")
 _RECORD_ONLY = ("version", "createdAt", "updatedAt")
 _MAX_JITTER_MS = 3_600_000
 
@@ -104,35 +112,40 @@ def _check_job_id(job_id: object) -> str:
     return job_id
 
 
-def _check_schedule(spec: Mapping[str, Any]) -> tuple[Schedule, int | None]:
-    run_at, cron = spec.get("runAt"), spec.get("cron")
-    timezone, dst_policy = spec.get("timezone"), spec.get("dstPolicy")
-    if all(isinstance(v, str | None) for v in (run_at, cron, timezone, dst_policy)):
+def _check_schedule(spec: Mapping[str, Any], count_from_ms: int) -> tuple[Schedule, int | None]:
+    values = [spec.get(name) for name, _ in _SCHEDULE_FIELDS]
+    # maxRuns without startAt counts from the job's creation (docs/schedules.md §3).
+    count_from = (
+        count_from_ms if spec.get("maxRuns") is not None and spec.get("startAt") is None else None
+    )
+    args = (spec.get("runAt"), count_from, *values)
+    if all(isinstance(v, str | int | None) and not isinstance(v, bool) for v in args):
         # A million jobs share a few thousand schedules: a timer's restore checks each once.
-        return _cached_schedule(run_at, cron, timezone, dst_policy)
-    return _parse_schedule(run_at, cron, timezone, dst_policy)
+        return _cached_schedule(*args)
+    return _parse_schedule(*args)
 
 
 @lru_cache(maxsize=16_384)
 def _cached_schedule(
-    run_at: str | None, cron: str | None, timezone: str | None, dst_policy: str | None
+    run_at: Any, count_from: int | None, *values: Any
 ) -> tuple[Schedule, int | None]:
-    return _parse_schedule(run_at, cron, timezone, dst_policy)
+    return _parse_schedule(run_at, count_from, *values)
 
 
 def _parse_schedule(
-    run_at: Any, cron: Any, timezone: Any, dst_policy: Any
+    run_at: Any, count_from: int | None, *values: Any
 ) -> tuple[Schedule, int | None]:
     # Any: parse_schedule checks the types itself, naming the field.
+    kwargs = {kw: v for (_, kw), v in zip(_SCHEDULE_FIELDS, values, strict=True)}
     if run_at is not None:
         if not isinstance(run_at, str):
             raise InvalidInput(
                 "runAt", "accepted: an ISO 8601 instant with an offset, e.g. 2026-12-01T09:00:00Z"
             )
-        run_at_ms = parse_instant_ms(run_at, "runAt") if cron is None else None
-        schedule = parse_schedule(cron=cron, run_at=run_at, timezone=timezone)
-        return schedule, run_at_ms
-    return parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy), None
+        run_at_ms = parse_instant_ms(run_at, "runAt") if kwargs["cron"] is None else None
+        kwargs["dst_policy"] = None  # as before: a one-off's dstPolicy is not looked at
+        return parse_schedule(run_at=run_at, **kwargs), run_at_ms
+    return parse_schedule(count_from_ms=count_from, **kwargs), None
 
 
 def _check_http_target(payload: object, allowed_networks: tuple[IPNetwork, ...]) -> None:
@@ -224,7 +237,9 @@ def validate_definition(
             f"is {size} bytes with its template; accepted: at most {max_payload_bytes} bytes",
         )
 
-    schedule, run_at_ms = _check_schedule(spec)
+    schedule, run_at_ms = _check_schedule(
+        spec, created_at_ms if created_at_ms is not None else now_ms
+    )
     rendered = None if template is None else _checked_template(template, schedule.timezone)
     if job_type == "http":
         _check_http_target(rendered if template is not None else payload, tuple(allowed_networks))
@@ -285,6 +300,19 @@ def validate_definition(
         "updatedAt": now_ms,
         "labels": labels,
         "maxRunTime": spec.get("maxRunTime"),
+        "every": spec.get("every"),
+        **_record_bounds(schedule),
+    }
+
+
+def _record_bounds(schedule: Schedule) -> dict[str, int | None]:
+    """The v3 instants as epoch ms (the record form), from the validated schedule."""
+    b = schedule.bounds
+    return {
+        "phase": schedule.phase_ms if schedule.kind == "every" and schedule.phase_ms else None,
+        "startAt": None if b is None else b.start_ms,
+        "endAt": None if b is None else b.end_ms,
+        "maxRuns": None if b is None else b.max_runs,
     }
 
 
@@ -348,6 +376,12 @@ def check_definition_record(
         # A one-off's stored zone is the "UTC" the SDK writes; any other is refused below.
         if spec.get("timezone") == "UTC":
             del spec["timezone"]
+    for name in _RECORD_INSTANTS:
+        value = spec.get(name)
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidInput(name, f"{value!r}; accepted: epoch milliseconds")
+            spec[name] = format_utc(value)
     # Published payloads were measured in compact form; measure them as stored.
     size = len(payload_text.encode()) + len((record.get("payloadTemplate") or "").encode())
     if size > max_payload_bytes:

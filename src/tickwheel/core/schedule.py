@@ -22,14 +22,20 @@ schedules cost a few thousand computations per window, not a million.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from tickwheel.core.bounds import (
+    CompiledBounded,
+    ScheduleBounds,
+    parse_bounds,
+    parse_instant_field,
+)
+from tickwheel.core.compiled import CompiledOneOff, CompiledSchedule
 from tickwheel.core.cron import CronFields, parse_cron
-from tickwheel.core.errors import InvalidSchedule, OutOfRange
-from tickwheel.core.timefmt import parse_iso_ms
+from tickwheel.core.errors import InvalidSchedule
+from tickwheel.core.interval import CompiledInterval, parse_every_ms
 from tickwheel.core.wallclock import CYCLE_DAYS, DAY_S, WallMatcher
 from tickwheel.core.zones import (
     MAX_INSTANT_S,
@@ -40,11 +46,12 @@ from tickwheel.core.zones import (
     validate_zone,
     zone_timeline,
 )
-from tickwheel.errors import InvalidInput
 
 __all__ = [
     "DST_POLICIES",
+    "CompiledBounded",
     "CompiledCron",
+    "CompiledInterval",
     "CompiledOneOff",
     "CompiledSchedule",
     "InvalidSchedule",
@@ -73,18 +80,23 @@ _POLICY_HELP = (
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """A validated schedule: a cron expression in a zone, or a one-off instant.
+    """A validated schedule: a cron expression in a zone, an interval, or a one-off instant.
 
-    `kind` is `cron` or `once`. For `cron`, `timezone` is the IANA key ("UTC" when none
-    was given) and `dst_policy` the policy name as accepted (`auto` by default). For
-    `once`, `run_at_ms` is the instant.
+    `kind` is `cron`, `every` or `once`. For `cron`, `timezone` is the IANA key ("UTC" when
+    none was given) and `dst_policy` the policy name as accepted (`auto` by default). For
+    `every`, `every_ms` and `phase_ms` (the anchor; 0 = the epoch) define the slots and
+    `timezone` only how they are shown. For `once`, `run_at_ms` is the instant. Recurring
+    schedules may be `bounds`-ed (startAt, endAt, maxRuns).
     """
 
-    kind: Literal["cron", "once"]
+    kind: Literal["cron", "once", "every"]
     timezone: str
     dst_policy: str
     cron: CronFields | None = None
     run_at_ms: int | None = None
+    every_ms: int | None = None
+    phase_ms: int = 0
+    bounds: ScheduleBounds | None = None
 
     @property
     def expression(self) -> str | None:
@@ -120,28 +132,76 @@ def resolve_dst_policy(policy: str, fields: CronFields) -> tuple[GapRule, FoldRu
     return gap, fold
 
 
+_ONE_OF = "exactly one of runAt, cron with timezone, or every"
+
+
 def parse_schedule(
     cron: str | None = None,
     timezone: str | None = None,
     run_at: str | None = None,
     dst_policy: str | None = None,
+    *,
+    every: str | None = None,
+    phase: str | None = None,
+    start_at: str | None = None,
+    end_at: str | None = None,
+    max_runs: int | None = None,
+    count_from_ms: int | None = None,
 ) -> Schedule:
-    """Validate a job's schedule fields; exactly one of `cron` or `run_at` must be given.
+    """Validate a job's schedule fields; exactly one of `cron`, `every` or `run_at`.
 
     A missing `timezone` means UTC (stated, never the host's zone). `run_at` is ISO 8601
-    with an explicit offset and takes no `timezone`. Raises `InvalidSchedule` whose
-    `field` names the offending field and whose message says what is accepted.
+    with an explicit offset and takes no `timezone`. `every` is a duration with an
+    optional ISO `phase`; `start_at`/`end_at`/`max_runs` bound a recurring schedule
+    (`count_from_ms` is where `max_runs` counts from without `start_at`). Raises
+    `InvalidSchedule` whose `field` names the offending field and whose message says
+    what is accepted.
     """
-    if cron is not None and run_at is not None:
+    given = [
+        name for name, v in (("cron", cron), ("runAt", run_at), ("every", every)) if v is not None
+    ]
+    if len(given) > 1:
         raise InvalidSchedule(
             "schedule",
-            "both cron and runAt are set; accepted: exactly one of runAt, or cron with timezone",
+            f"both {given[0]} and {given[1]} are set; accepted: {_ONE_OF}"
+            if every is not None
+            else "both cron and runAt are set; accepted: exactly one of runAt, or cron with "
+            "timezone",
         )
-    if cron is None and run_at is None:
+    if not given:
         raise InvalidSchedule(
             "schedule",
             "neither cron nor runAt is set; accepted: exactly one of runAt (ISO 8601 with an "
-            "offset), or cron with timezone",
+            "offset), or cron with timezone, or every (a duration such as '90m')",
+        )
+    if phase is not None and every is None:
+        raise InvalidSchedule("phase", "a phase applies only to every; accepted: every with phase")
+    if run_at is not None and (start_at, end_at, max_runs) != (None, None, None):
+        raise InvalidSchedule(
+            "schedule",
+            "startAt, endAt and maxRuns bound recurring schedules; accepted: cron or every "
+            "with them, or runAt alone",
+        )
+    bounds = parse_bounds(start_at, end_at, max_runs, count_from_ms)
+    if every is not None:
+        if dst_policy not in (None, "auto"):
+            raise InvalidSchedule(
+                "dstPolicy",
+                "a DST policy applies only to cron schedules (an interval is real elapsed "
+                "time); accepted: none or auto",
+            )
+        every_ms = parse_every_ms(every)
+        phase_ms = parse_instant_field(phase, "phase") or 0
+        zone = validate_zone(None if timezone is None else _require_str(timezone, "timezone"))
+        return _checked(
+            Schedule(
+                kind="every",
+                timezone=zone,
+                dst_policy="auto",
+                every_ms=every_ms,
+                phase_ms=phase_ms,
+                bounds=bounds,
+            )
         )
     if run_at is not None:
         if timezone is not None:
@@ -154,115 +214,31 @@ def parse_schedule(
             raise InvalidSchedule(
                 "dstPolicy", "a DST policy applies only to cron schedules; accepted: none or auto"
             )
-        try:
-            run_at_ms = parse_iso_ms(run_at, "runAt")
-            check_instant_s(run_at_ms // 1000)
-        except OutOfRange:
-            raise InvalidSchedule(
-                "runAt", f"{run_at!r} is out of range; accepted: 1900-01-01 to 9000-01-01"
-            ) from None
-        except InvalidInput as exc:
-            raise InvalidSchedule("runAt", exc.message) from None
+        run_at_ms = parse_instant_field(run_at, "runAt")
+        assert run_at_ms is not None
         return Schedule(kind="once", timezone="UTC", dst_policy="auto", run_at_ms=run_at_ms)
     fields = parse_cron(_require_str(cron, "cron"))
     if timezone is not None:
         timezone = _require_str(timezone, "timezone")
     zone = validate_zone(timezone)
     policy = _validate_dst_policy(dst_policy)
-    return Schedule(kind="cron", timezone=zone, dst_policy=policy, cron=fields)
+    return _checked(
+        Schedule(kind="cron", timezone=zone, dst_policy=policy, cron=fields, bounds=bounds)
+    )
 
 
-class CompiledSchedule(ABC):
-    """A schedule ready to compute occurrences; equal keys mean equal behaviour.
-
-    Instances are immutable from the outside, hashable by `key`, and safe to share
-    between any number of jobs.
-    """
-
-    key: tuple[str, str, str]
-
-    @abstractmethod
-    def next_after(self, t_ms: int) -> int | None:
-        """The first occurrence strictly after `t_ms`, or None if there is none."""
-
-    @abstractmethod
-    def occurrences(self, start_ms: int, end_ms: int) -> list[int]:
-        """Occurrences in (start_ms, end_ms], strictly increasing."""
-
-    @abstractmethod
-    def count(self, start_ms: int, end_ms: int) -> int:
-        """How many occurrences lie in (start_ms, end_ms], without listing them."""
-
-    @abstractmethod
-    def prev_before(self, t_ms: int) -> int | None:
-        """The last occurrence strictly before `t_ms`, or None if there is none."""
-
-    @property
-    @abstractmethod
-    def nominal_period_ms(self) -> int | None:
-        """Smallest wall-clock distance between occurrences; None for a one-off (or a
-        schedule that never fires)."""
-
-    def first(self, start_ms: int, end_ms: int, limit: int) -> list[int]:
-        """The first `limit` occurrences in (start_ms, end_ms]."""
-        out: list[int] = []
-        t = start_ms
-        while len(out) < limit:
-            nxt = self.next_after(t)
-            if nxt is None or nxt > end_ms:
-                break
-            out.append(nxt)
-            t = nxt
-        return out
-
-    def kth_after(self, start_ms: int, k: int, end_ms: int) -> int | None:
-        """The k-th (1-based) occurrence in (start_ms, end_ms], found by bisecting `count`."""
-        if k < 1 or self.count(start_ms, end_ms) < k:
-            return None
-        # Occurrences fall on whole seconds: bisect over seconds, smallest x with count >= k.
-        lo, hi = start_ms // 1000, end_ms // 1000
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.count(start_ms, mid * 1000) >= k:
-                hi = mid
-            else:
-                lo = mid
-        return hi * 1000
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CompiledSchedule) and other.key == self.key
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}{self.key!r}"
-
-
-class CompiledOneOff(CompiledSchedule):
-    """A one-off schedule: a single occurrence at `run_at_ms`."""
-
-    __slots__ = ("key", "run_at_ms")
-
-    def __init__(self, run_at_ms: int) -> None:
-        self.run_at_ms = run_at_ms
-        self.key = ("once", str(run_at_ms), "")
-
-    def next_after(self, t_ms: int) -> int | None:
-        return self.run_at_ms if self.run_at_ms > t_ms else None
-
-    def occurrences(self, start_ms: int, end_ms: int) -> list[int]:
-        return [self.run_at_ms] if start_ms < self.run_at_ms <= end_ms else []
-
-    def count(self, start_ms: int, end_ms: int) -> int:
-        return 1 if start_ms < self.run_at_ms <= end_ms else 0
-
-    def prev_before(self, t_ms: int) -> int | None:
-        return self.run_at_ms if self.run_at_ms < t_ms else None
-
-    @property
-    def nominal_period_ms(self) -> int | None:
-        return None
+def _checked(schedule: Schedule) -> Schedule:
+    """A bounded schedule must keep at least one slot (as a cron must fire)."""
+    if (
+        schedule.bounds is not None
+        and compile_schedule(schedule).next_after(MIN_INSTANT_MS - 1) is None
+    ):
+        raise InvalidSchedule(
+            "schedule",
+            "no slot of the schedule lies between startAt and endAt, so it never fires; "
+            "accepted: bounds that hold at least one slot",
+        )
+    return schedule
 
 
 class CompiledCron(CompiledSchedule):
@@ -389,9 +365,31 @@ def compile_schedule(schedule: Schedule) -> CompiledSchedule:
     if schedule.kind == "once":
         assert schedule.run_at_ms is not None
         return CompiledOneOff(schedule.run_at_ms)
-    assert schedule.cron is not None
-    gap, fold = resolve_dst_policy(schedule.dst_policy, schedule.cron)
-    return _compile_cron(schedule.cron, schedule.timezone, gap, fold)
+    base: CompiledSchedule
+    if schedule.kind == "every":
+        assert schedule.every_ms is not None
+        base = _compile_interval(schedule.every_ms, schedule.phase_ms)
+    else:
+        assert schedule.cron is not None
+        gap, fold = resolve_dst_policy(schedule.dst_policy, schedule.cron)
+        base = _compile_cron(schedule.cron, schedule.timezone, gap, fold)
+    b = schedule.bounds
+    if b is None:
+        return base
+    start = b.start_ms if b.start_ms is not None else b.count_from_ms
+    return _compile_bounded(base, start, b.end_ms, b.max_runs)
+
+
+@lru_cache(maxsize=4_096)
+def _compile_interval(every_ms: int, phase_ms: int) -> CompiledInterval:
+    return CompiledInterval(every_ms, phase_ms)
+
+
+@lru_cache(maxsize=16_384)
+def _compile_bounded(
+    base: CompiledSchedule, start_ms: int | None, end_ms: int | None, max_runs: int | None
+) -> CompiledBounded:
+    return CompiledBounded(base, start_ms, end_ms, max_runs)
 
 
 # Re-exported so callers can bound their own loops the same way.

@@ -26,7 +26,8 @@ from tickwheel.adapters.kafka.reader import partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core import definition as _definition
 from tickwheel.core.definition import MAX_BACKFILL
-from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
+from tickwheel.core.record_schedule import record_schedule
+from tickwheel.core.schedule import Schedule, compile_schedule
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.jobtypes.ssrf import (
     RequestRefused,
@@ -141,13 +142,8 @@ def _definition_of(value: bytes | None) -> dict[str, Any] | None:
 
 
 def schedule_of(record: dict[str, Any]) -> Schedule:
-    """The schedule of a stored definition."""
-    if record.get("runAt") is not None:
-        run_at = datetime.fromtimestamp(record["runAt"] / 1000, tz=UTC).isoformat()
-        return parse_schedule(run_at=run_at)
-    return parse_schedule(
-        cron=record["cron"], timezone=record.get("timezone"), dst_policy=record.get("dstPolicy")
-    )
+    """The schedule of a stored definition (cron, interval or one-off, with its bounds)."""
+    return record_schedule(record)
 
 
 class JobsClient:

@@ -229,7 +229,7 @@ BAD_OTHER: list[tuple[dict[str, object], str, str]] = [
         {},
         "schedule",
         "schedule: neither cron nor runAt is set; accepted: exactly one of runAt (ISO 8601 with "
-        "an offset), or cron with timezone",
+        "an offset), or cron with timezone, or every (a duration such as '90m')",
     ),
     (
         {"run_at": "2030-01-01T09:00:00"},

@@ -13,6 +13,7 @@ from typing import Any
 
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.period import period_of
+from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
@@ -158,17 +159,14 @@ def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
 def entry_from_definition(record: dict[str, Any]) -> JobEntry:
     """A JobDefinition record as a JobEntry. The SDK validated it before publishing, but any
     Kafka client with the schema can publish: what would break a decision is refused here."""
-    if (record.get("runAt") is None) == (record.get("cron") is None):
-        raise InvalidInput("schedule", "exactly one of runAt or cron is required")
     if not 1 <= record["maxAttempts"] <= 100:
         raise InvalidInput("maxAttempts", f"{record['maxAttempts']}; accepted: 1 to 100")
     if record["maxCatchUp"] < 0:
         raise InvalidInput("maxCatchUp", f"{record['maxCatchUp']}; accepted: 0 or more")
     one_off = record.get("runAt") is not None
-    if one_off:
-        compiled = compile_schedule(parse_schedule(run_at=_iso(record["runAt"])))
-    else:
-        compiled = _compiled_cron(record["cron"], record.get("timezone"), record.get("dstPolicy"))
+    # One function for every kind (cron, interval, one-off, bounded), shared with the SDK;
+    # it refuses a record without exactly one of runAt, cron or every.
+    compiled = compile_record_schedule(record)
     jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
     # Interned: a million jobs share a handful of types, tenants and policies (memory per job).
     return JobEntry(
