@@ -18,13 +18,15 @@ import contextlib
 import gc
 import logging
 import os
+import queue
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.client import (
-    OFFSET_BEGINNING,
     Consumer,
     KafkaException,
     TopicPartition,
@@ -58,6 +60,18 @@ WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
 # partitions, so a partition still assigned to us after a fence really is ours.
 FENCED_RECHECK_S = 30.0
 RESTORE_RETRY_S = 5.0
+
+
+@dataclass
+class RestoreResult:
+    """What the restore thread hands back: the rebuilt partition, or why it could not be."""
+
+    partition: int
+    generation: int
+    started: float
+    runtime: PartitionRuntime | None = None
+    emission: Emission | None = None
+    error: Exception | None = None
 
 
 class TimerService:
@@ -98,6 +112,15 @@ class TimerService:
             settings, self.topics, self.gate, self.inputs, self.now_ms
         )
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
+        # Restores run on a thread of their own, one after another, so that the loop keeps
+        # firing the partitions it serves while a large one is read (B7). A partition is
+        # assigned paused until its restore is installed; `_restoring` maps it to the
+        # generation of the restore under way (a revoke makes the result stale).
+        self._restore_requests: queue.Queue[tuple[int, int]] = queue.Queue()
+        self._restored: queue.Queue[RestoreResult] = queue.Queue()
+        self._restoring: dict[int, int] = {}
+        self._generation = 0
+        self._restore_thread: threading.Thread | None = None
         self.inbox = CommandInbox(
             self.gate,
             self.topics.commands,
@@ -129,6 +152,7 @@ class TimerService:
         try:
             while self.running:
                 self._poll(self.settings.tick_ms / 1000)
+                self._install_restores()
                 self._tick_all()
                 self._retry_restores()
         finally:
@@ -142,6 +166,7 @@ class TimerService:
 
     def stop(self, *_args: Any) -> None:
         self.running = False
+        self._restore_requests.put((-1, -1))  # the restore thread's signal to end
         if self.deadline is not None:
             self.deadline.arm(KAFKA_BUDGET_S)
 
@@ -151,29 +176,22 @@ class TimerService:
 
     # -- rebalancing -----------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        assign: list[TopicPartition] = []
-        unrestored: list[TopicPartition] = []
-        for tp in partitions:
-            if tp.topic == self.definitions:
-                try:
-                    # The restore read definitions to an end offset; the live tail starts there.
-                    end = self._restore(tp.partition)
-                    tp.offset = end if end >= 0 else OFFSET_BEGINNING
-                except Exception as exc:
-                    # A broker hiccup (or a bug) must not end the timer: the partition stays
-                    # ours, paused, and its restore is tried again (_retry_restores).
-                    self._restore_failed(tp.partition, exc)
-                    unrestored.append(TopicPartition(tp.topic, tp.partition))
-            assign.append(tp)
-        consumer.incremental_assign(assign)
-        if unrestored:
-            consumer.pause(unrestored)
+        """Definitions partitions are assigned paused and restored on the restore thread; the
+        live tail starts where the restore stopped reading (`_install_restores`)."""
+        consumer.incremental_assign(partitions)
+        ours = [TopicPartition(tp.topic, tp.partition) for tp in partitions
+                if tp.topic == self.definitions]  # fmt: skip
+        if ours:
+            consumer.pause(ours)
+        for tp in ours:
+            self._begin_restore(tp.partition)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             if tp.topic == self.definitions:
                 runtime = self.partitions.pop(tp.partition, None)
                 self.restore_due.pop(tp.partition, None)
+                self._restoring.pop(tp.partition, None)  # a restore under way is now stale
                 self.inputs.unassign(tp.partition)
                 if runtime is not None:
                     # No transaction is ever left open between polls: nothing to abort here.
@@ -186,13 +204,56 @@ class TimerService:
         with contextlib.suppress(KafkaException):
             consumer.incremental_unassign(partitions)
 
-    def _restore(self, partition: int) -> int:
-        """Rebuild `partition` from Kafka and start serving it; returns the offset where it
-        stopped reading definitions (-1 for an empty partition)."""
-        started = time.monotonic()
-        runtime, emission = self.restorer.restore(partition)
+    def _begin_restore(self, partition: int) -> None:
+        self._generation += 1
+        self._restoring[partition] = self._generation
+        self._restore_requests.put((partition, self._generation))
+        if self._restore_thread is None:
+            self._restore_thread = threading.Thread(
+                target=self._restore_worker, name="timer-restore", daemon=True
+            )
+            self._restore_thread.start()
+
+    def _restore_worker(self) -> None:
+        while True:
+            partition, generation = self._restore_requests.get()
+            if partition < 0 or not self.running:
+                return
+            if self._restoring.get(partition) != generation:
+                continue  # revoked (or superseded) before its turn came
+            result = RestoreResult(partition, generation, time.monotonic())
+            try:
+                result.runtime, result.emission = self.restorer.restore(partition)
+            except Exception as exc:  # a broker hiccup, or worse: the loop decides
+                result.error = exc
+            self._restored.put(result)
+
+    def _install_restores(self) -> None:
+        """Serve the partitions whose restore finished (or schedule another try)."""
+        while True:
+            try:
+                result = self._restored.get_nowait()
+            except queue.Empty:
+                return
+            if self._restoring.get(result.partition) != result.generation:
+                continue  # revoked meanwhile: the next owner restores it
+            del self._restoring[result.partition]
+            if result.error is not None or result.runtime is None or result.emission is None:
+                self._restore_failed(result.partition, result.error or RuntimeError("no result"))
+                continue
+            try:
+                self._serve(result.runtime, result.emission, result.started)
+            except Exception as exc:
+                self._restore_failed(result.partition, exc)
+
+    def _serve(self, runtime: PartitionRuntime, emission: Emission, started: float) -> None:
+        partition = runtime.partition
         self.partitions[partition] = runtime
         self.inputs.assign(partition, runtime.command_offset, runtime.events_offset)
+        tp = TopicPartition(self.definitions, partition)
+        end = runtime.definitions_end
+        self.consumer.seek(TopicPartition(self.definitions, partition, end if end >= 0 else 0))
+        self.consumer.resume([tp])
         # Catch-up after a long outage can be large: one transaction per bounded chunk of jobs.
         for chunk in emission.chunks(self.settings.max_batch):
             if not self._commit(runtime, chunk):
@@ -212,7 +273,6 @@ class TimerService:
                    "jobs": len(runtime.timer.jobs), "seconds": round(elapsed, 3),
                    "caught_up": len(emission.requests)},
         )  # fmt: skip
-        return runtime.definitions_end
 
     def _restore_failed(self, partition: int, exc: Exception) -> None:
         log.error(
@@ -221,6 +281,8 @@ class TimerService:
         )
         self.partitions.pop(partition, None)
         self.inputs.unassign(partition)
+        with contextlib.suppress(KafkaException):  # paused until a restore succeeds
+            self.consumer.pause([TopicPartition(self.definitions, partition)])
         self.restore_due[partition] = time.monotonic() + RESTORE_RETRY_S
 
     def _retry_restores(self) -> None:
@@ -233,18 +295,11 @@ class TimerService:
         for partition, due in list(self.restore_due.items()):
             if partition not in owned or partition in self.partitions:
                 del self.restore_due[partition]
-            elif time.monotonic() >= due:
+            elif time.monotonic() >= due and partition not in self._restoring:
                 del self.restore_due[partition]
-                try:
-                    end = self._restore(partition)
-                except Exception as exc:  # a broker hiccup, or worse: never the process's end
-                    self._restore_failed(partition, exc)
-                    continue
-                # The live tail resumes where the restore stopped reading (and a partition
-                # paused after a failed first restore starts reading).
-                if end >= 0:
-                    self.consumer.seek(TopicPartition(self.definitions, partition, end))
-                self.consumer.resume([TopicPartition(self.definitions, partition)])
+                with contextlib.suppress(KafkaException):  # paused until it is served again
+                    self.consumer.pause([TopicPartition(self.definitions, partition)])
+                self._begin_restore(partition)
 
     def _definitions_read(self, partition: int) -> int | None:
         try:
