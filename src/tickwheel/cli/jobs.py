@@ -95,9 +95,11 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from tickwheel.sdk.jobs import definition_to_spec
+    from tickwheel.core.describe import describe
+    from tickwheel.sdk.jobs import definition_to_spec, schedule_of
 
-    _print(definition_to_spec(_client().get(args.job_id)))
+    record = _client().get(args.job_id)
+    _print({**definition_to_spec(record), "description": describe(schedule_of(record))})
     return 0
 
 

@@ -12,8 +12,9 @@ import sys
 import time
 from typing import Any
 
+from tickwheel.core.describe import describe
 from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview
-from tickwheel.core.schedule import DST_POLICIES
+from tickwheel.core.schedule import DST_POLICIES, parse_schedule
 from tickwheel.core.timefmt import format_utc, parse_iso_ms
 
 
@@ -34,11 +35,23 @@ def register(subparsers: Any) -> None:
             "or repeated a local time. Bad input exits with status 2 and says what is accepted."
         ),
     )
-    cmd.add_argument(
+    kind = cmd.add_mutually_exclusive_group(required=True)
+    kind.add_argument(
         "--cron",
-        required=True,
         metavar="EXPR",
-        help="5 fields (min hour dom month dow) or 6 with leading seconds, e.g. '30 2 * * *'",
+        help="5 fields (min hour dom month dow) or 6 with leading seconds, e.g. '30 2 * * *'; "
+        "Quartz day terms L, L-n, nW, LW, dL, d#n accepted (docs/schedules.md)",
+    )
+    kind.add_argument(
+        "--every",
+        metavar="DURATION",
+        help="an interval instead of cron, e.g. 90m (slots at multiples since --phase)",
+    )
+    cmd.add_argument(
+        "--phase",
+        default=None,
+        metavar="ISO",
+        help="with --every: an instant the slots align to (default: 1970-01-01T00:00Z)",
     )
     cmd.add_argument(
         "--timezone",
@@ -75,11 +88,29 @@ def register(subparsers: Any) -> None:
 def run_preview(args: argparse.Namespace) -> int:
     """Handle `tickwheel schedule preview`; returns the exit code."""
     from_ms = int(time.time() * 1000) if args.from_ is None else parse_iso_ms(args.from_, "--from")
-    rows = preview(args.cron, args.timezone, from_ms, args.count, dst_policy=args.dst_policy)
+    rows = preview(
+        args.cron,
+        args.timezone,
+        from_ms,
+        args.count,
+        dst_policy=args.dst_policy,
+        every=args.every,
+        phase=args.phase,
+    )
+    schedule = parse_schedule(
+        cron=args.cron,
+        timezone=args.timezone,
+        dst_policy=args.dst_policy,
+        every=args.every,
+        phase=args.phase,
+    )
     zone = args.timezone or "UTC"
     if args.json:
         document = {
-            "cron": " ".join(args.cron.split()),
+            "cron": None if args.cron is None else " ".join(args.cron.split()),
+            "every": args.every,
+            "phase": args.phase,
+            "description": describe(schedule),
             "timezone": zone,
             "dstPolicy": args.dst_policy or "auto",
             "from": format_utc(from_ms),
@@ -88,6 +119,7 @@ def run_preview(args: argparse.Namespace) -> int:
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    print(describe(schedule))
     _print_table(rows, zone)
     return 0
 

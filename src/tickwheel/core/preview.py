@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from tickwheel.core.bounds import CompiledBounded
+from tickwheel.core.compiled import CompiledSchedule
 from tickwheel.core.schedule import CompiledCron, compile_schedule, parse_schedule
 from tickwheel.core.timefmt import format_local, format_utc, to_datetime
 from tickwheel.errors import InvalidInput
@@ -40,7 +42,11 @@ class PreviewRow:
         }
 
 
-def _note(compiled: CompiledCron, zone: ZoneInfo, ms: int) -> str | None:
+def _note(compiled: CompiledSchedule, zone: ZoneInfo, ms: int) -> str | None:
+    if isinstance(compiled, CompiledBounded):
+        compiled = compiled.base
+    if not isinstance(compiled, CompiledCron):
+        return None  # an interval is real elapsed time: clock changes do not move it
     local = to_datetime(ms).astimezone(zone)
     naive = local.replace(tzinfo=None)
     wall = int((naive - datetime(1970, 1, 1)).total_seconds())
@@ -66,12 +72,14 @@ def _note(compiled: CompiledCron, zone: ZoneInfo, ms: int) -> str | None:
 
 
 def preview(
-    cron: str,
+    cron: str | None,
     timezone: str | None,
     from_ms: int,
     count: int,
     *,
     dst_policy: str | None = None,
+    every: str | None = None,
+    phase: str | None = None,
 ) -> list[PreviewRow]:
     """The next `count` occurrences strictly after `from_ms`, before jitter.
 
@@ -79,9 +87,10 @@ def preview(
     """
     if not 1 <= count <= MAX_PREVIEW_COUNT:
         raise InvalidInput("count", f"{count} is out of range; accepted: 1 to {MAX_PREVIEW_COUNT}")
-    schedule = parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy)
+    schedule = parse_schedule(
+        cron=cron, timezone=timezone, dst_policy=dst_policy, every=every, phase=phase
+    )
     compiled = compile_schedule(schedule)
-    assert isinstance(compiled, CompiledCron)
     zone = ZoneInfo(schedule.timezone)
     rows: list[PreviewRow] = []
     t = from_ms
