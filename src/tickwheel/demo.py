@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.config import quiet_client_logs
 from tickwheel.adapters.kafka.tail import Tail
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.events import requested_event
@@ -153,6 +154,9 @@ def _with_progress(label: str, work: Any) -> Any:
 
 def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> int:
     clock = clock or SystemClock()
+    # The account below is the output: librdkafka's own lines (a refused connection as the
+    # stack stops) are not. Failures still reach this code as exceptions.
+    quiet_client_logs()
     print("tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history)...")
     started = time.monotonic()
     status = supervisor.read_status()
