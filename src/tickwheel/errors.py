@@ -8,11 +8,20 @@ from __future__ import annotations
 
 
 class TickwheelError(Exception):
-    """Root of every error tickwheel raises on purpose."""
+    """Root of every error tickwheel raises on purpose.
+
+    `except TickwheelError` catches what tickwheel means to tell a caller; anything else
+    escaping tickwheel is a bug. Each subclass also subclasses the fitting built-in
+    (`ValueError`, `LookupError`, `RuntimeError`), so callers may catch either.
+    """
 
 
 class InvalidInput(TickwheelError, ValueError):
-    """Input a user supplied (a job definition, a flag, a cron expression) is not acceptable."""
+    """Input a user supplied (a job definition, a flag, a cron expression) is not acceptable.
+
+    `field` names what was wrong (a definition field such as `cron`, or a flag); `message`
+    says why and what is accepted.
+    """
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -21,7 +30,7 @@ class InvalidInput(TickwheelError, ValueError):
 
 
 class TopologyMismatch(TickwheelError, RuntimeError):
-    """The Kafka cluster does not match `topology/topics.json`; `differences` lists each."""
+    """The Kafka cluster does not match `topology/topics.toml`; `differences` lists each."""
 
     def __init__(self, differences: list[str]) -> None:
         super().__init__(

@@ -32,11 +32,9 @@ def _add_cancel(verbs: Any) -> None:
 
 def _cancel(args: argparse.Namespace) -> int:
     from tickwheel.cli._kafka import connect
-    from tickwheel.services.worker.commands import request_cancel
+    from tickwheel.sdk.executions import cancel
 
-    record = request_cancel(
-        args.execution_id, job_id=args.job_id, reason=args.reason, bootstrap=connect()
-    )
+    record = cancel(args.execution_id, job_id=args.job_id, reason=args.reason, bootstrap=connect())
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
     else:

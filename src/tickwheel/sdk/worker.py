@@ -1,7 +1,7 @@
 """What a job author imports to write handlers: the `@job` decorator, the handler's context and
 the errors that classify a failure.
 
-    from tickwheel.sdk.worker import ExecutionContext, PermanentError, job
+    from tickwheel.sdk import ExecutionContext, PermanentError, job
 
     @job("send-invoice", lease_seconds=60, heartbeat_seconds=20)
     def send_invoice(ctx: ExecutionContext) -> dict[str, str]:
@@ -74,6 +74,8 @@ class UnknownJobType(TickwheelError, LookupError):
 
 
 class Heartbeater(Protocol):
+    """What `ExecutionContext.heartbeat` calls: the worker's lease extender for the attempt."""
+
     def __call__(self) -> bool:
         """Extend the lease now; True when a heartbeat was recorded."""
         ...
@@ -147,7 +149,8 @@ class ExecutionContext:
 
     @property
     def cancelled(self) -> bool:
-        """True once someone asked to cancel this execution (`tickwheel executions cancel`)."""
+        """True once someone asked to cancel this execution (`tickwheel.sdk.cancel`, or
+        `tickwheel executions cancel`)."""
         return self.cancel_event.is_set()
 
     def raise_if_cancelled(self) -> None:
@@ -161,6 +164,7 @@ class ExecutionContext:
 
 
 Handler = Callable[[ExecutionContext], Any]
+"""A job handler: takes the attempt's context; what it returns is recorded as the result."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,8 @@ class JobType:
 
 
 class DuplicateJobType(TickwheelError, ValueError):
+    """Two different handlers were registered under one job type name."""
+
     def __init__(self, name: str) -> None:
         super().__init__(f"job type {name!r} is registered twice; job type names are unique")
         self.name = name
@@ -222,6 +228,8 @@ class HandlerRegistry:
             self.add(job_type)
 
     def add(self, job_type: JobType) -> JobType:
+        """Register `job_type`; the same handler twice is a no-op, another one under the same
+        name raises `DuplicateJobType`."""
         with self._lock:
             existing = self._types.get(job_type.name)
             if existing is not None and existing.handler is not job_type.handler:
@@ -263,6 +271,7 @@ class HandlerRegistry:
             raise UnknownJobType(name, self._types) from None
 
     def names(self) -> tuple[str, ...]:
+        """The registered job type names, sorted."""
         return tuple(sorted(self._types))
 
     def __contains__(self, name: object) -> bool:
@@ -316,6 +325,8 @@ def job(
 
 
 class ModuleNotLoadable(TickwheelError, ImportError):
+    """A module named to `tickwheel worker --module` could not be imported; says why."""
+
     def __init__(self, module: str, reason: str) -> None:
         super().__init__(f"cannot import handler module {module!r}: {reason}")
         self.module = module
