@@ -115,6 +115,41 @@ def bench_single_calls(
     )
 
 
+# Kinds beside plain cron (issue 15: aim within 2x of plain cron).
+KIND_SCHEDULES = {
+    "plain cron `0 18 * * 1-5`": dict(cron="0 18 * * 1-5", timezone="Europe/London"),
+    "Quartz `0 18 LW * *`": dict(cron="0 18 LW * *", timezone="Europe/London"),
+    "Quartz `0 9 * * MON#1`": dict(cron="0 9 * * MON#1", timezone="America/New_York"),
+    "Quartz `0 0 L-2,15W * *`": dict(cron="0 0 L-2,15W * *", timezone="Asia/Kolkata"),
+    "wrapping `0 22-2 * * FRI-MON`": dict(cron="0 22-2 * * FRI-MON", timezone="Europe/Paris"),
+    "interval `every 90m`": dict(every="90m"),
+    "bounded cron (endAt, maxRuns)": dict(
+        cron="0 18 * * 1-5",
+        timezone="Europe/London",
+        start_at="2026-01-01T00:00:00Z",
+        end_at="2040-01-01T00:00:00Z",
+        max_runs=5000,
+    ),
+}
+
+
+def bench_kinds(rng: random.Random, say: Callable[[str], None]) -> None:
+    """One `next_after` per schedule kind, at random instants over a month."""
+    say("## One next-occurrence call per schedule kind (5,000 random instants each)")
+    base: float | None = None
+    for label, kwargs in KIND_SCHEDULES.items():
+        compiled = compile_schedule(parse_schedule(**kwargs))  # type: ignore[arg-type]
+        instants = [NOW_MS + rng.randrange(30 * 86_400_000) for _ in range(5_000)]
+        compiled.next_after(instants[0])  # warm the per-year caches, as a running timer has
+        start = time.perf_counter()
+        for at in instants:
+            compiled.next_after(at)
+        cost = (time.perf_counter() - start) / len(instants)
+        base = cost if base is None else base
+        say(f"- {label}: {cost * 1e6:.1f} µs ({cost / base:.2f}x plain cron)")
+    say("")
+
+
 def bench_wheel(fires: array[int], t: dict[str, float], say: Callable[[str], None]) -> None:
     """Insert the hour's occurrences, cancel 2 % of them, advance through the hour."""
     n_occ = len(fires)
@@ -248,6 +283,7 @@ def main() -> int:
     say(f"- **next hour for {opts.jobs:,} jobs: {t['window'] + t['expand']:.2f} s**\n")
 
     bench_single_calls(schedules, pair_list, rng, say)
+    bench_kinds(rng, say)
     bench_wheel(fires, t, say)
     del slots, fires, jobs
     bench_memory(opts.wheel_entries, rng, say)

@@ -100,7 +100,7 @@ class CompiledBounded(CompiledSchedule):
         self.last_ms = self._last_slot()
 
     def _last_slot(self) -> int | None:
-        lo, hi = self.start_ms - 1, self.end_ms
+        lo, hi = self._floor, self.end_ms
         if self.max_runs is None:
             return self.base.prev_before(hi + 1) if hi >= self.start_ms else None
         period = self.base.nominal_period_ms or 1000
@@ -117,16 +117,22 @@ class CompiledBounded(CompiledSchedule):
             return self.base.prev_before(hi + 1) if hi >= self.start_ms else None
         return found
 
+    @property
+    def _floor(self) -> int:
+        """Searches start just before start_ms, but never before the supported range
+        (a slot at the range's very first millisecond is not one anyone schedules)."""
+        return max(self.start_ms - 1, _MIN_MS)
+
     def _clip(self, start_ms: int, end_ms: int) -> tuple[int, int] | None:
         if self.last_ms is None:
             return None
-        lo, hi = max(start_ms, self.start_ms - 1), min(end_ms, self.last_ms)
+        lo, hi = max(start_ms, self._floor), min(end_ms, self.last_ms)
         return (lo, hi) if lo < hi else None
 
     def next_after(self, t_ms: int) -> int | None:
         if self.last_ms is None or t_ms >= self.last_ms:
             return None
-        nxt = self.base.next_after(max(t_ms, self.start_ms - 1))
+        nxt = self.base.next_after(max(t_ms, self._floor))
         return nxt if nxt is not None and nxt <= self.last_ms else None
 
     def prev_before(self, t_ms: int) -> int | None:

@@ -231,7 +231,7 @@ def _checked(schedule: Schedule) -> Schedule:
     """A bounded schedule must keep at least one slot (as a cron must fire)."""
     if (
         schedule.bounds is not None
-        and compile_schedule(schedule).next_after(MIN_INSTANT_MS - 1) is None
+        and compile_schedule(schedule).next_after(MIN_INSTANT_MS) is None
     ):
         raise InvalidSchedule(
             "schedule",

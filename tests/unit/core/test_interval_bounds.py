@@ -184,3 +184,13 @@ def test_definition_refusals_name_the_field(extra: dict[str, Any], field: str) -
     with pytest.raises(InvalidInput) as info:
         validate_definition(_definition(**extra), T2026)
     assert info.value.field == field
+
+
+def test_bounds_without_a_start_search_from_the_range_floor_without_raising() -> None:
+    only_end = compile_schedule(parse_schedule(cron="0 0 * * *", end_at="2030-01-01T00:00Z"))
+    assert only_end.next_after(T2026) == T2026 + 24 * H
+    # Without startAt or a creation instant, maxRuns counts from the range's floor (1900),
+    # whose own first millisecond is not a slot.
+    floor = -2_208_988_800_000
+    hourly = compile_schedule(parse_schedule(every="1h", max_runs=2))
+    assert hourly.first(-(2**42), 2**50, 5) == [floor + H, floor + 2 * H]
