@@ -297,3 +297,19 @@ def test_attempts_handed_back_by_workers_without_the_handler_spend_none_of_the_j
     )
     assert [e["event_type"] for e in failed.events] == ["retry_scheduled"]
     assert not failed.dead_letters
+
+
+def test_a_bounded_jobs_first_slot_covers_its_grid_period() -> None:
+    timer = _timer()
+    record = _job("b", cron="0 * * * *", startAt="2027-01-15T09:30:00Z", maxRuns=2)
+    timer.load_definition("b", record)
+    timer.finish_restore(T0)
+    [first] = timer.tick(T0 + 2 * 3_600_000).requests
+    assert first["scheduled_time"] == T0 + 2 * 3_600_000  # 10:00, the first slot after 09:30
+    assert first["period_start"] == T0 + 3_600_000  # 09:00: its hour, not an empty period
+
+    def first_attempts(now: int) -> list[int]:
+        return [r["scheduled_time"] for r in timer.tick(now).requests if r["attempt"] == 1]
+
+    assert first_attempts(T0 + 3 * 3_600_000) == [T0 + 3 * 3_600_000]
+    assert first_attempts(T0 + 4 * 3_600_000) == []  # maxRuns: 2

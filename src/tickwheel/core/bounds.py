@@ -135,6 +135,10 @@ class CompiledBounded(CompiledSchedule):
         nxt = self.base.next_after(max(t_ms, self._floor))
         return nxt if nxt is not None and nxt <= self.last_ms else None
 
+    def period_start_before(self, slot_ms: int) -> int | None:
+        # The first slot after startAt covers its grid period, not an empty one.
+        return self.base.prev_before(slot_ms)
+
     def prev_before(self, t_ms: int) -> int | None:
         if self.last_ms is None or t_ms <= self.start_ms:
             return None

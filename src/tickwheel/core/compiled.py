@@ -35,6 +35,11 @@ class CompiledSchedule(ABC):
     def prev_before(self, t_ms: int) -> int | None:
         """The last occurrence strictly before `t_ms`, or None if there is none."""
 
+    def period_start_before(self, slot_ms: int) -> int | None:
+        """Where the period that ends at `slot_ms` starts: the schedule's previous slot (a
+        bounded schedule's first slot still covers the period its grid gives it)."""
+        return self.prev_before(slot_ms)
+
     @property
     @abstractmethod
     def nominal_period_ms(self) -> int | None:

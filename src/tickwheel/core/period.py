@@ -103,7 +103,7 @@ def period_of(compiled: CompiledSchedule, scheduled_ms: int) -> tuple[int, int]:
     """
     if compiled.next_after(scheduled_ms - 1) != scheduled_ms:
         raise NotAnOccurrence(scheduled_ms, repr(compiled))
-    previous = compiled.prev_before(scheduled_ms)
+    previous = compiled.period_start_before(scheduled_ms)
     return (scheduled_ms if previous is None else previous), scheduled_ms
 
 

@@ -121,12 +121,14 @@ def definition_to_spec(record: dict[str, Any]) -> dict[str, Any]:
     """The JSON view of a stored definition (what `jobs get` prints and an update starts from)."""
     spec = {k: v for k, v in record.items() if v is not None}
     spec["payload"] = json.loads(record["payload"])
-    if record.get("runAt") is not None:
-        spec["runAt"] = (
-            datetime.fromtimestamp(record["runAt"] / 1000, tz=UTC)
-            .isoformat()
-            .replace("+00:00", "Z")
-        )
+    # Instants are stored as epoch ms and written as ISO 8601 (what an update starts from).
+    for name in ("runAt", "phase", "startAt", "endAt"):
+        if record.get(name) is not None:
+            spec[name] = (
+                datetime.fromtimestamp(record[name] / 1000, tz=UTC)
+                .isoformat()
+                .replace("+00:00", "Z")
+            )
     return spec
 
 

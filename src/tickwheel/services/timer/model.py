@@ -14,7 +14,7 @@ from typing import Any
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.period import period_of
 from tickwheel.core.record_schedule import compile_record_schedule
-from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.core.schedule import CompiledSchedule
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
 
@@ -121,13 +121,6 @@ class Emission:
         self.states.update(other.states)
         self.dead_letters.extend(other.dead_letters)
         self.unsaved.extend(other.unsaved)
-
-
-@lru_cache(maxsize=65_536)
-def _compiled_cron(cron: str, timezone: str | None, dst_policy: str | None) -> CompiledSchedule:
-    """Jobs share schedules: a million jobs over a few thousand (cron, zone) pairs parse and
-    compile a few thousand times, not a million (restore time)."""
-    return compile_schedule(parse_schedule(cron=cron, timezone=timezone, dst_policy=dst_policy))
 
 
 @lru_cache(maxsize=262_144)
