@@ -270,6 +270,16 @@ def _v1(root: Path, record: str) -> dict[str, Any]:
     return cast(dict[str, Any], json.loads((root / record / "v1.avsc").read_text()))
 
 
+def _next(root: Path, record: str) -> int:
+    """The version number a new `record` version would take (real versions are kept)."""
+    return 1 + max(int(path.stem[1:]) for path in (root / record).glob("v*.avsc"))
+
+
+def _latest(root: Path, record: str) -> dict[str, Any]:
+    path = root / record / f"v{_next(root, record) - 1}.avsc"
+    return cast(dict[str, Any], json.loads(path.read_text()))
+
+
 def _write(root: Path, record: str, version: int, schema: dict[str, Any]) -> None:
     (root / record / f"v{version}.avsc").write_text(json.dumps(schema, indent=2))
 
@@ -348,9 +358,9 @@ def test_the_checker_rejects_an_incompatible_version(
 
 def test_an_unchecked_incompatible_version_fails_decoding_loudly(tmp_path: Path) -> None:
     root = _copy_schemas(tmp_path)
-    v1 = _v1(root, "Alert")
+    v1 = _latest(root, "Alert")
     v2 = {**v1, "fields": [*v1["fields"], {"name": "owner", "type": "string"}]}
-    _write(root, "Alert", 2, v2)
+    _write(root, "Alert", _next(root, "Alert"), v2)
     reg = load_schemas(root)
     data = reg.encode("Alert", sample_value(v1, random.Random(1)), version=1)
     with pytest.raises(ValueError, match="schema resolution failed"):
@@ -381,22 +391,23 @@ def test_deleting_a_kept_version_is_reported(tmp_path: Path) -> None:
 
 def test_a_new_version_must_be_recorded(tmp_path: Path) -> None:
     root = _copy_schemas(tmp_path)
-    _write(root, "Alert", 2, _compatible_v2(_v1(root, "Alert")))
+    n = _next(root, "Alert")
+    _write(root, "Alert", n, _compatible_v2(_latest(root, "Alert")))
     problems = check_schemas(root)
-    assert len(problems) == 1 and problems[0].startswith(f"Alert v2: not in {FINGERPRINT_LOCK}")
+    assert len(problems) == 1 and problems[0].startswith(f"Alert v{n}: not in {FINGERPRINT_LOCK}")
     update_lock(root)
     assert check_schemas(root) == []
 
 
 def test_logical_types_are_refused(tmp_path: Path) -> None:
     root = _copy_schemas(tmp_path)
-    v2 = _compatible_v2(_v1(root, "Alert"))
+    v2 = _compatible_v2(_latest(root, "Alert"))
     v2["fields"][-1] = {
         "name": "added_in_v2",
         "type": {"type": "long", "logicalType": "timestamp-millis"},
         "default": 0,
     }
-    _write(root, "Alert", 2, v2)
+    _write(root, "Alert", _next(root, "Alert"), v2)
     update_lock(root)
     assert any("uses a logicalType" in p for p in check_schemas(root))
 
