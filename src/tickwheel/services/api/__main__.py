@@ -1,0 +1,3 @@
+from tickwheel.services.api.service import main
+
+main()

@@ -1,0 +1,143 @@
+"""The API's FastAPI application: `create_app(backend)`.
+
+Every route is served under `/v1` (in the OpenAPI document) and again without the prefix
+(not documented twice), because the seeds' clients call `/jobs` and `/schedules` literally.
+The docs pages load Swagger UI and ReDoc from files shipped in the `fastapi-offline` wheel:
+they work with no internet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import fastapi_offline
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from tickwheel.services.api import routes_executions, routes_jobs, routes_schedules
+from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.models import Health
+from tickwheel.services.api.problems import Problem, install, problem_responses
+
+PREFIX = "/v1"
+OPENAPI_URL = f"{PREFIX}/openapi.json"
+STATIC_URL = f"{PREFIX}/static"
+STATIC_DIR = Path(fastapi_offline.__file__).parent / "static"
+ROUTERS = (routes_jobs.router, routes_schedules.router, routes_executions.router)
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "RFC 9457 problem details, with tickwheel's extensions",
+    "required": ["type", "code", "title", "status", "requestId"],
+    "properties": {
+        "type": {"type": "string", "examples": ["urn:tickwheel:problem:validation-error"]},
+        "code": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "instance": {"type": "string"},
+        "requestId": {"type": "string"},
+        "currentVersion": {"type": "integer"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "pointer": {"type": "string", "description": "RFC 6901, into the body"},
+                    "parameter": {"type": "string"},
+                    "in": {"type": "string"},
+                    "detail": {"type": "string"},
+                },
+            },
+        },
+    },
+    "additionalProperties": True,
+}
+
+
+def _health_router() -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz", summary="The process is up",
+                responses={200: {"model": Health, "content": {"application/json": {
+                    "example": {"status": "ok"}}}}})  # fmt: skip
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @router.get(
+        "/readyz",
+        summary="The Kafka cluster answers",
+        responses={200: {"model": Health, "content": {"application/json": {
+            "example": {"status": "ready"}}}}, **problem_responses(503)},
+    )  # fmt: skip
+    def readyz(request: Request) -> dict[str, str]:
+        backend: Backend = request.app.state.backend
+        if not backend.broker_ready():
+            raise Problem(503, "kafka-unavailable", "no Kafka broker answered within 2 s",
+                          headers={"Retry-After": "5"})  # fmt: skip
+        return {"status": "ready"}
+
+    return router
+
+
+def _docs(app: FastAPI) -> None:
+    favicon = f"{STATIC_URL}/favicon.png"
+
+    @app.get(f"{PREFIX}/docs", include_in_schema=False)
+    def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=OPENAPI_URL,
+            title="tickwheel API",
+            swagger_js_url=f"{STATIC_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{STATIC_URL}/swagger-ui.css",
+            swagger_favicon_url=favicon,
+        )
+
+    @app.get(f"{PREFIX}/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=OPENAPI_URL,
+            title="tickwheel API",
+            redoc_js_url=f"{STATIC_URL}/redoc.standalone.js",
+            redoc_favicon_url=favicon,
+            with_google_fonts=False,
+        )
+
+    app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def create_app(backend: Backend | None = None) -> FastAPI:
+    """The application, acting through `backend` (the environment's cluster if None)."""
+    app = FastAPI(
+        title="tickwheel",
+        version="1",
+        summary="A Kafka-native job scheduler: jobs, schedules, executions",
+        openapi_url=OPENAPI_URL,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = backend or Backend.from_env()
+    install(app)
+    health = _health_router()
+    for router in (health, *ROUTERS):
+        app.include_router(router, prefix=PREFIX)
+        app.include_router(router, include_in_schema=False)
+    _docs(app)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title, version=app.version, summary=app.summary, routes=app.routes
+            )
+            schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
+                PROBLEM_SCHEMA
+            )
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

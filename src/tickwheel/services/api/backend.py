@@ -1,0 +1,70 @@
+"""What the API's routes act through: the SDK's job client, the history, the broker.
+
+The routes are thin over `tickwheel.sdk`; `Backend` gathers the few things they call so a
+test can build the app against the real broker with its own topics (or a fake client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.history import ClosableHistoryReader
+
+
+class JobsLike(Protocol):
+    """The part of `tickwheel.sdk.JobsClient` the API uses."""
+
+    def get(self, job_id: str) -> dict[str, Any]: ...
+    def list(self) -> list[dict[str, Any]]: ...
+    def create(self, spec: dict[str, Any]) -> dict[str, Any]: ...
+    def update(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]: ...
+    def delete(self, job_id: str) -> None: ...
+    def trigger(self, job_id: str) -> dict[str, Any]: ...
+    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]: ...
+
+
+def _open_history() -> ClosableHistoryReader:
+    from tickwheel.history import open_history_reader
+
+    # A request must not wait out a starting history service: 503 and Retry-After instead.
+    return open_history_reader(wait_s=2.0)
+
+
+@dataclass
+class Backend:
+    """`bootstrap` None reads KAFKA_BOOTSTRAP_SERVERS (else the local stack's broker)."""
+
+    jobs: JobsLike
+    bootstrap: str | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    open_history: Callable[[], ClosableHistoryReader] = _open_history
+
+    @classmethod
+    def from_env(cls, bootstrap: str | None = None) -> Backend:
+        from tickwheel.sdk.jobs import JobsClient
+
+        return cls(jobs=JobsClient(bootstrap), bootstrap=bootstrap)
+
+    def now_ms(self) -> int:
+        return int(self.clock.now() * 1000)
+
+    def broker_ready(self) -> bool:
+        from tickwheel.adapters.kafka.admin import cluster_metadata_ok
+        from tickwheel.adapters.kafka.config import bootstrap_servers
+
+        return cluster_metadata_ok(self.bootstrap or bootstrap_servers(), timeout=2.0)
+
+    def cancel(
+        self, execution_id: str, *, job_id: str | None, reason: str | None
+    ) -> dict[str, Any]:
+        from tickwheel.sdk import cancel
+
+        record: dict[str, Any] = cancel(
+            execution_id, job_id=job_id, reason=reason, bootstrap=self.bootstrap, clock=self.clock
+        )
+        return record

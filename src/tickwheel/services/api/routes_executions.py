@@ -1,0 +1,108 @@
+"""`/executions` (seed 000) and `/runs` (seed 003): one execution's timeline, and cancel.
+
+The timeline is read from the history store, as `tickwheel executions get` does: eventually
+consistent, so an execution the history sink has not written yet is a 404 for a moment.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path
+from fastapi.responses import JSONResponse
+
+from tickwheel.history import execution_timeline
+from tickwheel.services.api.models import CancelBody, CancelView
+from tickwheel.services.api.problems import problem_responses
+from tickwheel.services.api.routes_jobs import BackendDep, _json
+
+router = APIRouter(tags=["executions"])
+
+ExecutionId = Annotated[str, Path(min_length=1, max_length=200)]
+TIMELINE_EXAMPLE = {
+    "execution_id": "3f0c2a9e-7d1b-4c55-a0a4-9d3c6f2b1e77",
+    "job_id": "nightly-reconcile",
+    "job_type": "reconcile_daily",
+    "scheduled_time": "2026-12-01T02:00:00+00:00",
+    "status": "succeeded",
+    "attempts": [{"attempt": 1, "outcome": "succeeded", "worker_id": "worker-1"}],
+}
+
+
+def _timeline(b: Any, execution_id: str) -> JSONResponse:
+    reader = b.open_history()
+    try:
+        timeline = execution_timeline(reader, execution_id)
+    finally:
+        reader.close()
+    # The history's values include datetimes; the CLI's --json prints them the same way.
+    return JSONResponse(json.loads(json.dumps(timeline, default=str)))
+
+
+TIMELINE_RESPONSES: dict[int | str, Any] = {
+    200: {
+        "description": "The timeline: attempts, leases, heartbeats, outcome",
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "additionalProperties": True},
+                "example": TIMELINE_EXAMPLE,
+            }
+        },
+    },
+    **problem_responses(404, 503),
+}
+
+
+@router.get("/executions/{execution_id}", summary="An execution's timeline",
+            responses=TIMELINE_RESPONSES)  # fmt: skip
+def get_execution(b: BackendDep, execution_id: ExecutionId) -> JSONResponse:
+    return _timeline(b, execution_id)
+
+
+@router.get("/runs/{run_id}", summary="A run's timeline (seed 003: a run is an execution)",
+            responses=TIMELINE_RESPONSES)  # fmt: skip
+def get_run(b: BackendDep, run_id: ExecutionId) -> JSONResponse:
+    return _timeline(b, run_id)
+
+
+@router.post(
+    "/executions/{execution_id}/cancel",
+    status_code=202,
+    summary="Cancel an execution: a queued attempt never starts, a running one is signalled",
+    responses={
+        202: _json(
+            CancelView,
+            {
+                "controlId": "9a7c7d0e-51f4-4c0e-8f7a-2f4b1c0d9e11",
+                "executionId": TIMELINE_EXAMPLE["execution_id"],
+                "jobId": "nightly-reconcile",
+                "kind": "cancel",
+                "requestedAt": 1796116313410,
+                "reason": "customer closed",
+            },
+        ),
+        **problem_responses(422, 503),
+    },
+)
+def cancel_execution(
+    b: BackendDep,
+    execution_id: ExecutionId,
+    body: Annotated[
+        CancelBody | None,
+        Body(openapi_examples={"reason": {"value": {"reason": "customer closed"}}}),
+    ] = None,
+) -> dict[str, Any]:
+    record = b.cancel(
+        execution_id,
+        job_id=body.jobId if body else None,
+        reason=body.reason if body else None,
+    )
+    return {
+        "controlId": record["control_id"],
+        "executionId": record["execution_id"],
+        "jobId": record["job_id"],
+        "kind": record["kind"],
+        "requestedAt": record["requested_at"],
+        "reason": record["reason"],
+    }

@@ -1,0 +1,352 @@
+"""`/jobs`: create, read, list, patch, delete, pause, resume, trigger, backfill.
+
+Writes go through `JobsClient`, whose `expectedVersion` check is read-then-write on the
+client side: two writers that both read v3 can both publish v4. The single writer per job
+that makes it linearizable (issue 13 §3) is not built yet; docs/api.md says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
+from tickwheel.core.record_schedule import compile_record_schedule
+from tickwheel.errors import InvalidInput
+from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.models import (
+    JOB_EXAMPLE,
+    SEED_CRON,
+    SEED_ONE_OFF,
+    BackfillBody,
+    BackfillView,
+    CommandView,
+    JobList,
+    JobPatch,
+    JobSpec,
+    JobView,
+    PauseBody,
+)
+from tickwheel.services.api.problems import Problem, invalid_input, problem_responses
+from tickwheel.services.api.views import (
+    decode_cursor,
+    encode_cursor,
+    etag,
+    job_view,
+    parse_etag,
+    template_text,
+)
+
+log = logging.getLogger("tickwheel.api")
+router = APIRouter(tags=["jobs"])
+
+MAX_PAGE = 500
+# Where a pause's reason is kept until the definition has a field of its own for it.
+PAUSE_REASON_LABEL = "tickwheel/paused-reason"
+IMMUTABLE = ("jobId", "tenantId", "version", "createdAt", "updatedAt")
+
+
+def backend(request: Request) -> Backend:
+    value: Backend = request.app.state.backend
+    return value
+
+
+BackendDep = Annotated[Backend, Depends(backend)]
+
+
+def _json(model: type, example: Any) -> dict[str, Any]:
+    return {"model": model, "content": {"application/json": {"example": example}}}
+
+
+def command_view(command: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "commandId": command["command_id"],
+        "jobId": command["job_id"],
+        "kind": command["kind"],
+        "requestedAt": command["requested_at"],
+        "rangeStart": command["range_start"],
+        "rangeEnd": command["range_end"],
+    }
+
+
+def job_response(
+    b: Backend, record: dict[str, Any], status: int = 200, location: bool = False
+) -> JSONResponse:
+    headers = {"ETag": etag(record)}
+    if location:
+        headers["Location"] = f"/v1/jobs/{record['jobId']}"
+    return JSONResponse(job_view(record, b.now_ms()), status_code=status, headers=headers)
+
+
+def create_record(b: Backend, spec: dict[str, Any], aliases: dict[str, str] | None = None) -> Any:
+    try:
+        return b.jobs.create(template_text(spec))
+    except InvalidInput as exc:
+        raise invalid_input(exc, aliases=aliases) from None
+
+
+def version_conflict(job_id: str, current: int, expected: int) -> Problem:
+    return Problem(
+        409,
+        "version-conflict",
+        f"job {job_id!r} is at version {current}, not {expected}; read it again and retry",
+        currentVersion=current,
+        errors=[{"pointer": "/expectedVersion", "detail": f"the current version is {current}"}],
+    )
+
+
+def update_record(
+    b: Backend,
+    job_id: str,
+    changes: dict[str, Any],
+    expected: int | None,
+    aliases: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """`JobsClient.update` with a stale `expected` version answered as a 409."""
+    current = b.jobs.get(job_id)
+    if expected is not None and expected != current["version"]:
+        raise version_conflict(job_id, current["version"], expected)
+    try:
+        return b.jobs.update(job_id, template_text(changes), expected)
+    except InvalidInput as exc:
+        if exc.field == "expectedVersion":  # moved on between our read and the client's
+            latest = b.jobs.get(job_id)["version"]
+            raise version_conflict(job_id, latest, expected or 0) from None
+        raise invalid_input(exc, aliases=aliases) from None
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    summary="Create a job",
+    responses={201: _json(JobView, JOB_EXAMPLE), **problem_responses(400, 409, 422, 503)},
+)
+def create_job(
+    b: BackendDep,
+    spec: Annotated[
+        JobSpec,
+        Body(
+            openapi_examples={
+                "one-off": {"summary": "Seed 000: a one-off", "value": SEED_ONE_OFF},
+                "daily": {"summary": "Seed 000: daily, with a template", "value": SEED_CRON},
+            }
+        ),
+    ],
+) -> JSONResponse:
+    record = create_record(b, spec.model_dump(exclude_unset=True))
+    return job_response(b, record, 201, location=True)
+
+
+@router.get(
+    "/jobs",
+    summary="List jobs, ordered by id, a page at a time",
+    responses={200: _json(JobList, {"items": [JOB_EXAMPLE], "nextCursor": None})},
+)
+def list_jobs(
+    b: BackendDep,
+    response: Response,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    cursor: Annotated[str | None, Query(max_length=1000)] = None,
+) -> dict[str, Any]:
+    after = decode_cursor(cursor) if cursor else None
+    records = [r for r in b.jobs.list() if after is None or r["jobId"] > after]
+    page = records[:limit]
+    next_cursor = encode_cursor(page[-1]["jobId"]) if len(records) > limit else None
+    if next_cursor:
+        response.headers["Link"] = f'</v1/jobs?limit={limit}&cursor={next_cursor}>; rel="next"'
+    now = b.now_ms()
+    return {"items": [job_view(r, now) for r in page], "nextCursor": next_cursor}
+
+
+@router.get(
+    "/jobs/{job_id}",
+    summary="Get a job",
+    responses={200: _json(JobView, JOB_EXAMPLE), 304: {"description": "Not modified"},
+               **problem_responses(404, 503)},
+)  # fmt: skip
+def get_job(
+    b: BackendDep,
+    job_id: str,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    record = b.jobs.get(job_id)
+    if if_none_match is not None and parse_etag(if_none_match) == record["version"]:
+        return Response(status_code=304, headers={"ETag": etag(record)})
+    return job_response(b, record)
+
+
+@router.patch(
+    "/jobs/{job_id}",
+    summary="Change a job (JSON merge patch), optionally at an expected version",
+    responses={200: _json(JobView, {**JOB_EXAMPLE, "version": 2}),
+               **problem_responses(404, 409, 412, 422, 503)},
+)  # fmt: skip
+def patch_job(
+    b: BackendDep,
+    job_id: str,
+    patch: Annotated[
+        JobPatch,
+        Body(
+            openapi_examples={
+                "move": {"value": {"expectedVersion": 1, "cron": "30 2 * * *"}},
+            }
+        ),
+    ],
+    if_match: Annotated[str | None, Header()] = None,
+) -> JSONResponse:
+    changes = patch.model_dump(exclude_unset=True)
+    expected = changes.pop("expectedVersion", None)
+    for name in IMMUTABLE:
+        if name in changes:
+            raise Problem(
+                422,
+                "validation-error",
+                f"{name}: cannot be changed; accepted: the definition's other fields",
+                errors=[{"pointer": f"/{name}", "detail": "immutable"}],
+            )
+    if if_match is not None:
+        wanted = parse_etag(if_match)
+        current = b.jobs.get(job_id)["version"]
+        if wanted != current:
+            raise Problem(
+                412,
+                "precondition-failed",
+                f"If-Match {if_match!r} does not match the current version v{current}",
+                currentVersion=current,
+            )
+        expected = expected if expected is not None else wanted
+    return job_response(b, update_record(b, job_id, changes, expected))
+
+
+@router.delete(
+    "/jobs/{job_id}",
+    status_code=204,
+    summary="Delete a job (a tombstone: it stops firing)",
+    responses={204: {"description": "Deleted"}, **problem_responses(404, 503)},
+)
+def delete_job(b: BackendDep, job_id: str) -> Response:
+    b.jobs.delete(job_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/jobs/{job_id}/pause",
+    summary="Pause a job, with a reason",
+    responses={200: _json(JobView, {**JOB_EXAMPLE, "enabled": False}),
+               **problem_responses(404, 422, 503)},
+)  # fmt: skip
+def pause_job(
+    b: BackendDep,
+    job_id: str,
+    body: Annotated[
+        PauseBody | None,
+        Body(openapi_examples={"reason": {"value": {"reason": "upstream outage, INC-42"}}}),
+    ] = None,
+) -> JSONResponse:
+    reason = body.reason if body else None
+    changes: dict[str, Any] = {"enabled": False}
+    if reason:
+        labels = dict(b.jobs.get(job_id).get("labels") or {})
+        changes["labels"] = {**labels, PAUSE_REASON_LABEL: reason}
+    record = update_record(b, job_id, changes, None)
+    log.info("job paused", extra={"action": "job_paused", "job_id": job_id, "reason": reason})
+    return job_response(b, record)
+
+
+@router.post(
+    "/jobs/{job_id}/resume",
+    summary="Resume a paused job",
+    responses={200: _json(JobView, JOB_EXAMPLE), **problem_responses(404, 503)},
+)
+def resume_job(b: BackendDep, job_id: str) -> JSONResponse:
+    labels = dict(b.jobs.get(job_id).get("labels") or {})
+    changes: dict[str, Any] = {"enabled": True}
+    if labels.pop(PAUSE_REASON_LABEL, None) is not None:
+        changes["labels"] = labels
+    return job_response(b, update_record(b, job_id, changes, None))
+
+
+COMMAND_EXAMPLE = {
+    "commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
+    "jobId": "nightly-reconcile",
+    "kind": "trigger",
+    "requestedAt": 1796116313410,
+    "rangeStart": None,
+    "rangeEnd": None,
+}
+
+
+@router.post(
+    "/jobs/{job_id}/trigger",
+    status_code=202,
+    summary="Fire a job now, once, outside its schedule",
+    responses={202: _json(CommandView, COMMAND_EXAMPLE), **problem_responses(404, 503)},
+)
+def trigger_job(b: BackendDep, job_id: str) -> dict[str, Any]:
+    return command_view(b.jobs.trigger(job_id))
+
+
+@router.post(
+    "/jobs/{job_id}/backfill",
+    status_code=202,
+    summary="Emit every slot of the schedule in (from, to]; dryRun counts them",
+    responses={
+        200: _json(BackfillView, {"jobId": "nightly-reconcile", "slots": 11, "dryRun": True}),
+        202: _json(
+            BackfillView,
+            {
+                "jobId": "nightly-reconcile",
+                "slots": 11,
+                "dryRun": False,
+                "commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
+            },
+        ),
+        **problem_responses(404, 422, 503),
+    },
+)
+def backfill_job(
+    b: BackendDep,
+    job_id: str,
+    body: Annotated[
+        BackfillBody,
+        Body(
+            openapi_examples={
+                "dry-run": {
+                    "value": {
+                        "from": "2026-11-01T00:00:00Z",
+                        "to": "2026-11-12T00:00:00Z",
+                        "dryRun": True,
+                    }
+                }
+            }
+        ),
+    ],
+) -> JSONResponse:
+    try:
+        from_ms = parse_instant_ms(body.from_, "from")
+        to_ms = parse_instant_ms(body.to, "to")
+        if to_ms <= from_ms:
+            raise InvalidInput("to", "must be after `from`")
+    except InvalidInput as exc:
+        raise invalid_input(exc) from None
+    compiled = compile_record_schedule(b.jobs.get(job_id))
+    slots = len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1))
+    if slots > MAX_BACKFILL:
+        raise invalid_input(
+            InvalidInput(
+                "from",
+                f"the range holds more than {MAX_BACKFILL} slots; accepted: at most that many "
+                "(split the range into several backfills)",
+            )
+        )
+    view: dict[str, Any] = {"jobId": job_id, "slots": slots, "dryRun": body.dryRun}
+    if body.dryRun:
+        return JSONResponse(view, status_code=200)
+    try:
+        command = b.jobs.backfill(job_id, from_ms, to_ms)
+    except InvalidInput as exc:
+        raise invalid_input(exc) from None
+    return JSONResponse({**view, "commandId": command["command_id"]}, status_code=202)

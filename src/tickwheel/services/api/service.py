@@ -1,0 +1,104 @@
+"""The API process: settings, uvicorn, and a bounded stop on SIGTERM (decision 0050)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+
+from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.logs import configure_logging
+from tickwheel.services.shutdown import (
+    KAFKA_BUDGET_S,
+    ShutdownDeadline,
+    exit_now,
+    stop_on_signals,
+)
+
+log = logging.getLogger("tickwheel.api")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8780
+# In-flight requests get this long to finish once a stop begins; the deadline covers the rest.
+GRACE_S = 3
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise InvalidInput("TICKWHEEL_API_PORT", f"{text!r}; accepted: a port from 1 to 65535")
+    return int(text)
+
+
+@dataclass
+class ApiSettings:
+    """Environment: TICKWHEEL_API_HOST (default 127.0.0.1: loopback only, as nothing here
+    authenticates yet), TICKWHEEL_API_PORT (default 8780), KAFKA_BOOTSTRAP_SERVERS."""
+
+    instance: str = "api"
+    host: str = field(default_factory=lambda: os.environ.get("TICKWHEEL_API_HOST", DEFAULT_HOST))
+    port: int = field(
+        default_factory=lambda: _port(os.environ.get("TICKWHEEL_API_PORT", str(DEFAULT_PORT)))
+    )
+
+
+def _parse(argv: list[str] | None) -> ApiSettings:
+    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.api")
+    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "api"))
+    parser.add_argument("--host", help="address to listen on (TICKWHEEL_API_HOST; 127.0.0.1)")
+    parser.add_argument("--port", help="port to listen on (TICKWHEEL_API_PORT; 8780)")
+    args = parser.parse_args(argv)
+    settings = ApiSettings(instance=args.instance)
+    if args.host:
+        settings.host = args.host
+    if args.port:
+        settings.port = _port(args.port)
+    return settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    deadline = ShutdownDeadline(log, "api")
+    servers: list[uvicorn.Server] = []
+
+    def stop() -> None:
+        log.info("stopping", extra={"action": "api_stopping"})
+        deadline.exit_code = 0
+        deadline.arm(GRACE_S + KAFKA_BUDGET_S)
+        if servers:
+            servers[0].should_exit = True
+        else:
+            exit_now(0)
+
+    # Before any Kafka client exists: their threads inherit the blocked signals.
+    stop_on_signals(stop)
+    try:
+        settings = _parse(argv)
+        from tickwheel.services.api.app import create_app
+
+        config = uvicorn.Config(
+            create_app(),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=GRACE_S,
+        )
+        server = uvicorn.Server(config)
+        servers.append(server)
+        log.info(
+            "listening",
+            extra={"action": "api_listening", "host": settings.host, "port": settings.port},
+        )
+        server.run()
+        code = 0 if server.started else 1
+    except TickwheelError as exc:
+        print(f"tickwheel api: error: {exc}", file=sys.stderr)
+        code = 2
+    except Exception:
+        log.exception("api crashed", extra={"action": "api_crashed"})
+        code = 1
+    exit_now(code)
