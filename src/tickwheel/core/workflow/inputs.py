@@ -1,0 +1,157 @@
+"""What a workflow instance is told: the fold's only inputs, each with the time it was
+received (`at_ms`, stamped once by whoever produced it), so the fold reads no clock.
+
+Outcomes (`StepSucceeded`, `StepFailed`, `StepCancelled`) come from the timer, the one
+judge of executions; `compensation=True` marks the outcome of a step's compensation
+execution rather than of the step. Operator inputs carry an `actor`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+__all__ = [
+    "INPUTS",
+    "Approve",
+    "Cancel",
+    "CompleteStep",
+    "Input",
+    "Reject",
+    "RetryStep",
+    "SkipStep",
+    "Start",
+    "StepCancelled",
+    "StepFailed",
+    "StepSucceeded",
+    "TimerFired",
+    "input_from_json",
+    "input_to_json",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    kind: ClassVar[str] = "start"
+    at_ms: int
+    input: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepSucceeded:
+    kind: ClassVar[str] = "step_succeeded"
+    at_ms: int
+    step: str
+    attempt: int
+    output: Any = None
+    compensation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StepFailed:
+    kind: ClassVar[str] = "step_failed"
+    at_ms: int
+    step: str
+    attempt: int
+    error: str = ""
+    permanent: bool = False
+    compensation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StepCancelled:
+    """The timer's verdict on an execution the fold asked it to cancel."""
+
+    kind: ClassVar[str] = "step_cancelled"
+    at_ms: int
+    step: str
+    attempt: int
+    compensation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    kind: ClassVar[str] = "timer_fired"
+    at_ms: int
+    timer_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    kind: ClassVar[str] = "approve"
+    at_ms: int
+    step: str
+    round: int
+    actor: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    kind: ClassVar[str] = "reject"
+    at_ms: int
+    step: str
+    round: int
+    actor: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    kind: ClassVar[str] = "cancel"
+    at_ms: int
+    actor: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryStep:
+    kind: ClassVar[str] = "retry_step"
+    at_ms: int
+    step: str
+    actor: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteStep:
+    kind: ClassVar[str] = "complete_step"
+    at_ms: int
+    step: str
+    actor: str
+    output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkipStep:
+    kind: ClassVar[str] = "skip_step"
+    at_ms: int
+    step: str
+    actor: str
+
+
+Input = (
+    Start | StepSucceeded | StepFailed | StepCancelled | TimerFired | Approve | Reject | Cancel
+    | RetryStep | CompleteStep | SkipStep
+)  # fmt: skip
+INPUTS: dict[str, type[Input]] = {
+    cls.kind: cls
+    for cls in (Start, StepSucceeded, StepFailed, StepCancelled, TimerFired, Approve, Reject,
+                Cancel, RetryStep, CompleteStep, SkipStep)
+}  # fmt: skip
+
+
+def input_to_json(item: Input) -> dict[str, Any]:
+    """The input as a JSON object with its `kind` (golden histories, `workflows.inputs` data)."""
+    return {"kind": item.kind, **asdict(item)}
+
+
+def input_from_json(data: dict[str, Any]) -> Input:
+    """The inverse of `input_to_json`; `ValueError` for an unknown kind or field."""
+    cls = INPUTS.get(str(data.get("kind")))
+    if cls is None:
+        raise ValueError(f"unknown workflow input kind {data.get('kind')!r}; known: {list(INPUTS)}")
+    names = {f.name for f in fields(cls)}
+    extra = set(data) - names - {"kind"}
+    if extra:
+        raise ValueError(f"{cls.kind} has no field(s) {sorted(extra)}")
+    return cls(**{k: v for k, v in data.items() if k != "kind"})
