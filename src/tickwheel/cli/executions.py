@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tickwheel.cli.history import add_location_flags, history_settings
+
 
 def _add_cancel(verbs: Any) -> None:
     cancel = verbs.add_parser(
@@ -32,8 +34,10 @@ def _add_cancel(verbs: Any) -> None:
 
 def _cancel(args: argparse.Namespace) -> int:
     from tickwheel.cli._kafka import connect
-    from tickwheel.sdk.executions import cancel
+    from tickwheel.sdk.executions import cancel, require_execution_id
 
+    # A blank id is refused before the broker is looked for: no wait, and the right message.
+    require_execution_id(args.execution_id)
     record = cancel(args.execution_id, job_id=args.job_id, reason=args.reason, bootstrap=connect())
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
@@ -51,18 +55,20 @@ def _add_get(verbs: Any) -> None:
         help="the timeline of one execution: every attempt, lease, heartbeat and outcome",
         description=(
             "Read from the history store (the embedded store through the history sink that owns "
-            "it, or the server at CLICKHOUSE_URL)."
+            "it, or the server at CLICKHOUSE_URL). Exits 1 when the history holds nothing "
+            "about the execution."
         ),
     )
     get.add_argument("execution_id", metavar="EXECUTION_ID")
     get.add_argument("--json", action="store_true", help="print JSON")
+    add_location_flags(get)
     get.set_defaults(handler=_get)
 
 
 def _get(args: argparse.Namespace) -> int:
     from tickwheel.history import execution_timeline, open_history_reader
 
-    reader = open_history_reader()
+    reader = open_history_reader(history_settings(args))
     try:
         timeline = execution_timeline(reader, args.execution_id)
     finally:

@@ -20,16 +20,25 @@ import json
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tickwheel.adapters.clickhouse import CLICKHOUSE_URL_VAR, HISTORY_DIR_VAR, HistorySettings
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.history import QueryResult
+
+if TYPE_CHECKING:
+    from tickwheel.adapters.clickhouse import HistorySettings
+
+# The names of tickwheel.adapters.clickhouse's variables, spelled here because importing the
+# adapter loads the ClickHouse client (0.2 s) into every `tickwheel` command, --help included;
+# tests/acceptance/test_cli_conventions.py checks that the two agree.
+CLICKHOUSE_URL_VAR = "CLICKHOUSE_URL"
+HISTORY_DIR_VAR = "TICKWHEEL_HISTORY_DIR"
 
 _MAX_CELL_WIDTH = 60
 
 
-def _add_location_flags(parser: argparse.ArgumentParser) -> None:
+def add_location_flags(parser: argparse.ArgumentParser) -> None:
+    """`--history-dir` and `--clickhouse-url`: where a verb reads the history."""
     parser.add_argument(
         "--history-dir",
         type=Path,
@@ -79,7 +88,7 @@ def register(subparsers: Any) -> None:
     sql.add_argument("statement", metavar="SQL", help='e.g. "SELECT count() FROM execution_events"')
     sql.add_argument("--json", action="store_true", help="print the rows as a JSON array")
     _add_param_flag(sql)
-    _add_location_flags(sql)
+    add_location_flags(sql)
     sql.set_defaults(handler=run_sql)
 
     listing = commands.add_parser(
@@ -99,7 +108,7 @@ def register(subparsers: Any) -> None:
     named.add_argument("name", metavar="NAME", help="e.g. fire_lateness, failure_rates")
     named.add_argument("--json", action="store_true", help="print the rows as a JSON array")
     _add_param_flag(named)
-    _add_location_flags(named)
+    add_location_flags(named)
     named.set_defaults(handler=run_named_query)
 
     audit = commands.add_parser(
@@ -118,7 +127,7 @@ def register(subparsers: Any) -> None:
     audit.add_argument("--timezone", help="IANA zone of --cron (default UTC)")
     audit.add_argument("--dst-policy", help="DST policy of --cron (default auto)")
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
-    _add_location_flags(audit)
+    add_location_flags(audit)
     audit.set_defaults(handler=run_audit)
 
 
@@ -132,7 +141,8 @@ def _parse_params(items: list[str]) -> dict[str, str]:
     return params
 
 
-def _settings(args: argparse.Namespace) -> HistorySettings:
+def history_settings(args: argparse.Namespace) -> HistorySettings:
+    """The environment's history settings, with the location flags applied over them."""
     from tickwheel.history import history_settings_from_env
 
     settings = history_settings_from_env()
@@ -155,7 +165,7 @@ def run_sql(args: argparse.Namespace) -> int:
     from tickwheel.history import open_history_reader
 
     params = _parse_params(args.param)
-    reader = open_history_reader(_settings(args))
+    reader = open_history_reader(history_settings(args))
     try:
         result = reader.query(args.statement, params)
     finally:
@@ -190,7 +200,7 @@ def run_named_query(args: argparse.Namespace) -> int:
     from tickwheel.history import open_history_reader, run_query
 
     params = _parse_params(args.param)
-    reader = open_history_reader(_settings(args))
+    reader = open_history_reader(history_settings(args))
     try:
         result = run_query(reader, args.name, params)
     finally:
@@ -217,7 +227,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
     start_ms = _instant_ms(args.start, "--from")
     end_ms = _instant_ms(args.end, "--to")
-    reader = open_history_reader(_settings(args))
+    reader = open_history_reader(history_settings(args))
     try:
         audit = schedule_audit(
             reader, args.job_id, start_ms, end_ms,

@@ -17,7 +17,14 @@ from typing import Any
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
 
-__all__ = ["cancel", "cancel_record"]
+__all__ = ["cancel", "cancel_record", "require_execution_id"]
+
+
+def require_execution_id(execution_id: str) -> str:
+    """`execution_id` itself; `InvalidInput` when it is empty or blank."""
+    if not execution_id or not execution_id.strip():
+        raise InvalidInput("execution_id", "required: the id of the execution to cancel")
+    return execution_id
 
 
 def cancel_record(
@@ -32,8 +39,7 @@ def cancel_record(
 
     Raises `InvalidInput` when `execution_id` is empty or blank.
     """
-    if not execution_id or not execution_id.strip():
-        raise InvalidInput("execution_id", "required: the id of the execution to cancel")
+    require_execution_id(execution_id)
     return {
         "control_id": control_id or str(uuid.uuid4()),
         "execution_id": execution_id,
