@@ -60,6 +60,10 @@ class Decider:
         wanted = alert_id(self.state.workflow_id, "overdue", step_id)
         return [wanted] if wanted in self.state.alerts else []
 
+    def blocked_alerts(self, step_id: str) -> list[str]:
+        wanted = alert_id(self.state.workflow_id, "blocked", step_id)
+        return [wanted] if wanted in self.state.alerts else []
+
     def overdue_alert(self, spec: StepSpec) -> dict[str, Any]:
         return {"alert_id": alert_id(self.state.workflow_id, "overdue", spec.id),
                 "step": spec.id, "kind": "workflow_step_overdue",
@@ -129,7 +133,7 @@ class Decider:
     def succeed(self, spec: StepSpec, output: Any, actor: str | None = None,
                 **data: Any) -> None:  # fmt: skip
         st = self.state.steps[spec.id]
-        size = len(json.dumps(output, separators=(",", ":")).encode())
+        size = 0 if output is None else len(json.dumps(output, separators=(",", ":")).encode())
         fired = data.get("fired_timer")
         self.emit("step_succeeded", spec.id, st.attempt, actor, output=output,
                   output_bytes=size, clear_alerts=self.step_alerts(spec.id),
@@ -199,13 +203,12 @@ class Decider:
                               actor: str | None = None) -> None:  # fmt: skip
         comp = spec.compensation
         assert comp is not None
-        blocked = alert_id(self.state.workflow_id, "blocked", spec.id)
         self.emit("compensation_scheduled", spec.id, attempt, actor,
                   execution_id=step_execution_id(self.state.workflow_id, spec.id,
                                                  compensation=True),
                   job_type=comp.job_type, payload=self._payload(comp),
                   not_before_ms=not_before_ms,
-                  clear_alerts=[blocked] if blocked in self.state.alerts else [])  # fmt: skip
+                  clear_alerts=self.blocked_alerts(spec.id))  # fmt: skip
 
     def advance(self) -> None:
         """Whatever the state now allows: start ready steps, finish, or run the saga on."""

@@ -86,7 +86,7 @@ def _outcome(d: Decider, item: StepSucceeded | StepFailed | StepCancelled) -> No
             d.fail_attempt(spec, problem, permanent=True)
     elif st.status == "cancelling":
         d.emit("step_cancelled" if isinstance(item, StepCancelled) else "step_failed",
-               spec.id, item.attempt, final=True, error=getattr(item, "error", ""),
+               spec.id, item.attempt, final=True, error=getattr(item, "error", None) or None,
                cancel_timers=d.step_timers(spec.id), clear_alerts=d.step_alerts(spec.id))  # fmt: skip
     elif isinstance(item, StepFailed):
         d.fail_attempt(spec, item.error, permanent=item.permanent)

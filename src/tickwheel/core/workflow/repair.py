@@ -89,7 +89,7 @@ def complete_step(d: Decider, item: CompleteStep) -> None:
         return
     if case == "blocked":
         d.emit("compensation_succeeded", spec.id, d.state.steps[spec.id].comp_attempt,
-               item.actor, manual=True)  # fmt: skip
+               item.actor, manual=True, clear_alerts=d.blocked_alerts(spec.id))  # fmt: skip
         return
     if case == "reopen":
         d.emit("workflow_reopened", spec.id, actor=item.actor, action=item.kind)
@@ -103,7 +103,13 @@ def skip_step(d: Decider, item: SkipStep) -> None:
         return
     st = d.state.steps[spec.id]
     if case == "blocked":
-        d.emit("compensation_skipped", spec.id, st.comp_attempt, item.actor)
+        d.emit(
+            "compensation_skipped",
+            spec.id,
+            st.comp_attempt,
+            item.actor,
+            clear_alerts=d.blocked_alerts(spec.id),
+        )
         return
     if case == "reopen":
         d.emit("workflow_reopened", spec.id, actor=item.actor, action=item.kind)

@@ -39,6 +39,8 @@ _STEP_STATUS = {"step_scheduled": "running", "sleep_started": "waiting",
 _WORKFLOW_STATUS = {"workflow_started": "running", "workflow_failing": "stopping",
                     "cancel_requested": "stopping", "compensation_scheduled": "compensating",
                     "workflow_blocked": "blocked", "workflow_reopened": "running",
+                    "compensation_succeeded": "compensating",
+                    "compensation_skipped": "compensating",
                     "workflow_succeeded": "succeeded", "workflow_failed": "failed",
                     "workflow_cancelled": "cancelled",
                     "workflow_compensated": "compensated"}  # fmt: skip
