@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
@@ -55,6 +55,7 @@ def backend(request: Request) -> Backend:
 
 
 BackendDep = Annotated[Backend, Depends(backend)]
+JobId = Annotated[str, Path(min_length=1, max_length=200, examples=["nightly-reconcile"])]
 
 
 def _json(model: type, example: Any) -> dict[str, Any]:
@@ -100,7 +101,7 @@ def version_conflict(job_id: str, current: int, expected: int) -> Problem:
 
 def update_record(
     b: Backend,
-    job_id: str,
+    job_id: JobId,
     changes: dict[str, Any],
     expected: int | None,
     aliases: dict[str, str] | None = None,
@@ -169,7 +170,7 @@ def list_jobs(
 )  # fmt: skip
 def get_job(
     b: BackendDep,
-    job_id: str,
+    job_id: JobId,
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     record = b.jobs.get(job_id)
@@ -186,7 +187,7 @@ def get_job(
 )  # fmt: skip
 def patch_job(
     b: BackendDep,
-    job_id: str,
+    job_id: JobId,
     patch: Annotated[
         JobPatch,
         Body(
@@ -227,7 +228,7 @@ def patch_job(
     summary="Delete a job (a tombstone: it stops firing)",
     responses={204: {"description": "Deleted"}, **problem_responses(404, 503)},
 )
-def delete_job(b: BackendDep, job_id: str) -> Response:
+def delete_job(b: BackendDep, job_id: JobId) -> Response:
     b.jobs.delete(job_id)
     return Response(status_code=204)
 
@@ -240,7 +241,7 @@ def delete_job(b: BackendDep, job_id: str) -> Response:
 )  # fmt: skip
 def pause_job(
     b: BackendDep,
-    job_id: str,
+    job_id: JobId,
     body: Annotated[
         PauseBody | None,
         Body(openapi_examples={"reason": {"value": {"reason": "upstream outage, INC-42"}}}),
@@ -261,7 +262,7 @@ def pause_job(
     summary="Resume a paused job",
     responses={200: _json(JobView, JOB_EXAMPLE), **problem_responses(404, 503)},
 )
-def resume_job(b: BackendDep, job_id: str) -> JSONResponse:
+def resume_job(b: BackendDep, job_id: JobId) -> JSONResponse:
     labels = dict(b.jobs.get(job_id).get("labels") or {})
     changes: dict[str, Any] = {"enabled": True}
     if labels.pop(PAUSE_REASON_LABEL, None) is not None:
@@ -285,7 +286,7 @@ COMMAND_EXAMPLE = {
     summary="Fire a job now, once, outside its schedule",
     responses={202: _json(CommandView, COMMAND_EXAMPLE), **problem_responses(404, 503)},
 )
-def trigger_job(b: BackendDep, job_id: str) -> dict[str, Any]:
+def trigger_job(b: BackendDep, job_id: JobId) -> dict[str, Any]:
     return command_view(b.jobs.trigger(job_id))
 
 
@@ -309,7 +310,7 @@ def trigger_job(b: BackendDep, job_id: str) -> dict[str, Any]:
 )
 def backfill_job(
     b: BackendDep,
-    job_id: str,
+    job_id: JobId,
     body: Annotated[
         BackfillBody,
         Body(

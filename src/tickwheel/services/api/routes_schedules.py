@@ -28,6 +28,7 @@ from tickwheel.services.api.models import (
 from tickwheel.services.api.problems import Problem, invalid_input, problem_responses
 from tickwheel.services.api.routes_jobs import (
     BackendDep,
+    JobId,
     _json,
     create_record,
     update_record,
@@ -159,7 +160,7 @@ def preview_schedule(
     summary="Get a schedule",
     responses={200: _json(ScheduleView, SCHEDULE_EXAMPLE), **problem_responses(404)},
 )
-def get_schedule(b: BackendDep, schedule_id: str) -> JSONResponse:
+def get_schedule(b: BackendDep, schedule_id: JobId) -> JSONResponse:
     return _respond(b, b.jobs.get(schedule_id))
 
 
@@ -171,7 +172,7 @@ def get_schedule(b: BackendDep, schedule_id: str) -> JSONResponse:
 )  # fmt: skip
 def patch_schedule(
     b: BackendDep,
-    schedule_id: str,
+    schedule_id: JobId,
     body: Annotated[
         SchedulePatch,
         Body(openapi_examples={"disable": {"value": {"expectedVersion": 1, "enabled": False}}}),
