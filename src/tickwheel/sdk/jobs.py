@@ -47,12 +47,16 @@ parse_instant_ms = _definition.parse_instant_ms
 
 
 class UnknownJob(TickwheelError, LookupError):
+    """No job has this id: it was never created, or it was deleted (`job_id` says which)."""
+
     def __init__(self, job_id: str) -> None:
         super().__init__(f"no job {job_id!r} (never created, or deleted)")
         self.job_id = job_id
 
 
 class JobExists(TickwheelError, ValueError):
+    """`create` was given the id of a job that exists: update it instead (`job_id`)."""
+
     def __init__(self, job_id: str) -> None:
         super().__init__(f"job {job_id!r} exists already; update it instead of creating it")
         self.job_id = job_id
@@ -180,6 +184,8 @@ class JobsClient:
         return current
 
     def list(self) -> list[dict[str, Any]]:
+        """Every current definition record, by job id (deleted jobs and records that are not
+        definitions left out)."""
         latest: dict[str, dict[str, Any] | None] = {}
         for record in read_to_end(self.topic, None, self.bootstrap):
             if record.key is None or not record.key_is_text:
@@ -189,6 +195,8 @@ class JobsClient:
 
     # -- writes ----------------------------------------------------------------------------
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Validate a JSON definition and publish it as version 1; returns the record. Raises
+        InvalidInput (naming the field) or JobExists."""
         now = self._now_ms()
         record = validate_job(spec, now)
         try:
@@ -203,6 +211,10 @@ class JobsClient:
     def update(
         self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
     ) -> dict[str, Any]:
+        """Apply `changes` to the current definition and publish the next version. With
+        `expected_version`, refuse (InvalidInput) when the job has moved on. The check is made
+        here, so two writers that both read version n can both publish n+1: the later one wins,
+        as compaction keeps it (decision 0055)."""
         current = self.get(job_id)
         if expected_version is not None and expected_version != current["version"]:
             raise InvalidInput(
@@ -222,12 +234,15 @@ class JobsClient:
         return record
 
     def pause(self, job_id: str) -> dict[str, Any]:
+        """Stop firing the job (its slots while paused are not owed on resume)."""
         return self.update(job_id, {"enabled": False})
 
     def resume(self, job_id: str) -> dict[str, Any]:
+        """Fire the job again from its next slot."""
         return self.update(job_id, {"enabled": True})
 
     def delete(self, job_id: str) -> None:
+        """Delete the job (a tombstone); executions in flight still finish."""
         self.get(job_id)
         self._publish(self.topic, job_id, None)
 
