@@ -361,3 +361,23 @@ def test_an_attempt_past_its_max_run_time_fails_retryable_and_frees_its_slot(
     assert types_of(grouped[behind["execution_id"]]) == ["leased", "succeeded"]
     time.sleep(2)  # no heartbeat follows the outcome, even though its lease was 3 s
     assert types_of(events(kafka_bootstrap)[slow["execution_id"]]) == kinds
+
+
+def test_a_request_runs_only_on_the_workers_of_its_queue(kafka_bootstrap: str, worker: Any) -> None:
+    """Named task queues (decision 0053): workers with different types in different queues do
+    not take, or dead-letter, each other's executions."""
+    on_default = [make_request("noop", {}) for _ in range(4)]
+    on_batch = [make_request("fail", {"mode": "retryable", "times": 0}, queue="batch")
+                for _ in range(4)]  # fmt: skip
+    publish(kafka_bootstrap, [*on_default, *on_batch])
+    worker("--types", "noop", "--shutdown-grace", "5")  # the default queue, without `fail`
+    worker("--queue", "batch", "--types", "fail", "--shutdown-grace", "5")
+    ids = [r["execution_id"] for r in [*on_default, *on_batch]]
+    grouped = wait_for(finished(kafka_bootstrap, ids), 40, "outcomes")
+    for request in on_default:
+        assert types_of(grouped[request["execution_id"]]) == ["leased", "succeeded"]
+        assert grouped[request["execution_id"]][0]["worker_id"].startswith("w0@")
+    for request in on_batch:
+        evts = grouped[request["execution_id"]]
+        assert types_of(evts) == ["leased", "succeeded"], evts  # never handed back: no_handler
+        assert evts[0]["worker_id"].startswith("w1@")

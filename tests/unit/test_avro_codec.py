@@ -110,6 +110,7 @@ def test_left_out_fields_take_their_defaults(registry: SchemaRegistry) -> None:
         "startAt": None,
         "endAt": None,
         "maxRuns": None,
+        "queue": None,
     }
     state = {"job_id": "nightly", "job_version": 1, "updated_at": T0}
     _, got = registry.decode(registry.encode("TimerState", state))

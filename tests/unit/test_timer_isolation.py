@@ -313,3 +313,14 @@ def test_a_bounded_jobs_first_slot_covers_its_grid_period() -> None:
 
     assert first_attempts(T0 + 3 * 3_600_000) == [T0 + 3 * 3_600_000]
     assert first_attempts(T0 + 4 * 3_600_000) == []  # maxRuns: 2
+
+
+def test_a_jobs_queue_travels_in_its_requests() -> None:
+    timer = _timer()
+    timer.load_definition("a", _job("a", runAt="2027-01-15T08:01:00Z", queue="batch"))
+    timer.load_definition("b", _job("b", runAt="2027-01-15T08:01:00Z", queue="default"))
+    timer.finish_restore(T0)
+    by_job = {r["job_id"]: r for r in timer.tick(T0 + 60_000).requests}
+    assert (by_job["a"]["queue"], by_job["b"]["queue"]) == ("batch", None)
+    with pytest.raises(ValueError, match="queue"):
+        _job("c", runAt="2027-01-15T08:01:00Z", queue="Not A Queue!")

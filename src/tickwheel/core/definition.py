@@ -19,6 +19,7 @@ from typing import Any
 
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.period import check_payload_template
+from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
 from tickwheel.core.timefmt import format_utc
@@ -27,11 +28,13 @@ from tickwheel.errors import InvalidInput
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "DEFAULT_QUEUE",
     "KNOWN_FIELDS",
     "MAX_BACKFILL",
     "MISFIRE_POLICIES",
     "OVERLAP_POLICIES",
     "PRIORITIES",
+    "QUEUE_NAME",
     "RESERVED_ID_PREFIX",
     "check_definition_record",
     "parse_instant_ms",
@@ -50,6 +53,7 @@ KNOWN_FIELDS = frozenset({
     "jobId", "type", "payload", "payloadTemplate", "runAt", "cron", "timezone", "priority",
     "maxAttempts", "idempotencyKey", "expectedMaxInterval", "jitter", "misfirePolicy",
     "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels", "maxRunTime",
+    "queue",
     "every", "phase", "startAt", "endAt", "maxRuns",
 })  # fmt: skip
 # Schedule fields besides runAt, as (JSON name, parse_schedule keyword); instants among them
@@ -170,6 +174,7 @@ def _checked_template(template: str, timezone: str) -> dict[str, object]:
 # not an open-ended replay (the SDK refuses more; the timer dead-letters a command that does).
 MAX_BACKFILL = 10_000
 
+
 # How long one attempt may run (`maxRunTime`): the worker cancels and retries it past that.
 _MIN_RUN_MS, _MAX_RUN_MS = 1_000, 7 * 86_400_000
 
@@ -263,6 +268,13 @@ def validate_definition(
         raise InvalidInput(
             "maxRunTime", f"{spec['maxRunTime']!r}; accepted: from 1s to 7d (e.g. '2h')"
         )
+    queue = spec.get("queue")
+    if queue is not None and (not isinstance(queue, str) or not QUEUE_NAME.fullmatch(queue)):
+        raise InvalidInput(
+            "queue",
+            f"{queue!r}; accepted: a queue name of 1 to 64 lowercase letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit (workers serve it with --queue NAME)",
+        )
     tenant = spec.get("tenantId", "default")
     if not isinstance(tenant, str) or not tenant or len(tenant) > 100:
         raise InvalidInput("tenantId", "accepted: a non-empty string of at most 100 characters")
@@ -300,6 +312,7 @@ def validate_definition(
         "updatedAt": now_ms,
         "labels": labels,
         "maxRunTime": spec.get("maxRunTime"),
+        "queue": None if queue == DEFAULT_QUEUE else queue,
         "every": spec.get("every"),
         **_record_bounds(schedule),
     }

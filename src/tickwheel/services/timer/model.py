@@ -42,6 +42,7 @@ class JobEntry:
     one_off: bool
     timezone: str  # the job's zone: what a template's `| date` renders in
     max_run_seconds: int | None  # the job's `maxRunTime`, written into each request
+    queue: str | None  # its named task queue (None: the default one), written into each request
     # The last slot taken off the grid (it may still wait in a tenant's ready queue) ...
     last_scheduled_ms: int | None = None
     # ... and the last slot emitted or recorded as skipped: what the timer state persists, so
@@ -71,6 +72,7 @@ class JobEntry:
             and self.jitter_ms == other.jitter_ms
             and self.timezone == other.timezone
             and self.max_run_seconds == other.max_run_seconds
+            and self.queue == other.queue
         )
 
 
@@ -182,6 +184,7 @@ def entry_from_definition(record: dict[str, Any]) -> JobEntry:
         one_off=one_off,
         timezone=sys.intern(record.get("timezone") or "UTC"),
         max_run_seconds=_run_seconds(record.get("maxRunTime")),
+        queue=record.get("queue"),
     )
 
 

@@ -68,6 +68,7 @@ def request_record(
         "lease_seconds": lease_terms[0],
         "heartbeat_seconds": lease_terms[1],
         "max_run_seconds": job.max_run_seconds,
+        "queue": job.queue,
     }
 
 

@@ -26,6 +26,7 @@ from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicParti
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock
+from tickwheel.core.queues import DEFAULT_QUEUE
 from tickwheel.sdk.worker import HandlerRegistry
 from tickwheel.services.worker.attempt import EventSink, new_unique
 from tickwheel.services.worker.control import CancelRegistry
@@ -220,6 +221,10 @@ class PriorityLane:
             self.dead_letters.undecodable(
                 msg.topic(), partition, offset, key, msg.value(), exc.reason
             )
+            self.offsets.done(partition, offset)
+            return
+        if (request.get("queue") or DEFAULT_QUEUE) != self.settings.queue:
+            # Another queue's: its own workers (their own consumer group) take it.
             self.offsets.done(partition, offset)
             return
         with self._lock:

@@ -10,6 +10,7 @@ import socket
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
 from tickwheel.errors import InvalidInput
 from tickwheel.topology import topic_name
 
@@ -68,11 +69,9 @@ class WorkerSettings:
 
     instance: str = "worker"
     bootstrap: str = field(default_factory=bootstrap_servers)
-    group_id: str = field(
-        default_factory=lambda: os.environ.get(
-            "TICKWHEEL_WORKER_GROUP", topic_name("tickwheel-workers")
-        )
-    )
+    # The named task queue this worker serves (decision 0053): requests of other queues pass by.
+    queue: str = DEFAULT_QUEUE
+    group_id: str = ""  # "" (unset): one consumer group per queue, from `queue_group`
     priorities: tuple[str, ...] = PRIORITIES
     concurrency: dict[str, int] = field(default_factory=lambda: parse_concurrency(None))
     tenant_cap: int | None = None  # None: a tenant may use a whole pool
@@ -85,10 +84,22 @@ class WorkerSettings:
     commit_interval_s: float = 0.2
     max_run_seconds: float = DEFAULT_MAX_RUN_SECONDS  # when neither job nor type sets one
 
+    def __post_init__(self) -> None:
+        if not self.group_id:
+            self.group_id = os.environ.get("TICKWHEEL_WORKER_GROUP") or queue_group(self.queue)
+
     @property
     def worker_id(self) -> str:
         """Unique per process: names the lease holder in every event."""
         return f"{self.instance}@{socket.gethostname()}:{os.getpid()}"
+
+
+def queue_group(queue: str) -> str:
+    """The consumer group of a queue's workers: each request is taken by one worker of the
+    queue it belongs to (the default queue keeps the group name workers always had)."""
+    if queue == DEFAULT_QUEUE:
+        return topic_name("tickwheel-workers")
+    return topic_name(f"tickwheel-workers-{queue}")
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,6 +109,12 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         "--instance",
         default=env("TICKWHEEL_INSTANCE", "worker"),
         help="instance name, used in the worker id (env: TICKWHEEL_INSTANCE)",
+    )
+    parser.add_argument(
+        "--queue",
+        default=env("TICKWHEEL_WORKER_QUEUE", DEFAULT_QUEUE),
+        help="the named task queue to serve: jobs with that `queue` run only on its workers, "
+        f"one consumer group per queue (default {DEFAULT_QUEUE!r}; env: TICKWHEEL_WORKER_QUEUE)",
     )
     parser.add_argument(
         "--types",
@@ -168,8 +185,13 @@ def settings_from_args(args: argparse.Namespace) -> WorkerSettings:
         raise InvalidInput(
             "--max-run-seconds", f"{args.max_run_seconds} is not a number of seconds > 0"
         )
+    if not isinstance(args.queue, str) or not QUEUE_NAME.fullmatch(args.queue):
+        raise InvalidInput(
+            "--queue", f"{args.queue!r}; accepted: 1 to 64 of a-z 0-9 . _ -, starting alphanumeric"
+        )
     return WorkerSettings(
         instance=args.instance,
+        queue=args.queue,
         priorities=parse_priorities(args.priority),
         concurrency=parse_concurrency(args.concurrency),
         tenant_cap=args.tenant_cap,
