@@ -8,8 +8,12 @@ partition's first transaction) and the restore goes on.
 from __future__ import annotations
 
 import logging
+import queue
 import random
+import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.kafka.producer import TransactionalProducer
@@ -158,3 +162,75 @@ class PartitionRestorer:
         return RequestLog(
             seq, ends, replayed_from=replayed_from, replayed=replayed, now_ms=self.now_ms()
         )
+
+
+@dataclass
+class RestoreResult:
+    """What the restore thread hands back: the rebuilt partition, or why it could not be."""
+
+    partition: int
+    generation: int
+    started: float
+    runtime: PartitionRuntime | None = None
+    emission: Emission | None = None
+    error: Exception | None = None
+
+
+class BackgroundRestores:
+    """Restores on a thread of their own, one after another, so that the loop keeps firing the
+    partitions it serves while a large one is read (issue 16, B7). Each restore has a
+    generation: a revoke (or a newer restore of the same partition) makes its result stale."""
+
+    def __init__(self, restore: Callable[[int], tuple[PartitionRuntime, Emission]]) -> None:
+        self._restore = restore
+        self._requests: queue.Queue[tuple[int, int]] = queue.Queue()
+        self._results: queue.Queue[RestoreResult] = queue.Queue()
+        self._current: dict[int, int] = {}
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def begin(self, partition: int) -> None:
+        self._generation += 1
+        self._current[partition] = self._generation
+        self._requests.put((partition, self._generation))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="timer-restore", daemon=True)
+            self._thread.start()
+
+    def cancel(self, partition: int) -> None:
+        """The partition was revoked: a restore of it under way (or queued) is stale."""
+        self._current.pop(partition, None)
+
+    def under_way(self, partition: int) -> bool:
+        return partition in self._current
+
+    def finished(self) -> list[RestoreResult]:
+        """Restores done since the last call (stale ones left out), failures included."""
+        done: list[RestoreResult] = []
+        while True:
+            try:
+                result = self._results.get_nowait()
+            except queue.Empty:
+                return done
+            if self._current.get(result.partition) == result.generation:
+                del self._current[result.partition]
+                done.append(result)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._requests.put((-1, -1))
+
+    def _work(self) -> None:
+        while True:
+            partition, generation = self._requests.get()
+            if partition < 0 or self._stopped:
+                return
+            if self._current.get(partition) != generation:
+                continue  # revoked (or superseded) before its turn came
+            result = RestoreResult(partition, generation, time.monotonic())
+            try:
+                result.runtime, result.emission = self._restore(partition)
+            except Exception as exc:  # a broker hiccup, or worse: the loop decides
+                result.error = exc
+            self._results.put(result)

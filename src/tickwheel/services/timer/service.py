@@ -18,11 +18,8 @@ import contextlib
 import gc
 import logging
 import os
-import queue
 import sys
-import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.kafka.admin import verify_topology
@@ -47,7 +44,7 @@ from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.model import Emission
-from tickwheel.services.timer.restore import PartitionRestorer
+from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestorer
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.services.timer.writer import TransactionWriter
@@ -60,18 +57,6 @@ WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
 # partitions, so a partition still assigned to us after a fence really is ours.
 FENCED_RECHECK_S = 30.0
 RESTORE_RETRY_S = 5.0
-
-
-@dataclass
-class RestoreResult:
-    """What the restore thread hands back: the rebuilt partition, or why it could not be."""
-
-    partition: int
-    generation: int
-    started: float
-    runtime: PartitionRuntime | None = None
-    emission: Emission | None = None
-    error: Exception | None = None
 
 
 class TimerService:
@@ -112,15 +97,8 @@ class TimerService:
             settings, self.topics, self.gate, self.inputs, self.now_ms
         )
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
-        # Restores run on a thread of their own, one after another, so that the loop keeps
-        # firing the partitions it serves while a large one is read (B7). A partition is
-        # assigned paused until its restore is installed; `_restoring` maps it to the
-        # generation of the restore under way (a revoke makes the result stale).
-        self._restore_requests: queue.Queue[tuple[int, int]] = queue.Queue()
-        self._restored: queue.Queue[RestoreResult] = queue.Queue()
-        self._restoring: dict[int, int] = {}
-        self._generation = 0
-        self._restore_thread: threading.Thread | None = None
+        # A partition is assigned paused until its restore (on the restore thread) is installed.
+        self.restores = BackgroundRestores(lambda partition: self.restorer.restore(partition))
         self.inbox = CommandInbox(
             self.gate,
             self.topics.commands,
@@ -166,7 +144,7 @@ class TimerService:
 
     def stop(self, *_args: Any) -> None:
         self.running = False
-        self._restore_requests.put((-1, -1))  # the restore thread's signal to end
+        self.restores.stop()
         if self.deadline is not None:
             self.deadline.arm(KAFKA_BUDGET_S)
 
@@ -191,7 +169,7 @@ class TimerService:
             if tp.topic == self.definitions:
                 runtime = self.partitions.pop(tp.partition, None)
                 self.restore_due.pop(tp.partition, None)
-                self._restoring.pop(tp.partition, None)  # a restore under way is now stale
+                self.restores.cancel(tp.partition)  # a restore under way is now stale
                 self.inputs.unassign(tp.partition)
                 if runtime is not None:
                     # No transaction is ever left open between polls: nothing to abort here.
@@ -205,39 +183,11 @@ class TimerService:
             consumer.incremental_unassign(partitions)
 
     def _begin_restore(self, partition: int) -> None:
-        self._generation += 1
-        self._restoring[partition] = self._generation
-        self._restore_requests.put((partition, self._generation))
-        if self._restore_thread is None:
-            self._restore_thread = threading.Thread(
-                target=self._restore_worker, name="timer-restore", daemon=True
-            )
-            self._restore_thread.start()
-
-    def _restore_worker(self) -> None:
-        while True:
-            partition, generation = self._restore_requests.get()
-            if partition < 0 or not self.running:
-                return
-            if self._restoring.get(partition) != generation:
-                continue  # revoked (or superseded) before its turn came
-            result = RestoreResult(partition, generation, time.monotonic())
-            try:
-                result.runtime, result.emission = self.restorer.restore(partition)
-            except Exception as exc:  # a broker hiccup, or worse: the loop decides
-                result.error = exc
-            self._restored.put(result)
+        self.restores.begin(partition)
 
     def _install_restores(self) -> None:
         """Serve the partitions whose restore finished (or schedule another try)."""
-        while True:
-            try:
-                result = self._restored.get_nowait()
-            except queue.Empty:
-                return
-            if self._restoring.get(result.partition) != result.generation:
-                continue  # revoked meanwhile: the next owner restores it
-            del self._restoring[result.partition]
+        for result in self.restores.finished():
             if result.error is not None or result.runtime is None or result.emission is None:
                 self._restore_failed(result.partition, result.error or RuntimeError("no result"))
                 continue
@@ -295,7 +245,7 @@ class TimerService:
         for partition, due in list(self.restore_due.items()):
             if partition not in owned or partition in self.partitions:
                 del self.restore_due[partition]
-            elif time.monotonic() >= due and partition not in self._restoring:
+            elif time.monotonic() >= due and not self.restores.under_way(partition):
                 del self.restore_due[partition]
                 with contextlib.suppress(KafkaException):  # paused until it is served again
                     self.consumer.pause([TopicPartition(self.definitions, partition)])
