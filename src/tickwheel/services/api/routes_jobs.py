@@ -144,7 +144,10 @@ def create_job(
 @router.get(
     "/jobs",
     summary="List jobs, ordered by id, a page at a time",
-    responses={200: _json(JobList, {"items": [JOB_EXAMPLE], "nextCursor": None})},
+    responses={
+        200: _json(JobList, {"items": [JOB_EXAMPLE], "nextCursor": None}),
+        **problem_responses(422, 503),
+    },
 )
 def list_jobs(
     b: BackendDep,
