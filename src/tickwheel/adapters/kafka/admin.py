@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -123,6 +124,9 @@ def observe(specs: list[TopicSpec], bootstrap: str | None = None) -> dict[str, O
     }
 
 
+VERIFY_AFTER_CREATE_S = 15.0
+
+
 def apply_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None = None) -> list[str]:
     """Create every missing topic, then verify the whole topology. Returns the topics created.
 
@@ -155,8 +159,17 @@ def apply_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None =
                 # Another process may have created it between observe and create.
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
-    verify_topology(specs, bootstrap)
-    return created
+    # Topics just created may not be in the metadata the broker answers with yet (seen under
+    # load: every new topic reported missing): look again for a few seconds before refusing.
+    deadline = time.monotonic() + (VERIFY_AFTER_CREATE_S if created else 0.0)
+    while True:
+        try:
+            verify_topology(specs, bootstrap)
+            return created
+        except TopologyMismatch:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.25)
 
 
 def verify_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None = None) -> None:
