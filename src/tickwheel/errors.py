@@ -34,7 +34,7 @@ class TopologyMismatch(TickwheelError, RuntimeError):
 
     def __init__(self, differences: list[str]) -> None:
         super().__init__(
-            "the Kafka cluster does not match topology/topics.json:\n  - "
+            "the Kafka cluster does not match topology/topics.toml:\n  - "
             + "\n  - ".join(differences)
             + "\nrun `tickwheel topology apply` (or fix the cluster) and start again"
         )

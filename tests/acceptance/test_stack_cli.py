@@ -40,13 +40,18 @@ def tickwheel(
 
 def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> None:
     port = free_port()
-    tickwheel(tmp_path, "stack", "up", "--detach", "--kafka-port", str(port), "--timers", "2")
+    api_port = free_port()
+    tickwheel(
+        tmp_path, "stack", "up", "--detach", "--kafka-port", str(port), "--timers", "2",
+        "--api-port", str(api_port),
+    )  # fmt: skip
     pids: list[int] = []
     try:
         status = json.loads(tickwheel(tmp_path, "stack", "status", "--json").stdout)
         assert status["running"] and status["broker"]["healthy"] and status["topology_applied"]
         roles = sorted(p["role"] for p in status["processes"])
         assert roles.count("timer") == 2 and "broker" in roles and "worker" in roles
+        assert "watchdog" in roles and "api" in roles
         assert all(p["state"] == "running" and p["pid"] for p in status["processes"])
         pids = [p["pid"] for p in status["processes"]]
 
@@ -64,7 +69,9 @@ def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> Non
     stopped = tickwheel(tmp_path, "stack", "status", "--json", check=False)
     assert stopped.returncode == 1 and not json.loads(stopped.stdout)["running"]
 
-    tickwheel(tmp_path, "stack", "up", "--detach", "--kafka-port", str(port))
+    tickwheel(
+        tmp_path, "stack", "up", "--detach", "--kafka-port", str(port), "--api-port", str(api_port)
+    )
     try:
         got = subprocess.run(
             [sys.executable, "-m", "tickwheel.cli", "jobs", "get", "kept"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,13 @@ def register(subparsers: Any) -> None:
     up.add_argument("--workers", type=_count, default=1, help="worker pool instances (1)")
     up.add_argument("--no-history", action="store_true", help="do not run the history sink")
     up.add_argument("--no-watchdog", action="store_true", help="do not run the watchdog")
+    up.add_argument("--no-api", action="store_true", help="do not run the HTTP API")
+    up.add_argument(
+        "--api-port",
+        type=_port,
+        default=int(os.environ.get("TICKWHEEL_API_PORT", "8780")),
+        help="the HTTP API's port on 127.0.0.1 (8780; env: TICKWHEEL_API_PORT)",
+    )
     up.add_argument(
         "--kafka-port",
         type=_port,
@@ -84,6 +92,8 @@ def _options(args: argparse.Namespace) -> supervisor.StackOptions:
         workers=args.workers,
         history=not args.no_history,
         watchdog=not args.no_watchdog,
+        api=not args.no_api,
+        api_port=args.api_port,
         kafka_port=args.kafka_port,
         controller_port=args.kafka_port + 1,
     )

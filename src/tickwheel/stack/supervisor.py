@@ -56,6 +56,8 @@ class StackOptions:
     workers: int = 1
     history: bool = True
     watchdog: bool = True
+    api: bool = True
+    api_port: int = 8780
     kafka_port: int = 9092
     controller_port: int = 9093
 
@@ -79,7 +81,7 @@ def external_bootstrap() -> str | None:
 def service_specs(options: StackOptions, bootstrap: str) -> list[ProcessSpec]:
     """The tickwheel services the stack runs. Each service is `python -m services.<name>`-style
     entry point of the `tickwheel` package; the list grows as services land."""
-    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "TICKWHEEL_API_PORT": str(options.api_port)}
     specs: list[ProcessSpec] = []
     for module, role, count in _service_modules(options):
         for index in range(count):
@@ -104,6 +106,7 @@ def _service_modules(options: StackOptions) -> list[tuple[str, str, int]]:
         ("tickwheel.services.history", "history", 1 if options.history else 0),
         # One owner (decision 0056): a second would fence the first.
         ("tickwheel.services.watchdog", "watchdog", 1 if options.watchdog else 0),
+        ("tickwheel.services.api", "api", 1 if options.api else 0),
     ]
     import importlib.util
 
