@@ -198,3 +198,29 @@ def test_the_timer_compiles_interval_and_bounded_jobs_like_the_core() -> None:
     # maxRuns counts from createdAt inclusive: `now` is itself on the 90-minute grid.
     assert entry.schedule.first(0, 2**50, 5) == [now, now + 5_400_000]
     assert not entry.one_off and entry.jitter_ms == 60_000
+
+
+def test_a_record_whose_shape_was_checked_still_has_its_identity_and_payload_checked() -> None:
+    """A restore checks what makes a record valid once per shape (schedule, template, policies,
+    ...); what differs between jobs of one shape is checked for every record."""
+    from tickwheel.core.definition import check_definition_record
+    from tickwheel.sdk.jobs import validate_job
+
+    good = validate_job(
+        {"jobId": "shape-a", "type": "noop", "cron": "7 7 * * *"}, 1_800_000_000_000
+    )
+    check_definition_record(good, "shape-a")  # the shape is now known valid
+    check_definition_record({**good, "jobId": "shape-b"}, "shape-b")
+    bad = {
+        "jobId": ({**good, "jobId": "__partition__/3"}, "__partition__/3"),
+        "jobId ": ({**good, "jobId": "x" * 300}, "x" * 300),
+        "jobId  ": ({**good, "jobId": "shape-c"}, "another-key"),
+        "version": ({**good, "version": 0}, "shape-a"),
+        "payload": ({**good, "payload": "[1, 2]"}, "shape-a"),
+        "payload ": ({**good, "payload": "not json"}, "shape-a"),
+        "payload  ": ({**good, "payload": json.dumps({"x": "y" * 70_000})}, "shape-a"),
+    }
+    for field, (record, key) in bad.items():
+        with pytest.raises(InvalidInput) as refused:
+            check_definition_record(record, key)
+        assert refused.value.field == field.strip(), field

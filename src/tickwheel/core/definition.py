@@ -353,6 +353,93 @@ def check_definition_record(
     """
     if not isinstance(record, Mapping):
         raise InvalidInput("definition", "accepted: a JobDefinition record")
+    shape = _shape(record, max_payload_bytes, allowed_networks)
+    if shape is not None and shape in _VALID_SHAPES:
+        # Everything but its identity and payload was checked already, for another job.
+        _check_identity_and_payload(record, key, max_payload_bytes)
+        return
+    _check_record(record, key, max_payload_bytes, allowed_networks)
+    if shape is not None:
+        _VALID_SHAPES[shape] = None
+        if len(_VALID_SHAPES) > _VALID_SHAPES_KEPT:
+            del _VALID_SHAPES[next(iter(_VALID_SHAPES))]
+
+
+# A million jobs in a restore share a few thousand shapes (schedule, template, policies, ...):
+# what makes a record valid apart from its identity and payload is checked once per shape.
+_VALID_SHAPES: dict[tuple[Any, ...], None] = {}
+_VALID_SHAPES_KEPT = 65_536
+_NOT_SHAPE = frozenset({"jobId", "version", "createdAt", "updatedAt", "payload", "idempotencyKey"})
+
+
+def _shape(
+    record: Mapping[str, Any], max_payload_bytes: int, allowed_networks: Iterable[IPNetwork]
+) -> tuple[Any, ...] | None:
+    """The record without what differs between otherwise identical jobs; None when the rest of
+    the record cannot stand for its validity (an `http` job's target is in its payload)."""
+    if record.get("type") == "http":
+        return None
+    # Field names and values in the record's own order (a decoded record's is the schema's):
+    # cheap to build, and two orders of the same fields are only a cache miss.
+    values = tuple(
+        (tuple(value.items()) if isinstance(value, dict) else value)
+        for name, value in record.items()
+        if name not in _NOT_SHAPE
+    )
+    count_from = None
+    if record.get("maxRuns") is not None and record.get("startAt") is None:
+        count_from = record.get("createdAt")  # counted from the job's creation (schedules §3)
+    shape = (max_payload_bytes, tuple(allowed_networks), tuple(record), count_from, values)
+    try:
+        hash(shape)
+    except TypeError:
+        return None
+    return shape
+
+
+def _check_identity_and_payload(
+    record: Mapping[str, Any], key: str | None, max_payload_bytes: int
+) -> None:
+    """The rules `_check_record` applies to what `_shape` leaves out, the same way."""
+    job_id = record.get("jobId")
+    if key != job_id:
+        raise InvalidInput(
+            "jobId",
+            f"the record key {key!r} differs from jobId {job_id!r}; accepted: a record keyed "
+            "by its jobId",
+        )
+    _check_job_id(job_id)
+    _record_int(record, "version", 1)
+    _record_int(record, "createdAt", 0)
+    _record_int(record, "updatedAt", 0)
+    payload_text = record.get("payload")
+    if not isinstance(payload_text, str):
+        raise InvalidInput("payload", "accepted: the JSON text of an object")
+    try:
+        payload = json.loads(payload_text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            "payload", f"is not JSON ({exc.msg}); accepted: the JSON text of an object"
+        ) from None
+    if not isinstance(payload, dict):
+        raise InvalidInput("payload", f"a JSON {type(payload).__name__}; accepted: a JSON object")
+    size = len(payload_text.encode()) + len((record.get("payloadTemplate") or "").encode())
+    if size > max_payload_bytes:
+        raise InvalidInput(
+            "payload",
+            f"is {size} bytes with its template; accepted: at most {max_payload_bytes} bytes",
+        )
+    idempotency_key = record.get("idempotencyKey")
+    if idempotency_key is not None and not isinstance(idempotency_key, str):
+        raise InvalidInput("idempotencyKey", "accepted: a string")
+
+
+def _check_record(
+    record: Mapping[str, Any],
+    key: str | None,
+    max_payload_bytes: int,
+    allowed_networks: Iterable[IPNetwork],
+) -> None:
     job_id = record.get("jobId")
     if key != job_id:
         raise InvalidInput(
