@@ -80,6 +80,17 @@ def _compiled(schedule: Schedule) -> CompiledSchedule:
     return compile_schedule(schedule)
 
 
+@lru_cache(maxsize=65_536)
+def _compiled_by_key(*key: Any) -> CompiledSchedule:
+    # Keyed by the record's schedule fields: hashing a `Schedule` (its cron field sets) on
+    # every record cost a restore more than the lookup saved.
+    return _compiled(_schedule(*key))
+
+
 def compile_record_schedule(record: Mapping[str, Any]) -> CompiledSchedule:
     """The shared compiled schedule of a decoded `JobDefinition` record (cached)."""
-    return _compiled(record_schedule(record))
+    key = _key(record)
+    try:
+        return _compiled_by_key(*key)
+    except TypeError:  # an unhashable field (a hand-made record): no caching
+        return _compiled(record_schedule(record))
