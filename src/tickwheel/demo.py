@@ -157,7 +157,9 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
     # The account below is the output: librdkafka's own lines (a refused connection as the
     # stack stops) are not. Failures still reach this code as exceptions.
     quiet_client_logs()
-    print("tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history, watchdog, API)...")
+    print(
+        "tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history, watchdog, API)..."
+    )
     started = time.monotonic()
     status = supervisor.read_status()
     if not status.get("running"):
