@@ -25,7 +25,7 @@ from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.cli import executions as executions_cli
-from tickwheel.services.worker.commands import request_cancel
+from tickwheel.sdk.executions import cancel as request_cancel
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -11,9 +11,9 @@ import pytest
 
 from tickwheel.clock import FakeClock
 from tickwheel.errors import InvalidInput
+from tickwheel.sdk.executions import cancel_record
 from tickwheel.sdk.worker import JobType
 from tickwheel.services.worker.attempt import AttemptLease, LeaseTerms, lease_terms
-from tickwheel.services.worker.commands import cancel_record
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.events import Outcome
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
