@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -38,8 +39,21 @@ def tickwheel(
     return result
 
 
+def free_port_pair() -> int:
+    """A port whose next one is free too (`stack up` puts the controller on port + 1)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no two free ports side by side on 127.0.0.1")
+
+
 def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> None:
-    port = free_port()
+    port = free_port_pair()  # the broker's, and its controller's next to it
     api_port = free_port()
     tickwheel(
         tmp_path, "stack", "up", "--detach", "--kafka-port", str(port), "--timers", "2",
