@@ -16,7 +16,7 @@ from typing import Any
 
 import fastavro
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.test_timer_chaos import (
     _assert_exactly_once,
@@ -118,6 +118,23 @@ def _publish_bad_records(bootstrap: str, tag: str, now_ms: int) -> dict[tuple[st
     return where
 
 
+def commands_checkpointed(bootstrap: str) -> bool:
+    """Whether every partition's checkpoint has read timers.commands to its end."""
+    commands = topic_name("timers.commands")
+    read: dict[int, int] = {}
+    for record in read_to_end(topic_name("timers.state"), None, bootstrap):
+        if record.value is not None and (record.key or "").startswith("__partition__/"):
+            state = decode(record.value, "TimerState")[1]
+            read[record.partition] = state["input_offsets"].get(commands, 0)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4()}"})
+    try:
+        ends = {p: probe.get_watermark_offsets(TopicPartition(commands, p), timeout=10)[1]
+                for p in range(declared_topic("timers.commands").partitions)}  # fmt: skip
+    finally:
+        probe.close()
+    return all(read.get(p, 0) >= end for p, end in ends.items())
+
+
 def _dead_letters(bootstrap: str) -> list[dict[str, Any]]:
     return [
         decode(r.value, "DeadLetter")[1]
@@ -161,8 +178,8 @@ def test_bad_records_are_dead_lettered_and_every_partition_keeps_firing_through_
         assert wait_until(
             lambda: timer.log_path.read_text().count('"partition_restored"') >= 12, 90
         )
-        time.sleep(4)
-        until_ms = int(time.time() * 1000)
+        # Every canary fires past a point a few slots after the heir took over.
+        until_ms = int(time.time() * 1000) + 4_000
         _wait_until_every_job_passes(kafka_bootstrap, job_ids, until_ms, 60)
     finally:
         timer.stop()
@@ -214,7 +231,8 @@ def test_a_trigger_read_before_its_new_jobs_definition_still_fires_once(
             return counts
 
         assert wait_until(lambda: set(triggered()) == set(job_ids), 60), "a trigger vanished"
-        time.sleep(2)
+        # Every command consumed and checkpointed (none still held): nothing more can fire.
+        assert wait_until(lambda: commands_checkpointed(kafka_bootstrap), 30)
     finally:
         timer.stop()
     assert set(triggered().values()) == {1}, "each trigger fires exactly once"

@@ -65,6 +65,15 @@ def succeeded_jobs(bootstrap: str) -> set[str]:
     return {e["job_id"] for e in execution_events(bootstrap) if e["event_type"] == "succeeded"}
 
 
+def succeeded_since(bootstrap: str, ids: list[str], since_ms: int) -> bool:
+    """Whether every job in `ids` has a success recorded after `since_ms`."""
+    latest: dict[str, int] = {}
+    for e in execution_events(bootstrap):
+        if e["event_type"] == "succeeded":
+            latest[e["job_id"]] = max(latest.get(e["job_id"], 0), e["event_time"])
+    return all(latest.get(j, 0) > since_ms for j in ids)
+
+
 def largest_request_gap(bootstrap: str) -> dict[str, int]:
     times: dict[str, list[int]] = {}
     for request in emitted_requests(bootstrap):
@@ -102,11 +111,20 @@ def test_a_stopped_timer_opens_one_incident_per_affected_job_and_all_resolve(
         worker.start()
         watchdog.start()
         assert wait_until(lambda: succeeded_jobs(kafka_bootstrap) >= set(ids), 20)
-        time.sleep(2)
+        watched_from = int(time.time() * 1000)
+        # Every job succeeded again since the watchdog was watching: a healthy baseline.
+        assert wait_until(lambda: succeeded_since(kafka_bootstrap, ids, watched_from), 20)
         timers[0].signal(signal.SIGSTOP)
-        # Overdue after 6 s; the group hands the stopped timer's partitions to the other
-        # after its 10 s session timeout, and those jobs succeed again.
-        time.sleep(20)
+        stopped_at = int(time.time() * 1000)
+
+        def taken_over() -> bool:
+            # Overdue after 6 s, and the group hands the stopped timer's partitions to the
+            # other one after its 10 s session timeout: then every job succeeds again.
+            opened = any(i["state"] == "open" or i["transitions"]
+                         for i in incidents(read_transitions(kafka_bootstrap)))  # fmt: skip
+            return opened and succeeded_since(kafka_bootstrap, ids, stopped_at + 10_000)
+
+        assert wait_until(taken_over, 45, 1.0), "no incident, or no takeover"
         timers[0].signal(signal.SIGCONT)
 
         def settled() -> bool:

@@ -33,8 +33,6 @@ PUBLIC = [
     "preview",
 ]
 
-UNDOCUMENTED: set[str] = set()  # names owed a docstring (strict xfail): none now
-
 
 def test_the_public_names_are_exactly_these() -> None:
     assert sorted(sdk.__all__) == PUBLIC
@@ -52,18 +50,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         _ = sdk.nope  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n,
-            marks=pytest.mark.xfail(strict=True, reason="docstring owed by sdk/jobs.py"),
-        )
-        if n in UNDOCUMENTED
-        else n
-        for n in PUBLIC
-    ],
-)
+@pytest.mark.parametrize("name", PUBLIC)
 def test_every_public_name_has_a_docstring_of_its_own(name: str) -> None:
     value = getattr(sdk, name)
     # Its own: a class without one would otherwise show its base class's under help().
