@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tickwheel.core.definition import check_definition_record, validate_definition
+from tickwheel.core.definition import validate_definition
+from tickwheel.core.definition_record import check_definition_record
 from tickwheel.core.period import check_payload_template, render_payload_template
 from tickwheel.core.targets import url_problem
 from tickwheel.errors import InvalidInput
@@ -203,7 +204,7 @@ def test_the_timer_compiles_interval_and_bounded_jobs_like_the_core() -> None:
 def test_a_record_whose_shape_was_checked_still_has_its_identity_and_payload_checked() -> None:
     """A restore checks what makes a record valid once per shape (schedule, template, policies,
     ...); what differs between jobs of one shape is checked for every record."""
-    from tickwheel.core.definition import check_definition_record
+    from tickwheel.core.definition_record import check_definition_record
     from tickwheel.sdk.jobs import validate_job
 
     good = validate_job(

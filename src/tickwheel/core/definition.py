@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -22,7 +22,6 @@ from tickwheel.core.period import check_payload_template
 from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
-from tickwheel.core.timefmt import format_utc
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
 
@@ -36,7 +35,6 @@ __all__ = [
     "PRIORITIES",
     "QUEUE_NAME",
     "RESERVED_ID_PREFIX",
-    "check_definition_record",
     "parse_instant_ms",
     "validate_definition",
 ]
@@ -61,8 +59,6 @@ KNOWN_FIELDS = frozenset({
 _SCHEDULE_FIELDS = (("cron", "cron"), ("timezone", "timezone"), ("dstPolicy", "dst_policy"),
                     ("every", "every"), ("phase", "phase"), ("startAt", "start_at"),
                     ("endAt", "end_at"), ("maxRuns", "max_runs"))  # fmt: skip
-_RECORD_INSTANTS = ("phase", "startAt", "endAt")
-_RECORD_ONLY = ("version", "createdAt", "updatedAt")
 _MAX_JITTER_MS = 3_600_000
 
 
@@ -99,7 +95,7 @@ def _one_of(spec: Mapping[str, Any], field: str, default: str, accepted: tuple[s
     return str(value)
 
 
-def _check_job_id(job_id: object) -> str:
+def check_job_id(job_id: object) -> str:
     if not isinstance(job_id, str) or not job_id or len(job_id) > MAX_JOB_ID_LENGTH:
         raise InvalidInput(
             "jobId", f"accepted: a printable string of 1 to {MAX_JOB_ID_LENGTH} characters"
@@ -225,7 +221,7 @@ def validate_definition(
         raise InvalidInput(
             "type", "required; accepted: the job type a worker handles, e.g. 'noop' or 'http'"
         )
-    job_id = _check_job_id(spec.get("jobId") or new_job_id)
+    job_id = check_job_id(spec.get("jobId") or new_job_id)
     payload = spec.get("payload", {})
     if not isinstance(payload, dict):
         raise InvalidInput("payload", f"a JSON {type(payload).__name__}; accepted: a JSON object")
@@ -327,173 +323,3 @@ def _record_bounds(schedule: Schedule) -> dict[str, int | None]:
         "endAt": None if b is None else b.end_ms,
         "maxRuns": None if b is None else b.max_runs,
     }
-
-
-def _record_int(record: Mapping[str, Any], field: str, low: int) -> int:
-    value = record.get(field)
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidInput(field, f"{value!r}; accepted: an integer of at least {low}")
-    return value
-
-
-def check_definition_record(
-    record: Mapping[str, Any],
-    key: str | None,
-    *,
-    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-    allowed_networks: Iterable[IPNetwork] = (),
-) -> None:
-    """Apply `validate_definition`'s rules to a decoded `JobDefinition` record and its key.
-
-    The stored form differs from the JSON one only in representation (payload as JSON
-    text, `runAt` as epoch ms, the zone always written, version and timestamps present);
-    it is turned back into the JSON form and checked by the same code. Also: the record
-    key must equal `jobId` (the timer keys jobs by the key, requests by `jobId`). Returns
-    None, or raises `InvalidInput` naming the field and what is accepted.
-    """
-    if not isinstance(record, Mapping):
-        raise InvalidInput("definition", "accepted: a JobDefinition record")
-    shape = _shape(record, max_payload_bytes, allowed_networks)
-    if shape is not None and shape in _VALID_SHAPES:
-        # Everything but its identity and payload was checked already, for another job.
-        _check_identity_and_payload(record, key, max_payload_bytes)
-        return
-    _check_record(record, key, max_payload_bytes, allowed_networks)
-    if shape is not None:
-        _VALID_SHAPES[shape] = None
-        if len(_VALID_SHAPES) > _VALID_SHAPES_KEPT:
-            del _VALID_SHAPES[next(iter(_VALID_SHAPES))]
-
-
-# A million jobs in a restore share a few thousand shapes (schedule, template, policies, ...):
-# what makes a record valid apart from its identity and payload is checked once per shape.
-_VALID_SHAPES: dict[tuple[Any, ...], None] = {}
-_VALID_SHAPES_KEPT = 65_536
-_NOT_SHAPE = frozenset({"jobId", "version", "createdAt", "updatedAt", "payload", "idempotencyKey"})
-
-
-def _shape(
-    record: Mapping[str, Any], max_payload_bytes: int, allowed_networks: Iterable[IPNetwork]
-) -> tuple[Any, ...] | None:
-    """The record without what differs between otherwise identical jobs; None when the rest of
-    the record cannot stand for its validity (an `http` job's target is in its payload)."""
-    if record.get("type") == "http":
-        return None
-    # Field names and values in the record's own order (a decoded record's is the schema's):
-    # cheap to build, and two orders of the same fields are only a cache miss.
-    values = tuple(
-        (tuple(value.items()) if isinstance(value, dict) else value)
-        for name, value in record.items()
-        if name not in _NOT_SHAPE
-    )
-    count_from = None
-    if record.get("maxRuns") is not None and record.get("startAt") is None:
-        count_from = record.get("createdAt")  # counted from the job's creation (schedules §3)
-    shape = (max_payload_bytes, tuple(allowed_networks), tuple(record), count_from, values)
-    try:
-        hash(shape)
-    except TypeError:
-        return None
-    return shape
-
-
-def _check_identity_and_payload(
-    record: Mapping[str, Any], key: str | None, max_payload_bytes: int
-) -> None:
-    """The rules `_check_record` applies to what `_shape` leaves out, the same way."""
-    job_id = record.get("jobId")
-    if key != job_id:
-        raise InvalidInput(
-            "jobId",
-            f"the record key {key!r} differs from jobId {job_id!r}; accepted: a record keyed "
-            "by its jobId",
-        )
-    _check_job_id(job_id)
-    _record_int(record, "version", 1)
-    _record_int(record, "createdAt", 0)
-    _record_int(record, "updatedAt", 0)
-    payload_text = record.get("payload")
-    if not isinstance(payload_text, str):
-        raise InvalidInput("payload", "accepted: the JSON text of an object")
-    try:
-        payload = json.loads(payload_text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            "payload", f"is not JSON ({exc.msg}); accepted: the JSON text of an object"
-        ) from None
-    if not isinstance(payload, dict):
-        raise InvalidInput("payload", f"a JSON {type(payload).__name__}; accepted: a JSON object")
-    size = len(payload_text.encode()) + len((record.get("payloadTemplate") or "").encode())
-    if size > max_payload_bytes:
-        raise InvalidInput(
-            "payload",
-            f"is {size} bytes with its template; accepted: at most {max_payload_bytes} bytes",
-        )
-    idempotency_key = record.get("idempotencyKey")
-    if idempotency_key is not None and not isinstance(idempotency_key, str):
-        raise InvalidInput("idempotencyKey", "accepted: a string")
-
-
-def _check_record(
-    record: Mapping[str, Any],
-    key: str | None,
-    max_payload_bytes: int,
-    allowed_networks: Iterable[IPNetwork],
-) -> None:
-    job_id = record.get("jobId")
-    if key != job_id:
-        raise InvalidInput(
-            "jobId",
-            f"the record key {key!r} differs from jobId {job_id!r}; accepted: a record keyed "
-            "by its jobId",
-        )
-    version = _record_int(record, "version", 1)
-    created_at = _record_int(record, "createdAt", 0)
-    updated_at = _record_int(record, "updatedAt", 0)
-    spec: dict[str, Any] = {
-        k: v for k, v in record.items() if v is not None and k not in _RECORD_ONLY
-    }
-    payload_text = record.get("payload")
-    if not isinstance(payload_text, str):
-        raise InvalidInput("payload", "accepted: the JSON text of an object")
-    try:
-        spec["payload"] = json.loads(payload_text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            "payload", f"is not JSON ({exc.msg}); accepted: the JSON text of an object"
-        ) from None
-    run_at = record.get("runAt")
-    if run_at is not None:
-        if not isinstance(run_at, int) or isinstance(run_at, bool):
-            raise InvalidInput("runAt", f"{run_at!r}; accepted: epoch milliseconds")
-        try:
-            instant = datetime.fromtimestamp(run_at / 1000, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            raise InvalidInput(
-                "runAt", f"{run_at} ms is out of range; accepted: 1900-01-01 to 9000-01-01"
-            ) from None
-        spec["runAt"] = instant.isoformat()
-        # A one-off's stored zone is the "UTC" the SDK writes; any other is refused below.
-        if spec.get("timezone") == "UTC":
-            del spec["timezone"]
-    for name in _RECORD_INSTANTS:
-        value = spec.get(name)
-        if value is not None:
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidInput(name, f"{value!r}; accepted: epoch milliseconds")
-            spec[name] = format_utc(value)
-    # Published payloads were measured in compact form; measure them as stored.
-    size = len(payload_text.encode()) + len((record.get("payloadTemplate") or "").encode())
-    if size > max_payload_bytes:
-        raise InvalidInput(
-            "payload",
-            f"is {size} bytes with its template; accepted: at most {max_payload_bytes} bytes",
-        )
-    validate_definition(
-        spec,
-        updated_at,
-        version=version,
-        created_at_ms=created_at,
-        max_payload_bytes=max_payload_bytes,
-        allowed_networks=allowed_networks,
-    )

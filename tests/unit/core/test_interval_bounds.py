@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from tests.unit.core._settings import PROPS
 from tests.unit.core.test_cron_bounded import STEP_BOUND, counting
 from tickwheel.core.bounds import CompiledBounded
-from tickwheel.core.definition import check_definition_record, validate_definition
+from tickwheel.core.definition import validate_definition
+from tickwheel.core.definition_record import check_definition_record
 from tickwheel.core.errors import InvalidSchedule
 from tickwheel.core.interval import CompiledInterval
 from tickwheel.core.record_schedule import compile_record_schedule

@@ -12,7 +12,7 @@ from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.reader import Record, decode_key
-from tickwheel.core.definition import check_definition_record
+from tickwheel.core.definition_record import check_definition_record
 from tickwheel.errors import InvalidInput
 from tickwheel.services.timer.commands import RejectedCommand
 from tickwheel.services.timer.records import decode_state
