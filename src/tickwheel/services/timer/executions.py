@@ -18,6 +18,7 @@ from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
 from tickwheel.events import execution_event
+from tickwheel.services.timer.execution_records import execution_dead_letter, fenced_event
 
 # A lease runs on the owner's clock (now + the lease's length) plus this much: the time an
 # event takes to reach the owner.
@@ -214,13 +215,13 @@ class ExecutionTracker:
         flight = self.in_flight.get(event["execution_id"])
         if flight is None or event["attempt"] != flight.attempt or flight.state == "retry_wait":
             # Not the current attempt (or the execution is finished): recorded, never applied.
-            decision.events.append(self._fenced(event, now_ms, flight))
+            decision.events.append(fenced_event(event, now_ms, flight.attempt if flight else None))
             return decision, None
         job_id = flight.request["job_id"]
         if flight.state == "running" and event.get("worker_id") != flight.worker_id:
             # A second worker got the same attempt (a redelivery): the first lease stands, and
             # nothing the second one reports — lease, heartbeat or outcome — is applied.
-            decision.events.append(self._fenced(event, now_ms, flight))
+            decision.events.append(fenced_event(event, now_ms, flight.attempt if flight else None))
             return decision, None
         if kind in ("leased", "heartbeat"):
             flight.state = "running"
@@ -356,22 +357,8 @@ class ExecutionTracker:
         decision.events.append(
             self._event(flight, "dead_lettered", now_ms, reason=reason, error=error)
         )
-        request = flight.request
         decision.dead_letters.append(
-            {
-                "dead_letter_id": f"dlq:{request['execution_id']}",
-                "event_time": now_ms,
-                "reason": reason,
-                "source_topic": f"executions.{request['priority']}",
-                "source_partition": -1,
-                "source_offset": -1,
-                "execution_id": request["execution_id"],
-                "job_id": request["job_id"],
-                "attempt": flight.attempt,
-                "error": error,
-                "payload": request["payload"],
-                "raw_value": None,
-            }
+            execution_dead_letter(flight.request, flight.attempt, reason, error, now_ms)
         )
 
     # -- records ---------------------------------------------------------------------------
@@ -399,16 +386,3 @@ class ExecutionTracker:
             reason=reason,
             details=details,
         )
-
-    @staticmethod
-    def _fenced(event: dict[str, Any], now_ms: int, flight: InFlight | None) -> dict[str, Any]:
-        current = flight.attempt if flight is not None else None
-        return {
-            **event,
-            "event_id": f"timer:fenced:{event['event_id']}",
-            "event_time": now_ms,
-            "event_type": "fenced",
-            "reason": f"stale {event['event_type']} of attempt {event['attempt']}",
-            "details": json.dumps({"fenced_event_id": event["event_id"], "current_attempt": current,
-                                   "fenced_event_type": event["event_type"]}),
-        }  # fmt: skip
