@@ -23,8 +23,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import NoReturn
+from collections.abc import Callable, Mapping
+from typing import NoReturn, Protocol
 
 # Kafka's share of a stop: flush, commit, close. Ten seconds is far more than a reachable
 # broker needs, and keeps a stop with nothing running under 15 s however the broker is.
@@ -109,3 +109,59 @@ def stop_on_signals(stop: Callable[[], None]) -> None:
             stop()
 
     threading.Thread(target=wait, name="stop-signals", daemon=True).start()
+
+
+class Stoppable(Protocol):
+    def run(self) -> int | None: ...
+
+    def stop(self) -> None: ...
+
+
+def serve(
+    log: logging.Logger,
+    service: str,
+    build: Callable[[ShutdownDeadline], Stoppable],
+    *,
+    program: str | None = None,
+    on_main_thread: bool = True,
+    exit_codes: Mapping[type[Exception], int] | None = None,
+) -> NoReturn:
+    """Run a service process to its end and exit with its code, the same way for every service:
+    a bounded stop (a deadline armed by `stop`), stop signals waited for on a thread of their
+    own, a `TickwheelError` as one line (code 2), a crash logged (code 1), `exit_codes` for
+    errors a service ends on by design. `program` names it in the error line."""
+    deadline = ShutdownDeadline(log, service)
+    stopping: list[Stoppable] = []
+    if on_main_thread:
+        # Before any Kafka client exists: their threads inherit the blocked signals.
+        stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
+    code = 0
+    try:
+        running = build(deadline)
+        stopping.append(running)
+        code = running.run() or 0
+    except Exception as exc:
+        code = _exit_code(log, service, program or service, exc, exit_codes or {})
+    # Nothing left (a client's destructor, the interpreter's teardown) may hold the process up.
+    exit_now(code)
+
+
+def _exit_code(
+    log: logging.Logger,
+    service: str,
+    program: str,
+    exc: Exception,
+    exit_codes: Mapping[type[Exception], int],
+) -> int:
+    from tickwheel.errors import TickwheelError
+
+    for kind, code in exit_codes.items():
+        if isinstance(exc, kind):
+            log.warning(f"{service} ended: {exc}", extra={"action": f"{service}_ended",
+                                                          "error": str(exc)})  # fmt: skip
+            return code
+    if isinstance(exc, TickwheelError):
+        print(f"tickwheel {program}: error: {exc}", file=sys.stderr)
+        return 2
+    log.exception(f"{service} crashed", extra={"action": f"{service}_crashed"})
+    return 1

@@ -13,7 +13,6 @@ import dataclasses
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from typing import Any
@@ -24,7 +23,6 @@ from tickwheel.adapters.kafka.client import Consumer
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.errors import TickwheelError
 from tickwheel.history import OwnerInfo, remove_owner, write_owner
 from tickwheel.logs import configure_logging
 from tickwheel.services.history.endpoint import QueryEndpoint
@@ -35,12 +33,7 @@ from tickwheel.services.history.settings import (
     settings_from_args,
 )
 from tickwheel.services.history.sink import HistorySink
-from tickwheel.services.shutdown import (
-    KAFKA_BUDGET_S,
-    ShutdownDeadline,
-    exit_now,
-    stop_on_signals,
-)
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 
 log = logging.getLogger("tickwheel.history")
 
@@ -184,19 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     add_arguments(parser)
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-    deadline = ShutdownDeadline(log, "history_sink")
-    stopping: list[HistoryService] = []
-    # Before any Kafka client exists: their threads inherit the blocked signals.
-    stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
-    try:
-        service = HistoryService(settings_from_args(args), deadline=deadline)
-        stopping.append(service)
-        code = service.run()
-    except TickwheelError as exc:
-        print(f"tickwheel history: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception:
-        log.exception("history sink crashed", extra={"action": "history_sink_crashed"})
-        code = 1
-    # Nothing left (a client's destructor, the interpreter's teardown) may hold the process up.
-    exit_now(code)
+    serve(
+        log,
+        "history_sink",
+        lambda deadline: HistoryService(settings_from_args(args), deadline=deadline),
+        program="history",
+    )

@@ -18,7 +18,6 @@ import contextlib
 import gc
 import logging
 import os
-import sys
 import time
 from typing import Any
 
@@ -31,14 +30,8 @@ from tickwheel.adapters.kafka.client import (
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.errors import TickwheelError
 from tickwheel.logs import configure_logging
-from tickwheel.services.shutdown import (
-    KAFKA_BUDGET_S,
-    ShutdownDeadline,
-    exit_now,
-    stop_on_signals,
-)
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
@@ -371,20 +364,8 @@ def main(argv: list[str] | None = None) -> None:
     # A burst allocates a few dicts per occurrence, nearly all acyclic: young collections every
     # 700 allocations (the default) cost a 300,000-job burst a seventh of its speed.
     gc.set_threshold(100_000, 50, 100)
-    deadline = ShutdownDeadline(log, "timer")
-    stopping: list[TimerService] = []
-    # Before any Kafka client exists: their threads inherit the blocked signals.
-    stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
-    code = 0
-    try:
-        service = TimerService(TimerSettings(instance=args.instance), deadline=deadline)
-        stopping.append(service)
-        service.run()
-    except TickwheelError as exc:
-        print(f"tickwheel timer: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception:
-        log.exception("timer crashed", extra={"action": "timer_crashed"})
-        code = 1
-    # Nothing left (a client's destructor, the interpreter's teardown) may hold the process up.
-    exit_now(code)
+    serve(
+        log,
+        "timer",
+        lambda deadline: TimerService(TimerSettings(instance=args.instance), deadline=deadline),
+    )

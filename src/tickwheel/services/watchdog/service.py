@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from typing import Any
 
@@ -36,12 +35,7 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
 from tickwheel.errors import TickwheelError
 from tickwheel.logs import configure_logging
-from tickwheel.services.shutdown import (
-    KAFKA_BUDGET_S,
-    ShutdownDeadline,
-    exit_now,
-    stop_on_signals,
-)
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
 from tickwheel.services.watchdog.progress import watermark
 from tickwheel.services.watchdog.records import (
@@ -274,22 +268,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "watchdog"))
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-    deadline = ShutdownDeadline(log, "watchdog")
-    stopping: list[WatchdogService] = []
-    # Before any Kafka client exists: their threads inherit the blocked signals.
-    stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
-    code = 0
-    try:
-        service = WatchdogService(WatchdogSettings(instance=args.instance), deadline=deadline)
-        stopping.append(service)
-        service.run()
-    except WatchdogFenced as exc:
-        log.warning("fenced; exiting", extra={"action": "watchdog_fenced", "error": str(exc)})
-        code = 3
-    except TickwheelError as exc:
-        print(f"tickwheel watchdog: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception:
-        log.exception("watchdog crashed", extra={"action": "watchdog_crashed"})
-        code = 1
-    exit_now(code)
+    serve(
+        log,
+        "watchdog",
+        lambda deadline: WatchdogService(
+            WatchdogSettings(instance=args.instance), deadline=deadline
+        ),
+        exit_codes={WatchdogFenced: 3},  # a newer watchdog owns the alerts now
+    )

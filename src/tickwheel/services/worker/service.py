@@ -7,24 +7,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import threading
 from typing import Any, NoReturn
 
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.errors import TickwheelError
 from tickwheel.jobtypes import builtin_registry
 from tickwheel.logs import configure_logging
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
-from tickwheel.services.shutdown import (
-    KAFKA_BUDGET_S,
-    ShutdownDeadline,
-    exit_now,
-    stop_on_signals,
-)
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
@@ -163,20 +156,9 @@ def run_from_args(args: argparse.Namespace) -> NoReturn:
     """Run a worker process from parsed `add_worker_arguments` flags, and exit with its code
     (past a stop's deadline, or once stopped: nothing left may hold the process up)."""
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-    deadline = ShutdownDeadline(log, "worker")
-    stopping: list[WorkerService] = []
-    if threading.current_thread() is threading.main_thread():
-        # Before any Kafka client exists: their threads inherit the blocked signals.
-        stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
-    try:
-        settings = settings_from_args(args)
-        service = WorkerService(settings, deadline=deadline)
-        stopping.append(service)
-        code = service.run()
-    except TickwheelError as exc:
-        print(f"tickwheel worker: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception:
-        log.exception("worker crashed", extra={"action": "worker_crashed"})
-        code = 1
-    exit_now(code)
+    serve(
+        log,
+        "worker",
+        lambda deadline: WorkerService(settings_from_args(args), deadline=deadline),
+        on_main_thread=threading.current_thread() is threading.main_thread(),
+    )
