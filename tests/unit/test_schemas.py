@@ -44,10 +44,13 @@ from tickwheel.adapters.avro import (
 REPO_SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 RECORDS = (
     "Alert",
+    "ApiAuditEvent",
+    "ApiKey",
     "DeadLetter",
     "ExecutionControl",
     "ExecutionEvent",
     "ExecutionRequest",
+    "IdempotencyRecord",
     "JobDefinition",
     "TimerCommand",
     "TimerState",
