@@ -35,6 +35,54 @@ class Alert(TypedDict):
     details: str | None
 
 
+class ApiAuditEvent(TypedDict):
+    """One mutating HTTP API call (api.audit, key = tenant_id): who, what, with which request id,
+    and the answer (docs/decisions/0068)."""
+
+    # Unique id of this audit event.
+    audit_id: str
+    # When the call was answered: UTC instant as epoch milliseconds (plain long, no logicalType:
+    # see docs/decisions/0020).
+    event_time: int
+    # The tenant the call acted for.
+    tenant_id: str
+    # The API key used; null in the loopback development mode, which has no keys.
+    key_id: str | None
+    # HTTP method.
+    method: str
+    # The request path.
+    path: str
+    # The HTTP status answered.
+    status: int
+    # The request id (X-Request-Id).
+    request_id: str
+    # The Idempotency-Key sent, if any.
+    idempotency_key: str | None
+    # True when the answer was a recorded response replayed, not a new effect.
+    replayed: bool
+
+
+class ApiKey(TypedDict):
+    """An HTTP API key (api.keys, compacted, key = key_id): the tenant it acts for, its scopes and
+    the SHA-256 of its secret. The secret itself is never stored (docs/decisions/0068)."""
+
+    # Public id of the key, the part of the token after `tw_` and before the secret.
+    key_id: str
+    # The tenant every call made with this key acts for.
+    tenant_id: str
+    # Granted scopes: read, write, admin, approve.
+    scopes: list[str]
+    # Hex SHA-256 of the whole token (the secret is 256 random bits: no slow hash needed).
+    secret_sha256: str
+    # When the key was issued: UTC instant as epoch milliseconds (plain long, no logicalType:
+    # see docs/decisions/0020).
+    created_at: int
+    # When the key was revoked (epoch ms); a revoked key authenticates nothing.
+    revoked_at: int | None
+    # What the key is for, as its issuer wrote it.
+    description: str | None
+
+
 class DeadLetter(TypedDict):
     """A dead letter: an execution that exhausted its attempts or failed permanently
     (executions.dlq), or a record that could not be decoded."""
@@ -205,6 +253,36 @@ class ExecutionRequest(TypedDict):
     # The named task queue the job's executions go to (its `queue`); null: the default queue.
     # Only workers serving this queue take the request (decision 0053; added in v3).
     queue: str | None
+    # For a workflow step's execution: the workflow instance it belongs to (the handler's
+    # context carries it); null for a job's execution. Added in v4 (docs/decisions/0061).
+    workflow_id: str | None
+    # For a workflow step's execution: the step's stable id (with `workflow_id`); null for a
+    # job's execution. Added in v4.
+    step_id: str | None
+
+
+class IdempotencyRecord(TypedDict):
+    """The recorded response to an HTTP POST made with an Idempotency-Key (api.idempotency,
+    compacted, key = tenant_id + '/' + idempotency_key); replayed to a retry with the same body
+    (docs/decisions/0069)."""
+
+    # The tenant of the key that made the request: keys are per tenant.
+    tenant_id: str
+    # The caller's Idempotency-Key.
+    idempotency_key: str
+    # Hex SHA-256 of the method, the path and the body: a retry with another body is refused.
+    fingerprint: str
+    # The HTTP status answered.
+    status: int
+    # The response body as sent (JSON text).
+    body: str
+    # The response headers worth replaying (Location, ETag, content type) as a JSON object.
+    headers: str
+    # When the response was recorded: UTC instant as epoch milliseconds (plain long, no
+    # logicalType: see docs/decisions/0020).
+    created_at: int
+    # The request id of the original request.
+    request_id: str
 
 
 MisfirePolicy = Literal["catch_up", "coalesce", "skip"]
@@ -291,20 +369,34 @@ class JobDefinition(TypedDict):
     queue: str | None
 
 
-TimerCommandKind = Literal["trigger", "backfill"]
+TimerCommandKind = Literal[
+    "trigger",
+    "backfill",
+    "run_step",
+    "start_timer",
+    "cancel_timer",
+    "cancel_execution",
+]
 
 
 class TimerCommand(TypedDict):
-    """A command to the timer instance that owns a job (topic timers.commands, key = job_id): fire
-    now, or backfill a range of the schedule. The timer consumes it exactly once: its offset is
-    committed in the same transaction as what it emits."""
+    """A command to the timer instance that owns a key of timers.commands: for a job (key = job_id)
+    fire now or backfill a range; for a workflow (key = the workflow's step key,
+    docs/decisions/0061) run one attempt of a step, start or cancel a one-off timer, cancel a
+    step's execution. The timer consumes it exactly once: its offset is committed in the same
+    transaction as what it emits."""
 
     # Unique id of the command.
     command_id: str
-    # The job the command is for.
+    # The job the command is for; for a workflow command, the workflow's step key (`__wf/...`,
+    # docs/decisions/0061), which every record of its step executions carries as job_id.
     job_id: str
     # trigger: one execution now, outside the schedule; backfill: every slot of the schedule in
-    # (range_start, range_end].
+    # (range_start, range_end]; run_step: attempt `attempt` of a workflow step's execution
+    # (`execution_id`), not before `fire_at`; start_timer: a one-off timer `timer_id` firing at
+    # `fire_at` (TimerFired to workflows.inputs); cancel_timer: drop timer `timer_id`;
+    # cancel_execution: stop attempt `attempt` of `execution_id` (the timer answers with the
+    # step's outcome). The workflow kinds were added in v2.
     kind: TimerCommandKind
     # When the command was issued: UTC instant as epoch milliseconds (plain long, no
     # logicalType: see docs/decisions/0020).
@@ -317,6 +409,32 @@ class TimerCommand(TypedDict):
     execution_id: str | None
     # Extra JSON text; null when absent.
     data: str | None
+    # Workflow commands: the workflow instance (the TimerFired and outcome inputs go to
+    # workflows.inputs under this key). Added in v2.
+    workflow_id: str | None
+    # run_step, cancel_execution: the step's stable id. Added in v2.
+    step_id: str | None
+    # run_step, cancel_execution: the attempt (the fencing token, counted by the workflow).
+    # Added in v2.
+    attempt: int
+    # run_step, cancel_execution: the execution is the step's compensation. Added in v2.
+    compensation: bool
+    # run_step: the job type the attempt runs. Added in v2.
+    job_type: str | None
+    # run_step: the attempt's payload as JSON text (already rendered). Added in v2.
+    payload: str | None
+    # run_step: the tenant the execution counts against; null: default. Added in v2.
+    tenant_id: str | None
+    # run_step: the step's maxAttempts; the failure of the last attempt (or a permanent one) is
+    # dead-lettered. Added in v2.
+    max_attempts: int
+    # start_timer, cancel_timer: the timer's id within its workflow (deterministic, so a repeat
+    # is idempotent). Added in v2.
+    timer_id: str | None
+    # start_timer: when it fires; run_step: not before when the attempt is requested: UTC
+    # instant as epoch milliseconds (plain long, no logicalType: see docs/decisions/0020); null
+    # when absent. Added in v2.
+    fire_at: int | None
 
 
 TimerKind = Literal["retry", "lease_deadline", "workflow_sleep", "approval_timeout", "manual"]
@@ -379,9 +497,29 @@ class TimerState(TypedDict):
     seq: int
 
 
+class WorkflowDefinition(TypedDict):
+    """One published version of a workflow definition (topic workflows.definitions, compacted, key
+    = <definitionId>/<version>): immutable once published. The body is the JSON document of
+    docs/workflows.md."""
+
+    # The definition's id (definitionId).
+    definition_id: str
+    # The version, from 1.
+    version: int
+    # The definition as JSON text (camelCase, docs/workflows.md), checked by
+    # tickwheel.core.workflow.parse_definition.
+    body: str
+    # When it was published: UTC instant as epoch milliseconds (plain long, no logicalType: see
+    # docs/decisions/0020).
+    published_at: int
+    # Who published it.
+    published_by: str | None
+
+
 class WorkflowEvent(TypedDict):
-    """One event in a workflow instance's durable history; the instance's state is a fold over
-    these."""
+    """One event in a workflow instance's durable history (topic workflows.events, key =
+    workflow_id); the instance's state is a fold over these. (workflow_id, seq) identifies it;
+    event_id is wf:<workflow_id>:<seq>."""
 
     # Unique, deterministic event id.
     event_id: str
@@ -402,11 +540,88 @@ class WorkflowEvent(TypedDict):
     attempt: int
     # Event data (e.g. a step result) as JSON text.
     data: str | None
+    # Per-instance event counter, from 1, without gaps: (workflow_id, seq) is unique. 0 only in
+    # v1 records. Added in v2.
+    seq: int
+    # Who caused it, for operator and approver inputs (retry_step, complete_step, skip_step,
+    # approve, reject, cancel). Added in v2.
+    actor: str | None
+    # The definition's tenant, if it names one. Added in v2.
+    tenant_id: str | None
+    # For an event about a step's execution (scheduled, outcome, fenced): its execution id,
+    # stable across attempts. Added in v2.
+    execution_id: str | None
+    # For a failure: what failed, as the worker, the timer or the fold said it. Added in v2.
+    error: str | None
+    # The workflows.inputs record this event was decided from (its input_id). Added in v2.
+    cause_input_id: str | None
+    # The instance's status after this event (running, stopping, compensating, blocked,
+    # succeeded, failed, cancelled, compensated). Added in v2.
+    status: str | None
+
+
+class WorkflowInput(TypedDict):
+    """What a workflow instance is told (topic workflows.inputs, key = workflow_id): start, a
+    step's accepted outcome and a fired timer (from the timer, in its transaction), approve,
+    reject, cancel and operator repairs (from the SDK, CLI and API). The orchestrator owning the
+    key's partition folds it (docs/decisions/0059, 0061)."""
+
+    # Unique id of this input (deterministic where the producer can make it so: the timer's
+    # outcome of an attempt is the same id on every retry of its transaction).
+    input_id: str
+    # The workflow instance.
+    workflow_id: str
+    # The input's kind: start, step_succeeded, step_failed, step_cancelled, timer_fired,
+    # approve, reject, cancel, retry_step, complete_step, skip_step.
+    kind: str
+    # When the input was produced: UTC instant as epoch milliseconds (plain long, no
+    # logicalType: see docs/decisions/0020). The only time the fold sees.
+    at: int
+    # The input as JSON text, as tickwheel.core.workflow.input_to_json writes it (kind, at_ms
+    # and the kind's fields).
+    body: str
+    # start: the definition to run.
+    definition_id: str | None
+    # start: the version to pin the instance to; null: the latest version the orchestrator
+    # knows.
+    definition_version: int | None
+    # Who sent it (operator and approver inputs).
+    actor: str | None
+
+
+class WorkflowSnapshot(TypedDict):
+    """The orchestrator's state (topic workflows.state, compacted): an instance's state after its
+    latest event (key = workflow_id), or a partition's checkpoint (key = __partition__/<N>: its
+    input offsets). Written in the same transaction as the events it follows from
+    (docs/decisions/0061)."""
+
+    # The instance, or the checkpoint key.
+    workflow_id: str
+    # The definition the instance runs (empty on a checkpoint).
+    definition_id: str
+    # The version it is pinned to (0 on a checkpoint).
+    definition_version: int
+    # The instance's status (new, running, stopping, compensating, blocked, succeeded, failed,
+    # cancelled, compensated; checkpoint on a checkpoint).
+    status: str
+    # The seq of the instance's latest event.
+    seq: int
+    # The instance's state as JSON text (tickwheel.core.workflow.snapshot); null on a
+    # checkpoint.
+    state: str | None
+    # When it was written: UTC instant as epoch milliseconds (plain long, no logicalType: see
+    # docs/decisions/0020).
+    updated_at: int
+    # Only on a checkpoint: the next offset to read of each input topic-partition, written in
+    # the same transaction as what those inputs caused.
+    input_offsets: dict[str, int]
 
 
 __all__ = [
     "Alert",
     "AlertSeverity",
+    "ApiAuditEvent",
+    "ApiKey",
     "DeadLetter",
     "ExecutionControl",
     "ExecutionControlKind",
@@ -414,6 +629,7 @@ __all__ = [
     "ExecutionEventType",
     "ExecutionRequest",
     "ExecutionTrigger",
+    "IdempotencyRecord",
     "JobDefinition",
     "MisfirePolicy",
     "OverlapPolicy",
@@ -423,5 +639,8 @@ __all__ = [
     "TimerCommandKind",
     "TimerKind",
     "TimerState",
+    "WorkflowDefinition",
     "WorkflowEvent",
+    "WorkflowInput",
+    "WorkflowSnapshot",
 ]

@@ -54,7 +54,10 @@ RECORDS = (
     "JobDefinition",
     "TimerCommand",
     "TimerState",
+    "WorkflowDefinition",
     "WorkflowEvent",
+    "WorkflowInput",
+    "WorkflowSnapshot",
 )
 _TEXT = 'ab z0_-{}[]"\\é☃𝄞\n'
 
@@ -220,7 +223,13 @@ def test_a_request_written_before_max_run_seconds_reads_as_no_limit_of_its_own(
     v1 = registry.versions("ExecutionRequest")[0]
     datum = sample_value(v1.schema, random.Random(3))
     _, got = registry.decode(registry.encode("ExecutionRequest", datum, version=v1.version))
-    assert got == {**datum, "max_run_seconds": None, "queue": None}
+    assert got == {
+        **datum,
+        "max_run_seconds": None,
+        "queue": None,
+        "workflow_id": None,
+        "step_id": None,
+    }
 
 
 def test_every_nullable_field_defaults_to_null(registry: SchemaRegistry) -> None:
@@ -384,10 +393,10 @@ def test_editing_a_released_version_is_reported(tmp_path: Path) -> None:
 
 def test_deleting_a_kept_version_is_reported(tmp_path: Path) -> None:
     root = _copy_schemas(tmp_path)
-    shutil.rmtree(root / "WorkflowEvent")
+    shutil.rmtree(root / "WorkflowDefinition")
     problems = check_schemas(root)
     assert problems == [
-        f"WorkflowEvent v1: recorded in {FINGERPRINT_LOCK} but its file is gone; "
+        f"WorkflowDefinition v1: recorded in {FINGERPRINT_LOCK} but its file is gone; "
         "kept versions are never deleted"
     ]
 
