@@ -8,6 +8,10 @@ UV_VERSION := 0.13.9
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 KAFKA_LIB := services/broker/target/lib/.fetched
+# The console's front-end files: pinned by services/console/package-lock.json, installed with
+# `npm ci` and copied into the package's static folder (served locally; no Node at run time).
+CONSOLE_VENDOR := src/tickwheel/services/api/console/static/vendor
+CONSOLE_ASSETS := $(CONSOLE_VENDOR)/htmx.min.js
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,9 +29,15 @@ $(KAFKA_LIB): services/broker/pom.xml
 	mvn -q -B -f services/broker/pom.xml dependency:copy-dependencies
 	@touch $@
 
-setup: $(VENV)/.synced $(KAFKA_LIB) ## create the environment, install everything, fetch Kafka through Maven
+$(CONSOLE_ASSETS): services/console/package.json services/console/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for the console's front-end files: apt-get install npm"; exit 1; }
+	npm ci --prefix services/console --ignore-scripts --no-audit --no-fund --loglevel=error
+	cp services/console/node_modules/htmx.org/dist/htmx.min.js $@
+
+setup: $(VENV)/.synced $(KAFKA_LIB) $(CONSOLE_ASSETS) ## create the environment, install everything, fetch Kafka through Maven and the console's files through npm
 
 run: setup ## start the local stack with example jobs and a live account of what happens; Ctrl-C stops it
+	@echo "the web console: http://127.0.0.1:$${TICKWHEEL_API_PORT:-8780}/console (once the stack is up)"
 	$(VENV)/bin/tickwheel demo $(if $(DURATION),--duration $(DURATION))
 
 # Two processes, one test file each at a time (a file's tests share their broker and order).
@@ -66,5 +76,6 @@ down: setup ## stop the local stack
 
 clean: ## remove the environment, the Kafka jars and local state
 	rm -rf $(VENV) $(TOOLS) services/broker/target .tickwheel .pytest_cache .mypy_cache .ruff_cache
+	rm -rf services/console/node_modules $(CONSOLE_ASSETS)
 
 .PHONY: help setup run test unit test-int test-acc test-chaos lint format bench down clean

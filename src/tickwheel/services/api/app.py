@@ -20,6 +20,7 @@ from fastapi.staticfiles import StaticFiles
 
 from tickwheel.services.api import routes_executions, routes_jobs, routes_schedules
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console import mount as mount_console
 from tickwheel.services.api.models import Health
 from tickwheel.services.api.problems import Problem, install, problem_responses
 
@@ -127,6 +128,7 @@ def create_app(backend: Backend | None = None) -> FastAPI:
         app.include_router(router, prefix=PREFIX)
         app.include_router(router, include_in_schema=False)
     _docs(app)
+    mount_console(app)  # the web console, /console (decision 0065)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

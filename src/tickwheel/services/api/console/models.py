@@ -1,0 +1,293 @@
+"""The console's page view-models: pure functions from records to what a page shows.
+
+No I/O and no clock (`now_ms` is an argument), so the rules behind a status chip or a grid
+cell are unit-tested without a broker, a history store or a browser (decision 0065).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from tickwheel.core.describe import describe
+from tickwheel.core.errors import InvalidSchedule
+from tickwheel.core.preview import PreviewRow, preview
+from tickwheel.core.record_schedule import compile_record_schedule, record_schedule
+from tickwheel.core.timefmt import format_local, format_utc
+from tickwheel.durations import parse_duration_ms
+from tickwheel.errors import InvalidInput
+from tickwheel.services.api.console.svg import Slot
+
+#: The chips of the jobs page, in the order "problems first" sorts them.
+STATUSES = ("broken", "overdue", "late", "disabled", "paused", "ok")
+#: Where a pause's reason is kept (the API's `PAUSE_REASON_LABEL`; the same label).
+PAUSE_REASON_LABEL = "tickwheel/paused-reason"
+#: A fired slot whose request left later than this after its fire time is drawn `late`.
+LATE_AFTER_MS = 60_000
+#: The watchdog's kinds that make a job `overdue` or `broken` while open.
+OVERDUE_KINDS = ("job_overdue",)
+BROKEN_KINDS = ("broken_chain",)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What the history says of a job's executions (the console's `job_outcomes` query)."""
+
+    last_outcome: str | None = None
+    last_outcome_ms: int | None = None
+    last_success_ms: int | None = None
+
+
+@dataclass
+class JobRow:
+    """One line of the jobs page."""
+
+    job_id: str
+    version: int
+    job_type: str
+    tenant_id: str
+    schedule: str
+    timezone: str
+    next_utc: str | None
+    next_local: str | None
+    last_outcome: str | None
+    since_success: str | None
+    expected_max_interval: str | None
+    status: str
+    status_reason: str
+    owner: str | None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rank(self) -> int:
+        return STATUSES.index(self.status)
+
+
+def approx_duration(ms: int) -> str:
+    """`ms` for a person: the two largest units, e.g. `3h 12m`, `45s`, `2d 1h`."""
+    seconds = max(ms, 0) // 1000
+    units = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
+    parts: list[str] = []
+    for name, size in units:
+        if seconds >= size or (name == "s" and not parts):
+            parts.append(f"{seconds // size}{name}")
+            seconds %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def _next_ms(record: Mapping[str, Any], now_ms: int) -> int | None:
+    if record.get("runAt") is not None:
+        run_at: int = record["runAt"]
+        return run_at if run_at > now_ms else None
+    try:
+        return compile_record_schedule(dict(record)).next_after(now_ms)
+    except (InvalidSchedule, InvalidInput, ValueError):
+        return None
+
+
+def _interval_ms(record: Mapping[str, Any]) -> int | None:
+    text = record.get("expectedMaxInterval")
+    if not text:
+        return None
+    try:
+        return parse_duration_ms(str(text), "expectedMaxInterval")
+    except InvalidInput:
+        return None
+
+
+def job_status(
+    record: Mapping[str, Any],
+    outcome: JobOutcome,
+    now_ms: int,
+    open_alert_kinds: Iterable[str] = (),
+) -> tuple[str, str]:
+    """(chip, why) for a job; the rules are decision 0065's.
+
+    paused: disabled with a reason; disabled: disabled without one; broken: an enabled
+    recurring job with no future slot (or an open broken-chain alert); overdue: no success
+    within `expectedMaxInterval` (or an open overdue alert); late: its last outcome failed or
+    was dead-lettered; ok otherwise.
+    """
+    kinds = set(open_alert_kinds)
+    labels = record.get("labels") or {}
+    if not record.get("enabled", True):
+        reason = labels.get(PAUSE_REASON_LABEL)
+        return ("paused", f"paused: {reason}") if reason else ("disabled", "disabled")
+    recurring = record.get("runAt") is None
+    if kinds & set(BROKEN_KINDS) or (recurring and _next_ms(record, now_ms) is None):
+        return "broken", "enabled, but no future occurrence"
+    interval = _interval_ms(record)
+    if kinds & set(OVERDUE_KINDS):
+        return "overdue", "the watchdog has an open alert"
+    if interval is not None and recurring:
+        since = outcome.last_success_ms
+        anchor = since if since is not None else int(record.get("createdAt") or now_ms)
+        if now_ms - anchor > interval:
+            what = "no success since creation" if since is None else "last success"
+            ago = approx_duration(now_ms - anchor)
+            return "overdue", f"{what} {ago} ago, over {record['expectedMaxInterval']}"
+    if outcome.last_outcome in ("failed", "dead_lettered"):
+        return "late", f"last outcome {outcome.last_outcome}"
+    return "ok", "ok"
+
+
+def job_row(
+    record: Mapping[str, Any],
+    outcome: JobOutcome,
+    now_ms: int,
+    open_alert_kinds: Iterable[str] = (),
+) -> JobRow:
+    zone = str(record.get("timezone") or "UTC")
+    nxt = _next_ms(record, now_ms)
+    status, why = job_status(record, outcome, now_ms, open_alert_kinds)
+    try:
+        words = describe(record_schedule(dict(record)))
+    except (InvalidSchedule, InvalidInput, ValueError):
+        words = str(record.get("cron") or record.get("every") or "?")
+    labels = dict(record.get("labels") or {})
+    since = None
+    if outcome.last_success_ms is not None:
+        since = approx_duration(now_ms - outcome.last_success_ms)
+    return JobRow(
+        job_id=str(record["jobId"]),
+        version=int(record["version"]),
+        job_type=str(record.get("type")),
+        tenant_id=str(record.get("tenantId") or "default"),
+        schedule=words,
+        timezone=zone,
+        next_utc=format_utc(nxt) if nxt is not None else None,
+        next_local=format_local(nxt, ZoneInfo(zone)) if nxt is not None else None,
+        last_outcome=outcome.last_outcome,
+        since_success=since,
+        expected_max_interval=record.get("expectedMaxInterval"),
+        status=status,
+        status_reason=why,
+        owner=labels.get("owner"),
+        labels=labels,
+    )
+
+
+def filter_rows(rows: Sequence[JobRow], query: str = "", status: str = "") -> list[JobRow]:
+    """Rows whose id, type, schedule, owner or labels contain `query` (any case), with the
+    chip `status` if one is given; problems first, then by id."""
+    needle = query.strip().lower()
+
+    def matches(row: JobRow) -> bool:
+        if status and row.status != status:
+            return False
+        if not needle:
+            return True
+        haystack = [row.job_id, row.job_type, row.schedule, row.owner or "", row.tenant_id]
+        haystack += [f"{k}={v}" for k, v in row.labels.items()]
+        return any(needle in text.lower() for text in haystack)
+
+    return sorted((r for r in rows if matches(r)), key=lambda r: (r.rank, r.job_id))
+
+
+def next_occurrences(record: Mapping[str, Any], now_ms: int, count: int = 10) -> list[PreviewRow]:
+    """The next `count` slots as the timer fires them (before jitter), with DST notes."""
+    if record.get("runAt") is not None or not record.get("cron"):
+        return []
+    try:
+        return preview(
+            record["cron"], record.get("timezone"), now_ms, count,
+            dst_policy=record.get("dstPolicy"),
+        )  # fmt: skip
+    except (InvalidSchedule, InvalidInput):
+        return []
+
+
+def grid_slots(audit: Mapping[str, Any], late_after_ms: int = LATE_AFTER_MS) -> list[Slot]:
+    """The audit's occurrences (`tickwheel.history.schedule_audit`) as grid cells: a fired
+    slot is `failed` when dead-lettered, `late` when its request left over `late_after_ms`
+    after its fire time; a slot with no `requested` event stays `missing`."""
+    slots: list[Slot] = []
+    for row in audit.get("occurrences") or ():
+        status = row["status"]
+        if status == "fired":
+            if row.get("outcome") == "dead_lettered":
+                status = "failed"
+            elif (row.get("lateness_ms") or 0) > late_after_ms:
+                status = "late"
+        at = _iso_ms(row["scheduled_time"])
+        slots.append(Slot(at, status, row.get("execution_id")))
+    return slots
+
+
+def _iso_ms(text: str) -> int:
+    import datetime as dt
+
+    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
+
+
+def status_counts(slots: Iterable[Slot]) -> dict[str, int]:
+    counts = dict.fromkeys(("fired", "late", "failed", "skipped", "paused", "missing"), 0)
+    for slot in slots:
+        counts[slot.status] = counts.get(slot.status, 0) + 1
+    return counts
+
+
+#: Fields of a recorded definition a version diff leaves out: they change on every version.
+_NOISE = ("version", "updatedAt", "createdAt")
+
+
+def version_diffs(versions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each recorded version (rows of `job_definition_versions`, oldest first) with what it
+    changed from the one before: `(field, before, after)` triples; newest first."""
+    out: list[dict[str, Any]] = []
+    previous: dict[str, Any] = {}
+    for row in versions:
+        try:
+            definition = json.loads(row.get("definition") or "{}")
+        except ValueError:
+            definition = {}
+        if not isinstance(definition, dict):
+            definition = {}
+        if row.get("deleted"):
+            definition = {}
+        changes = [
+            (name, previous.get(name), definition.get(name))
+            for name in sorted(set(previous) | set(definition))
+            if name not in _NOISE and previous.get(name) != definition.get(name)
+        ]
+        out.append({
+            "version": row.get("version"), "at": str(row.get("event_time")),
+            "deleted": bool(row.get("deleted")), "changes": changes,
+        })  # fmt: skip
+        previous = definition
+    return list(reversed(out))
+
+
+def require_reason(reason: str | None) -> str:
+    """A pause or bulk action's reason: required, a few words (refused with one line)."""
+    text = (reason or "").strip()
+    if not text:
+        raise InvalidInput("reason", "required; accepted: a few words on why (1-500 characters)")
+    if len(text) > 500:
+        raise InvalidInput("reason", f"{len(text)} characters; accepted: 1-500")
+    return text
+
+
+_INSTANTS = ("runAt", "phase", "startAt", "endAt", "createdAt", "updatedAt")
+
+
+def definition_view(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The stored definition as (field, text) pairs, instants in UTC, unset fields left out."""
+    out: list[tuple[str, str]] = []
+    for name, value in record.items():
+        if value is None or value == {} or name in ("jobId",):
+            continue
+        if name in _INSTANTS and isinstance(value, int):
+            text = format_utc(value)
+        elif isinstance(value, dict):
+            text = json.dumps(value, sort_keys=True)
+        else:
+            text = str(value)
+        out.append((name, text))
+    return out

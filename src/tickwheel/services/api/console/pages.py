@@ -1,0 +1,210 @@
+"""The console's pages (GET): overview, jobs, job, execution, alerts, dead letters.
+
+Each handler reads through `reads`, shapes with `models`, draws with `svg`, renders with
+`render`. A failure is an error page naming what went wrong (the API's problem), never a
+traceback; a page whose history is unavailable still shows what the topics say.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console import models, reads, svg
+from tickwheel.services.api.console.render import error_page, page
+from tickwheel.services.api.console.summary import overview_model
+
+log = logging.getLogger("tickwheel.api.console")
+router = APIRouter(include_in_schema=False)
+DAY_MS = 86_400_000
+MAX_GRID_DAYS = 30
+
+
+def backend(request: Request) -> Backend:
+    value: Backend = request.app.state.backend
+    return value
+
+
+BackendDep = Annotated[Backend, Depends(backend)]
+
+
+def _failed(request: Request, exc: Exception, section: str) -> HTMLResponse:
+    response = error_page(request, exc, section)
+    if response.status_code >= 500:  # a bug or an outage: the log keeps the traceback
+        log.warning("console page failed", exc_info=exc,
+                    extra={"action": "console_page_failed", "path": request.url.path})  # fmt: skip
+    return response
+
+
+def _alert_kinds_by_job(found: list[dict[str, Any]]) -> dict[str, set[str]]:
+    kinds: dict[str, set[str]] = {}
+    for incident in found:
+        if incident.get("state") == "open" and incident.get("job_id"):
+            kinds.setdefault(incident["job_id"], set()).add(incident["kind"])
+    return kinds
+
+
+def job_rows(
+    b: Backend, history: reads.History, found: list[dict[str, Any]]
+) -> list[models.JobRow]:
+    now = b.now_ms()
+    outcomes = reads.job_outcomes(history)
+    kinds = _alert_kinds_by_job(found)
+    rows = [
+        models.job_row(
+            r, outcomes.get(r["jobId"], models.JobOutcome()), now, kinds.get(r["jobId"], ())
+        )
+        for r in b.jobs.list()
+    ]
+    return rows
+
+
+@router.get("", response_class=HTMLResponse)
+def overview(request: Request, b: BackendDep) -> Response:
+    try:
+        with reads.history(b) as h:
+            found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
+            rows = job_rows(b, h, found)
+            context = overview_model(b.now_ms(), rows, found, h)
+            problems = [p for p in (h.problem, alerts_problem) if p]
+        return page(request, "overview.html",
+                    {"section": "overview", **context, "problems": problems})  # fmt: skip
+    except Exception as exc:
+        return _failed(request, exc, "overview")
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+def jobs_page(
+    request: Request,
+    b: BackendDep,
+    q: Annotated[str, Query(max_length=200)] = "",
+    status: Annotated[str, Query(max_length=20)] = "",
+) -> Response:
+    try:
+        return render_jobs(request, b, q, status)
+    except Exception as exc:
+        return _failed(request, exc, "jobs")
+
+
+def render_jobs(
+    request: Request,
+    b: Backend,
+    q: str = "",
+    status: str = "",
+    error: str | None = None,
+    code: int = 200,
+) -> Response:
+    """The jobs page: problems first, filtered by `q` and the chip `status`."""
+    with reads.history(b) as h:
+        found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
+        rows = job_rows(b, h, found)
+        problems = [p for p in (h.problem, alerts_problem) if p]
+    shown = models.filter_rows(rows, q, status if status in models.STATUSES else "")
+    counts = {name: sum(1 for r in rows if r.status == name) for name in models.STATUSES}
+    context = {"section": "jobs", "rows": shown, "total": len(rows), "q": q,
+               "status": status, "counts": counts, "statuses": models.STATUSES,
+               "problems": problems, "error": error}  # fmt: skip
+    return page(request, "jobs.html", context, status=code)
+
+
+def job_context(request: Request, b: Backend, job_id: str, days: int) -> dict[str, Any]:
+    """Everything the job page shows (also what an action re-renders it with)."""
+    record = b.jobs.get(job_id)
+    now = b.now_ms()
+    days = min(max(days, 1), MAX_GRID_DAYS)
+    with reads.history(b) as h:
+        outcomes = reads.job_outcomes(h)
+        found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
+        kinds = _alert_kinds_by_job(found).get(job_id, set())
+        row = models.job_row(record, outcomes.get(job_id, models.JobOutcome()), now, kinds)
+        versions = models.version_diffs(reads.job_versions(h, job_id))
+        grid = grid_counts = None
+        recurring = record.get("runAt") is None
+        if recurring:
+            audit = reads.audit(h, job_id, now - days * DAY_MS, now)
+            if audit is not None:
+                slots = models.grid_slots(audit)
+                grid = svg.occurrence_grid(slots, row.timezone)
+                grid_counts = models.status_counts(slots)
+                problem_slots = [s for s in slots if s.status in svg.PROBLEM_STATUSES]
+            else:
+                problem_slots = []
+        else:
+            problem_slots = []
+        executions = reads.job_executions(h, job_id)
+        problems = [p for p in (h.problem, alerts_problem) if p]
+    return {
+        "section": "jobs", "job": record, "row": row, "days": days,
+        "definition": models.definition_view(record),
+        "next_runs": models.next_occurrences(record, now),
+        "versions": versions, "grid": grid, "grid_counts": grid_counts,
+        "problem_slots": problem_slots[:200], "executions": executions,
+        "problems": problems, "recurring": recurring, "slot_statuses": svg.SLOT_STATUSES,
+    }  # fmt: skip
+
+
+@router.get("/jobs/new", response_class=HTMLResponse)
+def new_job_page(request: Request) -> Response:
+    return page(request, "new_job.html", {"section": "jobs", "spec": None})
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(
+    request: Request,
+    b: BackendDep,
+    job_id: str,
+    days: Annotated[int, Query(ge=1, le=MAX_GRID_DAYS)] = 1,
+) -> Response:
+    try:
+        return page(request, "job.html", job_context(request, b, job_id, days))
+    except Exception as exc:
+        return _failed(request, exc, "jobs")
+
+
+@router.get("/executions/{execution_id}", response_class=HTMLResponse)
+def execution_page(request: Request, b: BackendDep, execution_id: str) -> Response:
+    try:
+        with reads.history(b) as h:
+            if h.reader is None:
+                raise RuntimeError(h.problem)
+            timeline = reads.timeline(h, execution_id)
+        assert timeline is not None
+        context = {"section": "jobs", "t": timeline, "picture": svg.execution_timeline(timeline)}
+        return page(request, "execution.html", context)
+    except Exception as exc:
+        return _failed(request, exc, "jobs")
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts_page(
+    request: Request, b: BackendDep, state: Annotated[str, Query(max_length=20)] = ""
+) -> Response:
+    try:
+        found, problem = reads.incidents(b, request.app.state.console_alerts)
+        shown = [i for i in found if not state or i.get("state") == state]
+        shown.sort(key=lambda i: (i.get("state") != "open", -(i.get("opened_at") or 0)))
+        context = {"section": "alerts", "incidents": shown, "state": state,
+                   "problems": [problem] if problem else []}  # fmt: skip
+        return page(request, "alerts.html", context)
+    except Exception as exc:
+        return _failed(request, exc, "alerts")
+
+
+@router.get("/dead-letters", response_class=HTMLResponse)
+def dead_letters_page(request: Request, b: BackendDep) -> Response:
+    try:
+        now = b.now_ms()
+        with reads.history(b) as h:
+            letters = reads.dead_letters(h)
+            problems = [h.problem] if h.problem else []
+        for letter in letters:
+            at = reads.to_ms(letter["event_time"])
+            letter["age"] = models.approx_duration(now - at) if at is not None else "?"
+        context = {"section": "dead-letters", "letters": letters, "problems": problems}
+        return page(request, "dead_letters.html", context)
+    except Exception as exc:
+        return _failed(request, exc, "dead-letters")
