@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
 from tickwheel.events import execution_event
 from tickwheel.services.timer.execution_records import execution_dead_letter, fenced_event
+from tickwheel.services.timer.workflow_steps import is_step, step_outcome
 
 # A lease runs on the owner's clock (now + the lease's length) plus this much: the time an
 # event takes to reach the owner.
@@ -81,6 +82,8 @@ class Decision:
     dead_letters: list[dict[str, Any]]
     changed_jobs: set[str]
     finished: list[InFlight]
+    # For workflow steps: the accepted outcome, as the WorkflowInput the orchestrator is owed.
+    workflow_inputs: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _empty() -> Decision:
@@ -233,6 +236,15 @@ class ExecutionTracker:
             self._finish(event["execution_id"])
             decision.changed_jobs.add(job_id)
             decision.finished.append(flight)
+            if is_step(flight.request):
+                decision.workflow_inputs.append(
+                    step_outcome(flight.request, kind, now_ms, event=event)
+                )
+            return decision, None
+        if kind == "failed" and is_step(flight.request):
+            # The fold decides a step's retries: this attempt is over, whatever the error.
+            permanent = event.get("error_kind") == "permanent"
+            self._step_failed(flight, event.get("error"), permanent, now_ms, decision)
             return decision, None
         if kind == "failed" and event.get("reason") == NO_HANDLER:
             return self._unhandled(flight, event, now_ms, decision)
@@ -276,6 +288,11 @@ class ExecutionTracker:
         """A worker that lacks the handler handed the attempt back: offer it again soon, to
         whichever worker reads it then, without spending one of the job's attempts."""
         decision.changed_jobs.add(flight.request["job_id"])
+        if is_step(flight.request):
+            # The step's attempt numbers are the fold's fencing tokens: never renumbered here.
+            error = event.get("error") or "no worker with this job type's handler took it"
+            self._step_failed(flight, error, False, now_ms, decision)
+            return decision, None
         flight.unhandled += 1
         if flight.unhandled > MAX_UNHANDLED:
             self._dead_letter(flight, NO_HANDLER, event.get("error"), now_ms, decision)
@@ -315,6 +332,9 @@ class ExecutionTracker:
                 self._event(flight, "failed", now_ms, reason="dispatch_timeout", error=error,
                             error_kind="retryable")
             )  # fmt: skip
+            if is_step(flight.request):
+                self._step_failed(flight, error, False, now_ms, decision)
+                return decision, None
             if flight.spent >= int(flight.request["max_attempts"]):
                 self._dead_letter(flight, "dispatch_timeout_max_attempts", error, now_ms, decision)
                 return decision, None
@@ -326,6 +346,10 @@ class ExecutionTracker:
                 self._event(flight, "failed", now_ms, reason="lease_expired",
                             error=f"lease of worker {flight.worker_id} expired", error_kind="retryable")
             )  # fmt: skip
+            if is_step(flight.request):
+                error = f"the lease of worker {flight.worker_id} expired"
+                self._step_failed(flight, error, False, now_ms, decision)
+                return decision, None
             if flight.spent >= int(flight.request["max_attempts"]):
                 self._dead_letter(
                     flight, "lease_expired_max_attempts", "lease expired", now_ms, decision
@@ -348,6 +372,44 @@ class ExecutionTracker:
         flight.deadline_ms = now_ms + self.dispatch_timeout_ms
         flight.worker_id = None
         decision.requests.append(request)
+
+    def _step_failed(
+        self, flight: InFlight, error: str | None, permanent: bool, now_ms: int,
+        decision: Decision,
+    ) -> None:  # fmt: skip
+        """A step's attempt failed: over for the timer. Its last attempt (or a permanent
+        failure) is dead-lettered like a job's; the fold decides what comes next."""
+        request = flight.request
+        decision.changed_jobs.add(request["job_id"])
+        if permanent or flight.attempt >= int(request["max_attempts"]):
+            reason = "permanent_error" if permanent else "max_attempts"
+            self._dead_letter(flight, reason, error, now_ms, decision)
+        else:
+            self._finish(request["execution_id"])
+            decision.finished.append(flight)
+        decision.workflow_inputs.append(
+            step_outcome(request, "failed", now_ms, error=error, permanent=permanent)
+        )
+
+    def cancel_queued(self, execution_id: str, now_ms: int) -> Decision:
+        """A step's attempt not leased yet is cancelled at once (a running one waits for its
+        worker's verdict): recorded as cancelled, its verdict owed to the workflow."""
+        decision = _empty()
+        flight = self._finish(execution_id)
+        if flight is None:
+            return decision
+        decision.changed_jobs.add(flight.request["job_id"])
+        decision.finished.append(flight)
+        decision.events.append(
+            self._event(flight, "cancelled", now_ms, reason="workflow_cancelled")
+        )
+        decision.workflow_inputs.append(step_outcome(flight.request, "cancelled", now_ms))
+        return decision
+
+    def drop(self, execution_id: str) -> InFlight | None:
+        """Forget an attempt replaced by a newer one (an operator's retry): whatever its
+        worker still reports is fenced."""
+        return self._finish(execution_id)
 
     def _dead_letter(
         self, flight: InFlight, reason: str, error: str | None, now_ms: int, decision: Decision

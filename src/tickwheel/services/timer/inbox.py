@@ -17,10 +17,16 @@ from typing import Any
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
+from tickwheel.services.timer.workflow_steps import is_workflow_command
 
 log = logging.getLogger("tickwheel.timer")
 
 COMMAND_WAIT_S = 30.0
+
+
+def _waits_for_its_job(runtime: PartitionRuntime, command: dict[str, Any]) -> bool:
+    """A job's command waits for the job's definition; a workflow's has no definition here."""
+    return not is_workflow_command(command) and command["job_id"] not in runtime.timer.jobs
 
 
 class CommandInbox:
@@ -46,7 +52,7 @@ class CommandInbox:
         if command is None:
             self._done(runtime, record.offset)
             return
-        unknown = command["job_id"] not in runtime.timer.jobs
+        unknown = _waits_for_its_job(runtime, command)
         if runtime.held_commands or unknown:
             end = 0  # behind another held command, its job may be known already
             if unknown:
@@ -68,7 +74,7 @@ class CommandInbox:
         definitions are read past where they ended when it came, or it waited too long."""
         while runtime.held_commands:
             held = runtime.held_commands[0]
-            if held.command["job_id"] not in runtime.timer.jobs and not self._gave_up(
+            if _waits_for_its_job(runtime, held.command) and not self._gave_up(
                 runtime.partition, held
             ):
                 return

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tickwheel.adapters.kafka.producer import TransactionalProducer
 from tickwheel.adapters.kafka.reader import read_to_end
@@ -164,27 +164,32 @@ class PartitionRestorer:
         )
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class RestoreResult:
-    """What the restore thread hands back: the rebuilt partition, or why it could not be."""
+class RestoreResult(Generic[T]):
+    """What the restore thread hands back: the rebuilt partition (`value`, whatever the
+    service's restore returns), or why it could not be."""
 
     partition: int
     generation: int
     started: float
-    runtime: PartitionRuntime | None = None
-    emission: Emission | None = None
+    value: T | None = None
     error: Exception | None = None
 
 
-class BackgroundRestores:
-    """Restores on a thread of their own, one after another, so that the loop keeps firing the
-    partitions it serves while a large one is read (issue 16, B7). Each restore has a
-    generation: a revoke (or a newer restore of the same partition) makes its result stale."""
+class BackgroundRestores(Generic[T]):
+    """Restores on a thread of their own, one after another, so that the loop keeps serving the
+    partitions it has while a large one is read (issue 16, B7). Each restore has a
+    generation: a revoke (or a newer restore of the same partition) makes its result stale.
+    The timer and the orchestrator both restore this way."""
 
-    def __init__(self, restore: Callable[[int], tuple[PartitionRuntime, Emission]]) -> None:
+    def __init__(self, restore: Callable[[int], T], name: str = "timer-restore") -> None:
         self._restore = restore
+        self._name = name
         self._requests: queue.Queue[tuple[int, int]] = queue.Queue()
-        self._results: queue.Queue[RestoreResult] = queue.Queue()
+        self._results: queue.Queue[RestoreResult[T]] = queue.Queue()
         self._current: dict[int, int] = {}
         self._generation = 0
         self._thread: threading.Thread | None = None
@@ -195,7 +200,7 @@ class BackgroundRestores:
         self._current[partition] = self._generation
         self._requests.put((partition, self._generation))
         if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="timer-restore", daemon=True)
+            self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
             self._thread.start()
 
     def cancel(self, partition: int) -> None:
@@ -205,9 +210,9 @@ class BackgroundRestores:
     def under_way(self, partition: int) -> bool:
         return partition in self._current
 
-    def finished(self) -> list[RestoreResult]:
+    def finished(self) -> list[RestoreResult[T]]:
         """Restores done since the last call (stale ones left out), failures included."""
-        done: list[RestoreResult] = []
+        done: list[RestoreResult[T]] = []
         while True:
             try:
                 result = self._results.get_nowait()
@@ -228,9 +233,9 @@ class BackgroundRestores:
                 return
             if self._current.get(partition) != generation:
                 continue  # revoked (or superseded) before its turn came
-            result = RestoreResult(partition, generation, time.monotonic())
+            result: RestoreResult[T] = RestoreResult(partition, generation, time.monotonic())
             try:
-                result.runtime, result.emission = self._restore(partition)
+                result.value = self._restore(partition)
             except Exception as exc:  # a broker hiccup, or worse: the loop decides
                 result.error = exc
             self._results.put(result)

@@ -25,6 +25,9 @@ class TimerTopics:
     commands: str = field(default_factory=lambda: topic_name("timers.commands"))
     events: str = field(default_factory=lambda: topic_name("executions.events"))
     dlq: str = field(default_factory=lambda: topic_name("executions.dlq"))
+    control: str = field(default_factory=lambda: topic_name("executions.control"))
+    # Where the accepted outcomes of workflow steps and fired workflow timers go.
+    workflow_inputs: str = field(default_factory=lambda: topic_name("workflows.inputs"))
     requests: dict[str, str] = field(
         default_factory=lambda: {p: topic_name(f"executions.{p}") for p in PRIORITIES}
     )

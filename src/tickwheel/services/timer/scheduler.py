@@ -43,6 +43,8 @@ from tickwheel.services.timer.states import (
     orphan_state,
     pending_entries,
 )
+from tickwheel.services.timer.workflow_partition import fire_workflow_timers, workflow_command
+from tickwheel.services.timer.workflow_steps import WorkflowTimers, is_workflow_command
 
 log = logging.getLogger("tickwheel.timer")
 
@@ -97,6 +99,8 @@ class PartitionTimer:
         # Due occurrences waiting for a batch, per tenant, served round-robin.
         self._ready = ReadyQueue()
         self._restoring = RestoringStates()
+        # Workflows' one-off timers and delayed attempts, and the inputs owed to workflows.
+        self.workflows = WorkflowTimers()
         self.serving = False
 
     # -- restore ---------------------------------------------------------------------------
@@ -156,6 +160,7 @@ class PartitionTimer:
         for entry in state.get("pending") or []:
             if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
                 self._held[state["job_id"]] = entry["fire_at"]
+        self.workflows.restore(state["job_id"], state.get("pending") or [])
 
     def _job_failed(
         self, job_id: str, stage: str, exc: Exception, now_ms: int, emission: Emission
@@ -328,6 +333,11 @@ class PartitionTimer:
         fire_ms = slot_ms + self._jitter(job, slot_ms)
         job.entry, job.handle = self.horizon.add_slot(job.job_id, slot_ms, fire_ms)
 
+    def start_execution(self, request: dict[str, Any], emission: Emission) -> None:
+        """Emit attempt `request` of an execution and hold its dispatch deadline."""
+        emission.requests.append(request)
+        self._set_deadline(self.executions.started(request))
+
     def _set_deadline(self, flight: InFlight) -> None:
         """Hold an execution's lease deadline or retry time in the wheel, or its dispatch
         deadline in the dispatch queue."""
@@ -353,6 +363,7 @@ class PartitionTimer:
         emission = Emission(
             requests=decision.requests, events=decision.events, dead_letters=decision.dead_letters
         )
+        self.workflows.inputs.extend(decision.workflow_inputs)
         if flight is not None:
             self._set_deadline(flight)
         for finished in decision.finished:
@@ -364,6 +375,10 @@ class PartitionTimer:
         for job_id in decision.changed_jobs:
             emission.states[job_id] = self.state_of(job_id, now_ms)
         return emission
+
+    def apply_decision(self, decision: Decision, now_ms: int) -> Emission:
+        """What an execution decision made outside an event or a deadline writes."""
+        return self._apply(decision, None, now_ms)
 
     # -- executions ------------------------------------------------------------------------
     def on_execution_event(self, event: dict[str, Any], now_ms: int) -> Emission:
@@ -392,6 +407,7 @@ class PartitionTimer:
             return emission
         self._refill(now_ms)
         self._dispatch_due(now_ms, hold_leases, emission)
+        fire_workflow_timers(self, now_ms, emission)
         for entry, target in self.horizon.due(now_ms):
             try:
                 self._due(entry, target, now_ms, hold_leases, emission)
@@ -538,6 +554,8 @@ class PartitionTimer:
     def command(self, command: dict[str, Any], now_ms: int) -> Emission:
         """Carry out a trigger or backfill. Raises RejectedCommand (for a dead letter) when it
         cannot be: an unknown job, kind or range."""
+        if is_workflow_command(command):
+            return workflow_command(self, command, now_ms)
         job = self.jobs.get(command["job_id"])
         if job is None:
             raise RejectedCommand(
@@ -569,4 +587,5 @@ class PartitionTimer:
         return job_state(job, pending_entries(self.executions, job.job_id, held), now_ms)
 
     def _orphan_state(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
-        return orphan_state(job_id, self.executions.pending_of(job_id), now_ms)
+        pending = self.executions.pending_of(job_id) + self.workflows.pending_of(job_id)
+        return orphan_state(job_id, pending, now_ms)

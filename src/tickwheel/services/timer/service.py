@@ -91,7 +91,9 @@ class TimerService:
         )
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
         # A partition is assigned paused until its restore (on the restore thread) is installed.
-        self.restores = BackgroundRestores(lambda partition: self.restorer.restore(partition))
+        self.restores: BackgroundRestores[tuple[PartitionRuntime, Emission]] = BackgroundRestores(
+            self.restorer.restore
+        )
         self.inbox = CommandInbox(
             self.gate,
             self.topics.commands,
@@ -181,11 +183,11 @@ class TimerService:
     def _install_restores(self) -> None:
         """Serve the partitions whose restore finished (or schedule another try)."""
         for result in self.restores.finished():
-            if result.error is not None or result.runtime is None or result.emission is None:
+            if result.error is not None or result.value is None:
                 self._restore_failed(result.partition, result.error or RuntimeError("no result"))
                 continue
             try:
-                self._serve(result.runtime, result.emission, result.started)
+                self._serve(*result.value, result.started)
             except Exception as exc:
                 self._restore_failed(result.partition, exc)
 

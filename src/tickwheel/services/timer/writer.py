@@ -39,7 +39,8 @@ class TransactionWriter:
     def commit(self, runtime: PartitionRuntime, emission: Emission) -> Outcome:
         """Write `emission` and the checkpoint in one transaction. `fenced`: a newer owner has
         the partition; `failed`: aborted (the caller drops the partition and restores it)."""
-        if not emission and not runtime.inputs_moved:
+        workflows = runtime.timer.workflows
+        if not emission and not runtime.inputs_moved and not workflows.owed():
             return "committed"
         producer = runtime.producer
         encoded = runtime.encoded_requests
@@ -68,6 +69,15 @@ class TransactionWriter:
                 producer.send(self.topics.events, event["job_id"], encode("ExecutionEvent", event))
             for letter in emission.dead_letters:
                 producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
+            # Workflows are told what this transaction accepted, in it (decision 0061); a
+            # failed transaction drops the partition, and the restore owes them again.
+            owed_inputs, owed_controls = workflows.take()
+            for item in owed_inputs:
+                raw = encode("WorkflowInput", item)
+                producer.send(self.topics.workflow_inputs, item["workflow_id"], raw)
+            for control in owed_controls:
+                raw = encode("ExecutionControl", control)
+                producer.send(self.topics.control, control["execution_id"], raw)
             for job_id, state in emission.states.items():
                 if state is None:
                     encoded.pop(job_id, None)

@@ -1,0 +1,58 @@
+"""An instance's state as JSON data and back: the `state` of its `WorkflowSnapshot` on
+`workflows.state`. Pure; `state_from_json(state_to_json(s)) == s` for every state `evolve`
+makes (tests/unit/test_orchestrator_snapshot.py)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+from tickwheel.core.workflow.state import StepState, WorkflowState
+
+__all__ = ["state_from_json", "state_to_json"]
+
+_STEP_FIELDS = frozenset(f.name for f in fields(StepState))
+
+
+def state_to_json(state: WorkflowState) -> dict[str, Any]:
+    """`state` as a JSON object (sets sorted, so equal states encode equally)."""
+    return {
+        "workflow_id": state.workflow_id,
+        "definition_id": state.definition_id,
+        "definition_version": state.definition_version,
+        "status": state.status,
+        "seq": state.seq,
+        "input": state.input,
+        "steps": {k: asdict(s) for k, s in state.steps.items()},
+        "completed": list(state.completed),
+        "compensated": list(state.compensated),
+        "ending": state.ending,
+        "compensate": state.compensate,
+        "output_bytes": state.output_bytes,
+        "timers": sorted(state.timers),
+        "alerts": sorted(state.alerts),
+    }
+
+
+def state_from_json(data: dict[str, Any]) -> WorkflowState:
+    """The inverse of `state_to_json`; `KeyError`/`TypeError` for a document it did not write."""
+    steps = {
+        k: StepState(**{name: v for name, v in s.items() if name in _STEP_FIELDS})
+        for k, s in data["steps"].items()
+    }
+    return WorkflowState(
+        workflow_id=data["workflow_id"],
+        definition_id=data["definition_id"],
+        definition_version=int(data["definition_version"]),
+        status=data["status"],
+        seq=int(data["seq"]),
+        input=data.get("input"),
+        steps=steps,
+        completed=tuple(data.get("completed", ())),
+        compensated=tuple(data.get("compensated", ())),
+        ending=data.get("ending"),
+        compensate=bool(data.get("compensate")),
+        output_bytes=int(data.get("output_bytes", 0)),
+        timers=frozenset(data.get("timers", ())),
+        alerts=frozenset(data.get("alerts", ())),
+    )
