@@ -222,17 +222,34 @@ def run_handler(
     failure: Outcome | None = None
     try:
         result = job_type.handler(ctx)
-    except ExecutionCancelled:
-        pass
-    except PermanentError as exc:
-        failure = Outcome.failed(_error_text(exc), "permanent")
-    except BaseException as exc:  # any other ending, even SystemExit, is retryable
-        failure = Outcome.failed(
-            _error_text(exc),
-            "retryable",
-            traceback="".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:],
-        )
-    duration_ms = int((clock.now() - started) * 1000)
+    except BaseException as exc:  # any ending, even SystemExit, is classified as data
+        failure = handler_failure(exc)
+    return handler_outcome(ctx, result, failure, int((clock.now() - started) * 1000), cancel_reason)
+
+
+def handler_failure(exc: BaseException) -> Outcome | None:
+    """How a handler's exception ends its attempt: None for `ExecutionCancelled` (the outcome
+    is then `cancelled`), permanent for `PermanentError`, retryable for anything else."""
+    if isinstance(exc, ExecutionCancelled):
+        return None
+    if isinstance(exc, PermanentError):
+        return Outcome.failed(_error_text(exc), "permanent")
+    return Outcome.failed(
+        _error_text(exc),
+        "retryable",
+        traceback="".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:],
+    )
+
+
+def handler_outcome(
+    ctx: ExecutionContext,
+    result: Any,
+    failure: Outcome | None,
+    duration_ms: int,
+    cancel_reason: Callable[[], str | None],
+) -> Outcome:
+    """The outcome of a handler that returned `result` or failed with `failure` (shared by
+    the thread, inline and event-loop paths, so all three classify alike)."""
     if ctx.cancelled:
         return Outcome.cancelled(cancel_reason() or "cancel requested", duration_ms=duration_ms)
     if failure is not None:

@@ -1,12 +1,18 @@
 """One priority's lane: its own consumer of `executions.<priority>`, its own pool of slots.
 
+It works in batches: each poll takes up to `BATCH` requests, decodes them, and starts what has
+room. Attempts of non-waiting built-in types run inline on this thread, a batch at a time
+(`inline.py`); `async def` handlers run on the lane's event loop (`coroutines.py`); every
+other handler runs on a slot thread (`runner.py`). All three record the lease before the
+handler runs and take the lane's slots and tenant caps into account (decision 0071).
+
 Separate consumers and pools per priority keep a low-priority flood from delaying high
 priority. The lane pulls only what it has room for (slots plus a small waiting room); when it
 stays full it pauses its partitions, so a saturated worker stops pulling while keeping its
 place in the consumer group.
 
 At least once: a request's offset is committed only after its `leased` event (or, for a
-request cancelled before it started, its `cancelled` event) is acknowledged by the broker.
+request cancelled before it started, its `cancelled` event) is acknowledged (`ledger.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ import contextlib
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -30,8 +35,11 @@ from tickwheel.core.queues import DEFAULT_QUEUE
 from tickwheel.sdk.worker import HandlerRegistry
 from tickwheel.services.worker.attempt import EventSink, new_unique
 from tickwheel.services.worker.control import CancelRegistry
+from tickwheel.services.worker.coroutines import CoroutineRunner, is_async
 from tickwheel.services.worker.events import execution_event
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
+from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, runs_inline
+from tickwheel.services.worker.ledger import LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
 from tickwheel.services.worker.runner import AttemptRunner
 from tickwheel.services.worker.settings import WorkerSettings
@@ -40,8 +48,10 @@ from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.worker")
 
-PAUSE_AFTER_S = 0.5
-SEEN_ATTEMPTS = 10_000  # attempts started here, remembered to skip redeliveries  # full for this long: pause fetching (short blips only stop consuming)
+PAUSE_AFTER_S = 0.5  # full for this long: pause fetching (short blips only stop consuming)
+# Requests taken per poll while the waiting room is empty and slots are free: the most that can
+# wait here beyond the usual waiting room, since the next poll is only for what has room.
+BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -81,10 +91,7 @@ class PriorityLane:
         self.worker_id = settings.worker_id
         self.queue: TenantQueue[Pending] = TenantQueue(settings.tenant_cap or self.capacity)
         self.offsets = OffsetTracker()
-        # Attempts this lane has taken -> whether their `leased` event is acknowledged yet.
-        self._seen: OrderedDict[tuple[str, int], bool] = OrderedDict()
-        # Redeliveries of an attempt whose lease is not yet durable: committed only after it is.
-        self._duplicates: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.ledger = LeaseLedger(self.offsets, on_fatal)
         self.running_count = 0
         self.running = True
         self._lock = threading.Lock()
@@ -106,6 +113,16 @@ class PriorityLane:
             on_fatal=on_fatal,
             priority=priority,
         )
+        self.inline = InlineBatch(
+            sink=sink, clock=clock, worker_id=self.worker_id, priority=priority
+        )
+        self.coroutines: CoroutineRunner | None = None
+        if any(is_async(job_type) for job_type in registry):
+            self.coroutines = CoroutineRunner(
+                f"loop-{priority}", sink=sink, cancels=cancels, heartbeats=heartbeats,
+                clock=clock, worker_id=self.worker_id, max_run_seconds=settings.max_run_seconds,
+                on_fatal=on_fatal,
+            )  # fmt: skip
         self._thread: threading.Thread | None = None
         self.consumer = Consumer(
             consumer_config(
@@ -141,7 +158,8 @@ class PriorityLane:
 
     @property
     def started_count(self) -> int:
-        return self.runner.started_count
+        looped = self.coroutines.started_count if self.coroutines else 0
+        return self.runner.started_count + self.inline.started_count + looped
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:
@@ -160,9 +178,11 @@ class PriorityLane:
             while self.running:
                 with self._lock:
                     room = self.max_held - self.running_count - len(self.queue)
+                    if not self.queue and self.running_count < self.capacity:
+                        room = BATCH  # what cannot start at once waits, bounded by BATCH
                 if room > 0:
                     self._set_paused(False)
-                    messages = self.consumer.consume(min(room, 500), 0.1)
+                    messages = self.consumer.consume(min(room, BATCH), 0.1)
                 else:
                     now = time.monotonic()
                     self._full_since = self._full_since or now
@@ -186,6 +206,8 @@ class PriorityLane:
             with contextlib.suppress(KafkaException, RuntimeError):
                 self.consumer.close()
             self.runner.shutdown()
+            if self.coroutines is not None:
+                self.coroutines.shutdown()
 
     def _set_paused(self, paused: bool) -> None:
         if paused and not self._pausing:
@@ -233,71 +255,72 @@ class PriorityLane:
             )
 
     def _dispatch(self) -> None:
-        """Start waiting requests while there are free slots (tenant caps permitting)."""
-        while self.running:
-            with self._lock:
-                if self.running_count >= self.capacity:
-                    return
-                popped = self.queue.pop()
-                if popped is None:
-                    return
-                tenant, item = popped
-                key = (item.request["execution_id"], item.request["attempt"])
-                if self.cancels.is_cancelled(key[0]):
-                    action = "cancelled"
-                elif key in self._seen:
-                    action = "duplicate"
-                else:
-                    action = "run"
-                    self._seen[key] = False
-                    while len(self._seen) > SEEN_ATTEMPTS:
-                        self._seen.popitem(last=False)
-                    self.running_count += 1
-                if action != "run":
-                    self.queue.release(tenant)
-            if action == "cancelled":
-                self._skip_cancelled(item)
-            elif action == "duplicate":
-                # Redelivered (a rebalance) while this worker runs or ran the same attempt: its
-                # lease and outcome are recorded by that run. Its offset is committed only once
-                # that lease is durable, or a lost lease could leave the request committed.
+        """Start waiting requests while there are free slots (tenant caps permitting); the
+        inline ones are run together once the loop stops."""
+        batch: list[InlineAttempt] = []
+        try:
+            while self.running:
                 with self._lock:
-                    if self._seen.get(key):
-                        self.offsets.done(item.partition, item.offset)
+                    if self.running_count >= self.capacity:
+                        return
+                    popped = self.queue.pop()
+                    if popped is None:
+                        return
+                    tenant, item = popped
+                    key = (item.request["execution_id"], item.request["attempt"])
+                    name = item.request["job_type"]
+                    job_type = self.registry.get(name) if name in self.registry else None
+                    if self.cancels.is_cancelled(key[0]):
+                        action = "cancelled"
+                    elif not self.ledger.take(key):
+                        action = "duplicate"
                     else:
-                        self._duplicates.setdefault(key, []).append((item.partition, item.offset))
-                log.info(
-                    "attempt already taken here",
-                    extra={"action": "duplicate_request_skipped", "execution_id": key[0],
-                           "attempt": key[1]},
-                )  # fmt: skip
-            else:
-                self.runner.submit(
-                    item.request,
-                    on_leased=self._delivered(item, "leased"),
-                    on_done=partial(self._slot_freed, tenant),
-                    extra={"wait_ms": int((time.monotonic() - item.received) * 1000)},
-                )
+                        action = "inline" if runs_inline(job_type) else "run"
+                    if action == "run":
+                        self.running_count += 1
+                    else:  # an inline attempt ends before anything else is dispatched
+                        self.queue.release(tenant)
+                if action == "cancelled":
+                    self._skip_cancelled(item)
+                elif action == "duplicate":
+                    self._skip_duplicate(item, key)
+                elif action == "inline":
+                    assert job_type is not None
+                    batch.append(InlineAttempt(item.request, job_type, self._delivered(item)))
+                    if len(batch) >= BATCH:
+                        self.inline.run(batch)
+                        batch = []
+                elif self.coroutines is not None and is_async(job_type):
+                    assert job_type is not None
+                    self.coroutines.submit(
+                        item.request, job_type, on_leased=self._delivered(item),
+                        on_done=partial(self._slot_freed, tenant),
+                    )  # fmt: skip
+                else:
+                    self.runner.submit(
+                        item.request,
+                        on_leased=self._delivered(item),
+                        on_done=partial(self._slot_freed, tenant),
+                        extra={"wait_ms": int((time.monotonic() - item.received) * 1000)},
+                    )
+        finally:
+            if batch:
+                self.inline.run(batch)
+
+    def _skip_duplicate(self, item: Pending, key: tuple[str, int]) -> None:
+        """Redelivered (a rebalance) while this worker runs or ran the same attempt: its lease
+        and outcome are recorded by that run."""
+        self.ledger.duplicate(key, item.partition, item.offset)
+        log.info(
+            "attempt already taken here",
+            extra={"action": "duplicate_request_skipped", "execution_id": key[0],
+                   "attempt": key[1]},
+        )  # fmt: skip
 
     # -- one attempt -------------------------------------------------------------------------
-    def _delivered(self, item: Pending, what: str) -> Callable[[str | None], None]:
+    def _delivered(self, item: Pending, what: str = "leased") -> Callable[[str | None], None]:
         key = (item.request["execution_id"], item.request["attempt"])
-
-        def callback(error: str | None) -> None:
-            if error is None:
-                self.offsets.done(item.partition, item.offset)
-                with self._lock:
-                    if key in self._seen:
-                        self._seen[key] = True
-                    for partition, offset in self._duplicates.pop(key, []):
-                        self.offsets.done(partition, offset)
-            else:
-                # Never commit past it: after a restart the request is delivered again.
-                self.on_fatal(
-                    f"{what} event of {item.request['execution_id']} not delivered: {error}"
-                )
-
-        return callback
+        return self.ledger.delivered(key, item.partition, item.offset, what)
 
     def _skip_cancelled(self, item: Pending) -> None:
         request = item.request

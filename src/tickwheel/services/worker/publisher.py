@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tickwheel.adapters.avro import encode
@@ -13,6 +14,15 @@ from tickwheel.services.worker.attempt import DeliveryCallback
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.worker")
+
+
+def _report_failure(err: Any, msg: Any) -> None:
+    if err is not None:
+        key = msg.key().decode(errors="replace") if msg.key() is not None else None
+        log.error(
+            "event not delivered",
+            extra={"action": "event_not_delivered", "job_id": key, "error": str(err)},
+        )
 
 
 class EventPublisher(EventProducer):
@@ -28,6 +38,9 @@ class EventPublisher(EventProducer):
 
     def publish(self, event: dict[str, Any], on_delivery: DeliveryCallback | None = None) -> None:
         value = encode("ExecutionEvent", event)
+        if on_delivery is None:  # most events: one shared report, no closure per event
+            self._produce(event["job_id"], value, _report_failure)
+            return
 
         def delivered(err: Any, _msg: Any) -> None:
             if err is not None:
@@ -39,11 +52,14 @@ class EventPublisher(EventProducer):
             if on_delivery is not None:
                 on_delivery(None if err is None else str(err))
 
+        self._produce(event["job_id"], value, delivered)
+
+    def _produce(self, job_id: str, value: bytes, delivered: Callable[[Any, Any], None]) -> None:
         while True:
             try:
                 # Keyed by job_id: co-partitioned with the timer that owns the job (DESIGN §2).
                 self._producer.produce(
-                    self.topic, key=event["job_id"].encode(), value=value, on_delivery=delivered
+                    self.topic, key=job_id.encode(), value=value, on_delivery=delivered
                 )
                 return
             except BufferError:

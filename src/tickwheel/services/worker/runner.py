@@ -180,7 +180,8 @@ class AttemptRunner:
             if run.end():
                 ended_here = True
                 lease.finish(outcome)
-                log.info(
+                # DEBUG: a line per execution is not on the hot path; the history is the record.
+                log.debug(
                     f"execution {outcome.event_type}",
                     extra={"action": f"execution_{outcome.event_type}", **self._ids(run.request),
                            "error": outcome.error, "error_kind": outcome.error_kind,
@@ -218,7 +219,7 @@ class AttemptRunner:
         run.lease = lease
         lease.start(on_leased)
         self.started_count += 1
-        log.info(
+        log.debug(
             "execution started",
             extra={"action": "execution_started", **self._ids(request),
                    "lease_deadline": lease.deadline_ms, **extra},

@@ -1,0 +1,97 @@
+"""Attempts run inline, on the lane's own thread, a batch at a time: for job types whose
+handler neither waits nor blocks (the built-in `noop` and `fail`), a hand-off to a slot
+thread, a heartbeat schedule and a run limit cost far more than the handler.
+
+A batch records every lease first (each `leased` event produced before its handler runs, and
+its delivery report the one that lets the request's offset be committed, as on the slot
+path), then runs the handlers and produces the outcomes. Which types qualify is decided here,
+by the handler's identity, never by its name: a user module that registers its own `noop`
+runs on slots like any other handler (decision 0071).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.clock import Clock
+from tickwheel.jobtypes.basic import fail, noop
+from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
+from tickwheel.services.worker.attempt import (
+    AttemptLease,
+    DeliveryCallback,
+    EventSink,
+    lease_terms,
+    parse_payload,
+    run_handler,
+)
+from tickwheel.services.worker.events import Outcome
+
+log = logging.getLogger("tickwheel.worker")
+
+# Handlers that return at once without waiting on anything: safe to run on the lane thread.
+NON_WAITING_HANDLERS: frozenset[Callable[..., Any]] = frozenset({noop, fail})
+
+
+def runs_inline(job_type: JobType | None) -> bool:
+    return job_type is not None and job_type.handler in NON_WAITING_HANDLERS
+
+
+@dataclass(frozen=True)
+class InlineAttempt:
+    request: dict[str, Any]
+    job_type: JobType
+    on_leased: DeliveryCallback
+
+
+def _no_cancel_reason() -> str | None:
+    return None
+
+
+class InlineBatch:
+    """Runs batches of inline attempts; `run` returns how many it ran."""
+
+    def __init__(self, *, sink: EventSink, clock: Clock, worker_id: str, priority: str) -> None:
+        self.sink = sink
+        self.clock = clock
+        self.worker_id = worker_id
+        self.priority = priority
+        self.started_count = 0
+
+    def run(self, attempts: Sequence[InlineAttempt]) -> int:
+        leases = []
+        for attempt in attempts:
+            lease = AttemptLease(
+                attempt.request,
+                lease_terms(attempt.request, attempt.job_type),
+                worker_id=self.worker_id,
+                clock=self.clock,
+                sink=self.sink,
+            )
+            lease.start(attempt.on_leased)
+            leases.append(lease)
+        self.started_count += len(leases)
+        debug = log.isEnabledFor(logging.DEBUG)
+        for attempt, lease in zip(attempts, leases, strict=True):
+            outcome = self._outcome(attempt)
+            lease.finish(outcome)
+            if debug:  # the history is the record; a line per execution only when asked for
+                log.debug(
+                    f"execution {outcome.event_type}",
+                    extra={"action": f"execution_{outcome.event_type}", "inline": True,
+                           "execution_id": attempt.request["execution_id"],
+                           "job_id": attempt.request["job_id"],
+                           "attempt": attempt.request["attempt"], "priority": self.priority,
+                           "error": outcome.error},
+                )  # fmt: skip
+        return len(leases)
+
+    def _outcome(self, attempt: InlineAttempt) -> Outcome:
+        try:
+            payload = parse_payload(attempt.request)
+        except PermanentError as exc:
+            return Outcome.failed(str(exc), "permanent")
+        ctx = ExecutionContext.from_request(attempt.request, payload)
+        return run_handler(attempt.job_type, ctx, self.clock, _no_cancel_reason)
