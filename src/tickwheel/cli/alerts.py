@@ -56,10 +56,14 @@ def incidents(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         entry["transitions"].append({"alert_id": t["alert_id"], "transition": t["transition"],
                                      "event_time": t["event_time"]})  # fmt: skip
+        if t["transition"] == "acknowledged":
+            # The acknowledgement is the news; the evidence stays the condition's.
+            entry["acknowledged"] = t.get("acknowledged")
+            continue
         entry.update(
             state="resolved" if t["transition"] == "resolved" else "open",
             severity=t["severity"], message=t["message"], resolved_at=t.get("resolved_at"),
-            evidence=t["details"],
+            acknowledged=t.get("acknowledged"), evidence=t["details"],
         )  # fmt: skip
     return sorted(by_id.values(), key=lambda i: (i["opened_at"] or 0, i["incident_id"]))
 
@@ -108,23 +112,104 @@ def _add_get(verbs: Any) -> None:
 def _get(args: argparse.Namespace) -> int:
     from tickwheel.cli._kafka import connect
 
-    wanted = args.alert_id
-    for incident in incidents(read_transitions(connect())):
+    incident = find_incident(incidents(read_transitions(connect())), args.alert_id)
+    print(json.dumps(incident, indent=2, sort_keys=True))
+    return 0
+
+
+def find_incident(found: Iterable[dict[str, Any]], wanted: str) -> dict[str, Any]:
+    """The incident `wanted` names (its id, or one of its transitions' ids)."""
+    for incident in found:
         ids = {incident["incident_id"], *(t["alert_id"] for t in incident["transitions"])}
         if wanted in ids:
-            print(json.dumps(incident, indent=2, sort_keys=True))
-            return 0
+            return incident
     raise UnknownAlert(
         f"no incident or transition {wanted!r}; accepted: an id that `tickwheel alerts list` shows"
     )
 
 
-VERBS: list[Callable[[Any], None]] = [_add_list, _add_get]
+def ack_command(
+    incident_id: str, by: str, note: str, at_ms: int, command_id: str
+) -> dict[str, Any]:
+    """The `Alert`-shaped record on `watchdog.commands` that acknowledges an incident."""
+    return {
+        "alert_id": command_id,
+        "event_time": at_ms,
+        "kind": "acknowledge",
+        "severity": "info",
+        "job_id": None,
+        "tenant_id": None,
+        "message": note,
+        "details": json.dumps({"incident_id": incident_id, "by": by}, sort_keys=True),
+    }
+
+
+def _add_ack(verbs: Any) -> None:
+    parser = verbs.add_parser(
+        "ack",
+        help="acknowledge an open incident (who, and a note)",
+        description=(
+            "Send an acknowledgement to the watchdog, which applies it in its next evaluation: "
+            "the incident gets an `acknowledged` transition and `alerts get` shows who and the "
+            "note. ID is an incident id or one of its transitions' ids."
+        ),
+    )
+    parser.add_argument("alert_id", metavar="ID")
+    parser.add_argument("--note", required=True, help="what is being done about it")
+    parser.add_argument(
+        "--by",
+        default=None,
+        help="who acknowledges (default: TICKWHEEL_USER, else the login name)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=_ack)
+
+
+def _ack(args: argparse.Namespace) -> int:
+    import getpass
+    import os
+    import uuid
+
+    from tickwheel.adapters.avro import encode
+    from tickwheel.adapters.kafka.producer import EventProducer
+    from tickwheel.cli._kafka import connect
+    from tickwheel.clock import SystemClock
+    from tickwheel.errors import InvalidInput
+    from tickwheel.topology import topic_name
+
+    note = args.note.strip()
+    if not note:
+        raise InvalidInput("--note", "is empty; accepted: a few words on what is being done")
+    by = args.by or os.environ.get("TICKWHEEL_USER") or getpass.getuser()
+    bootstrap = connect()
+    incident = find_incident(incidents(read_transitions(bootstrap)), args.alert_id)
+    if incident["state"] != "open":
+        raise UnknownAlert(
+            f"incident {incident['incident_id']} is resolved; accepted: an open incident "
+            "(`tickwheel alerts list --open`)"
+        )
+    at_ms = int(SystemClock().now() * 1000)
+    command = ack_command(incident["incident_id"], by, note, at_ms, str(uuid.uuid4()))
+    producer = EventProducer(bootstrap)
+    producer.send(topic_name("watchdog.commands"), incident["incident_id"],
+                  encode("Alert", command))  # fmt: skip
+    producer.flush(10.0)
+    sent = {"incident_id": incident["incident_id"], "command_id": command["alert_id"], "by": by,
+            "note": note, "at": at_ms}  # fmt: skip
+    if args.json:
+        print(json.dumps(sent, indent=2, sort_keys=True))
+    else:
+        print(f"acknowledgement of {incident['incident_id']} sent by {by}; "
+              "the watchdog applies it at its next evaluation")  # fmt: skip
+    return 0
+
+
+VERBS: list[Callable[[Any], None]] = [_add_list, _add_get, _add_ack]
 
 
 def register(subparsers: Any) -> None:
     """Add the `alerts` command group to the top-level parser's subparsers."""
-    parser = subparsers.add_parser("alerts", help="the watchdog's incidents: list, get")
+    parser = subparsers.add_parser("alerts", help="the watchdog's incidents: list, get, ack")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for add_verb in VERBS:
         add_verb(verbs)

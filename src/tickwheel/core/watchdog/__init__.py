@@ -12,13 +12,14 @@ code, against what the logs say happened; alert incidents that open once and res
 
 from tickwheel.core.watchdog.conditions import KINDS, Condition, diagnose
 from tickwheel.core.watchdog.evaluator import WatchdogState, evaluate
-from tickwheel.core.watchdog.facts import Facts, Observed
+from tickwheel.core.watchdog.facts import Acknowledgement, Facts, Observed
 from tickwheel.core.watchdog.jobs import Interval, JobSpec, effective_interval, job_spec
 from tickwheel.core.watchdog.lifecycle import Incident, Transition, fingerprint
 from tickwheel.core.watchdog.thresholds import Thresholds
 
 __all__ = [
     "KINDS",
+    "Acknowledgement",
     "Condition",
     "Facts",
     "Incident",

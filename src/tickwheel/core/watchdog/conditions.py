@@ -74,7 +74,8 @@ def _job_conditions(
         upcoming = schedule.next_after(watermark)
     except TickwheelError:
         upcoming = None
-    if upcoming is None:
+    finished = spec.finished(watermark)
+    if upcoming is None and not finished:
         yield Condition(
             "broken_chain", job_id, "critical",
             f"job {job_id} is enabled and recurring but has no future occurrence",
@@ -88,6 +89,8 @@ def _job_conditions(
     resumed = job.resumed_at_ms()
     if resumed is not None and resumed > baseline:
         baseline, since = resumed, "resumed"
+    if spec.starts_at_ms is not None and spec.starts_at_ms > baseline:
+        baseline, since = spec.starts_at_ms, "start_at"  # nothing was owed before it
     if job.last_success_ms is not None and job.last_success_ms > baseline:
         baseline, since = job.last_success_ms, "last_success"
     deadline = baseline + interval.ms
@@ -97,6 +100,8 @@ def _job_conditions(
     owed_from = job.last_success_slot if since == "last_success" else baseline
     assert owed_from is not None
     owed, slots = _owed_slots(schedule, owed_from, watermark)
+    if finished and owed == 0:
+        return  # past its end with every slot since its baseline done: finished, not late
     shown = []
     for slot in slots:
         fire = slot + jitter_offset_ms(job_id, slot, spec.jitter_ms)

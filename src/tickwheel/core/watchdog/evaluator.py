@@ -17,7 +17,7 @@ from typing import Any
 
 from tickwheel.core.watchdog.conditions import conditions
 from tickwheel.core.watchdog.facts import Facts, Observed
-from tickwheel.core.watchdog.lifecycle import Incident, Transition, advance
+from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge, advance
 from tickwheel.core.watchdog.thresholds import Thresholds
 
 
@@ -54,8 +54,11 @@ def evaluate(
         thresholds,
         clear_evidence=lambda incident: _why_clear(state.facts, incident),
     )
+    # After the conditions: an acknowledgement given while its incident was open applies to
+    # it, one naming an incident resolved by now is moot.
+    acked, acked_changed = acknowledge(state.incidents, state.facts.acks.values(), watermark_ms)
     _prune(state.facts, watermark_ms, thresholds)
-    return transitions, changed
+    return transitions + acked, changed | acked_changed
 
 
 def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
@@ -83,6 +86,8 @@ def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
         if done is not None and job.slots:
             for slot in [s for s in job.slots if s <= done]:
                 del job.slots[slot]
+    for command_id in [c for c, ack in facts.acks.items() if ack.at <= watermark]:
+        del facts.acks[command_id]  # applied, or moot: a replay is recognised by the incident
     horizon = watermark - thresholds.settled_after_ms
     settled = [
         execution_id

@@ -8,6 +8,7 @@ for inputs reordered or duplicated within the watermark.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,17 +21,29 @@ STAGES = {"requested": 1, "leased": 2, "heartbeat": 2, "failed": 3, "retry_sched
 TAKEN_EVENTS = frozenset({"leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
                           "dead_lettered", "cancelled", "fenced"})  # fmt: skip
 
-InputKind = Literal["definition", "request", "event", "dead_letter"]
+InputKind = Literal["definition", "request", "event", "dead_letter", "command"]
 
 
 @dataclass(frozen=True, slots=True)
 class Observed:
     """One input record: a definition (`record` None is a tombstone), an execution request,
-    an execution event or a dead letter, decoded."""
+    an execution event, a dead letter or a command to the watchdog (an acknowledgement),
+    decoded."""
 
     kind: InputKind
     key: str
     record: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledgement:
+    """`tickwheel alerts ack`: a person says they are on it (`by`, `note`), at `at`."""
+
+    command_id: str
+    incident_id: str
+    by: str
+    note: str
+    at: int
 
 
 @dataclass(slots=True)
@@ -109,6 +122,8 @@ class ExecutionFacts:
 class Facts:
     jobs: dict[str, JobFacts] = field(default_factory=dict)
     executions: dict[str, ExecutionFacts] = field(default_factory=dict)
+    # Acknowledgements not yet applied, by command id (applied once the watermark passes them).
+    acks: dict[str, Acknowledgement] = field(default_factory=dict)
 
     def job(self, job_id: str) -> JobFacts:
         facts = self.jobs.get(job_id)
@@ -136,6 +151,8 @@ class Facts:
                 self._event(observed.record)
             elif observed.kind == "dead_letter":
                 self._dead_letter(observed.record)
+            elif observed.kind == "command":
+                self._command(observed.record)
         except (KeyError, TypeError, ValueError):
             return
 
@@ -207,6 +224,17 @@ class Facts:
         at = int(dead_letter["event_time"])
         self._dead(execution, int(dead_letter.get("attempt") or 1), at)
         execution.last_seen_ms = max(execution.last_seen_ms, at)
+
+    def _command(self, command: Mapping[str, Any]) -> None:
+        if command.get("kind") != "acknowledge":
+            return
+        details = json.loads(command.get("details") or "{}")
+        ack = Acknowledgement(
+            command_id=str(command["alert_id"]), incident_id=str(details["incident_id"]),
+            by=str(details.get("by") or "unknown"), note=str(command.get("message") or ""),
+            at=int(command["event_time"]),
+        )  # fmt: skip
+        self.acks[ack.command_id] = ack
 
     @staticmethod
     def _dead(execution: ExecutionFacts, attempt: int, at: int) -> None:

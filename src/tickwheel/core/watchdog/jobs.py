@@ -13,8 +13,10 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
+from tickwheel.core.bounds import CompiledBounded
 from tickwheel.core.jitter import default_jitter_window_ms
-from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
+from tickwheel.core.record_schedule import compile_record_schedule
+from tickwheel.core.schedule import CompiledSchedule
 from tickwheel.core.zones import zone_timeline
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import TickwheelError
@@ -46,6 +48,15 @@ class JobSpec:
     timezone: str
     jitter_ms: int
     expected_max_interval_ms: int | None  # as declared; None when absent or unreadable
+    # A bounded schedule (startAt/endAt/maxRuns): its first allowed instant, and its last
+    # slot (None: no slot exists at all). An unbounded one has neither.
+    starts_at_ms: int | None = None
+    bounded: bool = False
+    last_slot_ms: int | None = None
+
+    def finished(self, watermark: int) -> bool:
+        """A bounded job whose last slot has come (or that has none): it owes nothing more."""
+        return self.bounded and (self.last_slot_ms is None or self.last_slot_ms <= watermark)
 
 
 def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
@@ -63,10 +74,11 @@ def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
         tenant = str(record["tenantId"])
     except (KeyError, TypeError, ValueError):
         return None
-    cron = record.get("cron")
-    compiled = _compiled(cron, record.get("timezone"), record.get("dstPolicy"))
-    recurring = cron is not None
+    compiled = _compiled(record)
+    recurring = record.get("runAt") is None and compiled is not None
     jitter_ms = _jitter_ms(compiled, record.get("jitter")) if recurring else 0
+    bounded = isinstance(compiled, CompiledBounded)
+    start = record.get("startAt")
     return JobSpec(
         job_id=job_id,
         version=version,
@@ -81,21 +93,18 @@ def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
         timezone=str(record.get("timezone") or "UTC"),
         jitter_ms=jitter_ms,
         expected_max_interval_ms=_duration(record.get("expectedMaxInterval")),
+        starts_at_ms=start if isinstance(start, int) and not isinstance(start, bool) else None,
+        bounded=bounded,
+        last_slot_ms=compiled.last_ms if isinstance(compiled, CompiledBounded) else None,
     )
 
 
-@lru_cache(maxsize=16_384)
-def _compiled(cron: object, timezone: object, dst_policy: object) -> CompiledSchedule | None:
-    if not isinstance(cron, str):
-        return None
+def _compiled(record: Mapping[str, Any]) -> CompiledSchedule | None:
+    """The timer's own schedule of the record (cron or interval, bounds and all), shared
+    through its cache; None for a record whose schedule does not compile."""
     try:
-        schedule = parse_schedule(
-            cron=cron,
-            timezone=timezone if isinstance(timezone, str) else None,
-            dst_policy=dst_policy if isinstance(dst_policy, str) else None,
-        )
-        return compile_schedule(schedule)
-    except (TickwheelError, ValueError):
+        return compile_record_schedule(record)
+    except (TickwheelError, ValueError, TypeError):
         return None
 
 
@@ -137,7 +146,9 @@ def effective_interval(spec: JobSpec, grace_ms: int = DEFAULT_GRACE_MS) -> Inter
         return Interval(spec.expected_max_interval_ms, derived=False)
     # Month-wide buckets keep the cache small: jobs created the same month share an answer.
     bucket = spec.created_at_ms // (30 * DAY_MS) * (30 * DAY_MS)
-    gap = largest_gap_ms(spec.schedule, bucket)
+    # A bounded schedule's gaps are its base schedule's: the bounds only cut slots off.
+    base = spec.schedule.base if isinstance(spec.schedule, CompiledBounded) else spec.schedule
+    gap = largest_gap_ms(base, bucket)
     if gap is None:
         return None
     shift = largest_dst_shift_ms(spec.timezone, bucket)

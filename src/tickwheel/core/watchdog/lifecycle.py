@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from tickwheel.core.watchdog.conditions import Condition
+from tickwheel.core.watchdog.facts import Acknowledgement
 from tickwheel.core.watchdog.thresholds import Thresholds
 
-TransitionKind = Literal["opened", "updated", "resolved"]
+TransitionKind = Literal["opened", "updated", "acknowledged", "resolved"]
 
 
 def fingerprint(kind: str, subject: str) -> str:
@@ -46,6 +47,12 @@ class Incident:
     cleared_since: int | None = None
     resolved_at: int | None = None
     flaps: int = 0
+    # The last acknowledgement applied (who, note, when, and its command id: acknowledgements
+    # apply in (at, id) order, so a replayed one is recognised as already applied).
+    acknowledged_by: str | None = None
+    acknowledged_note: str | None = None
+    acknowledged_at: int | None = None
+    acknowledged_id: str | None = None
 
     @property
     def incident_id(self) -> str:
@@ -87,6 +94,7 @@ class Transition:
             "subject": incident.subject,
             "opened_at": incident.opened_at,
             "resolved_at": incident.resolved_at,
+            "acknowledged": _acknowledgement(incident),
             "evidence": dict(self.evidence),
         }
         return {
@@ -166,6 +174,42 @@ def advance(
             transitions.append(Transition(incident.copy(), "resolved", watermark, evidence))
             changed.add(fp)
     return transitions, changed
+
+
+def acknowledge(
+    incidents: Mapping[str, Incident], acks: Iterable[Acknowledgement], watermark: int
+) -> tuple[list[Transition], set[str]]:
+    """Apply the acknowledgements given by `watermark` (in (at, id) order) to the open
+    incident each names: one `acknowledged` transition each. One naming an incident that is
+    resolved, superseded or unknown, or one applied already (a replay), changes nothing."""
+    transitions: list[Transition] = []
+    changed: set[str] = set()
+    for ack in sorted(acks, key=lambda a: (a.at, a.command_id)):
+        if ack.at > watermark:
+            continue
+        fp, _, number = ack.incident_id.rpartition("-")
+        incident = incidents.get(fp)
+        if incident is None or str(incident.number) != number or incident.state != "open":
+            continue
+        if incident.acknowledged_at is not None and (ack.at, ack.command_id) <= (
+            incident.acknowledged_at,
+            incident.acknowledged_id or "",
+        ):
+            continue
+        incident.seq += 1
+        incident.acknowledged_by, incident.acknowledged_note = ack.by, ack.note
+        incident.acknowledged_at, incident.acknowledged_id = ack.at, ack.command_id
+        evidence = {"by": ack.by, "note": ack.note, "acknowledged_at": ack.at}
+        transitions.append(Transition(incident.copy(), "acknowledged", watermark, evidence))
+        changed.add(fp)
+    return transitions, changed
+
+
+def _acknowledgement(incident: Incident) -> dict[str, Any] | None:
+    if incident.acknowledged_at is None:
+        return None
+    return {"by": incident.acknowledged_by, "note": incident.acknowledged_note,
+            "at": incident.acknowledged_at}  # fmt: skip
 
 
 def _rank(severity: str) -> int:

@@ -36,6 +36,12 @@ class WatchdogMetrics:
             "Input records the watchdog could not decode (and passed over).",
             registry=self.registry,
         )
+        self.webhooks = Counter(
+            "tickwheel_watchdog_webhook_attempts",
+            "Webhook delivery attempts, by outcome (delivered, retry, rejected), over all sinks.",
+            ["outcome"],
+            registry=self.registry,
+        )
         for kind in KINDS:
             self.open_alerts.labels(kind).set(0)
 

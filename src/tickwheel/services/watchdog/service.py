@@ -1,5 +1,5 @@
-"""The watchdog service: reads the definitions, requests, execution events and dead letters
-itself, folds them into the core's evaluator and, each tick, evaluates at the event-time
+"""The watchdog service: reads the definitions, requests, execution events, dead letters and
+its commands (acknowledgements) itself, folds them into the core's evaluator and, each tick, evaluates at the event-time
 watermark of its inputs (docs/watchdog.md, decision 0056).
 
 Exactly-once alerts: one owner, transactional id `<prefix>tickwheel-watchdog`. Its
@@ -33,7 +33,7 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
-from tickwheel.errors import TickwheelError
+from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
@@ -46,6 +46,7 @@ from tickwheel.services.watchdog.records import (
     partition_key,
 )
 from tickwheel.services.watchdog.settings import WatchdogSettings
+from tickwheel.services.watchdog.webhooks import WebhookDispatcher, WebhookSink, sink_guard
 from tickwheel.topology import topic as declared_topic
 from tickwheel.topology import topic_name
 
@@ -77,11 +78,13 @@ class WatchdogService:
             "jobs.definitions": "definition",
             "executions.events": "event",
             "executions.dlq": "dead_letter",
+            "watchdog.commands": "command",
             **{f"executions.{p}": "request" for p in ("high", "normal", "low")},
         }
         self.inputs: dict[str, str] = {topic_name(name): kind for name, kind in declared.items()}
         self.schemas = {"definition": "JobDefinition", "event": "ExecutionEvent",
-                        "dead_letter": "DeadLetter", "request": "ExecutionRequest"}  # fmt: skip
+                        "dead_letter": "DeadLetter", "request": "ExecutionRequest",
+                        "command": "Alert"}  # fmt: skip
         self.partitions = [
             TopicPartition(topic_name(name), p)
             for name in declared
@@ -100,6 +103,31 @@ class WatchdogService:
         self.consumer = Consumer(consumer_config(f"{group}-inputs-unused", settings.bootstrap))
         # Never assigned anything, so it answers where partitions end at once.
         self.probe = Consumer(consumer_config(f"{group}-watermarks-unused", settings.bootstrap))
+        self.dispatchers = self._dispatchers(group)
+
+    def _dispatchers(self, group: str) -> list[WebhookDispatcher]:
+        settings = self.settings
+        if not settings.webhooks:
+            return []
+        if not settings.webhook_secret:
+            raise InvalidInput(
+                "TICKWHEEL_WATCHDOG_WEBHOOK_SECRET",
+                "is not set while TICKWHEEL_WATCHDOG_WEBHOOKS is; accepted: whsec_ + base64",
+            )
+        guard = sink_guard(settings.webhooks, settings.webhook_allowed_networks)
+        partitions = declared_topic("alerts").partitions
+        return [
+            WebhookDispatcher(
+                WebhookSink(url, settings.webhook_secret, guard, self.clock),
+                settings.bootstrap,
+                self.alerts_topic,
+                partitions,
+                group,
+                settings.webhook_backoff_s,
+                observe=lambda outcome: self.metrics.webhooks.labels(outcome).inc(),
+            )
+            for url in settings.webhooks
+        ]
 
     def now_ms(self) -> int:
         self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
@@ -114,6 +142,8 @@ class WatchdogService:
             )
         self.producer.init()  # fences an earlier watchdog and waits out its transaction
         self._restore()
+        for dispatcher in self.dispatchers:
+            dispatcher.start()
         self.consumer.assign(
             [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in self.partitions]
         )
@@ -131,7 +161,11 @@ class WatchdogService:
                     self.tick()
                     next_tick = time.monotonic() + self.settings.tick_ms / 1000
         finally:
+            for dispatcher in self.dispatchers:
+                dispatcher.stop()
             self.producer.flush(self._flush_budget())
+            for dispatcher in self.dispatchers:
+                dispatcher.join(self._flush_budget())
             self.consumer.close()
             self.probe.close()
 

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.core.targets import IPNetwork
 from tickwheel.core.watchdog import Thresholds
+from tickwheel.errors import InvalidInput
 
 
 def _seconds_ms(name: str, default: float) -> int:
     return int(float(os.environ.get(name, default)) * 1000)
+
+
+def _networks(name: str) -> tuple[IPNetwork, ...]:
+    entries = [n.strip() for n in os.environ.get(name, "").split(",") if n.strip()]
+    try:
+        return tuple(ipaddress.ip_network(n, strict=False) for n in entries)
+    except ValueError as exc:
+        raise InvalidInput(name, f"{exc}; accepted: CIDRs, e.g. 10.20.0.0/16") from None
 
 
 @dataclass
@@ -19,7 +30,11 @@ class WatchdogSettings:
     (how far the watermark trails the inputs, for records produced but not yet readable),
     TICKWHEEL_WATCHDOG_RESOLVE_AFTER_S, TICKWHEEL_WATCHDOG_UPDATE_EVERY_S,
     TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S, TICKWHEEL_WATCHDOG_READY_AGE_S,
-    TICKWHEEL_WATCHDOG_GRACE_S (slack of a derived interval), TICKWHEEL_METRICS_PORT (0 = off)."""
+    TICKWHEEL_WATCHDOG_GRACE_S (slack of a derived interval), TICKWHEEL_METRICS_PORT (0 = off);
+    webhooks: TICKWHEEL_WATCHDOG_WEBHOOKS (comma-separated URLs), TICKWHEEL_WATCHDOG_WEBHOOK_SECRET
+    (`whsec_` + base64, required with URLs), TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS (CIDRs
+    a receiver may be in besides public addresses), TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S (first
+    retry's wait, 1) and TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_CAP_S (300)."""
 
     instance: str = "watchdog"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -31,6 +46,24 @@ class WatchdogSettings:
     )
     metrics_port: int = field(
         default_factory=lambda: int(os.environ.get("TICKWHEEL_METRICS_PORT", "0"))
+    )
+    webhooks: list[str] = field(
+        default_factory=lambda: [
+            u.strip() for u in os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOKS", "").split(",")
+            if u.strip()
+        ]
+    )  # fmt: skip
+    webhook_secret: str = field(
+        default_factory=lambda: os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOK_SECRET", "")
+    )
+    webhook_allowed_networks: tuple[IPNetwork, ...] = field(
+        default_factory=lambda: _networks("TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS")
+    )
+    webhook_backoff_s: tuple[float, float] = field(
+        default_factory=lambda: (
+            float(os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S", "1")),
+            float(os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_CAP_S", "300")),
+        )
     )
     thresholds: Thresholds = field(
         default_factory=lambda: Thresholds(
