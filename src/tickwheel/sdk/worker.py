@@ -110,6 +110,9 @@ class ExecutionContext:
     payload: dict[str, Any]
     fire_time: datetime | None = None
     max_attempts: int = 1
+    # A workflow step's execution: its instance and step (None for a job's execution).
+    workflow_id: str | None = None
+    step_id: str | None = None
     cancel_event: threading.Event = field(default_factory=threading.Event)
     _heartbeat: Heartbeater = field(default=_no_heartbeat, repr=False)
 
@@ -137,6 +140,8 @@ class ExecutionContext:
             payload=payload,
             fire_time=_utc(request.get("fire_time")),
             max_attempts=request.get("max_attempts", 1),
+            workflow_id=request.get("workflow_id"),
+            step_id=request.get("step_id"),
             cancel_event=cancel_event or threading.Event(),
             _heartbeat=heartbeat,
         )

@@ -1,0 +1,317 @@
+"""Workflows from a producer's and an operator's side: publish definitions, start instances,
+read their timelines, cancel, repair, approve (docs/workflows.md, decision 0061).
+
+    from tickwheel.sdk.workflows import WorkflowsClient
+    flows = WorkflowsClient()
+    flows.define(json.load(open("video_publish.json")))
+    workflow_id = flows.start("video_publish", {"url": "s3://..."})
+    flows.get(workflow_id).status
+
+Every write is a record: a definition version on `workflows.definitions` (checked by the
+core, and against the previous version with `check_compatible`), everything else an input
+on `workflows.inputs` that the orchestrator owning the instance folds. Operator inputs carry
+the actor, so the timeline says who did what. Approvals need a token signed with a key of
+`TICKWHEEL_APPROVAL_KEYS` (`kid:secret,...`, the first signs): signed, expiring, naming one
+round; the fold makes it single-use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.workflow import (
+    TERMINAL,
+    Approve,
+    Cancel,
+    CompleteStep,
+    Input,
+    Reject,
+    RetryStep,
+    SkipStep,
+    Start,
+    check_compatible,
+    parse_definition,
+)
+from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
+from tickwheel.core.workflow.snapshot import state_from_json
+from tickwheel.core.workflow.wire import input_record
+from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.topology import topic as declared_topic
+from tickwheel.topology import topic_name
+
+DEFAULT_APPROVAL_TTL_MS = 72 * 3_600_000
+
+
+class UnknownWorkflow(TickwheelError, LookupError):
+    """No instance (or no definition) has this id yet (`name` says which)."""
+
+    def __init__(self, what: str, name: str) -> None:
+        super().__init__(f"no workflow {what} {name!r}")
+        self.name = name
+
+
+class IncompatibleDefinition(TickwheelError, ValueError):
+    """A new version that may not follow the previous one; `reasons` lists why."""
+
+    def __init__(self, definition_id: str, version: int, reasons: list[str]) -> None:
+        super().__init__(
+            f"{definition_id} v{version} may not follow the previous version: "
+            + "; ".join(reasons)
+            + " (publish it under a new definitionId instead)"
+        )
+        self.reasons = reasons
+
+
+@dataclass
+class WorkflowTimeline:
+    """An instance as its history tells it: status, each step's state, and every event."""
+
+    workflow_id: str
+    definition_id: str
+    definition_version: int
+    status: str
+    steps: dict[str, dict[str, Any]]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"workflowId": self.workflow_id, "definitionId": self.definition_id,
+                "definitionVersion": self.definition_version, "status": self.status,
+                "steps": self.steps, "events": self.events}  # fmt: skip
+
+
+def approval_keys(text: str | None = None) -> dict[str, bytes]:
+    """`kid:secret,...` (default TICKWHEEL_APPROVAL_KEYS) as a key map, in order."""
+    text = os.environ.get("TICKWHEEL_APPROVAL_KEYS", "") if text is None else text
+    keys: dict[str, bytes] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kid, sep, secret = part.partition(":")
+        if not sep or not kid or not secret:
+            raise InvalidInput("TICKWHEEL_APPROVAL_KEYS", "accepted: kid:secret[,kid:secret...]")
+        keys[kid] = secret.encode()
+    return keys
+
+
+class WorkflowsClient:
+    """Definitions, instances and operator actions on the cluster at KAFKA_BOOTSTRAP_SERVERS."""
+
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        clock: Clock | None = None,
+        keys: Mapping[str, bytes] | None = None,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.clock = clock or SystemClock()
+        self.keys = dict(keys) if keys is not None else None
+        self.definitions_topic = topic_name("workflows.definitions")
+        self.inputs_topic = topic_name("workflows.inputs")
+        self.state_topic = topic_name("workflows.state")
+        self.events_topic = topic_name("workflows.events")
+        self._producer: EventProducer | None = None
+
+    def _now_ms(self) -> int:
+        return int(self.clock.now() * 1000)
+
+    def _publish(self, topic: str, key: str, value: bytes) -> None:
+        if self._producer is None:
+            self._producer = EventProducer(self.bootstrap)
+        self._producer.send(topic, key, value)
+        self._producer.flush()
+
+    def _keys(self) -> dict[str, bytes]:
+        keys = self.keys if self.keys is not None else approval_keys()
+        if not keys:
+            raise InvalidInput("TICKWHEEL_APPROVAL_KEYS", "not set; accepted: kid:secret,...")
+        return keys
+
+    # -- definitions ---------------------------------------------------------------------
+    def definitions(
+        self, definition_id: str | None = None
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Every published version (of `definition_id`, if given): (id, version) → document."""
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        for record in read_to_end(self.definitions_topic, None, self.bootstrap):
+            if record.value is None:
+                continue
+            try:
+                value = decode(record.value, "WorkflowDefinition")[1]
+            except UndecodableRecord:
+                continue  # the orchestrator dead-letters it
+            if definition_id is None or value["definition_id"] == definition_id:
+                found.setdefault((value["definition_id"], value["version"]),
+                                 json.loads(value["body"]))  # fmt: skip
+        return found
+
+    def define(self, document: dict[str, Any], *, actor: str | None = None) -> dict[str, Any]:
+        """Publish a definition version. Raises InvalidInput (naming the field), or
+        IncompatibleDefinition when it may not follow the previous version. Publishing the
+        very same document again is a no-op; a different one under a published version is
+        refused (versions are immutable)."""
+        definition = parse_definition(document)
+        did, version = definition.definition_id, definition.version
+        known = self.definitions(did)
+        if (did, version) in known:
+            if known[(did, version)] == document:
+                return {"definitionId": did, "version": version, "published": False}
+            raise InvalidInput("version", f"{did} v{version} is published already and "
+                               "immutable; accepted: a new version")  # fmt: skip
+        earlier = sorted(v for (_, v) in known if v < version)
+        if earlier:
+            old = parse_definition(known[(did, earlier[-1])])
+            reasons = check_compatible(old, definition, self._live_steps(did, earlier[-1]))
+            if reasons:
+                raise IncompatibleDefinition(did, version, reasons)
+        record = {"definition_id": did, "version": version, "body": json.dumps(document),
+                  "published_at": self._now_ms(), "published_by": actor}  # fmt: skip
+        self._publish(self.definitions_topic, f"{did}/{version}",
+                      encode("WorkflowDefinition", record))  # fmt: skip
+        return {"definitionId": did, "version": version, "published": True}
+
+    def _live_steps(self, definition_id: str, version: int) -> set[str]:
+        """Steps that running instances of the version are in (started, not ended)."""
+        live: set[str] = set()
+        for snapshot in self._snapshots().values():
+            if (snapshot["definition_id"], snapshot["definition_version"]) != (
+                definition_id,
+                version,
+            ):
+                continue
+            if snapshot["status"] in TERMINAL:
+                continue
+            state = state_from_json(json.loads(snapshot["state"]))
+            live |= {
+                k
+                for k, s in state.steps.items()
+                if s.status in ("running", "waiting", "cancelling")
+            }
+        return live
+
+    # -- instances -----------------------------------------------------------------------
+    def start(
+        self,
+        definition_id: str,
+        input: Any = None,
+        *,
+        workflow_id: str | None = None,
+        version: int | None = None,
+    ) -> str:
+        """Start an instance of `definition_id` (its latest version, or `version`) with the
+        JSON `input`; returns its id. Starting an id that exists is recorded and ignored."""
+        versions = sorted(v for (_, v) in self.definitions(definition_id))
+        if not versions or (version is not None and version not in versions):
+            raise UnknownWorkflow("definition", f"{definition_id} v{version or 'any'}")
+        try:
+            json.dumps(input)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput("input", f"not JSON data ({exc})") from exc
+        workflow_id = workflow_id or f"wf-{uuid.uuid4()}"
+        if not workflow_id.strip() or len(workflow_id) > 200:
+            raise InvalidInput("workflow_id", "accepted: 1 to 200 characters")
+        item = Start(self._now_ms(), input)
+        self._send(workflow_id, item, definition_id=definition_id,
+                   definition_version=version or versions[-1])  # fmt: skip
+        return workflow_id
+
+    def _send(self, workflow_id: str, item: Input, **start: Any) -> None:
+        record = input_record(workflow_id, item, f"sdk:{uuid.uuid4()}", **start)
+        self._publish(self.inputs_topic, workflow_id, encode("WorkflowInput", record))
+
+    def cancel(self, workflow_id: str, *, actor: str, reason: str = "") -> None:
+        self._send(workflow_id, Cancel(self._now_ms(), actor, reason))
+
+    def retry_step(self, workflow_id: str, step: str, *, actor: str) -> None:
+        """The step's next attempt, same execution id (reopens a failed instance)."""
+        self._send(workflow_id, RetryStep(self._now_ms(), step, actor))
+
+    def complete_step(self, workflow_id: str, step: str, output: Any = None, *, actor: str) -> None:
+        self._send(workflow_id, CompleteStep(self._now_ms(), step, actor, output))
+
+    def skip_step(self, workflow_id: str, step: str, *, actor: str) -> None:
+        self._send(workflow_id, SkipStep(self._now_ms(), step, actor))
+
+    # -- approvals -----------------------------------------------------------------------
+    def approval_token(self, workflow_id: str, step: str, ttl_ms: int | None = None) -> str:
+        """A token for the current round of approval `step` (for the notifier, or an
+        operator handing out the link), signed with the first key."""
+        state = self._state(workflow_id)
+        st = state.steps.get(step)
+        if st is None or st.status != "waiting" or st.round < 1:
+            raise InvalidInput("step", f"{step!r} is not an approval waiting for a decision")
+        kid, secret = next(iter(self._keys().items()))
+        expires = self._now_ms() + (ttl_ms or DEFAULT_APPROVAL_TTL_MS)
+        return sign_approval(ApprovalClaim(workflow_id, step, st.round, expires), kid, secret)
+
+    def approve(self, token: str, *, actor: str, note: str = "") -> ApprovalClaim:
+        claim = verify_approval(token, self._keys(), self._now_ms())
+        self._send(claim.workflow_id, Approve(self._now_ms(), claim.step, claim.round, actor, note))
+        return claim
+
+    def reject(self, token: str, *, actor: str, note: str = "") -> ApprovalClaim:
+        claim = verify_approval(token, self._keys(), self._now_ms())
+        self._send(claim.workflow_id, Reject(self._now_ms(), claim.step, claim.round, actor, note))
+        return claim
+
+    # -- reads ---------------------------------------------------------------------------
+    def _partition(self, workflow_id: str) -> int:
+        return partition_for(workflow_id, declared_topic("workflows.state").partitions)
+
+    def _snapshots(self, partition: int | None = None) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        parts = None if partition is None else [partition]
+        for record in read_to_end(self.state_topic, parts, self.bootstrap):
+            if record.key is None or record.key.startswith("__partition__/"):
+                continue
+            if record.value is None:
+                found.pop(record.key, None)
+                continue
+            try:
+                found[record.key] = decode(record.value, "WorkflowSnapshot")[1]
+            except UndecodableRecord:
+                continue
+        return found
+
+    def _state(self, workflow_id: str) -> Any:
+        snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
+        if snapshot is None:
+            raise UnknownWorkflow("instance", workflow_id)
+        return state_from_json(json.loads(snapshot["state"]))
+
+    def get(self, workflow_id: str) -> WorkflowTimeline:
+        """The instance's timeline: its state now and every event, oldest first."""
+        state = self._state(workflow_id)
+        events = []
+        for record in read_to_end(self.events_topic, [self._partition(workflow_id)],
+                                  self.bootstrap):  # fmt: skip
+            if record.key != workflow_id or record.value is None:
+                continue
+            try:
+                event = decode(record.value, "WorkflowEvent")[1]
+            except UndecodableRecord:
+                continue
+            event["data"] = json.loads(event["data"]) if event.get("data") else None
+            events.append(event)
+        steps = {k: {"status": s.status, "attempt": s.attempt, "round": s.round,
+                     "startedAt": s.started_at_ms, "endedAt": s.ended_at_ms,
+                     "compensation": s.comp_status or None, "output": s.output}
+                 for k, s in state.steps.items()}  # fmt: skip
+        return WorkflowTimeline(workflow_id, state.definition_id, state.definition_version,
+                                state.status, steps, events)  # fmt: skip
+
+    def list(self, status: str | None = None) -> list[dict[str, Any]]:
+        """Every instance's summary (of one `status`, if given), by id."""
+        rows = [{"workflowId": k, "definitionId": s["definition_id"],
+                 "definitionVersion": s["definition_version"], "status": s["status"],
+                 "seq": s["seq"], "updatedAt": s["updated_at"]}
+                for k, s in self._snapshots().items()
+                if status is None or s["status"] == status]  # fmt: skip
+        return sorted(rows, key=lambda r: r["workflowId"])

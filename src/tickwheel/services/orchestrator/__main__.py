@@ -1,0 +1,3 @@
+from tickwheel.services.orchestrator.service import main
+
+main()

@@ -1,0 +1,178 @@
+"""The orchestrator's records, as dicts, pure: the fold's events and commands in the shapes of
+the topics they go to (docs/decisions/0061), and its snapshots and checkpoint.
+
+| fold output | record | topic, key |
+| --- | --- | --- |
+| `Event` | `WorkflowEvent` v2 (`event_id` = `wf:<workflow_id>:<seq>`) | workflows.events, workflow_id |
+| `ScheduleStep`, `ScheduleCompensation` | `TimerCommand` run_step | timers.commands, step key |
+| `StartTimer`, `CancelTimer` | `TimerCommand` start_timer, cancel_timer | timers.commands, step key |
+| `CancelExecution` | `TimerCommand` cancel_execution (the timer stops it and answers) | timers.commands, step key |
+| `RaiseAlert`, `ClearAlert` | `Alert` (details.state firing / resolved) | alerts, alert_id |
+| `OpenApproval` | nothing more: `approval_requested` is the event the notifier reads | |
+
+Command ids are deterministic (the workflow, the command, the step or timer, the attempt or
+the event's seq): a batch retried after a crash writes the same ones.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.core.workflow import (
+    CancelExecution,
+    CancelTimer,
+    ClearAlert,
+    Command,
+    Event,
+    RaiseAlert,
+    ScheduleCompensation,
+    ScheduleStep,
+    StartTimer,
+    WorkflowDefinition,
+    WorkflowState,
+)
+from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
+from tickwheel.services.timer.workflow_steps import STEP_KEY_PREFIX
+
+CHECKPOINT_PREFIX = "__partition__/"
+# A step key is searched among this many suffixes for one on the workflow's own partition;
+# with n partitions one in n fits, so running out is a chance of (1 - 1/n)^1000.
+MAX_KEY_SUFFIX = 1000
+
+
+def step_key(workflow_id: str, partitions: int) -> str:
+    """The `job_id` (and key) of a workflow's step executions and timer commands: reserved
+    (`__wf/`, no job can have it) and hashing to the workflow's own partition, so partition p
+    of the timer's topics holds the executions of the workflows of partition p of
+    workflows.inputs (decision 0061)."""
+    want = partition_for(workflow_id, partitions)
+    for n in range(MAX_KEY_SUFFIX):
+        key = f"{STEP_KEY_PREFIX}{workflow_id}/{n}"
+        if partition_for(key, partitions) == want:
+            return key
+    raise ValueError(f"no step key of {workflow_id!r} lands on partition {want}")
+
+
+def checkpoint_key(partition: int) -> str:
+    return f"{CHECKPOINT_PREFIX}{partition}"
+
+
+def event_record(
+    state: WorkflowState, event: Event, input_id: str, tenant_id: str | None
+) -> dict[str, Any]:
+    """`event` of the instance whose state after it is `state`, as a `WorkflowEvent` v2."""
+    data = event.data
+    execution = data.get("execution_id")
+    if execution is None and isinstance(data.get("cancel_execution"), dict):
+        execution = data["cancel_execution"].get("execution_id")
+    error = data.get("error")
+    return {
+        "event_id": f"wf:{state.workflow_id}:{event.seq}",
+        "event_time": event.at_ms,
+        "workflow_id": state.workflow_id,
+        "definition_id": state.definition_id,
+        "definition_version": state.definition_version,
+        "event_type": event.type,
+        "step_id": event.step,
+        "attempt": event.attempt,
+        "data": json.dumps(data, separators=(",", ":"), default=str),
+        "seq": event.seq,
+        "actor": event.actor,
+        "tenant_id": tenant_id,
+        "execution_id": execution,
+        "error": None if error is None else str(error),
+        "cause_input_id": input_id,
+        "status": state.status,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One record to write: its declared topic (without the prefix), key, record name, value."""
+
+    topic: str
+    key: str
+    record: str
+    value: dict[str, Any]
+
+
+def _max_attempts(definition: WorkflowDefinition, step: str, compensation: bool) -> int:
+    spec = definition.step(step)
+    task = None if spec is None else (spec.compensation if compensation else spec.task)
+    return 1 if task is None else int(task.retry.max_attempts)
+
+
+def command_records(
+    state: WorkflowState, definition: WorkflowDefinition, command: Command, event: Event,
+    key: str, tenant_id: str | None,
+) -> list[Outgoing]:  # fmt: skip
+    """What `command` (an effect of `event`) is on the wire."""
+    wid, at = state.workflow_id, event.at_ms
+    base: dict[str, Any] = {"job_id": key, "requested_at": at, "workflow_id": wid}
+    if isinstance(command, ScheduleStep | ScheduleCompensation):
+        comp = isinstance(command, ScheduleCompensation)
+        value = {**base, "command_id": f"wf:{wid}:run:{command.execution_id}:{command.attempt}",
+                 "kind": "run_step", "execution_id": command.execution_id,
+                 "step_id": command.step, "attempt": command.attempt, "compensation": comp,
+                 "job_type": command.job_type, "payload": json.dumps(command.payload),
+                 "tenant_id": tenant_id, "fire_at": command.not_before_ms,
+                 "max_attempts": _max_attempts(definition, command.step, comp)}  # fmt: skip
+        return [Outgoing("timers.commands", key, "TimerCommand", value)]
+    if isinstance(command, StartTimer | CancelTimer):
+        kind = "start_timer" if isinstance(command, StartTimer) else "cancel_timer"
+        value = {**base, "command_id": f"wf:{wid}:{kind}:{command.timer_id}:{event.seq}",
+                 "kind": kind, "timer_id": command.timer_id,
+                 "fire_at": command.fire_at_ms if isinstance(command, StartTimer) else None}  # fmt: skip
+        return [Outgoing("timers.commands", key, "TimerCommand", value)]
+    if isinstance(command, CancelExecution):
+        value = {**base, "command_id": f"wf:{wid}:cancel:{command.execution_id}:{command.attempt}",
+                 "kind": "cancel_execution", "execution_id": command.execution_id,
+                 "step_id": command.step, "attempt": command.attempt}  # fmt: skip
+        return [Outgoing("timers.commands", key, "TimerCommand", value)]
+    if isinstance(command, RaiseAlert | ClearAlert):
+        firing = isinstance(command, RaiseAlert)
+        details = {"state": "firing" if firing else "resolved", "workflow_id": wid,
+                   "fingerprint": command.alert_id, "seq": event.seq}  # fmt: skip
+        if isinstance(command, RaiseAlert):
+            details["step_id"] = command.step
+        value = {"alert_id": f"{command.alert_id}:{event.seq}", "event_time": at,
+                 "kind": command.kind if isinstance(command, RaiseAlert) else "workflow_alert",
+                 "severity": "warning", "job_id": None, "tenant_id": tenant_id,
+                 "message": command.message if isinstance(command, RaiseAlert)
+                 else f"resolved: {command.alert_id}",
+                 "details": json.dumps(details)}  # fmt: skip
+        return [Outgoing("alerts", value["alert_id"], "Alert", value)]
+    return []  # OpenApproval: the approval_requested event is the notice
+
+
+def snapshot_record(state: WorkflowState, now_ms: int) -> dict[str, Any]:
+    return {
+        "workflow_id": state.workflow_id,
+        "definition_id": state.definition_id,
+        "definition_version": state.definition_version,
+        "status": state.status,
+        "seq": state.seq,
+        "state": json.dumps(state_to_json(state), separators=(",", ":")),
+        "updated_at": now_ms,
+        "input_offsets": {},
+    }
+
+
+def state_of_snapshot(record: dict[str, Any]) -> WorkflowState:
+    return state_from_json(json.loads(record["state"]))
+
+
+def checkpoint_record(partition: int, offsets: dict[str, int], now_ms: int) -> dict[str, Any]:
+    return {
+        "workflow_id": checkpoint_key(partition),
+        "definition_id": "",
+        "definition_version": 0,
+        "status": "checkpoint",
+        "seq": 0,
+        "state": None,
+        "updated_at": now_ms,
+        "input_offsets": offsets,
+    }

@@ -1,0 +1,92 @@
+"""Rebuild one orchestrator partition from Kafka: fence the previous owner (its transactional
+id is the partition's), then read the partition's snapshots and checkpoint from
+`workflows.state`. Runs on the restore thread (`BackgroundRestores`, shared with the timer);
+the inputs partition stays paused until the result is installed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.producer import TransactionalProducer
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.services.orchestrator.definitions import DefinitionCatalog
+from tickwheel.services.orchestrator.partition import PartitionOrchestrator
+from tickwheel.services.orchestrator.records import checkpoint_key
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.orchestrator")
+
+
+@dataclass(frozen=True)
+class OrchestratorTopics:
+    inputs: str
+    state: str
+    events: str
+    dlq: str
+
+    @classmethod
+    def declared(cls) -> OrchestratorTopics:
+        return cls(topic_name("workflows.inputs"), topic_name("workflows.state"),
+                   topic_name("workflows.events"), topic_name("executions.dlq"))  # fmt: skip
+
+
+class PartitionRuntime:
+    """One owned partition: its fold, its transactional producer, the next input to read."""
+
+    def __init__(
+        self, orchestrator: PartitionOrchestrator, producer: TransactionalProducer, next_input: int
+    ) -> None:
+        self.partition = orchestrator.partition
+        self.orchestrator = orchestrator
+        self.producer = producer
+        self.next_input = next_input  # next offset of workflows.inputs to read
+        self.moved = False  # inputs were read since the last checkpoint
+
+
+class PartitionRestorer:
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: OrchestratorTopics,
+        catalog: DefinitionCatalog,
+        partitions: int,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topics = topics
+        self.catalog = catalog
+        self.partitions = partitions
+        self.now_ms = now_ms
+
+    def restore(self, partition: int) -> PartitionRuntime:
+        producer = TransactionalProducer(
+            f"{topic_name('tickwheel-orchestrator')}-p{partition}", self.bootstrap
+        )
+        # Fences the previous owner and waits out its open transaction before we read.
+        producer.init()
+        self.catalog.refresh()
+        orchestrator = PartitionOrchestrator(partition, self.partitions, self.catalog)
+        next_input = 0
+        for record in read_to_end(self.topics.state, [partition], self.bootstrap):
+            if record.key is None:
+                continue
+            snapshot = None
+            if record.value is not None:
+                try:
+                    snapshot = decode(record.value, "WorkflowSnapshot")[1]
+                except UndecodableRecord as exc:
+                    orchestrator.batch.dead_letters.append(dead_letter_record(
+                        record.topic, record.partition, record.offset, record.key,
+                        record.value, exc.reason, "undecodable", self.now_ms()))  # fmt: skip
+                    continue
+            if record.key == checkpoint_key(partition):
+                offsets = snapshot["input_offsets"] if snapshot else {}
+                next_input = int(offsets.get(self.topics.inputs, 0))
+                continue
+            orchestrator.load(record.key, snapshot)
+        return PartitionRuntime(orchestrator, producer, next_input)

@@ -1,0 +1,266 @@
+"""The orchestrator service: owns partitions of workflows.inputs (and of the co-partitioned
+workflows.state and workflows.events), folds every input into its instance, and writes what
+a batch decided in one transaction per partition (docs/decisions/0059, 0061).
+
+Exactly-once decisions, as the timer's trigger: one transactional producer per owned
+partition (`<prefix>tickwheel-orchestrator-p<N>`); a new owner's `init_transactions()` fences
+the old one and waits out its open transaction before it reads the partition's snapshots. A
+batch's events, snapshots, commands to the timer, alerts, dead letters and the checkpoint
+(the next input offset) commit together, so a crash anywhere replays the batch from the
+checkpoint into the same state, events and command ids. Any transaction failure drops the
+partition's memory and restores it from Kafka.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections import defaultdict
+from typing import Any
+
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.admin import verify_topology
+from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.producer import is_fatal
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.logs import configure_logging
+from tickwheel.services.orchestrator.definitions import DefinitionCatalog
+from tickwheel.services.orchestrator.partition import Batch, UnknownDefinition
+from tickwheel.services.orchestrator.records import checkpoint_key, checkpoint_record
+from tickwheel.services.orchestrator.restore import (
+    OrchestratorTopics,
+    PartitionRestorer,
+    PartitionRuntime,
+)
+from tickwheel.services.orchestrator.settings import OrchestratorSettings
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.services.timer.gate import record_of
+from tickwheel.services.timer.restore import BackgroundRestores
+from tickwheel.topology import topic as declared_topic
+from tickwheel.topology import topic_name
+
+log = logging.getLogger("tickwheel.orchestrator")
+
+# As the timer: after a fence, wait past the group session timeout before restoring.
+FENCED_RECHECK_S = 30.0
+RESTORE_RETRY_S = 2.0
+
+
+class OrchestratorService:
+    def __init__(
+        self,
+        settings: OrchestratorSettings,
+        clock: Clock | None = None,
+        deadline: ShutdownDeadline | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.deadline = deadline
+        self.topics = OrchestratorTopics.declared()
+        self.partition_count = declared_topic("workflows.inputs").partitions
+        self.catalog = DefinitionCatalog(settings.bootstrap)
+        self.partitions: dict[int, PartitionRuntime] = {}
+        self.restore_due: dict[int, float] = {}
+        self.running = True
+        self._last_now_ms = 0
+        self.consumer = Consumer(
+            consumer_config(
+                settings.group_id,
+                settings.bootstrap,
+                **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
+                   "heartbeat.interval.ms": 1000,
+                   "group.instance.id": f"{settings.group_id}-{settings.instance}"},
+            )
+        )  # fmt: skip
+        self.restorer = PartitionRestorer(
+            settings.bootstrap, self.topics, self.catalog, self.partition_count, self.now_ms
+        )
+        self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
+            self.restorer.restore, name="orchestrator-restore"
+        )
+
+    def now_ms(self) -> int:
+        self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
+        return self._last_now_ms
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> None:
+        verify_topology(bootstrap=self.settings.bootstrap)
+        self.catalog.refresh()
+        self.consumer.subscribe([self.topics.inputs], on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
+        log.info("orchestrator started", extra={"action": "orchestrator_started",
+                                                "instance": self.settings.instance})  # fmt: skip
+        try:
+            while self.running:
+                messages = self.consumer.consume(self.settings.max_batch,
+                                                 self.settings.poll_ms / 1000)  # fmt: skip
+                self._install_restores()
+                self._fold(messages)
+                self._retry_restores()
+        finally:
+            for runtime in self.partitions.values():
+                runtime.producer.flush(self._flush_budget())
+            self.partitions.clear()
+            self.consumer.close()
+
+    def stop(self, *_args: Any) -> None:
+        self.running = False
+        self.restores.stop()
+        if self.deadline is not None:
+            self.deadline.arm(KAFKA_BUDGET_S)
+
+    def _flush_budget(self) -> float:
+        return min(5.0, self.deadline.remaining() if self.deadline is not None else 5.0)
+
+    # -- rebalancing -----------------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.incremental_assign(partitions)
+        consumer.pause(partitions)  # until restored: nothing is read before the fence
+        for tp in partitions:
+            self.restores.begin(tp.partition)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.restore_due.pop(tp.partition, None)
+            self.restores.cancel(tp.partition)
+            runtime = self.partitions.pop(tp.partition, None)
+            if runtime is not None:
+                runtime.producer.flush(self._flush_budget())
+                log.info("partition revoked", extra={"action": "partition_revoked",
+                                                     "partition": tp.partition})  # fmt: skip
+        with contextlib.suppress(KafkaException):
+            consumer.incremental_unassign(partitions)
+
+    def _install_restores(self) -> None:
+        for result in self.restores.finished():
+            runtime = result.value
+            if result.error is not None or runtime is None:
+                self._restore_failed(result.partition, result.error or RuntimeError("no result"))
+                continue
+            try:
+                tp = TopicPartition(self.topics.inputs, runtime.partition, runtime.next_input)
+                self.consumer.seek(tp)
+                self.consumer.resume([TopicPartition(self.topics.inputs, runtime.partition)])
+            except KafkaException as exc:
+                self._restore_failed(result.partition, exc)
+                continue
+            self.partitions[runtime.partition] = runtime
+            if runtime.orchestrator.batch:  # dead letters the restore found
+                self._commit(runtime, runtime.orchestrator.take())
+            log.info(
+                "partition restored",
+                extra={"action": "partition_restored", "partition": runtime.partition,
+                       "instances": len(runtime.orchestrator.instances),
+                       "definitions": len(self.catalog), "next_input": runtime.next_input,
+                       "seconds": round(time.monotonic() - result.started, 3)},
+            )  # fmt: skip
+
+    def _restore_failed(self, partition: int, exc: Exception) -> None:
+        log.error("restore failed; trying again", extra={
+            "action": "restore_failed", "partition": partition, "error": repr(exc)})  # fmt: skip
+        self.partitions.pop(partition, None)
+        with contextlib.suppress(KafkaException):
+            self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
+        self.restore_due[partition] = time.monotonic() + RESTORE_RETRY_S
+
+    def _retry_restores(self) -> None:
+        if not self.restore_due:
+            return
+        owned = {tp.partition for tp in self.consumer.assignment()}
+        for partition, due in list(self.restore_due.items()):
+            if partition not in owned or partition in self.partitions:
+                del self.restore_due[partition]
+            elif time.monotonic() >= due and not self.restores.under_way(partition):
+                del self.restore_due[partition]
+                with contextlib.suppress(KafkaException):
+                    self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
+                self.restores.begin(partition)
+
+    # -- the loop --------------------------------------------------------------------------
+    def _fold(self, messages: list[Any]) -> None:
+        now = self.now_ms()
+        by_partition: dict[int, list[Any]] = defaultdict(list)
+        for msg in messages:
+            if not msg.error() and msg.partition() in self.partitions:
+                by_partition[msg.partition()].append(msg)
+        for partition, batch in by_partition.items():
+            runtime = self.partitions[partition]
+            for msg in batch:
+                if msg.offset() < runtime.next_input:
+                    continue  # read before the seek took effect
+                self._receive(runtime, msg, now)
+                runtime.next_input = msg.offset() + 1
+                runtime.moved = True
+            self._commit(runtime, runtime.orchestrator.take())
+
+    def _receive(self, runtime: PartitionRuntime, msg: Any, now: int) -> None:
+        record = record_of(msg)
+        try:
+            runtime.orchestrator.receive(record, now)
+        except UnknownDefinition:
+            # Published a moment ago, perhaps: read the definitions again, once.
+            self.catalog.refresh()
+            try:
+                runtime.orchestrator.receive(record, now)
+            except UnknownDefinition as exc:
+                runtime.orchestrator.refuse(record, str(exc), now)
+
+    def _commit(self, runtime: PartitionRuntime, batch: Batch) -> None:
+        if not batch and not runtime.moved:
+            return
+        producer, partition = runtime.producer, runtime.partition
+        try:
+            producer.begin()
+            for event in batch.events:
+                producer.send(self.topics.events, event["workflow_id"],
+                              encode("WorkflowEvent", event))  # fmt: skip
+            for workflow_id, snapshot in batch.snapshots.items():
+                producer.send(self.topics.state, workflow_id, encode("WorkflowSnapshot", snapshot))
+            for out in batch.outgoing:
+                producer.send(topic_name(out.topic), out.key, encode(out.record, out.value))
+            for letter in batch.dead_letters:
+                producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
+            offsets = {self.topics.inputs: runtime.next_input}
+            producer.send(self.topics.state, checkpoint_key(partition),
+                          encode("WorkflowSnapshot", checkpoint_record(partition, offsets,
+                                                                       self.now_ms())),
+                          partition=partition)  # fmt: skip
+            producer.commit()
+        except KafkaException as exc:
+            fenced = is_fatal(exc)
+            log.warning(
+                "fenced; dropping the partition" if fenced else "transaction failed; restoring",
+                extra={"action": "producer_fenced" if fenced else "transaction_failed",
+                       "partition": partition, "error": str(exc)},
+            )  # fmt: skip
+            if not fenced:
+                with contextlib.suppress(KafkaException):
+                    producer.abort()
+            self.partitions.pop(partition, None)
+            with contextlib.suppress(KafkaException):
+                self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
+            self.restore_due[partition] = time.monotonic() + (
+                FENCED_RECHECK_S if fenced else RESTORE_RETRY_S
+            )
+            return
+        runtime.moved = False
+        if batch.inputs:
+            log.debug("batch committed", extra={
+                "action": "batch_committed", "partition": partition, "inputs": batch.inputs,
+                "events": len(batch.events), "commands": len(batch.outgoing)})  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.orchestrator")
+    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "orchestrator"),
+                        help="this instance's name in the group (env TICKWHEEL_INSTANCE)")  # fmt: skip
+    args = parser.parse_args(argv)
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    serve(log, "orchestrator", lambda deadline: OrchestratorService(
+        OrchestratorSettings(instance=args.instance), deadline=deadline))  # fmt: skip

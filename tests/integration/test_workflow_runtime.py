@@ -1,0 +1,100 @@
+"""Workflows end to end on the real broker: real timer, orchestrator and worker processes.
+
+Each test publishes a definition and starts instances with the SDK, then checks what the
+topics hold: the instance's events (`workflows.events`), the step executions' requests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.timer_harness import wait_until
+from tests.integration.workflow_harness import (
+    APPROVAL_KEYS,
+    WorkflowStack,
+    status_of,
+    types_of,
+    workflow_env,
+    workflow_events,
+)
+from tickwheel.sdk.workflows import WorkflowsClient
+
+pytestmark = pytest.mark.integration
+TIMEOUT_S = 90.0
+
+
+def _task(step_id: str, *deps: str, job_type: str = "wf_echo", **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "type": job_type, "dependsOn": list(deps),
+            "payload": {"step": step_id}, **extra}  # fmt: skip
+
+
+def _compensated(step_id: str, *deps: str, **extra: Any) -> dict[str, Any]:
+    return _task(step_id, *deps, compensation={"type": "wf_echo", "payload": {"undo": step_id}},
+                 **extra)  # fmt: skip
+
+
+@pytest.fixture
+def stack(kafka_bootstrap: str, applied_topology: str, tmp_path: Path) -> Any:
+    running = WorkflowStack(tmp_path, workflow_env(kafka_bootstrap, applied_topology)).start()
+    yield running
+    running.stop()
+
+
+def _ended(bootstrap: str, workflow_id: str) -> bool:
+    return status_of(workflow_events(bootstrap).get(workflow_id, [])) in (
+        "succeeded", "failed", "cancelled", "compensated")  # fmt: skip
+
+
+def _has(bootstrap: str, workflow_id: str, event_type: str, count: int = 1) -> bool:
+    return types_of(workflow_events(bootstrap).get(workflow_id, [])).count(event_type) >= count
+
+
+def test_a_dag_with_parallel_branches_a_sleep_an_approval_and_a_compensation_runs_end_to_end(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    flows = WorkflowsClient(kafka_bootstrap, keys=APPROVAL_KEYS)
+    flows.define({
+        "definitionId": "dag", "version": 1, "onFailure": "compensate",
+        "steps": [
+            {key: value for key, value in _compensated("fetch").items() if key != "payload"}
+            | {"payloadTemplate": {"n": "{{ input.n }}"}},
+            _compensated("left", "fetch"),
+            _compensated("right", "fetch"),
+            {"id": "nap", "kind": "sleep", "duration": "2s", "dependsOn": ["left", "right"]},
+            {"id": "sign_off", "kind": "approval", "dependsOn": ["nap"], "timeout": "5m",
+             "assignees": ["lead@example.com"]},
+            _task("publish", "sign_off", job_type="wf_fail",
+                  payload={"mode": "permanent"}, onFailure="compensate"),
+        ],
+    })  # fmt: skip
+    workflow_id = flows.start("dag", {"n": 7})
+
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested"), TIMEOUT_S)
+    token = flows.approval_token(workflow_id, "sign_off")
+    flows.approve(token, actor="lead@example.com", note="ship it")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    succeeded = [e["step_id"] for e in events if e["event_type"] == "step_succeeded"]
+    # The branches ran after fetch and before the sleep ended; the approval after the sleep.
+    assert succeeded[0] == "fetch" and set(succeeded[1:3]) == {"left", "right"}
+    assert succeeded[3:] == ["nap", "sign_off"]
+    scheduled = {e["step_id"]: e["seq"] for e in events if e["event_type"] == "step_scheduled"}
+    done = {e["step_id"]: e["seq"] for e in events if e["event_type"] == "step_succeeded"}
+    assert scheduled["left"] > done["fetch"] and scheduled["right"] > done["fetch"]
+    approved = next(e for e in events if e["event_type"] == "approval_approved")
+    assert approved["actor"] == "lead@example.com" and approved["data"]["note"] == "ship it"
+    # publish failed for good: the compensations ran in exact reverse completion order.
+    compensated = [e["step_id"] for e in events if e["event_type"] == "compensation_succeeded"]
+    with_compensation = [s for s in succeeded if s in ("fetch", "left", "right")]
+    assert compensated == list(reversed(with_compensation))
+    assert status_of(events) in ("failed", "compensated")
+    # Every step's output came back from the worker, with the workflow and step in its context.
+    fetch_out = next(e for e in events if e["event_type"] == "step_succeeded"
+                     and e["step_id"] == "fetch")["data"]["output"]  # fmt: skip
+    assert fetch_out["workflow_id"] == workflow_id and fetch_out["step_id"] == "fetch"
+    assert fetch_out["n"] == 7
