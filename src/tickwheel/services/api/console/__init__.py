@@ -7,13 +7,34 @@ Decisions 0065-0067 say why it is built this way.
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-from fastapi.responses import RedirectResponse
+import os
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from tickwheel.services.api.console.render import PREFIX, STATIC
+from tickwheel.services.api.console.render import PREFIX, STATIC, page
 
-__all__ = ["PREFIX", "mount"]
+__all__ = ["PREFIX", "ConsoleLocked", "mount"]
+
+
+class ConsoleLocked(Exception):
+    """The console has no sign-in yet, so it serves only the API's development mode."""
+
+
+def console_allowed() -> None:
+    """The console acts for every tenant with every scope and asks for no key, so it is
+    served only where the API asks for none either: `TICKWHEEL_API_AUTH=off`, which the API
+    accepts on loopback only (decision 0066)."""
+    if os.environ.get("TICKWHEEL_API_AUTH", "keys") != "off":
+        raise ConsoleLocked()
+
+
+def _locked(request: Request, _exc: Exception) -> HTMLResponse:
+    detail = ("the console has no sign-in yet; it is served when the API runs in its "
+              "development mode (TICKWHEEL_API_AUTH=off, loopback only)")  # fmt: skip
+    context = {"section": "", "status": 403, "title": "console-locked", "detail": detail}
+    return page(request, "error.html", context, status=403)
 
 
 def mount(app: FastAPI) -> None:
@@ -22,8 +43,10 @@ def mount(app: FastAPI) -> None:
 
     # Where the alerts page reads incidents; a unit test sets its own before the first request.
     app.state.console_alerts = reads.topic_incidents
-    app.include_router(pages.router, prefix=PREFIX)
-    app.include_router(actions.router, prefix=PREFIX)
+    guard = [Depends(console_allowed)]
+    app.include_router(pages.router, prefix=PREFIX, dependencies=guard)
+    app.include_router(actions.router, prefix=PREFIX, dependencies=guard)
+    app.add_exception_handler(ConsoleLocked, _locked)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="console-static")
 
     @app.get(f"{PREFIX}/", include_in_schema=False)
