@@ -12,11 +12,13 @@ from tests.unit.core.test_watchdog_golden import (
     batched,
     definition,
     details,
+    event,
     healthy_run,
     kinds,
+    request,
     run,
 )
-from tickwheel.core.watchdog import Observed
+from tickwheel.core.watchdog import Observed, Thresholds, WatchdogState
 
 
 def bounded(job_id: str, **fields: Any) -> Observed:
@@ -68,3 +70,86 @@ def test_an_interval_schedule_is_watched_like_a_cron_one() -> None:
     every = bounded("i", cron=None, every="3s", phase=T0)
     got = run(batched([every], T0 - S, T0 + 10 * S, S), QUICK)
     assert kinds(got) == [("job_overdue", "i", "opened")]
+
+
+# -- runs too long and too short ----------------------------------------------------------------
+def timed_run(job_id: str, slot: int, leased: int, succeeded: int | None) -> list[Observed]:
+    log = [request(job_id, slot, slot + 5), event(job_id, slot, "leased", leased)]
+    return log + ([event(job_id, slot, "succeeded", succeeded)] if succeeded else [])
+
+
+def test_a_run_past_max_run_time_opens_and_its_end_resolves() -> None:
+    thresholds = Thresholds(resolve_after_ms=0, update_every_ms=600 * S, run_grace_ms=S)
+    defn = bounded("l", maxRunTime="5s", expectedMaxInterval="1h")
+    slot = T0 + 2 * S
+    got = run([(T0 + 3 * S, [defn, *timed_run("l", slot, T0 + 3 * S, None)]), (T0 + 8 * S, []),
+               (T0 + 10 * S, [])], thresholds)  # fmt: skip
+    assert kinds(got) == [("run_too_long", "l", "opened")]
+    assert got[0].at == T0 + 10 * S  # leased at 3 s, 5 s allowed, 1 s of grace
+    evidence = details(got[0])
+    assert evidence["slot"] == slot and evidence["worker"] == "w1"
+    state = WatchdogState()
+    run([(T0 + 10 * S, [defn, *timed_run("l", slot, T0 + 3 * S, None)])], thresholds, state)
+    done = run([(T0 + 12 * S, [event("l", slot, "succeeded", T0 + 11 * S)])], thresholds, state)
+    assert kinds(done) == [("run_too_long", "l", "resolved")]
+    assert details(done[0])["reason"] == "run_finished"
+
+
+def test_a_run_shorter_than_min_run_time_opens_until_a_long_enough_one() -> None:
+    defn = bounded("s", minRunTime="2s", expectedMaxInterval="1h")
+    state = WatchdogState()
+    got = run([(T0 + 5 * S, [defn, *timed_run("s", T0 + 2 * S, T0 + 2 * S, T0 + 2 * S + 40)])],
+              QUICK, state)  # fmt: skip
+    assert kinds(got) == [("run_too_short", "s", "opened")]
+    assert details(got[0])["run_ms"] == 40 and details(got[0])["min_run_ms"] == 2000
+    later = timed_run("s", T0 + 10 * S, T0 + 10 * S, T0 + 13 * S)
+    assert kinds(run([(T0 + 14 * S, later)], QUICK, state)) == [("run_too_short", "s", "resolved")]
+
+
+def test_run_lengths_are_unwatched_without_max_or_min_run_time() -> None:
+    log = [bounded("n", expectedMaxInterval="1h"),
+           *timed_run("n", T0 + 2 * S, T0 + 2 * S, T0 + 2 * S + 1),
+           *timed_run("n", T0 + 4 * S, T0 + 4 * S, None)]  # fmt: skip
+    assert run([(T0 + 1800 * S, log)], QUICK) == []
+
+
+# -- disabled jobs -------------------------------------------------------------------------------
+def disable(job_id: str, version: int, at: int, review_by: int | None) -> Observed:
+    return bounded(job_id, version=version, enabled=False, updated=at, disabledBy="ana",
+                   disabledOwner="team-billing", disabledReason="vendor outage",
+                   disabledReviewBy=review_by)  # fmt: skip
+
+
+def test_a_job_disabled_past_its_review_date_alerts_with_who_why_and_since() -> None:
+    log = [definition("d"), disable("d", 2, T0 + 2 * S, T0 + 30 * S)]
+    got = run(batched(log, T0 - S, T0 + 40 * S, S), QUICK)
+    assert kinds(got) == [("disabled_past_review", "d", "opened")]
+    assert got[0].at == T0 + 30 * S
+    evidence = details(got[0])
+    assert (evidence["owner"], evidence["reason"], evidence["by"]) == (
+        "team-billing",
+        "vendor outage",
+        "ana",
+    )
+    assert evidence["since"] == T0 + 2 * S and evidence["review_by"] == T0 + 30 * S
+
+
+def test_re_enabling_or_moving_the_review_date_resolves_it() -> None:
+    base = [definition("d"), disable("d", 2, T0 + 2 * S, T0 + 30 * S)]
+    state = WatchdogState()
+    assert kinds(run([(T0 + 31 * S, base)], QUICK, state))[-1][2] == "opened"
+    moved = disable("d", 3, T0 + 32 * S, T0 + 3600 * S)
+    got = run([(T0 + 33 * S, [moved])], QUICK, state)
+    assert kinds(got) == [("disabled_past_review", "d", "resolved")]
+    assert details(got[0])["reason"] == "review_date_moved"
+    # The disable began at version 2: moving the date does not restart "since".
+    from tickwheel.core.watchdog.runs import disabled_report
+
+    report = disabled_report(state.facts.jobs["d"])
+    assert report is not None and report["since"] == T0 + 2 * S
+    assert disabled_report(WatchdogState().facts.job("x")) is None
+
+
+def test_a_disable_without_a_review_date_never_alerts() -> None:
+    log = [definition("d"), disable("d", 2, T0 + 2 * S, None)]
+    assert run(batched(log, T0 - S, T0 + 3600 * S, 60 * S), QUICK) == []

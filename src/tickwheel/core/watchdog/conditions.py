@@ -17,7 +17,8 @@ from tickwheel.core.watchdog.jobs import effective_interval
 from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.errors import TickwheelError
 
-KINDS = ("job_overdue", "broken_chain", "dead_letter_age", "oldest_ready_age")
+KINDS = ("job_overdue", "broken_chain", "run_too_long", "run_too_short", "disabled_past_review",
+         "dead_letter_age", "oldest_ready_age")  # fmt: skip
 # Owed slots listed in an overdue alert's evidence (the newest ones; the count is complete).
 SLOTS_SHOWN = 10
 

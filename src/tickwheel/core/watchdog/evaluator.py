@@ -18,6 +18,7 @@ from typing import Any
 from tickwheel.core.watchdog.conditions import conditions
 from tickwheel.core.watchdog.facts import Facts, Observed
 from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge, advance
+from tickwheel.core.watchdog.runs import RUN_KINDS, run_conditions
 from tickwheel.core.watchdog.thresholds import Thresholds
 
 
@@ -47,6 +48,8 @@ def evaluate(
         return [], set()
     state.watermark = watermark_ms
     current = list(conditions(state.facts, watermark_ms, thresholds))
+    for job_id in sorted(state.facts.jobs):
+        current.extend(run_conditions(job_id, state.facts.jobs[job_id], watermark_ms, thresholds))
     transitions, changed = advance(
         state.incidents,
         current,
@@ -62,14 +65,19 @@ def evaluate(
 
 
 def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
-    if incident.kind not in ("job_overdue", "broken_chain"):
+    if incident.kind not in ("job_overdue", "broken_chain", *RUN_KINDS):
         return {}
     job = facts.jobs.get(incident.subject)
     spec = job.spec if job is not None else None
     if job is None or job.deleted or spec is None:
         return {"reason": "job_deleted"}
+    if incident.kind == "disabled_past_review":
+        return {"reason": "enabled" if spec.enabled else "review_date_moved"}
     if not spec.enabled:
         return {"reason": "paused"}
+    if incident.kind in RUN_KINDS:
+        return {"reason": "run_finished" if incident.kind == "run_too_long" else "longer_run",
+                "last_run": job.last_run}  # fmt: skip
     if incident.kind == "broken_chain":
         return {"reason": "future_occurrence"}
     if job.last_success_ms is not None and job.last_success_ms >= incident.opened_at:

@@ -55,6 +55,20 @@ class SlotFacts:
     dead: bool = False
     skipped: bool = False
     worker: str | None = None
+    # The run of the highest attempt that was leased: when it was leased, and when it
+    # succeeded (earliest of each, so a redelivery or another order gives the same).
+    run_attempt: int = 0
+    leased_at: int | None = None
+    succeeded_at: int | None = None
+
+    def ran(self, attempt: int, leased_at: int | None, succeeded_at: int | None) -> None:
+        if attempt > self.run_attempt:
+            self.run_attempt, self.leased_at, self.succeeded_at = attempt, None, None
+        if attempt == self.run_attempt:
+            if leased_at is not None:
+                self.leased_at = min(leased_at, self.leased_at or leased_at)
+            if succeeded_at is not None:
+                self.succeeded_at = min(succeeded_at, self.succeeded_at or succeeded_at)
 
     def see(self, attempt: int, stage: int, worker: str | None) -> None:
         if attempt > self.attempt:
@@ -73,6 +87,8 @@ class JobFacts:
     last_success_ms: int | None = None
     last_success_slot: int | None = None
     slots: dict[int, SlotFacts] = field(default_factory=dict)
+    # The newest slot whose run's length is known: (slot, attempt, leased at, succeeded at).
+    last_run: tuple[int, int, int, int] | None = None
 
     @property
     def spec(self) -> JobSpec | None:
@@ -89,6 +105,18 @@ class JobFacts:
             version -= 1
         before = self.versions.get(version - 1)
         return self.versions[version].updated_at_ms if before is not None else None
+
+    def disabled_since_ms(self) -> int | None:
+        """When the current run of disabled versions began (as far as the versions kept
+        tell), or None while the job is enabled."""
+        if not self.versions:
+            return None
+        version = max(self.versions)
+        if self.versions[version].enabled:
+            return None
+        while version - 1 in self.versions and not self.versions[version - 1].enabled:
+            version -= 1
+        return self.versions[version].updated_at_ms
 
 
 @dataclass(slots=True)
@@ -200,6 +228,13 @@ class Facts:
             slot_facts.dead = True
         elif kind in STAGES:
             slot_facts.see(attempt, STAGES[kind], event.get("worker_id"))
+        if kind in ("leased", "succeeded"):
+            slot_facts.ran(attempt, at if kind == "leased" else None,
+                           at if kind == "succeeded" else None)  # fmt: skip
+            run = slot_facts
+            if run.leased_at is not None and run.succeeded_at is not None:
+                known = (slot, run.run_attempt, run.leased_at, run.succeeded_at)
+                job.last_run = known if job.last_run is None else max(job.last_run, known)
         if kind == "succeeded" and (job.last_success_ms is None or at > job.last_success_ms):
             job.last_success_ms, job.last_success_slot = at, slot
         elif kind == "succeeded" and at == job.last_success_ms:

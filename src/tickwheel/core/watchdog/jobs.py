@@ -53,6 +53,15 @@ class JobSpec:
     starts_at_ms: int | None = None
     bounded: bool = False
     last_slot_ms: int | None = None
+    # How long one attempt should take: `maxRunTime` / `minRunTime` as declared (None: unset).
+    max_run_ms: int | None = None
+    min_run_ms: int | None = None
+    # A disable's account of itself (`disabledBy`, `disabledOwner`, `disabledReason`,
+    # `disabledReviewBy`): who did it, who answers for it, why, and when to look again.
+    disabled_by: str | None = None
+    disabled_owner: str | None = None
+    disabled_reason: str | None = None
+    review_by_ms: int | None = None
 
     def finished(self, watermark: int) -> bool:
         """A bounded job whose last slot has come (or that has none): it owes nothing more."""
@@ -93,10 +102,24 @@ def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
         timezone=str(record.get("timezone") or "UTC"),
         jitter_ms=jitter_ms,
         expected_max_interval_ms=_duration(record.get("expectedMaxInterval")),
-        starts_at_ms=start if isinstance(start, int) and not isinstance(start, bool) else None,
+        starts_at_ms=_instant(start),
         bounded=bounded,
         last_slot_ms=compiled.last_ms if isinstance(compiled, CompiledBounded) else None,
+        max_run_ms=_duration(record.get("maxRunTime")),
+        min_run_ms=_duration(record.get("minRunTime")),
+        disabled_by=_text(record.get("disabledBy")),
+        disabled_owner=_text(record.get("disabledOwner")),
+        disabled_reason=_text(record.get("disabledReason")),
+        review_by_ms=_instant(record.get("disabledReviewBy")),
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _instant(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _compiled(record: Mapping[str, Any]) -> CompiledSchedule | None:

@@ -21,3 +21,6 @@ class Thresholds:
     resolve_after_ms: int = 60_000
     update_every_ms: int = 300_000
     settled_after_ms: int = 3_600_000
+    # How far past `maxRunTime` a run may go before it is too long (the worker's cancel,
+    # its retry and their events take a moment).
+    run_grace_ms: int = 30_000

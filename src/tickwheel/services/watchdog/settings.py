@@ -30,7 +30,8 @@ class WatchdogSettings:
     (how far the watermark trails the inputs, for records produced but not yet readable),
     TICKWHEEL_WATCHDOG_RESOLVE_AFTER_S, TICKWHEEL_WATCHDOG_UPDATE_EVERY_S,
     TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S, TICKWHEEL_WATCHDOG_READY_AGE_S,
-    TICKWHEEL_WATCHDOG_GRACE_S (slack of a derived interval), TICKWHEEL_METRICS_PORT (0 = off);
+    TICKWHEEL_WATCHDOG_GRACE_S (slack of a derived interval), TICKWHEEL_WATCHDOG_RUN_GRACE_S (how
+    far past maxRunTime a run is too long), TICKWHEEL_METRICS_PORT (0 = off);
     webhooks: TICKWHEEL_WATCHDOG_WEBHOOKS (comma-separated URLs), TICKWHEEL_WATCHDOG_WEBHOOK_SECRET
     (`whsec_` + base64, required with URLs), TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS (CIDRs
     a receiver may be in besides public addresses), TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S (first
@@ -72,5 +73,6 @@ class WatchdogSettings:
             derived_grace_ms=_seconds_ms("TICKWHEEL_WATCHDOG_GRACE_S", 60),
             resolve_after_ms=_seconds_ms("TICKWHEEL_WATCHDOG_RESOLVE_AFTER_S", 60),
             update_every_ms=_seconds_ms("TICKWHEEL_WATCHDOG_UPDATE_EVERY_S", 300),
+            run_grace_ms=_seconds_ms("TICKWHEEL_WATCHDOG_RUN_GRACE_S", 30),
         )
     )
