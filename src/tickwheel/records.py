@@ -83,6 +83,27 @@ class ApiKey(TypedDict):
     description: str | None
 
 
+class Calendar(TypedDict):
+    """A named holiday calendar: the value of calendars (key = name, compacted; tombstone =
+    delete). Jobs name it in calendar with a businessDays rule."""
+
+    # The calendar's name (its key): 1-64 lowercase letters, digits, '.', '_' or '-'.
+    name: str
+    # 1 for the first put, one more on every later put of the same name.
+    version: int
+    # Its holidays: local dates as YYYY-MM-DD, ascending, each once (in each job's own
+    # timezone).
+    dates: list[str]
+    # Days of the week that are never business days, numbered as cron does (0 = Sunday); default
+    # Saturday and Sunday.
+    weekend: list[int]
+    # What the calendar is, in its author's words; null when absent.
+    description: str | None
+    # When this version was put: UTC instant as epoch milliseconds (plain long, no logicalType:
+    # see docs/decisions/0020).
+    updated_at: int
+
+
 class DeadLetter(TypedDict):
     """A dead letter: an execution that exhausted its attempts or failed permanently
     (executions.dlq), or a record that could not be decoded."""
@@ -291,6 +312,18 @@ MisfirePolicy = Literal["catch_up", "coalesce", "skip"]
 OverlapPolicy = Literal["allow", "skip", "queue_one"]
 
 
+class ScheduleSpec(TypedDict):
+    """One more cron or interval spec of a job (exactly one of cron or every); the job's timezone
+    and dstPolicy apply."""
+
+    # A cron expression, in the job's timezone; null for an interval spec.
+    cron: str | None
+    # An interval such as 90m; null for a cron spec.
+    every: str | None
+    # The interval's anchor, UTC epoch milliseconds; null: the epoch.
+    phase: int | None
+
+
 class JobDefinition(TypedDict):
     """A job definition: the value of the compacted topic jobs.definitions (key = jobId; a
     tombstone deletes). Field names are camelCase because this is the same document as the JSON
@@ -367,6 +400,18 @@ class JobDefinition(TypedDict):
     # The named task queue its executions go to, served by the workers started with that
     # --queue; null: the default queue (added in v4).
     queue: str | None
+    # Further specs of a recurring job: its slots are the union of its own cron/every and these,
+    # each slot once; null: none (added in v5).
+    schedules: list[ScheduleSpec] | None
+    # Slots removed from the job: local dates (YYYY-MM-DD, every slot on that date in the job's
+    # timezone) or cron specs (every slot whose local time they name); null: none (added in v5).
+    exclude: list[str] | None
+    # The name of a holiday calendar on the calendars topic whose dates (and weekend) are not
+    # business days; null: weekends only when businessDays is set (added in v5).
+    calendar: str | None
+    # What a slot on a non-business day does: skip, next or previous (moved to that business day
+    # at the same local time); null: skip when a calendar is set, else no rule (added in v5).
+    businessDays: str | None
 
 
 TimerCommandKind = Literal[
@@ -622,6 +667,7 @@ __all__ = [
     "AlertSeverity",
     "ApiAuditEvent",
     "ApiKey",
+    "Calendar",
     "DeadLetter",
     "ExecutionControl",
     "ExecutionControlKind",
@@ -635,6 +681,7 @@ __all__ = [
     "OverlapPolicy",
     "PendingTimer",
     "Priority",
+    "ScheduleSpec",
     "TimerCommand",
     "TimerCommandKind",
     "TimerKind",

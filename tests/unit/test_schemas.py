@@ -46,6 +46,7 @@ RECORDS = (
     "Alert",
     "ApiAuditEvent",
     "ApiKey",
+    "Calendar",
     "DeadLetter",
     "ExecutionControl",
     "ExecutionEvent",

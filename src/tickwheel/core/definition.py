@@ -20,6 +20,7 @@ from typing import Any
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.period import check_payload_template
 from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
+from tickwheel.core.record_schedule import freeze_specs, record_adjustments, thaw_specs
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
 from tickwheel.durations import parse_duration_ms
@@ -53,12 +54,15 @@ KNOWN_FIELDS = frozenset({
     "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels", "maxRunTime",
     "queue",
     "every", "phase", "startAt", "endAt", "maxRuns",
+    "schedules", "exclude", "calendar", "businessDays",
 })  # fmt: skip
 # Schedule fields besides runAt, as (JSON name, parse_schedule keyword); instants among them
 # are ISO text in the JSON form and epoch ms in the record.
 _SCHEDULE_FIELDS = (("cron", "cron"), ("timezone", "timezone"), ("dstPolicy", "dst_policy"),
                     ("every", "every"), ("phase", "phase"), ("startAt", "start_at"),
-                    ("endAt", "end_at"), ("maxRuns", "max_runs"))  # fmt: skip
+                    ("endAt", "end_at"), ("maxRuns", "max_runs"), ("schedules", "schedules"),
+                    ("exclude", "exclude"), ("calendar", "calendar"),
+                    ("businessDays", "business_days"))  # fmt: skip
 _MAX_JITTER_MS = 3_600_000
 
 
@@ -118,8 +122,8 @@ def _check_schedule(spec: Mapping[str, Any], count_from_ms: int) -> tuple[Schedu
     count_from = (
         count_from_ms if spec.get("maxRuns") is not None and spec.get("startAt") is None else None
     )
-    args = (spec.get("runAt"), count_from, *values)
-    if all(isinstance(v, str | int | None) and not isinstance(v, bool) for v in args):
+    args = (spec.get("runAt"), count_from, *(freeze_specs(v) for v in values))
+    if all(isinstance(v, str | int | tuple | None) and not isinstance(v, bool) for v in args):
         # A million jobs share a few thousand schedules: a timer's restore checks each once.
         return _cached_schedule(*args)
     return _parse_schedule(*args)
@@ -136,7 +140,7 @@ def _parse_schedule(
     run_at: Any, count_from: int | None, *values: Any
 ) -> tuple[Schedule, int | None]:
     # Any: parse_schedule checks the types itself, naming the field.
-    kwargs = {kw: v for (_, kw), v in zip(_SCHEDULE_FIELDS, values, strict=True)}
+    kwargs = {kw: thaw_specs(v) for (_, kw), v in zip(_SCHEDULE_FIELDS, values, strict=True)}
     if run_at is not None:
         if not isinstance(run_at, str):
             raise InvalidInput(
@@ -311,6 +315,7 @@ def validate_definition(
         "queue": None if queue == DEFAULT_QUEUE else queue,
         "every": spec.get("every"),
         **_record_bounds(schedule),
+        **record_adjustments(spec, schedule),
     }
 
 

@@ -14,6 +14,7 @@ from tickwheel.core.definition import (
     check_job_id,
     validate_definition,
 )
+from tickwheel.core.record_schedule import specs_as_json
 from tickwheel.core.targets import IPNetwork
 from tickwheel.core.timefmt import format_utc
 from tickwheel.errors import InvalidInput
@@ -144,6 +145,8 @@ def _check_record(
             if not isinstance(value, int) or isinstance(value, bool):
                 raise InvalidInput(name, f"{value!r}; accepted: epoch milliseconds")
             spec[name] = format_utc(value)
+    if "schedules" in spec:
+        spec["schedules"] = specs_as_json(spec["schedules"])
     _check_size(record, payload_text, max_payload_bytes)
     validate_definition(
         spec,

@@ -1,7 +1,7 @@
 """The schedule of a stored `JobDefinition` record: one function for the timer and the SDK.
 
-Records carry instants as epoch milliseconds (`runAt`, `phase`, `startAt`, `endAt`); the
-JSON form as ISO text. Both go through `parse_schedule`, so a record compiles to exactly
+Records carry instants as epoch milliseconds (`runAt`, `phase`, `startAt`, `endAt`, and the
+`phase` of each entry of `schedules`); the JSON form as ISO text. Both go through `parse_schedule`, so a record compiles to exactly
 the schedule its JSON form validated to. Cached: a million jobs share a few thousand
 schedules, and a restore compiles each once.
 """
@@ -12,11 +12,20 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from tickwheel.core.bounds import parse_instant_field
+from tickwheel.core.calendars import BusinessCalendar
 from tickwheel.core.compiled import CompiledSchedule
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.timefmt import format_utc
 
-__all__ = ["compile_record_schedule", "record_schedule"]
+__all__ = [
+    "compile_record_schedule",
+    "freeze_specs",
+    "record_adjustments",
+    "record_schedule",
+    "specs_as_json",
+    "thaw_specs",
+]
 
 
 def _iso(value: object) -> str | None:
@@ -31,6 +40,8 @@ def _key(record: Mapping[str, Any]) -> tuple[Any, ...]:
     count_from = (
         record.get("createdAt") if max_runs is not None and record.get("startAt") is None else None
     )
+    specs = record.get("schedules")
+    exclude = record.get("exclude")
     return (
         record.get("cron"),
         None if one_off else record.get("timezone"),
@@ -42,13 +53,18 @@ def _key(record: Mapping[str, Any]) -> tuple[Any, ...]:
         record.get("endAt"),
         max_runs,
         count_from,
+        None if specs is None else freeze_specs(specs_as_json(specs)),
+        None if exclude is None else freeze_specs(exclude),
+        record.get("calendar"),
+        record.get("businessDays"),
     )
 
 
 @lru_cache(maxsize=65_536)
 def _schedule(
     cron: Any, timezone: Any, dst_policy: Any, run_at: Any, every: Any, phase: Any,
-    start_at: Any, end_at: Any, max_runs: Any, count_from: Any,
+    start_at: Any, end_at: Any, max_runs: Any, count_from: Any, specs: Any = None,
+    exclude: Any = None, calendar: Any = None, business_days: Any = None,
 ) -> Schedule:  # fmt: skip
     return parse_schedule(
         cron=cron,
@@ -61,6 +77,10 @@ def _schedule(
         end_at=_iso(end_at) if end_at is not None else None,
         max_runs=max_runs,
         count_from_ms=count_from,
+        schedules=thaw_specs(specs),
+        exclude=thaw_specs(exclude),
+        calendar=calendar,
+        business_days=business_days,
     )
 
 
@@ -87,10 +107,90 @@ def _compiled_by_key(*key: Any) -> CompiledSchedule:
     return _compiled(_schedule(*key))
 
 
-def compile_record_schedule(record: Mapping[str, Any]) -> CompiledSchedule:
-    """The shared compiled schedule of a decoded `JobDefinition` record (cached)."""
+def compile_record_schedule(
+    record: Mapping[str, Any], calendars: Mapping[str, BusinessCalendar] | None = None
+) -> CompiledSchedule:
+    """The shared compiled schedule of a decoded `JobDefinition` record (cached), with the
+    holiday calendars known (None: weekends only, as validation sees them)."""
     key = _key(record)
+    uses_calendar = record.get("calendar") is not None or record.get("businessDays") is not None
     try:
-        return _compiled_by_key(*key)
+        if calendars is None or not uses_calendar:
+            return _compiled_by_key(*key)
+        name = record.get("calendar")
+        return _compiled_with(key, name, None if name is None else calendars.get(name))
     except TypeError:  # an unhashable field (a hand-made record): no caching
-        return _compiled(record_schedule(record))
+        schedule = record_schedule(record)
+        return compile_schedule(schedule, calendars) if uses_calendar else _compiled(schedule)
+
+
+@lru_cache(maxsize=16_384)
+def _compiled_with(
+    key: tuple[Any, ...], name: str | None, calendar: BusinessCalendar | None
+) -> CompiledSchedule:
+    # Keyed by the calendar's content (its digest): an edited calendar compiles anew.
+    known = {} if name is None or calendar is None else {name: calendar}
+    return compile_schedule(_schedule(*key), known if name is not None else None)
+
+
+def freeze_specs(value: Any) -> Any:
+    """A list field (`schedules`, `exclude`) as nested tuples, so it can key a cache; other
+    values as they are. `thaw_specs` undoes it."""
+    if not isinstance(value, list):
+        return value
+    frozen = []
+    for item in value:
+        if isinstance(item, dict):
+            if not all(isinstance(v, str | int | None) for v in item.values()):
+                return value  # not hashable as it stands: checked uncached
+            item = tuple(sorted(item.items(), key=lambda kv: str(kv[0])))
+        elif not isinstance(item, str | int | None):
+            return value
+        frozen.append(item)
+    return tuple(frozen)
+
+
+def thaw_specs(value: Any) -> Any:
+    """The JSON form of a `freeze_specs` result."""
+    if not isinstance(value, tuple):
+        return value
+    return [dict(item) if isinstance(item, tuple) else item for item in value]
+
+
+def specs_as_json(specs: Any) -> Any:
+    """The record's `schedules` entries in their JSON form (`phase` as ISO text, absent
+    fields left out); anything else as it is, for the validator to refuse."""
+    if not isinstance(specs, list):
+        return specs
+    out: list[Any] = []
+    for spec in specs:
+        if not isinstance(spec, Mapping):
+            out.append(spec)
+            continue
+        entry = {k: v for k, v in spec.items() if v is not None}
+        phase = entry.get("phase")
+        if isinstance(phase, int) and not isinstance(phase, bool):
+            entry["phase"] = format_utc(phase)
+        out.append(entry)
+    return out
+
+
+def record_adjustments(spec: Mapping[str, Any], schedule: Schedule) -> dict[str, Any]:
+    """The record fields of a validated JSON definition's `schedules`, `exclude`,
+    `calendar` and `businessDays` (JobDefinition v5)."""
+    specs = spec.get("schedules")
+    return {
+        "schedules": None
+        if not specs
+        else [
+            {
+                "cron": entry.get("cron"),
+                "every": entry.get("every"),
+                "phase": parse_instant_field(entry.get("phase"), "phase"),
+            }
+            for entry in specs
+        ],
+        "exclude": None if spec.get("exclude") is None else list(spec["exclude"]),
+        "calendar": spec.get("calendar"),
+        "businessDays": spec.get("businessDays"),
+    }

@@ -22,9 +22,10 @@ schedules cost a few thousand computations per window, not a million.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from tickwheel.core.bounds import (
     CompiledBounded,
@@ -32,37 +33,38 @@ from tickwheel.core.bounds import (
     parse_bounds,
     parse_instant_field,
 )
+from tickwheel.core.business_days import CompiledAdjusted
+from tickwheel.core.calendars import (
+    BusinessCalendar,
+    ScheduleAdjustment,
+    parse_adjustment,
+    weekends_only,
+)
 from tickwheel.core.compiled import CompiledOneOff, CompiledSchedule
+from tickwheel.core.compiled_cron import CompiledCron, FoldRule, GapRule, compile_cron
 from tickwheel.core.cron import CronFields, parse_cron
+from tickwheel.core.enumerated import CompiledNothing, CompiledUnion
 from tickwheel.core.errors import InvalidSchedule
 from tickwheel.core.interval import CompiledInterval, parse_every_ms
-from tickwheel.core.wallclock import CYCLE_DAYS, DAY_S, WallMatcher
-from tickwheel.core.zones import (
-    MAX_INSTANT_S,
-    MIN_INSTANT_S,
-    Segment,
-    ZoneTimeline,
-    check_instant_s,
-    validate_zone,
-    zone_timeline,
-)
+from tickwheel.core.specs import spec_list
+from tickwheel.core.zones import MAX_INSTANT_S, MIN_INSTANT_S, validate_zone
 
 __all__ = [
     "DST_POLICIES",
+    "CompiledAdjusted",
     "CompiledBounded",
     "CompiledCron",
     "CompiledInterval",
+    "CompiledNothing",
     "CompiledOneOff",
     "CompiledSchedule",
+    "CompiledUnion",
     "InvalidSchedule",
     "Schedule",
     "compile_schedule",
     "parse_schedule",
     "resolve_dst_policy",
 ]
-
-GapRule = Literal["shift", "skip"]
-FoldRule = Literal["earlier", "later", "both"]
 
 _GAPS: tuple[GapRule, ...] = ("shift", "skip")
 _FOLDS: tuple[FoldRule, ...] = ("earlier", "later", "both")
@@ -86,7 +88,8 @@ class Schedule:
     none was given) and `dst_policy` the policy name as accepted (`auto` by default). For
     `every`, `every_ms` and `phase_ms` (the anchor; 0 = the epoch) define the slots and
     `timezone` only how they are shown. For `once`, `run_at_ms` is the instant. Recurring
-    schedules may be `bounds`-ed (startAt, endAt, maxRuns).
+    schedules may have `extra` specs, an `adjustment` (exclusions, a calendar) and `bounds`
+    (startAt, endAt, maxRuns), applied in that order.
     """
 
     kind: Literal["cron", "once", "every"]
@@ -97,6 +100,11 @@ class Schedule:
     every_ms: int | None = None
     phase_ms: int = 0
     bounds: ScheduleBounds | None = None
+    # Further specs of the job (each a `cron` or `every` Schedule without bounds): the job's
+    # slots are the union of all of them, each once.
+    extra: tuple[Schedule, ...] = ()
+    # Exclusions and the business-day rule, applied to the union (core/calendars.py).
+    adjustment: ScheduleAdjustment | None = None
 
     @property
     def expression(self) -> str | None:
@@ -135,7 +143,7 @@ def resolve_dst_policy(policy: str, fields: CronFields) -> tuple[GapRule, FoldRu
 _ONE_OF = "exactly one of runAt, cron with timezone, or every"
 
 
-def parse_schedule(
+def _parse_one(
     cron: str | None = None,
     timezone: str | None = None,
     run_at: str | None = None,
@@ -193,15 +201,13 @@ def parse_schedule(
         every_ms = parse_every_ms(every)
         phase_ms = parse_instant_field(phase, "phase") or 0
         zone = validate_zone(None if timezone is None else _require_str(timezone, "timezone"))
-        return _checked(
-            Schedule(
-                kind="every",
-                timezone=zone,
-                dst_policy="auto",
-                every_ms=every_ms,
-                phase_ms=phase_ms,
-                bounds=bounds,
-            )
+        return Schedule(
+            kind="every",
+            timezone=zone,
+            dst_policy="auto",
+            every_ms=every_ms,
+            phase_ms=phase_ms,
+            bounds=bounds,
         )
     if run_at is not None:
         if timezone is not None:
@@ -222,162 +228,155 @@ def parse_schedule(
         timezone = _require_str(timezone, "timezone")
     zone = validate_zone(timezone)
     policy = _validate_dst_policy(dst_policy)
-    return _checked(
-        Schedule(kind="cron", timezone=zone, dst_policy=policy, cron=fields, bounds=bounds)
+    return Schedule(kind="cron", timezone=zone, dst_policy=policy, cron=fields, bounds=bounds)
+
+
+def _extra(i: int, spec: tuple[Any, Any, Any], timezone: Any, dst_policy: Any) -> Schedule:
+    cron, every, phase = spec
+    try:
+        return _parse_one(
+            cron=cron,
+            every=every,
+            phase=phase,
+            timezone=timezone,
+            dst_policy=dst_policy if cron is not None else None,
+        )
+    except InvalidSchedule as exc:
+        raise InvalidSchedule(f"schedules[{i}].{exc.field}", exc.message) from None
+
+
+def parse_schedule(
+    cron: str | None = None,
+    timezone: str | None = None,
+    run_at: str | None = None,
+    dst_policy: str | None = None,
+    *,
+    every: str | None = None,
+    phase: str | None = None,
+    start_at: str | None = None,
+    end_at: str | None = None,
+    max_runs: int | None = None,
+    count_from_ms: int | None = None,
+    schedules: object = None,
+    exclude: object = None,
+    calendar: object = None,
+    business_days: object = None,
+) -> Schedule:
+    """Validate a job's schedule fields: exactly one of `cron`, `every` or `run_at`, or a
+    list of `schedules` (cron/interval specs, with or without a `cron`/`every` of its own).
+
+    A missing `timezone` means UTC (stated, never the host's zone). `run_at` is ISO 8601
+    with an explicit offset and takes no `timezone`. `every` is a duration with an
+    optional ISO `phase`; `start_at`/`end_at`/`max_runs` bound a recurring schedule
+    (`count_from_ms` is where `max_runs` counts from without `start_at`). `exclude`,
+    `calendar` and `business_days` adjust a recurring schedule's slots (core/calendars.py).
+    Raises `InvalidSchedule` whose `field` names the offending field and whose message says
+    what is accepted.
+    """
+    specs = spec_list(schedules)
+    adjusted = (exclude, calendar, business_days) != (None, None, None)
+    if run_at is not None and (specs or adjusted):
+        raise InvalidSchedule(
+            "schedule",
+            "schedules, exclude, calendar and businessDays apply to recurring schedules; "
+            "accepted: cron or every with them, or runAt alone",
+        )
+    extra_from = 0
+    if specs and (cron, every, run_at) == (None, None, None):
+        cron, every, phase = specs[0]  # the first spec stands for the job's own
+        extra_from = 1
+    try:
+        primary = _parse_one(cron, timezone, run_at, dst_policy, every=every, phase=phase,
+                             start_at=start_at, end_at=end_at, max_runs=max_runs,
+                             count_from_ms=count_from_ms)  # fmt: skip
+    except InvalidSchedule as exc:
+        if extra_from and exc.field in ("cron", "every", "phase"):
+            raise InvalidSchedule(f"schedules[0].{exc.field}", exc.message) from None
+        raise
+    extra = tuple(
+        _extra(i, spec, timezone, dst_policy) for i, spec in enumerate(specs) if i >= extra_from
     )
+    adjustment = parse_adjustment(exclude, calendar, business_days)
+    if extra or adjustment is not None:
+        primary = replace(primary, extra=extra, adjustment=adjustment)
+    return _checked(primary)
 
 
 def _checked(schedule: Schedule) -> Schedule:
-    """A bounded schedule must keep at least one slot (as a cron must fire)."""
-    if (
-        schedule.bounds is not None
-        and compile_schedule(schedule).next_after(MIN_INSTANT_MS) is None
+    """A bounded, combined or adjusted schedule must keep at least one slot (as a cron must
+    fire); a calendar's own holidays are not known here, its weekends are."""
+    if schedule.kind == "once" or (
+        schedule.bounds is None and not schedule.extra and schedule.adjustment is None
     ):
+        return schedule
+    if compile_schedule(schedule).next_after(MIN_INSTANT_MS) is None:
         raise InvalidSchedule(
             "schedule",
             "no slot of the schedule lies between startAt and endAt, so it never fires; "
-            "accepted: bounds that hold at least one slot",
+            "accepted: bounds that hold at least one slot"
+            if schedule.adjustment is None
+            else "its exclusions and business-day rule remove every slot, so it never fires; "
+            "accepted: exclusions that leave at least one slot",
         )
     return schedule
 
 
-class CompiledCron(CompiledSchedule):
-    """A cron expression in a zone under resolved (gap, fold) DST rules."""
+def compile_schedule(
+    schedule: Schedule, calendars: Mapping[str, BusinessCalendar] | None = None
+) -> CompiledSchedule:
+    """The shared compiled form of a validated schedule (cached per expression/zone/policy).
 
-    __slots__ = ("fields", "fold", "gap", "key", "matcher", "timeline", "zone")
-
-    def __init__(self, fields: CronFields, zone: str, gap: GapRule, fold: FoldRule) -> None:
-        self.fields = fields
-        self.zone = zone
-        self.gap = gap
-        self.fold = fold
-        self.key = (fields.expression, zone, f"{gap}_{fold}")
-        self.matcher: WallMatcher = _matcher(fields)
-        self.timeline: ZoneTimeline = zone_timeline(zone)
-
-    def _plan(self, seg: Segment, lo: int, hi: int) -> tuple[bool, int, int]:
-        """For UTC seconds [lo, hi) inside `seg`: (fire at seg.start for a gap?, wall lo, wall hi)."""
-        start, end, offset, before, after = seg
-        wlo, whi = lo + offset, hi + offset
-        shifted = False
-        if before < offset and lo == start and self.gap == "shift":
-            # Walls in the gap [start+before, start+offset), and the wall at its end, all
-            # resolve to the first valid instant after the gap: fire once there.
-            shifted = self.matcher.first_wall(start + before, start + offset + 1) is not None
-            if shifted:
-                wlo = start + offset + 1
-        if self.fold == "earlier" and before > offset:
-            wlo = max(wlo, start + before)  # the repeated walls belong to the earlier segment
-        elif self.fold == "later" and after < offset:
-            whi = min(whi, end + after)  # the repeated walls belong to the later segment
-        return shifted, wlo, whi
-
-    def next_after(self, t_ms: int) -> int | None:
-        cursor = t_ms // 1000 + 1
-        check_instant_s(cursor - 1)
-        if not self.matcher.fires:
-            return None
-        # Nothing in one whole 400-year cycle (plus a day for offsets) means nothing ever.
-        limit = min(MAX_INSTANT_S, cursor + _SEARCH_S)
-        while cursor < limit:
-            seg = self.timeline.segment(cursor)
-            shifted, wlo, whi = self._plan(seg, cursor, seg.end)
-            if shifted:
-                return seg.start * 1000
-            wall = self.matcher.first_wall(wlo, whi)
-            if wall is not None:
-                return (wall - seg.offset) * 1000
-            cursor = seg.end
-        return None
-
-    def occurrences(self, start_ms: int, end_ms: int) -> list[int]:
-        cursor, stop = self._bounds(start_ms, end_ms)
-        out: list[int] = []
-        while cursor < stop:
-            seg = self.timeline.segment(cursor)
-            hi = min(seg.end, stop)
-            shifted, wlo, whi = self._plan(seg, cursor, hi)
-            if shifted:
-                out.append(seg.start * 1000)
-            shift = seg.offset * 1000
-            out.extend([w * 1000 - shift for w in self.matcher.walls(wlo, whi)])
-            cursor = hi
-        return out
-
-    def count(self, start_ms: int, end_ms: int) -> int:
-        cursor, stop = self._bounds(start_ms, end_ms)
-        total = 0
-        while cursor < stop:
-            seg = self.timeline.segment(cursor)
-            hi = min(seg.end, stop)
-            shifted, wlo, whi = self._plan(seg, cursor, hi)
-            total += shifted + self.matcher.count_walls(wlo, whi)
-            cursor = hi
-        return total
-
-    def prev_before(self, t_ms: int) -> int | None:
-        gap_s = self.matcher.min_gap_s()
-        if gap_s is None:
-            return None
-        end = t_ms - 1
-        width_s = 2 * gap_s + 2
-        # As in next_after: looking back further than one cycle cannot find anything new.
-        floor_ms = max(MIN_INSTANT_S * 1000, end - _SEARCH_S * 1000)
-        while True:
-            start = max(end - width_s * 1000, floor_ms)
-            n = self.count(start, end)
-            if n:
-                return self.kth_after(start, n, end)
-            if start <= floor_ms:
-                return None
-            width_s *= 2
-
-    @property
-    def nominal_period_ms(self) -> int | None:
-        gap_s = self.matcher.min_gap_s()
-        return None if gap_s is None else gap_s * 1000
-
-    @staticmethod
-    def _bounds(start_ms: int, end_ms: int) -> tuple[int, int]:
-        """(start_ms, end_ms] as whole UTC seconds [cursor, stop), clipped to the range."""
-        cursor = start_ms // 1000 + 1
-        stop = end_ms // 1000 + 1
-        check_instant_s(cursor - 1)
-        return cursor, min(stop, MAX_INSTANT_S)
-
-
-# One Gregorian cycle plus two days (the widest UTC offsets are under a day each way).
-_SEARCH_S = (CYCLE_DAYS + 2) * DAY_S
-
-
-@lru_cache(maxsize=16_384)
-def _matcher(fields: CronFields) -> WallMatcher:
-    return WallMatcher(fields)
-
-
-@lru_cache(maxsize=65_536)
-def _compile_cron(fields: CronFields, zone: str, gap: GapRule, fold: FoldRule) -> CompiledCron:
-    return CompiledCron(fields, zone, gap, fold)
-
-
-def compile_schedule(schedule: Schedule) -> CompiledSchedule:
-    """The shared compiled form of a validated schedule (cached per expression/zone/policy)."""
+    `calendars` are the holiday calendars known (by name); a schedule naming one that is not
+    among them has no slot until it is (`CompiledNothing`). None: validation, which knows
+    weekends but no holidays.
+    """
     if schedule.kind == "once":
         assert schedule.run_at_ms is not None
         return CompiledOneOff(schedule.run_at_ms)
-    base: CompiledSchedule
-    if schedule.kind == "every":
-        assert schedule.every_ms is not None
-        base = _compile_interval(schedule.every_ms, schedule.phase_ms)
-    else:
-        assert schedule.cron is not None
-        gap, fold = resolve_dst_policy(schedule.dst_policy, schedule.cron)
-        base = _compile_cron(schedule.cron, schedule.timezone, gap, fold)
+    base = _compile_spec(schedule)
+    if schedule.extra:
+        base = _compile_union((base, *(_compile_spec(x) for x in schedule.extra)))
+    adjustment = schedule.adjustment
+    if adjustment is not None:
+        calendar: BusinessCalendar | None = None
+        if adjustment.rule is not None:
+            name = adjustment.calendar
+            if name is None or calendars is None:
+                calendar = weekends_only(name or "")
+            elif name in calendars:
+                calendar = calendars[name]
+            else:
+                return CompiledNothing(f"calendar {name!r} not known")
+        base = _compile_adjusted(base, schedule.timezone, adjustment, calendar)
     b = schedule.bounds
     if b is None:
         return base
     start = b.start_ms if b.start_ms is not None else b.count_from_ms
     return _compile_bounded(base, start, b.end_ms, b.max_runs)
+
+
+def _compile_spec(schedule: Schedule) -> CompiledSchedule:
+    if schedule.kind == "every":
+        assert schedule.every_ms is not None
+        return _compile_interval(schedule.every_ms, schedule.phase_ms)
+    assert schedule.cron is not None
+    gap, fold = resolve_dst_policy(schedule.dst_policy, schedule.cron)
+    return compile_cron(schedule.cron, schedule.timezone, gap, fold)
+
+
+@lru_cache(maxsize=4_096)
+def _compile_union(parts: tuple[CompiledSchedule, ...]) -> CompiledUnion:
+    return CompiledUnion(parts)
+
+
+@lru_cache(maxsize=16_384)
+def _compile_adjusted(
+    base: CompiledSchedule,
+    zone: str,
+    adjustment: ScheduleAdjustment,
+    calendar: BusinessCalendar | None,
+) -> CompiledAdjusted:
+    return CompiledAdjusted(base, zone, adjustment, calendar)
 
 
 @lru_cache(maxsize=4_096)

@@ -188,6 +188,22 @@ class ZoneTimeline:
         i = bisect_right(chunk.transitions, u)
         return chunk.offsets[i - 1] if i else chunk.offset_before
 
+    def wall_of(self, u: int) -> int:
+        """The local wall time (as epoch-like seconds) at instant `u`."""
+        return u + self.offset_at(u)
+
+    def instant_of(self, wall: int) -> int:
+        """The instant a local wall time names: the earlier of two in a repeated hour, and
+        the first valid instant after the gap (the transition) for a wall that does not
+        exist (the `shift_earlier` policy, decision 0010). Exact because no two offset
+        changes lie closer than four days: the offsets two days either side are the only
+        candidates."""
+        candidates = sorted({self.offset_at(wall - 2 * DAY_S), self.offset_at(wall + 2 * DAY_S)})
+        for offset in reversed(candidates):  # the larger offset names the earlier instant
+            if self.offset_at(wall - offset) == offset:
+                return wall - offset
+        return self.segment(wall - candidates[0]).start
+
     def segment(self, u: int) -> Segment:
         """The constant-offset segment containing instant `u`."""
         k = u // CHUNK_S

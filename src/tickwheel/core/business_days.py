@@ -1,0 +1,215 @@
+"""Adjusted schedules: a job's slots with its exclusions removed and its business-day rule
+applied, in the job's zone (docs/schedules.md §4, §5; decision 0078).
+
+For a base slot on local day `d`: the slot is gone if `d` is an excluded date or a cron
+exclusion names its local time; otherwise the rule decides its day — `d` itself when `d` is
+a business day, else none (`skip`), the next business day (`next`) or the previous one
+(`previous`), at most `MAX_MOVE_DAYS` away. A moved slot keeps its local wall time on the
+new day, resolved as a fixed-time cron is (a time in a gap fires at the end of the gap, a
+repeated time at its earlier instant). Slots moved onto one instant are one slot.
+
+Searches go day by day, not slot by slot: each day with a base slot costs one base search,
+and a day's slots are only walked where they are moved or excluded.
+"""
+
+from __future__ import annotations
+
+from tickwheel.core.calendars import MAX_MOVE_DAYS, BusinessCalendar, ScheduleAdjustment
+from tickwheel.core.compiled import CompiledSchedule
+from tickwheel.core.enumerated import EnumeratedSchedule, probe_min_gap_ms
+from tickwheel.core.wallclock import DAY_S, WallMatcher
+from tickwheel.core.zones import MAX_INSTANT_S, MIN_INSTANT_S, zone_timeline
+
+__all__ = ["CompiledAdjusted"]
+
+_DAY_MS = DAY_S * 1000
+_MIN_MS, _MAX_MS = MIN_INSTANT_S * 1000, MAX_INSTANT_S * 1000
+# A moved time can land up to an offset change away from where the day's shift puts it.
+_DST_MARGIN_MS = 3 * 3_600_000
+# Days with slots looked at by one search before it gives up (a job whose every slot is
+# excluded for 400 years fires no more: bounded, like every search in the core).
+_MAX_DAYS_SCANNED = 150_000
+_MAX_SLOTS_SCANNED = 200_000
+_NO_DAY = 1 << 62
+
+
+class CompiledAdjusted(EnumeratedSchedule):
+    """`base` with `adjustment` applied in `zone`, business days from `calendar`."""
+
+    __slots__ = (
+        "_excluders",
+        "_period",
+        "adjustment",
+        "base",
+        "calendar",
+        "key",
+        "rule",
+        "timeline",
+    )
+
+    def __init__(
+        self,
+        base: CompiledSchedule,
+        zone: str,
+        adjustment: ScheduleAdjustment,
+        calendar: BusinessCalendar | None,
+    ) -> None:
+        self.base = base
+        self.adjustment = adjustment
+        self.rule = adjustment.rule
+        self.calendar = calendar
+        self.timeline = zone_timeline(zone)
+        self._excluders = tuple(WallMatcher(f) for f in adjustment.crons)
+        digest = "" if calendar is None else calendar.digest
+        self.key = (
+            f"adjusted-{base.key[0]}",
+            repr(base.key),
+            f"{zone}|{self.rule}|{adjustment.calendar}:{digest}|{'/'.join(adjustment.exclude)}",
+        )
+        period = base.nominal_period_ms
+        # Removing slots never brings two closer; moving them can.
+        self._period = probe_min_gap_ms(self, period) if adjustment.moves else period
+
+    # -- days ------------------------------------------------------------------------------
+    def _day_of(self, ms: int) -> int:
+        return self.timeline.wall_of(ms // 1000) // DAY_S
+
+    def _day_start_ms(self, z: int) -> int:
+        return self.timeline.instant_of(z * DAY_S) * 1000
+
+    def _business(self, z: int) -> bool:
+        return self.calendar is None or self.calendar.is_business_day(z)
+
+    def _target(self, z: int) -> int | None:
+        """The day the slots of local day `z` fire on, or None when they are dropped."""
+        if z in self.adjustment.dates:
+            return None
+        if self.rule is None or self._business(z):
+            return z
+        step = {"next": 1, "previous": -1}.get(self.rule)
+        if step is not None:
+            for k in range(1, MAX_MOVE_DAYS + 1):
+                if self._business(z + step * k):
+                    return z + step * k
+        return None
+
+    def _excluded(self, ms: int) -> bool:
+        if not self._excluders:
+            return False
+        wall = self.timeline.wall_of(ms // 1000)
+        for matcher, fields in zip(self._excluders, self.adjustment.crons, strict=True):
+            w = wall if fields.has_seconds else wall - wall % 60
+            if matcher.first_wall(w, w + 1) == w:
+                return True
+        return False
+
+    def _moved(self, ms: int, days: int) -> int:
+        wall = self.timeline.wall_of(ms // 1000) + days * DAY_S
+        return self.timeline.instant_of(wall) * 1000 + ms % 1000
+
+    # -- the search ------------------------------------------------------------------------
+    def next_after(self, t_ms: int) -> int | None:
+        slot = self.base.next_after(t_ms)
+        if slot is None:
+            return None
+        day_t, day = self._day_of(t_ms), self._day_of(slot)
+        if self._target(day) == day and not self._excluded(slot):
+            # The base's next slot stands, and nothing moved lands before it: no slot moves
+            # forward past t (t's day and the one before are business days), or back before
+            # it (the day after it is one). Days between t and it have no slot at all.
+            rule = self.rule
+            if (
+                rule not in ("next", "previous")
+                or (rule == "next" and self._business(day_t) and self._business(day_t - 1))
+                or (rule == "previous" and self._business(day + 1))
+            ):
+                return slot
+        return self._search(t_ms, day_t)
+
+    def _search(self, t_ms: int, day_t: int) -> int | None:
+        """`next_after` the long way: day by day, every day whose slots may land after t."""
+        first = day_t
+        if self.rule == "next":
+            # Slots of the non-business days just before t's day may land on or after it.
+            while day_t - first < MAX_MOVE_DAYS and not self._business(first - 1):
+                first -= 1
+        best: int | None = None
+        stop_day = _NO_DAY  # days from here on land after `best`
+        cursor = max(self._day_start_ms(first) - 1, _MIN_MS)
+        known: int | None = None  # the base's next slot after `cursor`, when already seen
+        for _ in range(_MAX_DAYS_SCANNED):
+            slot = known if known is not None and known > cursor else self.base.next_after(cursor)
+            if slot is None:
+                break
+            day = self._day_of(slot)
+            if day >= stop_day:
+                break
+            target = self._target(day)
+            known = None
+            if target is not None:
+                if best is not None and target > self._day_of(best):
+                    break  # targets never decrease from one day to the next
+                found, known = self._first_on(slot, day, target, t_ms)
+                if found is not None and (best is None or found < best):
+                    best = found
+                    stop_day = self._stop_day(target)
+            if day + 1 >= stop_day:
+                break
+            cursor = self._day_start_ms(day + 1) - 1
+            if cursor >= _MAX_MS:
+                break
+        return best
+
+    def _stop_day(self, landed: int) -> int:
+        """The first source day whose slots all land on a later day than `landed`."""
+        if self.rule != "previous":
+            return landed + 1  # slots never move back: later days land later
+        for k in range(1, MAX_MOVE_DAYS + 1):
+            if self._business(landed + k):
+                return landed + k  # from it on, slots stay or move back to it at most
+        return landed + MAX_MOVE_DAYS + 1
+
+    def _first_on(
+        self, slot: int, day: int, target: int, t_ms: int
+    ) -> tuple[int | None, int | None]:
+        """The earliest instant after `t_ms` that a slot of local day `day` (from `slot` on)
+        fires at, moved to `target` (None if none of them does), and the base's first slot
+        after that day when the walk saw it."""
+        shift = target - day
+        lead = t_ms - shift * _DAY_MS - (_DST_MARGIN_MS if shift else 0)
+        x: int | None = slot if slot > lead else self.base.next_after(min(lead, _MAX_MS - 1))
+        end = self._day_start_ms(day + 1)
+        best: int | None = None
+        for _ in range(_MAX_SLOTS_SCANNED):
+            if x is None or x >= end:
+                return best, x
+            if best is not None and x + shift * _DAY_MS > best + _DST_MARGIN_MS:
+                break  # later slots of the day land later still (past a repeated hour)
+            if not self._excluded(x):
+                fired = self._moved(x, shift) if shift else x
+                if fired > t_ms and (best is None or fired < best):
+                    best = fired
+                    if not shift:
+                        break  # unmoved slots come in order
+            x = self.base.next_after(x)
+        return best, None
+
+    def _run_after(self, slot_ms: int, end_ms: int) -> list[int]:
+        """The rest of `slot_ms`'s day straight from the base, when nothing there is moved in,
+        moved out or excluded (most days of most schedules)."""
+        if self._excluders:
+            return []
+        day = self._day_of(slot_ms)
+        if self._target(day) != day:
+            return []
+        # Slots moved in from a neighbouring run of non-business days would interleave.
+        if self.rule == "next" and not self._business(day - 1):
+            return []
+        if self.rule == "previous" and not self._business(day + 1):
+            return []
+        stop = min(end_ms, self._day_start_ms(day + 1) - 1)
+        return self.base.occurrences(slot_ms, stop) if stop > slot_ms else []
+
+    @property
+    def nominal_period_ms(self) -> int | None:
+        return self._period
