@@ -16,6 +16,7 @@ from tests.integration.workflow_harness import (
     APPROVAL_KEYS,
     WorkflowStack,
     status_of,
+    step_requests,
     types_of,
     workflow_env,
     workflow_events,
@@ -98,3 +99,95 @@ def test_a_dag_with_parallel_branches_a_sleep_an_approval_and_a_compensation_run
                      and e["step_id"] == "fetch")["data"]["output"]  # fmt: skip
     assert fetch_out["workflow_id"] == workflow_id and fetch_out["step_id"] == "fetch"
     assert fetch_out["n"] == 7
+
+
+def test_an_approval_after_its_timeout_is_fenced_and_escalation_happens(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    flows = WorkflowsClient(kafka_bootstrap, keys=APPROVAL_KEYS)
+    flows.define({
+        "definitionId": "escalating", "version": 1,
+        "steps": [
+            # Long enough for the test to decide round 2 in time, short enough to wait out.
+            {"id": "ask", "kind": "approval", "timeout": "10s", "onTimeout": "escalate",
+             "assignees": ["clerk@example.com"], "escalateTo": ["boss@example.com"],
+             "maxEscalations": 1},
+            _task("after", "ask"),
+        ],
+    })  # fmt: skip
+    workflow_id = flows.start("escalating")
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested"), TIMEOUT_S)
+    first_round = flows.approval_token(workflow_id, "ask")
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_escalated"), TIMEOUT_S)
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested", 2),
+                      TIMEOUT_S)  # fmt: skip
+
+    second_round = flows.approval_token(workflow_id, "ask")
+    # In this order on the instance's partition: the stale decision first, then the fresh one.
+    flows.approve(first_round, actor="clerk@example.com", note="too late")
+    flows.approve(second_round, actor="boss@example.com", note="fine")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    fenced = next(e for e in events if e["event_type"] == "approval_fenced")
+    assert fenced["actor"] == "clerk@example.com" and fenced["data"]["reason"] == "stale_round"
+    requested = [e for e in events if e["event_type"] == "approval_requested"]
+    assert [e["data"]["assignees"] for e in requested] == [
+        ["clerk@example.com"],
+        ["boss@example.com"],
+    ]
+    approved = [e for e in events if e["event_type"] == "approval_approved"]
+    assert [(e["actor"], e["data"]["round"]) for e in approved] == [("boss@example.com", 2)]
+    assert status_of(events) == "succeeded"
+
+
+def test_cancel_runs_the_compensations_in_reverse_completion_order(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    flows = WorkflowsClient(kafka_bootstrap)
+    flows.define({
+        "definitionId": "cancellable", "version": 1, "onCancel": "compensate",
+        "steps": [_compensated("one"), _compensated("two", "one"), _compensated("three", "two"),
+                  {"id": "wait", "kind": "sleep", "duration": "1h", "dependsOn": ["three"]}],
+    })  # fmt: skip
+    workflow_id = flows.start("cancellable")
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "sleep_started"), TIMEOUT_S)
+    flows.cancel(workflow_id, actor="ops@example.com", reason="no longer wanted")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    cancel = next(e for e in events if e["event_type"] == "cancel_requested")
+    assert cancel["actor"] == "ops@example.com"
+    assert any("sleep:wait" in e["data"].get("cancel_timers", []) for e in events)
+    compensated = [e["step_id"] for e in events if e["event_type"] == "compensation_succeeded"]
+    assert compensated == ["three", "two", "one"]
+    assert status_of(events) == "cancelled"
+    assert "timer_fired_ignored" not in types_of(events)  # the sleep's timer was dropped
+
+
+def test_retry_step_reuses_the_execution_id_with_the_next_attempt(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    flows = WorkflowsClient(kafka_bootstrap)
+    flows.define({
+        "definitionId": "repairable", "version": 1,
+        "steps": [_task("flaky", job_type="wf_fail", payload={"mode": "permanent", "times": 1},
+                        onFailure="fail"),
+                  _task("then", "flaky")],
+    })  # fmt: skip
+    workflow_id = flows.start("repairable")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+    assert status_of(workflow_events(kafka_bootstrap)[workflow_id]) == "failed"
+
+    flows.retry_step(workflow_id, "flaky", actor="ops@example.com")
+    assert wait_until(lambda: status_of(workflow_events(kafka_bootstrap)[workflow_id])
+                      == "succeeded", TIMEOUT_S)  # fmt: skip
+
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    assert "workflow_reopened" in types_of(events)
+    retried = next(e for e in events if e["event_type"] == "step_retried")
+    assert retried["actor"] == "ops@example.com"
+    flaky = [r for r in step_requests(kafka_bootstrap)
+             if r["workflow_id"] == workflow_id and r["step_id"] == "flaky"]  # fmt: skip
+    assert [r["attempt"] for r in flaky] == [1, 2]
+    assert len({r["execution_id"] for r in flaky}) == 1
