@@ -18,6 +18,7 @@ from openapi_spec_validator import OpenAPIV31SpecValidator
 from tickwheel.sdk.jobs import JobsClient
 from tickwheel.services.api.app import create_app
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.keys import create_key
 from tickwheel.services.api.models import SEED_CRON, SEED_ONE_OFF
 
 pytestmark = pytest.mark.integration
@@ -32,9 +33,13 @@ def jobs(applied_topology: str, kafka_bootstrap: str) -> JobsClient:
 
 @pytest.fixture
 def client(jobs: JobsClient, kafka_bootstrap: str) -> Iterator[TestClient]:
+    # An admin key of the tenant `default`, whose jobs are also the SDK's (no tenantId).
+    token, _ = create_key("default", ["admin"], bootstrap=kafka_bootstrap, now_ms=1)
     app = create_app(Backend(jobs=jobs, bootstrap=kafka_bootstrap))
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(app, raise_server_exceptions=False, headers=headers) as test_client:
         yield test_client
+    app.state.door.close()
 
 
 def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
@@ -224,7 +229,11 @@ def test_executions_timeline_404_and_cancel(
             assert "nope" in assert_problem(client.get(path), 404, "not-found")["detail"]
     finally:
         store.close()
-    cancelled = client.post("/v1/executions/exec-1/cancel", json={"reason": "closed"})
+    # Not in the history yet: the body names the (tenant's own) job it belongs to.
+    job_id = client.post("/v1/jobs", json={**SEED_CRON, "jobId": "to-cancel"}).json()["jobId"]
+    cancelled = client.post(
+        "/v1/executions/exec-1/cancel", json={"reason": "closed", "jobId": job_id}
+    )
     assert cancelled.status_code == 202, cancelled.text
     assert cancelled.json()["executionId"] == "exec-1" and cancelled.json()["reason"] == "closed"
 

@@ -27,6 +27,7 @@ from tickwheel.ports.history import QueryResult
 from tickwheel.sdk.jobs import JobsClient
 from tickwheel.services.api.app import OPENAPI_URL, create_app
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.keys import create_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -43,6 +44,13 @@ class EmptyHistory:
 
 
 @pytest.fixture
+def token(applied_topology: str, kafka_bootstrap: str) -> str:
+    """A seeded key with every scope; schemathesis' `ignored_auth` check calls without it too."""
+    scopes = ["read", "write", "admin", "approve"]
+    return create_key("fuzz", scopes, bootstrap=kafka_bootstrap, now_ms=1)[0]
+
+
+@pytest.fixture
 def api_schema(applied_topology: str, kafka_bootstrap: str) -> Any:
     backend = Backend(
         jobs=JobsClient(kafka_bootstrap), bootstrap=kafka_bootstrap, open_history=EmptyHistory
@@ -51,9 +59,12 @@ def api_schema(applied_topology: str, kafka_bootstrap: str) -> Any:
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
-def test_no_5xx_and_every_answer_conforms(api_schema: Any, mode: GenerationMode) -> None:
+def test_no_5xx_and_every_answer_conforms(
+    api_schema: Any, token: str, mode: GenerationMode
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) >= 14
+    assert len(operations) >= 22
     exercised = 0
     for operation in operations:
 
@@ -66,7 +77,12 @@ def test_no_5xx_and_every_answer_conforms(api_schema: Any, mode: GenerationMode)
             suppress_health_check=list(HealthCheck),
         )
         def check(case: Any) -> None:
-            case.call_and_validate(excluded_checks=[positive_data_acceptance])
+            # A negative case that dropped the key is meant to be refused (401): leave it out.
+            sent = case.headers or {}
+            keyed = mode is GenerationMode.POSITIVE or "Authorization" in sent
+            case.call_and_validate(
+                headers=headers if keyed else None, excluded_checks=[positive_data_acceptance]
+            )
 
         try:
             check()

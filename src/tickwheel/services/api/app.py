@@ -18,9 +18,18 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from tickwheel.services.api import routes_executions, routes_jobs, routes_schedules
+from tickwheel.services.api import (
+    routes_alerts,
+    routes_executions,
+    routes_jobs,
+    routes_occurrences,
+    routes_schedules,
+    routes_streams,
+)
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import mount as mount_console
+from tickwheel.services.api.door import GUARDED, Door, install_door
+from tickwheel.services.api.metrics import install_metrics, metrics_router
 from tickwheel.services.api.models import Health
 from tickwheel.services.api.problems import Problem, install, problem_responses
 
@@ -28,7 +37,14 @@ PREFIX = "/v1"
 OPENAPI_URL = f"{PREFIX}/openapi.json"
 STATIC_URL = f"{PREFIX}/static"
 STATIC_DIR = Path(fastapi_offline.__file__).parent / "static"
-ROUTERS = (routes_jobs.router, routes_schedules.router, routes_executions.router)
+ROUTERS = (
+    routes_jobs.router,
+    routes_occurrences.router,
+    routes_schedules.router,
+    routes_executions.router,
+    routes_streams.router,
+    routes_alerts.router,
+)
 
 PROBLEM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -111,8 +127,31 @@ def _docs(app: FastAPI) -> None:
     app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="static")
 
 
-def create_app(backend: Backend | None = None) -> FastAPI:
-    """The application, acting through `backend` (the environment's cluster if None)."""
+def _secure(schema: dict[str, Any]) -> None:
+    """Document the bearer key on every operation the door guards (decision 0068)."""
+    schema["components"]["securitySchemes"] = {
+        "apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "tw_<key id>_<secret>",
+                   "description": "An API key: python -m tickwheel.services.api.keys create"}
+    }  # fmt: skip
+    idempotency_key = {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "description": "A retry with the same key and body gets the first answer again "
+        "(24 h); another body with the key is a 422 (decision 0069)",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    }
+    for path, item in schema.get("paths", {}).items():
+        if GUARDED.match(path):
+            for method, operation in item.items():
+                operation["security"] = [{"apiKey": []}]
+                if method == "post":
+                    operation.setdefault("parameters", []).append(idempotency_key)
+
+
+def create_app(backend: Backend | None = None, door: Door | None = None) -> FastAPI:
+    """The application, acting through `backend` (the environment's cluster if None),
+    behind `door` (keys, limits, idempotency, audit over the cluster's topics if None)."""
     app = FastAPI(
         title="tickwheel",
         version="1",
@@ -121,10 +160,13 @@ def create_app(backend: Backend | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.backend = backend or Backend.from_env()
+    app.state.backend = backend = backend or Backend.from_env()
     install(app)
+    install_metrics(app)
+    now = backend.clock.now
+    install_door(app, door or Door.open(backend.bootstrap, now), now)
     health = _health_router()
-    for router in (health, *ROUTERS):
+    for router in (health, metrics_router(), *ROUTERS):
         app.include_router(router, prefix=PREFIX)
         app.include_router(router, include_in_schema=False)
     _docs(app)
@@ -138,6 +180,7 @@ def create_app(backend: Backend | None = None) -> FastAPI:
             schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
                 PROBLEM_SCHEMA
             )
+            _secure(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -43,6 +43,8 @@ class Backend:
     bootstrap: str | None = None
     clock: Clock = field(default_factory=SystemClock)
     open_history: Callable[[], ClosableHistoryReader] = _open_history
+    # The tenant a request acts for (set per request by routes_jobs.backend); None: unscoped.
+    tenant_id: str | None = None
 
     @classmethod
     def from_env(cls, bootstrap: str | None = None) -> Backend:

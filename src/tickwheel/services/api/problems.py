@@ -47,6 +47,12 @@ TITLES: dict[str, str] = {
     "kafka-unavailable": "The Kafka cluster is not reachable",
     "history-unavailable": "The execution history is not reachable",
     "internal-error": "Internal error",
+    "unauthenticated": "No valid API key",
+    "forbidden": "The key lacks the scope this call needs",
+    "rate-limited": "Too many requests for this tenant",
+    "payload-too-large": "The request body is over the size limit",
+    "idempotency-key-reused": "The Idempotency-Key was used for another request",
+    "idempotency-key-in-use": "A request with this Idempotency-Key is still running",
 }
 
 
@@ -219,9 +225,13 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 TITLES_BY_STATUS = {
     400: "Malformed request",
-    404: "Not found",
+    401: "No valid API key (WWW-Authenticate)",
+    403: "The key lacks the scope",
+    404: "Not found (also another tenant's object)",
     409: "Conflict (job exists, or version conflict with currentVersion)",
     412: "If-Match does not match",
+    413: "The body is over the size limit",
     422: "Validation error, with errors[] pointing at the fields",
+    429: "Over the tenant's rate limit (Retry-After)",
     503: "Kafka or the history unreachable (Retry-After)",
 }

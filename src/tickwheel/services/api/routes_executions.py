@@ -12,10 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path
 from fastapi.responses import JSONResponse
 
-from tickwheel.history import execution_timeline
+from tickwheel.history import ExecutionNotFound, execution_timeline
 from tickwheel.services.api.models import CancelBody, CancelView
 from tickwheel.services.api.problems import problem_responses
 from tickwheel.services.api.routes_jobs import BackendDep, _json
+from tickwheel.services.api.tenancy import owner_of
 
 router = APIRouter(tags=["executions"])
 
@@ -30,14 +31,23 @@ TIMELINE_EXAMPLE = {
 }
 
 
-def _timeline(b: Any, execution_id: str) -> JSONResponse:
+def read_timeline(b: Any, execution_id: str) -> dict[str, Any]:
+    """The timeline as JSON values, if the execution is the request's tenant's; another
+    tenant's is not found, like one that never ran."""
     reader = b.open_history()
     try:
         timeline = execution_timeline(reader, execution_id)
     finally:
         reader.close()
+    if b.tenant_id is not None and owner_of(timeline) != b.tenant_id:
+        raise ExecutionNotFound(execution_id)
     # The history's values include datetimes; the CLI's --json prints them the same way.
-    return JSONResponse(json.loads(json.dumps(timeline, default=str)))
+    value: dict[str, Any] = json.loads(json.dumps(timeline, default=str))
+    return value
+
+
+def _timeline(b: Any, execution_id: str) -> JSONResponse:
+    return JSONResponse(read_timeline(b, execution_id))
 
 
 TIMELINE_RESPONSES: dict[int | str, Any] = {
@@ -82,7 +92,7 @@ def get_run(b: BackendDep, run_id: ExecutionId) -> JSONResponse:
                 "reason": "customer closed",
             },
         ),
-        **problem_responses(422, 503),
+        **problem_responses(404, 422, 503),
     },
 )
 def cancel_execution(
@@ -93,6 +103,7 @@ def cancel_execution(
         Body(openapi_examples={"reason": {"value": {"reason": "customer closed"}}}),
     ] = None,
 ) -> dict[str, Any]:
+    _may_cancel(b, execution_id, body.jobId if body else None)
     record = b.cancel(
         execution_id,
         job_id=body.jobId if body else None,
@@ -106,3 +117,23 @@ def cancel_execution(
         "requestedAt": record["requested_at"],
         "reason": record["reason"],
     }
+
+
+def _may_cancel(b: Any, execution_id: str, job_id: str | None) -> None:
+    """A tenant cancels only its own executions: the history must show the execution is its
+    own, or the body must name a job of its own (a queued execution the history has not
+    recorded yet); else 404, as for an execution that does not exist."""
+    if job_id is not None:
+        b.jobs.get(job_id)  # another tenant's job is an UnknownJob (404)
+    try:
+        timeline = read_timeline(b, execution_id)
+    except ExecutionNotFound:
+        if job_id is None:
+            raise ExecutionNotFound(execution_id) from None
+        return
+    except Exception:
+        if job_id is None:
+            raise
+        return  # the history is away; the job named is the tenant's
+    if job_id is not None and timeline.get("job_id") not in (None, job_id):
+        raise ExecutionNotFound(execution_id)

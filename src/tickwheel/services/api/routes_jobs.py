@@ -7,6 +7,7 @@ that makes it linearizable (issue 13 §3) is not built yet; docs/api.md says so.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Annotated, Any
 
@@ -16,7 +17,10 @@ from fastapi.responses import JSONResponse
 from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.errors import InvalidInput
+from tickwheel.sdk.jobs import JobExists
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.idempotency import derived_job_id
+from tickwheel.services.api.keys import DEFAULT_TENANT
 from tickwheel.services.api.models import (
     JOB_EXAMPLE,
     SEED_CRON,
@@ -31,6 +35,7 @@ from tickwheel.services.api.models import (
     PauseBody,
 )
 from tickwheel.services.api.problems import Problem, invalid_input, problem_responses
+from tickwheel.services.api.tenancy import TenantJobs
 from tickwheel.services.api.views import (
     decode_cursor,
     encode_cursor,
@@ -50,8 +55,14 @@ IMMUTABLE = ("jobId", "tenantId", "version", "createdAt", "updatedAt")
 
 
 def backend(request: Request) -> Backend:
+    """The app's backend, narrowed to the tenant of the request's key (set by the door)."""
     value: Backend = request.app.state.backend
-    return value
+    principal = getattr(request.state, "principal", None)
+    if principal is None:
+        return value
+    return dataclasses.replace(
+        value, jobs=TenantJobs(value.jobs, principal.tenant_id), tenant_id=principal.tenant_id
+    )
 
 
 BackendDep = Annotated[Backend, Depends(backend)]
@@ -127,6 +138,7 @@ def update_record(
 )
 def create_job(
     b: BackendDep,
+    request: Request,
     spec: Annotated[
         JobSpec,
         Body(
@@ -137,7 +149,19 @@ def create_job(
         ),
     ],
 ) -> JSONResponse:
-    record = create_record(b, spec.model_dump(exclude_unset=True))
+    body = spec.model_dump(exclude_unset=True)
+    key = getattr(request.state, "idempotency_key", None)
+    derived = None
+    if key is not None and not body.get("jobId"):
+        # Every retry with this key names the same job: a crash between the job's write and
+        # the key's record cannot make a second one (decision 0069).
+        derived = body["jobId"] = derived_job_id(b.tenant_id or DEFAULT_TENANT, key)
+    try:
+        record = create_record(b, body)
+    except JobExists:
+        if derived is None:
+            raise
+        record = b.jobs.get(derived)  # made by this key's first request, whose record was lost
     return job_response(b, record, 201, location=True)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import sys
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
+from tickwheel.services.api.door import auth_mode
 from tickwheel.services.shutdown import (
     KAFKA_BUDGET_S,
     ShutdownDeadline,
@@ -33,8 +35,9 @@ def _port(text: str) -> int:
 
 @dataclass
 class ApiSettings:
-    """Environment: TICKWHEEL_API_HOST (default 127.0.0.1: loopback only, as nothing here
-    authenticates yet), TICKWHEEL_API_PORT (default 8780), KAFKA_BOOTSTRAP_SERVERS."""
+    """Environment: TICKWHEEL_API_HOST (default 127.0.0.1), TICKWHEEL_API_PORT (default 8780),
+    TICKWHEEL_API_AUTH (`keys`, the default, or `off`: the development mode without keys,
+    refused unless the host is loopback), KAFKA_BOOTSTRAP_SERVERS."""
 
     instance: str = "api"
     host: str = field(default_factory=lambda: os.environ.get("TICKWHEEL_API_HOST", DEFAULT_HOST))
@@ -48,13 +51,29 @@ def _parse(argv: list[str] | None) -> ApiSettings:
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "api"))
     parser.add_argument("--host", help="address to listen on (TICKWHEEL_API_HOST; 127.0.0.1)")
     parser.add_argument("--port", help="port to listen on (TICKWHEEL_API_PORT; 8780)")
+    # TICKWHEEL_API_AUTH=off (loopback only) serves without keys: see docs/api.md.
     args = parser.parse_args(argv)
     settings = ApiSettings(instance=args.instance)
     if args.host:
         settings.host = args.host
     if args.port:
         settings.port = _port(args.port)
+    if auth_mode() == "off" and not _loopback(settings.host):
+        raise InvalidInput(
+            "TICKWHEEL_API_AUTH",
+            f"off with host {settings.host!r}; accepted: off only on a loopback host "
+            "(127.0.0.1, ::1, localhost), else keys",
+        )
     return settings
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,8 +98,9 @@ def main(argv: list[str] | None = None) -> None:
         settings = _parse(argv)
         from tickwheel.services.api.app import create_app
 
+        app = create_app()
         config = uvicorn.Config(
-            create_app(),
+            app,
             host=settings.host,
             port=settings.port,
             log_config=None,
@@ -94,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
             extra={"action": "api_listening", "host": settings.host, "port": settings.port},
         )
         server.run()
+        app.state.door.close()
         code = 0 if server.started else 1
     except TickwheelError as exc:
         print(f"tickwheel api: error: {exc}", file=sys.stderr)

@@ -1,0 +1,162 @@
+"""`Idempotency-Key` on every POST, with Stripe's semantics (decision 0069).
+
+The first request with a key runs; its answer (status, body, the headers worth replaying) is
+recorded on `api.idempotency` before it is sent, keyed by tenant and key. A retry with the same
+key and the same request (method, path without `/v1`, canonical JSON body) gets the recorded
+answer again, marked `Idempotent-Replayed: true`; with another request it is a 422; while the
+first is still running it is a 409. Records are honoured for `WINDOW_MS` (24 h).
+
+Kept when a 2xx or a 4xx was answered (the request was judged); not kept for a 5xx, a 429
+or 401/403 (nothing was judged: a retry should be judged afresh).
+
+A crash between a create's effect and its record cannot duplicate the job: a keyed create
+without a `jobId` gets one derived from the tenant and the key (`derived_job_id`), so the
+retry finds the job it made and answers with it (routes_jobs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from tickwheel.services.api.problems import Problem
+
+if TYPE_CHECKING:
+    from tickwheel.services.api.keys import Principal
+    from tickwheel.services.api.topic_view import TopicView
+
+log = logging.getLogger("tickwheel.api")
+
+HEADER = "Idempotency-Key"
+WINDOW_MS = 24 * 3600 * 1000
+MAX_KEY_CHARS = 255
+REPLAYED_HEADERS = ("content-type", "location", "etag", "link")
+NOT_KEPT = {401, 403, 409, 413, 429}
+_JOB_NAMESPACE = uuid.UUID("6c1f7a52-9a8e-4f5e-b1a4-2d8f0e3c9b71")
+
+
+def derived_job_id(tenant_id: str, key: str) -> str:
+    """The job id of a keyed create that names none: the same for every retry."""
+    return f"job-{uuid.uuid5(_JOB_NAMESPACE, tenant_id + chr(31) + key)}"
+
+
+def canonical_path(path: str) -> str:
+    return path.removeprefix("/v1") or "/"
+
+
+def fingerprint(method: str, path: str, body: bytes) -> str:
+    try:
+        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
+    except (ValueError, UnicodeDecodeError):
+        canonical = body
+    digest = hashlib.sha256()
+    for part in (method.encode(), canonical_path(path).encode(), canonical):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+def _body_key(path: str, body: bytes) -> str | None:
+    """The body's `idempotencyKey` on `POST /jobs` (seed 000): the same thing as the header."""
+    if canonical_path(path) != "/jobs":
+        return None
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    value = document.get("idempotencyKey") if isinstance(document, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _invalid(detail: str, pointer: str | None = None) -> Problem:
+    entry: dict[str, Any] = {"detail": detail}
+    if pointer is None:
+        entry.update(parameter=HEADER, **{"in": "header"})
+    else:
+        entry["pointer"] = pointer
+    return Problem(422, "validation-error", f"{HEADER}: {detail}", errors=[entry])
+
+
+class IdempotencyStore:
+    """The recorded answers, from `api.idempotency` (a `TopicView`), and the keys in flight."""
+
+    def __init__(self, view: TopicView, now_ms: Callable[[], int]) -> None:
+        self.view = view
+        self.now_ms = now_ms
+        self._in_flight: set[str] = set()
+
+    async def handle(
+        self,
+        request: Request,
+        principal: Principal,
+        call_next: Callable[[Request], Awaitable[Response]],
+    ) -> tuple[Response, bool]:
+        """The response to a POST, and whether it was a replay."""
+        body = await request.body()
+        header = request.headers.get(HEADER)
+        in_body = _body_key(request.url.path, body)
+        if header is not None and in_body is not None and header != in_body:
+            raise _invalid("differs from the body's idempotencyKey; accepted: the same key, "
+                           "or only one of them", pointer="/idempotencyKey")  # fmt: skip
+        key = header if header is not None else in_body
+        if key is None:
+            return await call_next(request), False
+        if not 0 < len(key) <= MAX_KEY_CHARS or not key.isprintable():
+            raise _invalid(f"accepted: 1 to {MAX_KEY_CHARS} printable characters")
+        request.state.idempotency_key = key
+        slot = f"{principal.tenant_id}/{key}"
+        wanted = fingerprint(request.method, request.url.path, body)
+        recorded = self.view.get(slot)
+        if recorded is not None and self.now_ms() - recorded["created_at"] < WINDOW_MS:
+            if recorded["fingerprint"] != wanted:
+                raise Problem(
+                    422,
+                    "idempotency-key-reused",
+                    f"{HEADER} {key!r} was used for another request; accepted: the same "
+                    "method, path and body as its first use, or a new key",
+                    errors=[{"parameter": HEADER, "in": "header", "detail": "reused"}],
+                )
+            headers = {**json.loads(recorded["headers"]), "Idempotent-Replayed": "true"}
+            return Response(recorded["body"], recorded["status"], headers=headers), True
+        if slot in self._in_flight:
+            raise Problem(409, "idempotency-key-in-use",
+                          f"a request with {HEADER} {key!r} is still being answered; retry it",
+                          headers={"Retry-After": "1"})  # fmt: skip
+        self._in_flight.add(slot)
+        try:
+            response = await call_next(request)
+            if response.status_code >= 500 or response.status_code in NOT_KEPT:
+                return response, False
+            chunks = [chunk async for chunk in response.body_iterator]  # type: ignore[attr-defined]
+            content = b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks)
+            kept = {k: v for k, v in response.headers.items() if k in REPLAYED_HEADERS}
+            record = {
+                "tenant_id": principal.tenant_id,
+                "idempotency_key": key,
+                "fingerprint": wanted,
+                "status": response.status_code,
+                "body": content.decode(errors="replace"),
+                "headers": json.dumps(kept),
+                "created_at": self.now_ms(),
+                "request_id": response.headers.get("x-request-id", ""),
+            }
+            try:
+                await run_in_threadpool(self.view.publish, slot, record)
+            except Exception as exc:
+                # The effect happened: answer it. A retry then runs again, and a create finds
+                # the job its derived id made (see the module docstring).
+                log.warning("idempotency record not written",
+                            extra={"action": "idempotency_record_failed", "key": key,
+                                   "error": str(exc)})  # fmt: skip
+            headers = dict(response.headers)
+            headers.pop("content-length", None)
+            return Response(content, response.status_code, headers=headers), False
+        finally:
+            self._in_flight.discard(slot)

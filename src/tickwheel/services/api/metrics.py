@@ -1,0 +1,80 @@
+"""`GET /metrics`: the API's own figures in the Prometheus text format.
+
+Requests by method, route template (never the raw path: job ids would explode the series)
+and status, their latency as a histogram, and the idempotent replays and rate-limit refusals
+among them. Tenants are not a label (their count is unbounded); per-tenant usage is in
+`api.audit`. The endpoint asks for no key, like `/healthz`: bind the API to loopback or keep
+`/metrics` behind the proxy that scrapes it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import generate_latest
+from starlette.responses import Response
+
+LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class ApiMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = ("method", "route", "status")
+        self.requests = Counter("tickwheel_api_requests", "HTTP requests answered", labels,
+                                registry=self.registry)  # fmt: skip
+        self.latency = Histogram("tickwheel_api_request_seconds", "Time to answer a request",
+                                 ("method", "route"), buckets=LATENCY_BUCKETS,
+                                 registry=self.registry)  # fmt: skip
+        self.replays = Counter("tickwheel_api_idempotent_replays",
+                               "POSTs answered with a recorded response", registry=self.registry)  # fmt: skip
+
+    def observe(self, method: str, route: str, status: int, seconds: float, replayed: bool) -> None:
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route).observe(seconds)
+        if replayed:
+            self.replays.inc()
+
+
+def _route_of(request: Request) -> str:
+    route = request.scope.get("route")
+    return str(getattr(route, "path", None) or "unmatched")
+
+
+def install_metrics(app: FastAPI) -> ApiMetrics:
+    metrics = ApiMetrics()
+    app.state.metrics = metrics
+
+    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
+        # A duration, not an instant: the monotonic counter is no clock reading to inject.
+        started = time.perf_counter()
+        response = await call_next(request)
+        metrics.observe(request.method, _route_of(request), response.status_code,
+                        time.perf_counter() - started,
+                        response.headers.get("idempotent-replayed") == "true")  # fmt: skip
+        return response
+
+    app.middleware("http")(measure)
+    return metrics
+
+
+def metrics_router() -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get(
+        "/metrics",
+        summary="The API's metrics (Prometheus text format)",
+        response_class=Response,
+        responses={200: {"description": "Prometheus exposition", "content": {
+            "text/plain": {"schema": {"type": "string"},
+                           "example": "tickwheel_api_requests_total{method=\"GET\"} 3.0\n"}}}},
+    )  # fmt: skip
+    def metrics(request: Request) -> Response:
+        registry = request.app.state.metrics.registry
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router

@@ -1,0 +1,65 @@
+"""A tenant's view of the jobs: what a key bound to tenant T reads and changes (decision 0068).
+
+Another tenant's job is answered exactly as a job that does not exist (`UnknownJob`, a 404):
+no existence leak through reads, changes, triggers or lists. A definition without a tenant
+(written by the SDK or the CLI) belongs to the tenant `default`. Job ids stay one namespace
+across tenants, so a create with an id another tenant holds is a 409 (which says the id is
+taken, not by whom).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tickwheel.errors import InvalidInput
+from tickwheel.sdk.jobs import UnknownJob
+from tickwheel.services.api.backend import JobsLike
+from tickwheel.services.api.keys import DEFAULT_TENANT
+
+
+def owner_of(record: dict[str, Any]) -> str:
+    """The tenant a definition (camelCase) or history row (snake_case) belongs to."""
+    return record.get("tenantId") or record.get("tenant_id") or DEFAULT_TENANT
+
+
+class TenantJobs:
+    """`JobsLike` narrowed to one tenant's jobs."""
+
+    def __init__(self, jobs: JobsLike, tenant_id: str) -> None:
+        self.jobs = jobs
+        self.tenant_id = tenant_id
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        record = self.jobs.get(job_id)
+        if owner_of(record) != self.tenant_id:
+            raise UnknownJob(job_id)
+        return record
+
+    def list(self) -> list[dict[str, Any]]:
+        return [r for r in self.jobs.list() if owner_of(r) == self.tenant_id]
+
+    def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        given = spec.get("tenantId")
+        if given is not None and given != self.tenant_id:
+            raise InvalidInput(
+                "tenantId", f"{given!r}; accepted: your key's tenant {self.tenant_id!r}, or none"
+            )
+        return self.jobs.create({**spec, "tenantId": self.tenant_id})
+
+    def update(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]:
+        self.get(job_id)
+        return self.jobs.update(job_id, changes, expected_version)
+
+    def delete(self, job_id: str) -> None:
+        self.get(job_id)
+        self.jobs.delete(job_id)
+
+    def trigger(self, job_id: str) -> dict[str, Any]:
+        self.get(job_id)
+        return self.jobs.trigger(job_id)
+
+    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
+        self.get(job_id)
+        return self.jobs.backfill(job_id, from_ms, to_ms)
