@@ -3,47 +3,35 @@ over the real broker; a create/get round trip, then SIGTERM ends it within the b
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.acceptance.api_process import issue_key, start_api
 from tickwheel.services.api.models import SEED_CRON
 from tickwheel.stack.broker import free_port
 
 pytestmark = pytest.mark.acceptance
 
 
-def test_the_api_process_serves_a_round_trip_and_stops_on_sigterm(applied_topology: str) -> None:
+def test_the_api_process_serves_a_round_trip_and_stops_on_sigterm(
+    applied_topology: str, tmp_path: Path
+) -> None:
     port = free_port()
-    env = {**os.environ, "TICKWHEEL_API_PORT": str(port)}
-    env.pop("TICKWHEEL_API_HOST", None)  # the default: loopback
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tickwheel.services.api"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    token = issue_key("acme", "write")
+    process = start_api(port, tmp_path / "api.log")
     base = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"}
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.communicate()[0].decode()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the API did not answer within 30 s"
-            time.sleep(0.2)
-
-        created = httpx.post(f"{base}/jobs", json={**SEED_CRON, "jobId": "acc"}, timeout=30)
+        assert httpx.get(f"{base}/jobs", timeout=30).status_code == 401
+        created = httpx.post(
+            f"{base}/jobs", json={**SEED_CRON, "jobId": "acc"}, headers=auth, timeout=30
+        )
         assert created.status_code == 201, created.text
-        got = httpx.get(f"{base}/v1/jobs/acc", timeout=30)
+        got = httpx.get(f"{base}/v1/jobs/acc", headers=auth, timeout=30)
         assert got.status_code == 200, got.text
         assert got.json()["payloadTemplate"] == {"date": "{{ periodStart | date }}"}
         assert got.json()["version"] == 1
@@ -52,7 +40,7 @@ def test_the_api_process_serves_a_round_trip_and_stops_on_sigterm(applied_topolo
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=15)
-        assert code == 0, process.communicate()[0].decode()
+        assert code == 0, (tmp_path / "api.log").read_text()
         assert time.monotonic() - started < 15
     finally:
         if process.poll() is None:
