@@ -32,6 +32,7 @@ COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.history",
     "tickwheel.cli.worker",
     "tickwheel.cli.executions",
+    "tickwheel.cli.workflows",
     "tickwheel.cli.alerts",
     "tickwheel.cli.demo",
 ]
