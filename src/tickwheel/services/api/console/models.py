@@ -256,6 +256,8 @@ def version_diffs(versions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
             for name in sorted(set(previous) | set(definition))
             if name not in _NOISE and previous.get(name) != definition.get(name)
         ]
+        if not out:
+            changes = []  # the first version is the whole definition, shown below it
         out.append({
             "version": row.get("version"), "at": str(row.get("event_time")),
             "deleted": bool(row.get("deleted")), "changes": changes,

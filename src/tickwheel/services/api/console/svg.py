@@ -21,6 +21,7 @@ SLOT_STATUSES = ("fired", "late", "failed", "skipped", "paused", "missing")
 #: Drawn over the others, never narrower than `PROBLEM_MIN_WIDTH`: one must see them.
 PROBLEM_STATUSES = ("missing", "failed", "late")
 PROBLEM_MIN_WIDTH = 3.0
+MAX_CELL_WIDTH = 16.0
 _DAY_MS = 86_400_000
 _ROW_HEIGHT = 14
 _LABEL_WIDTH = 92
@@ -63,7 +64,8 @@ def occurrence_grid(slots: Sequence[Slot], zone: str = "UTC", width: int = 960) 
         offset_s = (local.replace(tzinfo=None) - midnight.replace(tzinfo=None)).total_seconds()
         days.setdefault(local.date(), []).append((offset_s / 86_400, slot))
     per_day = max((len(day) for day in days.values()), default=1)
-    cell = max(width / per_day, 0.5)
+    # A daily job's one cell a row stays a cell, not a bar across the day.
+    cell = min(max(width / per_day, 0.5), MAX_CELL_WIDTH)
     height = _ROW_HEIGHT * max(len(days), 1) + 4
     total = _LABEL_WIDTH + width + 4
     parts = [
@@ -140,10 +142,9 @@ def _ms(text: object) -> int | None:
 
 
 def _attempt_instants(attempt: Mapping[str, Any]) -> list[int]:
-    found = [
-        _ms(attempt.get(k))
-        for k in ("requested_at", "fire_time", "leased_at", "outcome_at", "lease_deadline")
-    ]
+    found = [_ms(attempt.get(k)) for k in ("requested_at", "fire_time", "leased_at", "outcome_at")]
+    if not attempt.get("outcome_at"):  # still running: its deadline is where it may end
+        found.append(_ms(attempt.get("lease_deadline")))
     found += [_ms(h) for h in attempt.get("heartbeats") or ()]
     if attempt.get("fenced"):
         found.append(_ms(attempt["fenced"].get("at")))

@@ -1,0 +1,66 @@
+"""The console watching real runs: a timer and a worker beside the history and the API, so an
+execution triggered from the console is leased, fails, is retried and succeeds, and its page
+shows each attempt as it appears (Debian's Chromium through Playwright)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.console.browser import chromium, screenshot, watched_page
+from tests.console.stack import ConsoleStack, console_stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+if shutil.which("chromium") is None and not os.environ.get("CI"):
+    pytest.skip(
+        "Debian's chromium is not installed (apt-get install chromium; .ci/run does it)",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
+    with console_stack(kafka_bootstrap, tmp_path_factory.mktemp("runs"), runs=True) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as context:
+        yield context
+
+
+def test_an_executions_attempts_appear_after_a_retry(stack: ConsoleStack, browser: Any) -> None:
+    # Fails its first attempt (retryable), succeeds on the second.
+    stack.jobs.create({"jobId": "flaky", "type": "fail", "cron": "0 0 1 1 *",
+                       "payload": {"mode": "retryable", "times": 1}})  # fmt: skip
+    page, watch = watched_page(browser)
+    page.goto(f"{stack.base}/console/jobs/flaky")
+    page.click("text=Trigger now")
+    page.wait_for_url(re.compile(r"done=triggered"))
+    deadline = time.monotonic() + 120
+    link = page.locator("#executions a")
+    while link.count() == 0:
+        assert time.monotonic() < deadline, "no execution listed within 120 s"
+        page.wait_for_timeout(1000)
+        page.reload()
+    link.first.click()
+    page.wait_for_url(re.compile(r"/console/executions/"))
+    # The page refreshes its timeline by itself (htmx): no reload from here on.
+    attempts = page.locator("#attempts tbody tr")
+    while not (attempts.count() == 2 and "succeeded" in attempts.nth(1).inner_text()):
+        assert time.monotonic() < deadline, "attempts: " + page.inner_text("#attempts")
+        page.wait_for_timeout(1000)
+    assert "failed" in attempts.nth(0).inner_text()
+    assert page.locator("svg.execution-timeline g.attempt").count() == 2
+    page.reload()
+    assert page.inner_text("#execution-status") == "succeeded"
+    screenshot(page, "execution")
+    watch.assert_clean()
