@@ -65,7 +65,7 @@ def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> Non
         assert status["running"] and status["broker"]["healthy"] and status["topology_applied"]
         roles = sorted(p["role"] for p in status["processes"])
         assert roles.count("timer") == 2 and "broker" in roles and "worker" in roles
-        assert "watchdog" in roles and "api" in roles
+        assert "watchdog" in roles and "api" in roles and "orchestrator" in roles
         assert all(p["state"] == "running" and p["pid"] for p in status["processes"])
         pids = [p["pid"] for p in status["processes"]]
 

@@ -53,6 +53,8 @@ def register(subparsers: Any) -> None:
     up.add_argument("--workers", type=_count, default=1, help="worker pool instances (1)")
     up.add_argument("--no-history", action="store_true", help="do not run the history sink")
     up.add_argument("--no-watchdog", action="store_true", help="do not run the watchdog")
+    up.add_argument("--no-orchestrator", action="store_true",
+                    help="do not run the workflow orchestrator")  # fmt: skip
     up.add_argument("--no-api", action="store_true", help="do not run the HTTP API")
     up.add_argument(
         "--api-port",
@@ -92,6 +94,7 @@ def _options(args: argparse.Namespace) -> supervisor.StackOptions:
         workers=args.workers,
         history=not args.no_history,
         watchdog=not args.no_watchdog,
+        orchestrator=not args.no_orchestrator,
         api=not args.no_api,
         api_port=args.api_port,
         kafka_port=args.kafka_port,

@@ -56,6 +56,7 @@ class StackOptions:
     workers: int = 1
     history: bool = True
     watchdog: bool = True
+    orchestrator: bool = True
     api: bool = True
     api_port: int = 8780
     kafka_port: int = 9092
@@ -106,6 +107,8 @@ def _service_modules(options: StackOptions) -> list[tuple[str, str, int]]:
         ("tickwheel.services.history", "history", 1 if options.history else 0),
         # One owner (decision 0056): a second would fence the first.
         ("tickwheel.services.watchdog", "watchdog", 1 if options.watchdog else 0),
+        # One is enough locally; more share the partitions (each fences its predecessor).
+        ("tickwheel.services.orchestrator", "orchestrator", 1 if options.orchestrator else 0),
         ("tickwheel.services.api", "api", 1 if options.api else 0),
     ]
     import importlib.util
