@@ -63,7 +63,8 @@ def incidents(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         entry.update(
             state="resolved" if t["transition"] == "resolved" else "open",
             severity=t["severity"], message=t["message"], resolved_at=t.get("resolved_at"),
-            acknowledged=t.get("acknowledged"), evidence=t["details"],
+            acknowledged=t.get("acknowledged"), suppressed_by=t.get("suppressed_by"),
+            evidence=t["details"],
         )  # fmt: skip
     return sorted(by_id.values(), key=lambda i: (i["opened_at"] or 0, i["incident_id"]))
 
@@ -91,10 +92,13 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found, indent=2, sort_keys=True))
         return 0
-    print(f"{'INCIDENT':<22} {'KIND':<17} {'STATE':<9} {'SEVERITY':<9} SUBJECT")
+    print(f"{'INCIDENT':<22} {'KIND':<23} {'STATE':<9} {'SEVERITY':<9} SUBJECT")
     for i in found:
-        print(f"{i['incident_id']:<22} {i['kind']:<17} {i['state']:<9} {i['severity']:<9} "
-              f"{i['subject']}")  # fmt: skip
+        # A child is shown, never hidden: with the parent that explains it.
+        under = f"  (suppressed by {i['suppressed_by']})" if i.get("suppressed_by") else ""
+        acked = f"  (acknowledged by {i['acknowledged']['by']})" if i.get("acknowledged") else ""
+        print(f"{i['incident_id']:<22} {i['kind']:<23} {i['state']:<9} {i['severity']:<9} "
+              f"{i['subject']}{under}{acked}")  # fmt: skip
     return 0
 
 
@@ -201,6 +205,46 @@ def _ack(args: argparse.Namespace) -> int:
     else:
         print(f"acknowledgement of {incident['incident_id']} sent by {by}; "
               "the watchdog applies it at its next evaluation")  # fmt: skip
+    return 0
+
+
+def disabled_jobs(bootstrap: str | None = None) -> list[dict[str, Any]]:
+    """Every disabled job with its owner, reason, who disabled it and since when, folded from
+    `jobs.definitions` by the watchdog's own code (`since`: the first disabled version of the
+    current disable that the topic still holds)."""
+    from tickwheel.adapters.avro import UndecodableRecord, decode
+    from tickwheel.adapters.kafka.reader import read_to_end
+    from tickwheel.core.watchdog import Observed, WatchdogState
+    from tickwheel.core.watchdog.runs import disabled_report
+    from tickwheel.topology import topic_name
+
+    state = WatchdogState()
+    for record in read_to_end(topic_name("jobs.definitions"), None, bootstrap):
+        if record.key is None or not record.key_is_text:
+            continue
+        try:
+            value = None if record.value is None else decode(record.value, "JobDefinition")[1]
+        except UndecodableRecord:
+            continue
+        state.apply(Observed("definition", record.key, value))
+    reports = (disabled_report(job) for _, job in sorted(state.facts.jobs.items()))
+    return [r for r in reports if r is not None]
+
+
+def disabled_command(args: argparse.Namespace) -> int:
+    """`tickwheel jobs disabled` (registered by `tickwheel.cli.jobs`)."""
+    from tickwheel.cli._kafka import connect
+    from tickwheel.core.timefmt import format_utc
+
+    found = disabled_jobs(connect())
+    if args.json:
+        print(json.dumps(found, indent=2, sort_keys=True))
+        return 0
+    print(f"{'JOB':<36} {'OWNER':<16} {'BY':<12} {'SINCE':<21} {'REVIEW BY':<21} REASON")
+    for job in found:
+        review = format_utc(job["review_by"]) if job["review_by"] is not None else "-"
+        print(f"{job['job_id']:<36} {job['owner'] or '-':<16} {job['by'] or '-':<12} "
+              f"{format_utc(job['since']):<21} {review:<21} {job['reason'] or '-'}")  # fmt: skip
     return 0
 
 

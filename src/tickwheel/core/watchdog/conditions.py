@@ -18,7 +18,7 @@ from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.errors import TickwheelError
 
 KINDS = ("job_overdue", "broken_chain", "run_too_long", "run_too_short", "disabled_past_review",
-         "dead_letter_age", "oldest_ready_age")  # fmt: skip
+         "dead_letter_age", "oldest_ready_age", "timer_partition_stalled", "no_live_worker")  # fmt: skip
 # Owed slots listed in an overdue alert's evidence (the newest ones; the count is complete).
 SLOTS_SHOWN = 10
 
@@ -34,6 +34,10 @@ class Condition:
     summary: str = ""
     job_id: str | None = None
     tenant_id: str | None = None
+    # What the newest owed slot's diagnosis is (overdue), for the parents to group by.
+    cause: str = ""
+    # The fingerprint of the parent condition that explains this one (`parents`), if any.
+    suppressed_by: str | None = None
 
 
 def conditions(facts: Facts, watermark: int, thresholds: Thresholds) -> Iterator[Condition]:
@@ -126,6 +130,7 @@ def _job_conditions(
          "last_success": job.last_success_ms, "last_success_slot": job.last_success_slot,
          "owed_slots": owed, "slots": shown, "version": spec.version},
         summary=f"{severity}:{latest}", job_id=job_id, tenant_id=spec.tenant_id,
+        cause=latest,
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from tickwheel.core.watchdog.conditions import conditions
 from tickwheel.core.watchdog.facts import Facts, Observed
 from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge, advance
+from tickwheel.core.watchdog.parents import PARENT_KINDS, with_parents
 from tickwheel.core.watchdog.runs import RUN_KINDS, run_conditions
 from tickwheel.core.watchdog.thresholds import Thresholds
 
@@ -50,6 +51,8 @@ def evaluate(
     current = list(conditions(state.facts, watermark_ms, thresholds))
     for job_id in sorted(state.facts.jobs):
         current.extend(run_conditions(job_id, state.facts.jobs[job_id], watermark_ms, thresholds))
+    # Parents first, so a child opened in the same evaluation already names its parent.
+    current = with_parents(state.facts, current, watermark_ms, thresholds)
     transitions, changed = advance(
         state.incidents,
         current,
@@ -65,6 +68,9 @@ def evaluate(
 
 
 def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
+    if incident.kind in PARENT_KINDS:
+        return {"reason": "advancing" if incident.kind == "timer_partition_stalled"
+                else "worker_taking"}  # fmt: skip
     if incident.kind not in ("job_overdue", "broken_chain", *RUN_KINDS):
         return {}
     job = facts.jobs.get(incident.subject)

@@ -33,6 +33,9 @@ class Observed:
     kind: InputKind
     key: str
     record: Mapping[str, Any] | None
+    # The partition it was read from: definitions and requests are co-partitioned by job id,
+    # so this is the timer partition that owns the job (None: not known, e.g. a test).
+    partition: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ class JobFacts:
     slots: dict[int, SlotFacts] = field(default_factory=dict)
     # The newest slot whose run's length is known: (slot, attempt, leased at, succeeded at).
     last_run: tuple[int, int, int, int] | None = None
+    partition: int | None = None  # the timer partition owning the job, when known
 
     @property
     def spec(self) -> JobSpec | None:
@@ -152,6 +156,8 @@ class Facts:
     executions: dict[str, ExecutionFacts] = field(default_factory=dict)
     # Acknowledgements not yet applied, by command id (applied once the watermark passes them).
     acks: dict[str, Acknowledgement] = field(default_factory=dict)
+    # The newest request time seen per timer partition: how far each one has fired.
+    partition_fired_ms: dict[int, int] = field(default_factory=dict)
 
     def job(self, job_id: str) -> JobFacts:
         facts = self.jobs.get(job_id)
@@ -171,10 +177,16 @@ class Facts:
         try:
             if observed.kind == "definition":
                 self._definition(observed.key, observed.record)
+                if observed.partition is not None:
+                    self.job(observed.key).partition = observed.partition
             elif observed.record is None:
                 return
             elif observed.kind == "request":
                 self._request(observed.record)
+                if observed.partition is not None:
+                    at = int(observed.record["requested_at"])
+                    fired = self.partition_fired_ms.get(observed.partition, at)
+                    self.partition_fired_ms[observed.partition] = max(fired, at)
             elif observed.kind == "event":
                 self._event(observed.record)
             elif observed.kind == "dead_letter":

@@ -53,6 +53,11 @@ class Incident:
     acknowledged_note: str | None = None
     acknowledged_at: int | None = None
     acknowledged_id: str | None = None
+    # The parent incident explaining this one right now (`parents`), and whether anyone has
+    # been notified of this incident: one opened under a parent is not, until the parent no
+    # longer explains it; its later transitions are sent only if its open was.
+    suppressed_by: str | None = None
+    notified: bool = True
 
     @property
     def incident_id(self) -> str:
@@ -78,6 +83,7 @@ class Transition:
     transition: TransitionKind
     at: int
     evidence: Mapping[str, Any]
+    notify: bool = True  # whether sinks that notify people (webhooks) send it
 
     def record(self) -> dict[str, Any]:
         """The `Alert` record of this transition. Its id is stable (a receiver or a replay
@@ -95,6 +101,8 @@ class Transition:
             "opened_at": incident.opened_at,
             "resolved_at": incident.resolved_at,
             "acknowledged": _acknowledgement(incident),
+            "suppressed_by": incident.suppressed_by,
+            "notify": self.notify,
             "evidence": dict(self.evidence),
         }
         return {
@@ -128,6 +136,7 @@ def advance(
             continue
         seen.add(fp)
         incident = incidents.get(fp)
+        parent = _parent_id(incidents, condition.suppressed_by)
         if incident is None or incident.state == "resolved":
             incident = Incident(
                 fp, condition.kind, condition.subject,
@@ -135,11 +144,24 @@ def advance(
                 severity=condition.severity, opened_at=watermark, last_transition_at=watermark,
                 summary=condition.summary, message=condition.message,
                 job_id=condition.job_id, tenant_id=condition.tenant_id,
+                suppressed_by=parent, notified=parent is None,
             )  # fmt: skip
             incidents[fp] = incident
-            transitions.append(Transition(incident.copy(), "opened", watermark, condition.evidence))
+            transitions.append(Transition(incident.copy(), "opened", watermark, condition.evidence,
+                                          notify=incident.notified))  # fmt: skip
             changed.add(fp)
             continue
+        if parent != incident.suppressed_by:
+            incident.suppressed_by = parent
+            changed.add(fp)
+            if parent is None and not incident.notified:
+                # Its parent no longer explains it: now it is news of its own.
+                incident.notified = True
+                incident.seq += 1
+                incident.last_transition_at = watermark
+                transitions.append(Transition(incident.copy(), "updated", watermark,
+                                              {**condition.evidence, "unsuppressed": True}))  # fmt: skip
+                continue
         if incident.cleared_since is not None:
             incident.cleared_since = None
             incident.flaps += 1
@@ -153,7 +175,8 @@ def advance(
             incident.summary, incident.message = condition.summary, condition.message
             incident.last_transition_at = watermark
             update = {**condition.evidence, "flaps": incident.flaps}
-            transitions.append(Transition(incident.copy(), "updated", watermark, update))
+            transitions.append(Transition(incident.copy(), "updated", watermark, update,
+                                          notify=incident.notified))  # fmt: skip
             changed.add(fp)
     for fp in sorted(incidents):
         incident = incidents[fp]
@@ -171,7 +194,8 @@ def advance(
                                         "flaps": incident.flaps}  # fmt: skip
             if clear_evidence is not None:
                 evidence.update(clear_evidence(incident) or {})
-            transitions.append(Transition(incident.copy(), "resolved", watermark, evidence))
+            transitions.append(Transition(incident.copy(), "resolved", watermark, evidence,
+                                          notify=incident.notified))  # fmt: skip
             changed.add(fp)
     return transitions, changed
 
@@ -200,7 +224,8 @@ def acknowledge(
         incident.acknowledged_by, incident.acknowledged_note = ack.by, ack.note
         incident.acknowledged_at, incident.acknowledged_id = ack.at, ack.command_id
         evidence = {"by": ack.by, "note": ack.note, "acknowledged_at": ack.at}
-        transitions.append(Transition(incident.copy(), "acknowledged", watermark, evidence))
+        transitions.append(Transition(incident.copy(), "acknowledged", watermark, evidence,
+                                      notify=incident.notified))  # fmt: skip
         changed.add(fp)
     return transitions, changed
 
@@ -210,6 +235,11 @@ def _acknowledgement(incident: Incident) -> dict[str, Any] | None:
         return None
     return {"by": incident.acknowledged_by, "note": incident.acknowledged_note,
             "at": incident.acknowledged_at}  # fmt: skip
+
+
+def _parent_id(incidents: Mapping[str, Incident], parent_fp: str | None) -> str | None:
+    parent = incidents.get(parent_fp) if parent_fp is not None else None
+    return parent.incident_id if parent is not None and parent.state == "open" else None
 
 
 def _rank(severity: str) -> int:

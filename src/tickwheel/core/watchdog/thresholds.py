@@ -24,3 +24,6 @@ class Thresholds:
     # How far past `maxRunTime` a run may go before it is too long (the worker's cancel,
     # its retry and their events take a moment).
     run_grace_ms: int = 30_000
+    # How many jobs of one timer partition must be overdue, never fired, before the partition
+    # itself is the alert (a parent) and they its suppressed children.
+    parent_min_children: int = 2

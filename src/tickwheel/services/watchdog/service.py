@@ -225,7 +225,7 @@ class WatchdogService:
                     continue
             elif kind != "definition":
                 continue
-            self.state.apply(Observed(kind, text, record))  # type: ignore[arg-type]
+            self.state.apply(Observed(kind, text, record, partition))  # type: ignore[arg-type]
 
     def _watermark(self, now: int) -> int | None:
         ends: dict[str, int] = {}

@@ -4,7 +4,9 @@ Each configured URL is a sink with its own cursor over the `alerts` topic (a con
 per URL, offsets committed only after a delivery): the topic is the outbox. Deliveries to one
 sink go in the topic's order, and a transition is retried with backoff until the receiver
 takes it, so every sink that was told of an incident's `opened` is told of its `resolved`,
-across restarts of the watchdog too. The `webhook-id` is the transition's `alert_id`, the
+across restarts of the watchdog too. A transition marked `notify: false` (an incident a
+parent explains, opened under it) is passed over: its open was never sent, so neither is its
+resolve. The `webhook-id` is the transition's `alert_id`, the
 same on every retry and every redelivery after a crash: a receiver de-duplicates by it.
 
 URLs pass the `http` job type's SSRF guard (`tickwheel.jobtypes.ssrf`): the operator's URL
@@ -189,7 +191,10 @@ class WebhookDispatcher(threading.Thread):
             alert = decode(value, "Alert")[1]
         except UndecodableRecord:
             return
-        body = json.dumps(payload(alert), sort_keys=True, default=str)
+        body_data = payload(alert)
+        if body_data["data"].get("notify") is False:
+            return  # a child its parent explains: shown on the topic, not sent to people
+        body = json.dumps(body_data, sort_keys=True, default=str)
         attempt = 0
         while self.running:
             attempt += 1
