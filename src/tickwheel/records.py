@@ -412,6 +412,21 @@ class JobDefinition(TypedDict):
     # What a slot on a non-business day does: skip, next or previous (moved to that business day
     # at the same local time); null: skip when a calendar is set, else no rule (added in v5).
     businessDays: str | None
+    # Shortest a successful run should take, e.g. "30s" (1s to 7d); the watchdog raises
+    # run_too_short when the newest run succeeded faster. Null: not watched (added in v6).
+    minRunTime: str | None
+    # Who disabled the job (a disable's account; meaningful while enabled is false). Null: not
+    # said (added in v6).
+    disabledBy: str | None
+    # Who answers for the disabled job (a team or person), shown by `tickwheel jobs disabled`.
+    # Null: not said (added in v6).
+    disabledOwner: str | None
+    # Why the job is disabled. Null: not said (added in v6).
+    disabledReason: str | None
+    # When the disable is to be looked at again: UTC epoch milliseconds; the watchdog raises
+    # disabled_past_review once it has passed with the job still disabled. Null: no review date
+    # (added in v6).
+    disabledReviewBy: int | None
 
 
 TimerCommandKind = Literal[
