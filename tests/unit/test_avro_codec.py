@@ -111,6 +111,15 @@ def test_left_out_fields_take_their_defaults(registry: SchemaRegistry) -> None:
         "endAt": None,
         "maxRuns": None,
         "queue": None,
+        "schedules": None,
+        "exclude": None,
+        "calendar": None,
+        "businessDays": None,
+        "minRunTime": None,
+        "disabledBy": None,
+        "disabledOwner": None,
+        "disabledReason": None,
+        "disabledReviewBy": None,
     }
     state = {"job_id": "nightly", "job_version": 1, "updated_at": T0}
     _, got = registry.decode(registry.encode("TimerState", state))
