@@ -6,69 +6,23 @@ deployed API does; what a route publishes is read back with the SDK or from the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import pytest
-from fastapi.testclient import TestClient
 
+from tests.integration.api_clients import Connect, connect, jobs, key, problem
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import FakeClock
 from tickwheel.sdk.jobs import JobsClient
-from tickwheel.services.api.app import create_app
-from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.door import Door
 from tickwheel.services.api.idempotency import derived_job_id
-from tickwheel.services.api.keys import create_key, revoke_key
+from tickwheel.services.api.keys import revoke_key
 from tickwheel.services.api.limits import RateSettings
 from tickwheel.services.api.models import SEED_CRON, SEED_ONE_OFF
 from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration
-
-PROBLEM = "application/problem+json"
-Connect = Callable[..., TestClient]
-
-
-@pytest.fixture
-def jobs(applied_topology: str, kafka_bootstrap: str) -> JobsClient:
-    return JobsClient(kafka_bootstrap)
-
-
-@pytest.fixture
-def connect(jobs: JobsClient, kafka_bootstrap: str) -> Iterator[Connect]:
-    """`connect(token, door=None, clock=None)`: a client of a fresh app (its own door, read
-    from the topics: a fresh app is what an API restart gives)."""
-    opened: list[Any] = []
-
-    def make(token: str | None = None, door: Door | None = None, clock: Any = None) -> TestClient:
-        backend = Backend(jobs=jobs, bootstrap=kafka_bootstrap)
-        if clock is not None:
-            backend.clock = clock
-        door = door or Door.open(kafka_bootstrap, backend.clock.now)
-        app = create_app(backend, door)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        client = TestClient(app, raise_server_exceptions=False, headers=headers)
-        opened.append(door)
-        return client
-
-    yield make
-    for door in opened:
-        door.close()
-
-
-def key(kafka_bootstrap: str, tenant: str, *scopes: str) -> str:
-    return create_key(tenant, list(scopes), bootstrap=kafka_bootstrap, now_ms=1)[0]
-
-
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == PROBLEM
-    body: dict[str, Any] = response.json()
-    assert body["code"] == code and body["status"] == status
-    return body
+__all__ = ["connect", "jobs"]  # fixtures, imported for pytest to find
 
 
 def test_no_key_a_bad_key_and_a_revoked_key_are_401(connect: Connect, kafka_bootstrap: str) -> None:
