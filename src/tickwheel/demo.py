@@ -2,7 +2,9 @@
 live, readable account of occurrences firing, executions finishing, and what the history holds.
 
 The example jobs: a one-off, an every-few-seconds cron, a job that fails twice then succeeds,
-and a permanent failure. Ctrl-C (or --duration) stops the account and then the stack.
+and a permanent failure; and a workflow (task → sleep → approval → task, the last failing,
+so the first is compensated: `tickwheel.demo_workflows`). Ctrl-C (or --duration) stops the
+account and then the stack.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.config import quiet_client_logs
 from tickwheel.adapters.kafka.tail import Tail
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.demo_workflows import (
+    approve_when_asked,
+    describe_workflow_event,
+    start_demo_workflow,
+)
 from tickwheel.events import requested_event
 from tickwheel.sdk.jobs import PRIORITIES, JobExists, JobsClient
 from tickwheel.stack import supervisor
@@ -87,8 +94,11 @@ def describe(event: dict[str, Any]) -> str:
         extra = f" in {details['delay_ms'] / 1000:.1f}s as attempt {details['next_attempt']}"
     elif kind == "skipped":
         extra = f" ({event.get('reason')})"
+    label = event["job_id"]
+    if label.startswith("__wf/"):  # a workflow step's execution (its step key, decision 0061)
+        label = f"step of {label.split('/')[1][:14]}"
     return (
-        f"[{_clock_text(event['event_time'])}] {event['job_id']:<22} "
+        f"[{_clock_text(event['event_time'])}] {label:<22} "
         f"attempt {event['attempt']}  {what}{who}{extra}"
     )
 
@@ -158,7 +168,8 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
     # stack stops) are not. Failures still reach this code as exceptions.
     quiet_client_logs()
     print(
-        "tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history, watchdog, API)..."
+        "tickwheel demo: starting the local stack (Kafka, topology, timer, worker, history, "
+        "watchdog, orchestrator, API)..."
     )
     started = time.monotonic()
     status = supervisor.read_status()
@@ -172,7 +183,8 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
         print(f"  {process['role']:<8} {process['name']:<10} pid {process['pid']}")
     # Requests are the `requested` events (the timer publishes no separate event for them).
     tail = Tail(
-        [topic_name("executions.events")] + [topic_name(f"executions.{p}") for p in PRIORITIES],
+        [topic_name("executions.events"), topic_name("workflows.events")]
+        + [topic_name(f"executions.{p}") for p in PRIORITIES],
         status["bootstrap_servers"],
     )
     jobs = JobsClient(status["bootstrap_servers"], clock)
@@ -188,6 +200,9 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
             state = f"exists; updated to version {jobs.update(spec['jobId'], changes)['version']}"
         schedule = spec.get("cron") or f"once at {spec['runAt']}"
         print(f"  {spec['jobId']:<22} {spec['type']:<5} {schedule:<24} {state}")
+    flows, workflow_id = start_demo_workflow(status["bootstrap_servers"])
+    print(f"\nexample workflow demo_order started: {workflow_id}")
+    print(f"  (tickwheel workflows get {workflow_id})")
     print("\nwhat happens (Ctrl-C to stop):")
     next_summary = time.monotonic() + 15
     deadline = None if duration is None else time.monotonic() + duration
@@ -198,6 +213,12 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
                     name, record = decode(value)
                 except UndecodableRecord as exc:
                     print(f"  (a record could not be decoded: {exc.reason})")
+                    continue
+                if name == "WorkflowEvent":
+                    print(describe_workflow_event(record), flush=True)
+                    done = approve_when_asked(flows, record, workflow_id)
+                    if done:
+                        print(done, flush=True)
                     continue
                 event = requested_event(record) if name == "ExecutionRequest" else record
                 if event["event_type"] != "heartbeat":
