@@ -55,6 +55,7 @@ KNOWN_FIELDS = frozenset({
     "queue",
     "every", "phase", "startAt", "endAt", "maxRuns",
     "schedules", "exclude", "calendar", "businessDays",
+    "minRunTime", "disabledBy", "disabledOwner", "disabledReason", "disabledReviewBy",
 })  # fmt: skip
 # Schedule fields besides runAt, as (JSON name, parse_schedule keyword); instants among them
 # are ISO text in the JSON form and epoch ms in the record.
@@ -195,6 +196,52 @@ def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | 
         ) from None
 
 
+# A disable's account (read by the watchdog and `tickwheel jobs disabled`): short text each.
+_DISABLE_TEXT_FIELDS = ("disabledBy", "disabledOwner", "disabledReason")
+_MAX_DISABLE_TEXT = 200
+
+
+def _check_min_run_time(spec: Mapping[str, Any], max_run_ms: int | None) -> None:
+    """`minRunTime`: a run that succeeds faster is suspect (the watchdog's run_too_short)."""
+    min_run_ms = _check_duration(spec, "minRunTime", "30s")
+    if min_run_ms is None:
+        return
+    if not _MIN_RUN_MS <= min_run_ms <= _MAX_RUN_MS:
+        raise InvalidInput(
+            "minRunTime", f"{spec['minRunTime']!r}; accepted: from 1s to 7d (e.g. '30s')"
+        )
+    if max_run_ms is not None and min_run_ms > max_run_ms:
+        raise InvalidInput(
+            "minRunTime",
+            f"{spec['minRunTime']!r} is longer than maxRunTime {spec['maxRunTime']!r}; "
+            "accepted: at most maxRunTime",
+        )
+
+
+def _check_disable_account(spec: Mapping[str, Any]) -> int | None:
+    """disabledBy/Owner/Reason (short text) and disabledReviewBy (an ISO instant, returned as
+    epoch ms). Accepted on any version, so that resuming a job keeps the account as history."""
+    for name in _DISABLE_TEXT_FIELDS:
+        value = spec.get(name)
+        if value is not None and (
+            not isinstance(value, str) or not 0 < len(value) <= _MAX_DISABLE_TEXT
+            or any(ord(ch) < 0x20 for ch in value)
+        ):  # fmt: skip
+            raise InvalidInput(
+                name,
+                f"{str(value)[:40]!r}; accepted: one line of 1 to {_MAX_DISABLE_TEXT} characters",
+            )
+    review_by = spec.get("disabledReviewBy")
+    if review_by is None:
+        return None
+    if not isinstance(review_by, str):
+        raise InvalidInput(
+            "disabledReviewBy",
+            f"{review_by!r}; accepted: an ISO 8601 instant with offset, e.g. '2027-03-01T09:00:00Z'",
+        )
+    return parse_instant_ms(review_by, "disabledReviewBy")
+
+
 def validate_definition(
     spec: object,
     now_ms: int,
@@ -268,6 +315,8 @@ def validate_definition(
         raise InvalidInput(
             "maxRunTime", f"{spec['maxRunTime']!r}; accepted: from 1s to 7d (e.g. '2h')"
         )
+    _check_min_run_time(spec, max_run_ms)
+    review_by_ms = _check_disable_account(spec)
     queue = spec.get("queue")
     if queue is not None and (not isinstance(queue, str) or not QUEUE_NAME.fullmatch(queue)):
         raise InvalidInput(
@@ -312,6 +361,9 @@ def validate_definition(
         "updatedAt": now_ms,
         "labels": labels,
         "maxRunTime": spec.get("maxRunTime"),
+        "minRunTime": spec.get("minRunTime"),
+        **{name: spec.get(name) for name in _DISABLE_TEXT_FIELDS},
+        "disabledReviewBy": review_by_ms,
         "queue": None if queue == DEFAULT_QUEUE else queue,
         "every": spec.get("every"),
         **_record_bounds(schedule),

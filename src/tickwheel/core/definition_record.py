@@ -21,7 +21,7 @@ from tickwheel.errors import InvalidInput
 
 __all__ = ["check_definition_record"]
 
-_RECORD_INSTANTS = ("phase", "startAt", "endAt")
+_RECORD_INSTANTS = ("phase", "startAt", "endAt", "disabledReviewBy")
 _RECORD_ONLY = ("version", "createdAt", "updatedAt")
 
 

@@ -126,7 +126,7 @@ def definition_to_spec(record: dict[str, Any]) -> dict[str, Any]:
     spec = {k: v for k, v in record.items() if v is not None}
     spec["payload"] = json.loads(record["payload"])
     # Instants are stored as epoch ms and written as ISO 8601 (what an update starts from).
-    for name in ("runAt", "phase", "startAt", "endAt"):
+    for name in ("runAt", "phase", "startAt", "endAt", "disabledReviewBy"):
         if record.get(name) is not None:
             spec[name] = (
                 datetime.fromtimestamp(record[name] / 1000, tz=UTC)
