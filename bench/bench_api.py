@@ -1,0 +1,141 @@
+"""Benchmark of the HTTP API: `POST /jobs` and `GET /jobs/{id}` per second with p50/p99
+latency, beside the raw SDK (`JobsClient.create`/`get`) measured in the same run.
+
+A throwaway broker; the API as a user runs it (`python -m tickwheel.services.api`, keys on,
+rate limits raised out of the way); C client threads over keep-alive connections. The SDK
+figure is the same operations from C threads in this process, with no HTTP in between: the
+difference is what the API costs. Every create is keyed (`Idempotency-Key`), as a careful
+client sends it, so the idempotency record's write is in the figure.
+
+Prints, and writes to bench/reports/api.md. Figures, never pass/fail.
+Run: `.venv/bin/python bench/bench_api.py [--creates N] [--reads M] [--concurrency C]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
+from tickwheel.sdk.jobs import JobsClient  # noqa: E402
+from tickwheel.services.api.keys import create_key  # noqa: E402
+from tickwheel.stack.broker import free_port  # noqa: E402
+
+SPEC = {"type": "noop", "cron": "0 2 * * *", "timezone": "Europe/London"}
+
+
+def timed(calls: list[Callable[[], Any]], concurrency: int) -> tuple[float, list[float]]:
+    """(operations per second, latencies in ms) of running `calls` on `concurrency` threads."""
+
+    def one(call: Callable[[], Any]) -> float:
+        started = time.perf_counter()
+        call()
+        return (time.perf_counter() - started) * 1000
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        latencies = list(pool.map(one, calls))
+    return len(calls) / (time.perf_counter() - started), latencies
+
+
+def line(name: str, rate: float, latencies: list[float]) -> str:
+    return (f"| {name} | {len(latencies)} | {rate:,.0f} | {percentile(latencies, 0.5):.1f} | "
+            f"{percentile(latencies, 0.99):.1f} |")  # fmt: skip
+
+
+def start_api(port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TICKWHEEL_API_PORT": str(port), "TICKWHEEL_LOG_LEVEL": "WARNING",
+           "TICKWHEEL_API_READS_PER_S": "1000000", "TICKWHEEL_API_READ_BURST": "1000000",
+           "TICKWHEEL_API_WRITES_PER_S": "1000000", "TICKWHEEL_API_WRITE_BURST": "1000000"}  # fmt: skip
+    process = track(subprocess.Popen([sys.executable, "-m", "tickwheel.services.api"], env=env,
+                                     stdout=log.open("wb"), stderr=subprocess.STDOUT))  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise SystemExit(f"the API did not answer within 60 s; see {log}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--creates", type=int, default=300)
+    parser.add_argument("--reads", type=int, default=600)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    report = Report("HTTP API: creates and reads per second")
+    with bench_broker() as broker:
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
+        os.environ["TICKWHEEL_TOPIC_PREFIX"] = "bench."
+        apply_topology(bootstrap=broker.bootstrap)
+        token, _ = create_key("bench", ["write"], bootstrap=broker.bootstrap, now_ms=1)
+        port = free_port()
+        log = Path(tempfile.mkdtemp(prefix="tickwheel-bench-api-")) / "api.log"
+        api = start_api(port, log)
+        report.add(f"{args.creates} creates, {args.reads} reads, {args.concurrency} client "
+                   "threads each; the API in one process (uvicorn, one worker).")  # fmt: skip
+        report.add("")
+        report.add("| operation | n | per second | p50 ms | p99 ms |")
+        report.add("|---|---|---|---|---|")
+        sdk = JobsClient(broker.bootstrap)
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
+                          timeout=60, limits=httpx.Limits(max_connections=64)) as client:  # fmt: skip
+
+            def post(i: int) -> Callable[[], Any]:
+                def call() -> None:
+                    body = {**SPEC, "jobId": f"api-{i}"}
+                    answer = client.post("/v1/jobs", json=body,
+                                         headers={"Idempotency-Key": f"bench-{i}"})  # fmt: skip
+                    assert answer.status_code == 201, answer.text
+
+                return call
+
+            def get(i: int) -> Callable[[], Any]:
+                def call() -> None:
+                    answer = client.get(f"/v1/jobs/api-{i % args.creates}")
+                    assert answer.status_code == 200, answer.text
+
+                return call
+
+            rate, latencies = timed([post(i) for i in range(args.creates)], args.concurrency)
+            report.add(line("API `POST /jobs`", rate, latencies))
+            rate, latencies = timed([get(i) for i in range(args.reads)], args.concurrency)
+            report.add(line("API `GET /jobs/{id}`", rate, latencies))
+
+        def sdk_create(i: int) -> Callable[[], Any]:
+            return lambda: sdk.create({**SPEC, "jobId": f"sdk-{i}"})
+
+        def sdk_get(i: int) -> Callable[[], Any]:
+            return lambda: sdk.get(f"sdk-{i % args.creates}")
+
+        rate, latencies = timed([sdk_create(i) for i in range(args.creates)], args.concurrency)
+        report.add(line("SDK `JobsClient.create`", rate, latencies))
+        rate, latencies = timed([sdk_get(i) for i in range(args.reads)], args.concurrency)
+        report.add(line("SDK `JobsClient.get`", rate, latencies))
+        report.add("")
+        report.add("Both read the job's partition of `jobs.definitions` to its end per call (a "
+                   "create checks the id is free): the single writer's catalogue (issue 13 "
+                   "§3) is what would take the reads off the topic.")  # fmt: skip
+        stop_process(api)
+    report.write("api.md")
+
+
+if __name__ == "__main__":
+    main()
