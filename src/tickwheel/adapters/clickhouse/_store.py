@@ -169,7 +169,9 @@ class _ClientHistoryStore:
                     f"insert into {table}: row {index} has columns {sorted(row)}, the first row "
                     f"has {sorted(expected)}; every row of a batch must have the same columns"
                 )
-        data = [[row[column] for column in columns] for row in rows]
+        # Column-major, as the native format is: the client then writes each column as it
+        # is instead of pivoting the rows again (decision 0072).
+        data = [[row[column] for row in rows] for column in columns]
         # Synchronous insert: the sink commits Kafka offsets only after this returns, so the
         # batch must be in a part by then, not in an async-insert buffer.
         settings: dict[str, Any] = {"async_insert": 0}
@@ -177,7 +179,9 @@ class _ClientHistoryStore:
             settings["insert_deduplication_token"] = dedup_token
         with self._write_lock:
             try:
-                self._writer.insert(table, data, column_names=columns, settings=settings)
+                self._writer.insert(
+                    table, data, column_names=columns, settings=settings, column_oriented=True
+                )
             except (ClickHouseError, TypeError, ValueError) as exc:
                 raise HistoryStoreError(f"insert into {table} failed: {exc}") from exc
 

@@ -65,6 +65,21 @@ def optional_instant(ms: int | None, field: str) -> dt.datetime | None:
     return None if ms is None else instant(ms, field)
 
 
+def instant_ms(ms: int, field: str) -> int:
+    """Epoch milliseconds checked as `instant` checks them, kept as an int: a `DateTime64(3)`
+    column takes the number as it is, where a datetime costs a conversion each way (the two
+    execution tables take tens of thousands of rows a second, decision 0072)."""
+    if isinstance(ms, bool) or not isinstance(ms, int):
+        raise UnstorableRecord(f"{field} is not epoch milliseconds: {ms!r}")
+    if not MIN_STORABLE_MS <= ms <= MAX_STORABLE_MS:
+        raise UnstorableRecord(f"{field}={ms} is outside 1900-01-01..2299-12-31")
+    return ms
+
+
+def optional_instant_ms(ms: int | None, field: str) -> int | None:
+    return None if ms is None else instant_ms(ms, field)
+
+
 def _json_object(text: str | None) -> dict[str, Any]:
     """`text` parsed as a JSON object; anything else (absent, invalid, not an object) is {}."""
     if not text:
@@ -84,17 +99,17 @@ def execution_event_row(event: Mapping[str, Any], source: Source) -> dict[str, A
     """An `ExecutionEvent` → a row of `execution_events`."""
     return {
         "event_id": event["event_id"],
-        "event_time": instant(event["event_time"], "event_time"),
+        "event_time": instant_ms(event["event_time"], "event_time"),
         "event_type": event["event_type"],
         "job_id": event["job_id"],
         "job_type": event["job_type"],
         "tenant_id": event["tenant_id"],
         "execution_id": event["execution_id"],
         "attempt": max(0, int(event["attempt"])),
-        "scheduled_time": instant(event["scheduled_time"], "scheduled_time"),
-        "fire_time": optional_instant(event.get("fire_time"), "fire_time"),
+        "scheduled_time": instant_ms(event["scheduled_time"], "scheduled_time"),
+        "fire_time": optional_instant_ms(event.get("fire_time"), "fire_time"),
         "worker_id": event.get("worker_id"),
-        "lease_deadline": optional_instant(event.get("lease_deadline"), "lease_deadline"),
+        "lease_deadline": optional_instant_ms(event.get("lease_deadline"), "lease_deadline"),
         "error_kind": event.get("error_kind"),
         "error": event.get("error"),
         "reason": event.get("reason"),
@@ -118,7 +133,7 @@ def execution_request_row(request: Mapping[str, Any], source: Source) -> dict[st
     """An `ExecutionRequest` → a row of `execution_requests`."""
     return {
         "event_id": request_event_id(request["execution_id"], request["attempt"]),
-        "event_time": instant(request["requested_at"], "requested_at"),
+        "event_time": instant_ms(request["requested_at"], "requested_at"),
         "execution_id": request["execution_id"],
         "job_id": request["job_id"],
         "job_version": max(0, int(request["job_version"])),
@@ -128,10 +143,10 @@ def execution_request_row(request: Mapping[str, Any], source: Source) -> dict[st
         "attempt": max(0, int(request["attempt"])),
         "trigger": request["trigger"],
         "late": bool(request.get("late", False)),
-        "scheduled_time": instant(request["scheduled_time"], "scheduled_time"),
-        "fire_time": instant(request["fire_time"], "fire_time"),
-        "period_start": instant(request["period_start"], "period_start"),
-        "period_end": optional_instant(request.get("period_end"), "period_end"),
+        "scheduled_time": instant_ms(request["scheduled_time"], "scheduled_time"),
+        "fire_time": instant_ms(request["fire_time"], "fire_time"),
+        "period_start": instant_ms(request["period_start"], "period_start"),
+        "period_end": optional_instant_ms(request.get("period_end"), "period_end"),
         "max_attempts": max(0, int(request["max_attempts"])),
         "lease_seconds": max(0, int(request.get("lease_seconds", 0))),
         "heartbeat_seconds": max(0, int(request.get("heartbeat_seconds", 0))),

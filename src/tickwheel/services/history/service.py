@@ -26,6 +26,7 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.history import OwnerInfo, remove_owner, write_owner
 from tickwheel.logs import configure_logging
 from tickwheel.services.history.endpoint import QueryEndpoint
+from tickwheel.services.history.metrics import HistoryMetrics
 from tickwheel.services.history.settings import (
     CRASH_VAR,
     HistorySinkSettings,
@@ -154,8 +155,16 @@ class HistoryService:
     def _loop(self, sink: HistorySink) -> None:
         reported = time.monotonic()
         last_rows = 0
+        metrics: HistoryMetrics | None = None
+        if self.settings.metrics_port:
+            metrics = HistoryMetrics()
+            metrics.serve(
+                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
+            )
         while not self._stopping.is_set():
             sink.step()
+            if metrics is not None:
+                metrics.update(sink.stats)
             now = time.monotonic()
             if now - reported >= PROGRESS_EVERY_S and sink.stats.rows != last_rows:
                 log.info(

@@ -31,10 +31,13 @@ GROUP_VAR = "TICKWHEEL_HISTORY_GROUP"
 MAX_BATCH_VAR = "TICKWHEEL_HISTORY_MAX_BATCH"
 BATCH_MS_VAR = "TICKWHEEL_HISTORY_BATCH_MS"
 PORT_VAR = "TICKWHEEL_HISTORY_PORT"
+METRICS_PORT_VAR = "TICKWHEEL_METRICS_PORT"
 #: Test-only: SIGKILL the process right after its Nth batch insert, before the offset commit.
 CRASH_VAR = "TICKWHEEL_HISTORY_CRASH_AFTER_INSERT"
 
-DEFAULT_MAX_BATCH = 5000
+# Large, columnar inserts keep up with the pipeline (decision 0072); a batch also ends at
+# its wait, so a quiet system still writes within DEFAULT_BATCH_MS.
+DEFAULT_MAX_BATCH = 20_000
 DEFAULT_BATCH_MS = 200
 
 
@@ -63,6 +66,7 @@ class HistorySinkSettings:
     port: int = 0
     history: HistorySettings = field(default_factory=history_settings_from_env)
     crash_after_insert: int | None = None
+    metrics_port: int = 0  # 0: no metrics endpoint
 
     @classmethod
     def from_env(
@@ -79,6 +83,7 @@ class HistorySinkSettings:
             port=_int(env, PORT_VAR, 0, 0),
             history=history_settings_from_env(env),
             crash_after_insert=crash or None,
+            metrics_port=_int(env, METRICS_PORT_VAR, 0, 0),
         )
 
     @property

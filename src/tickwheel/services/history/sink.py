@@ -22,6 +22,7 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.client import Consumer, KafkaError, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.clock import SystemClock
 from tickwheel.ports.history import HistoryStore, HistoryStoreError
 from tickwheel.services.history import rows
 from tickwheel.services.history.rows import Source, UnstorableRecord
@@ -87,6 +88,7 @@ class Batch:
     # Per table, the ranges of the records it holds: what its dedup token names.
     table_ranges: dict[str, dict[PartitionKey, tuple[int, int]]] = field(default_factory=dict)
     size: int = 0
+    newest_ms: int = 0  # the newest Kafka timestamp among its records
 
     @staticmethod
     def _widen(ranges: dict[PartitionKey, tuple[int, int]], key: PartitionKey, offset: int) -> None:
@@ -144,6 +146,11 @@ class SinkStats:
     dead_lettered: int = 0
     commits_failed: int = 0
     last_batch_rows: int = 0
+    # The lag, after each batch: records on the sink's partitions not yet written (from the
+    # consumer's cached high watermarks, no broker round trip), and how old the newest record
+    # written was when its batch was committed (Kafka's timestamp to the commit).
+    lag_records: int = 0
+    lag_ms: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -163,6 +170,7 @@ class HistorySink:
         max_wait_s: float = 0.2,
         after_insert: Callable[[int], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.store = store
         self.consumer = consumer
@@ -173,6 +181,7 @@ class HistorySink:
         self.after_insert = after_insert
         self.stats = SinkStats()
         self._sleep = sleep
+        self._now_ms = now_ms or (lambda: int(SystemClock().now() * 1000))
         self._pending = Batch()
 
     # -- the group -------------------------------------------------------------------------
@@ -198,6 +207,7 @@ class HistorySink:
         # its count or its timeout, which is right only once the batch wait has started.
         first = self.consumer.poll(idle_timeout_s)
         if first is None:
+            self._measure_lag()
             return 0
         deadline = time.monotonic() + self.max_wait_s
         self._accept(batch, first)
@@ -222,6 +232,7 @@ class HistorySink:
             return
         topic, partition, offset = message.topic(), message.partition(), message.offset()
         batch.note(topic, partition, offset)
+        batch.newest_ms = max(batch.newest_ms, int(message.timestamp()[1]))
         self.stats.records += 1
         route = self.routes.get(topic)
         if route is None:
@@ -277,6 +288,7 @@ class HistorySink:
             self.after_insert(self.stats.batches)
         try:
             self.consumer.commit(offsets=batch.commit_offsets(), asynchronous=False)
+            self._measure_lag(batch)
         except KafkaException as exc:
             # A rebalance got in between: the records come back to whoever owns the
             # partitions now, and the idempotent write makes the second delivery harmless.
@@ -285,6 +297,40 @@ class HistorySink:
                 "offset commit failed; the batch will be delivered again",
                 extra={"action": "history_commit_failed", "error": str(exc)},
             )
+
+    def _measure_lag(self, batch: Batch | None = None) -> None:
+        """Records behind on the assigned partitions: each one's cached high watermark less
+        the consumer's position (both local to the client: no broker round trip)."""
+        try:
+            positions = self.consumer.position(self.consumer.assignment())
+        except KafkaException:
+            return
+        unknown = [tp for tp in positions if tp.offset < 0]
+        if unknown:
+            # Nothing read there since the assignment: measure from the committed offset (one
+            # round trip, only for these partitions, until a record is read from them).
+            try:
+                known = {(tp.topic, tp.partition): tp for tp in positions if tp.offset >= 0}
+                for tp in self.consumer.committed(unknown, timeout=1.0):
+                    known[(tp.topic, tp.partition)] = tp
+                positions = list(known.values())
+            except KafkaException:
+                positions = [tp for tp in positions if tp.offset >= 0]
+        lag = 0
+        for tp in positions:
+            try:
+                low, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            except KafkaException:
+                continue
+            # No commit either: the group starts at the beginning (auto.offset.reset=earliest).
+            start = tp.offset if tp.offset >= 0 else low
+            if high >= 0 and start >= 0:
+                lag += max(0, high - start)
+        self.stats.lag_records = lag
+        if batch is None:
+            self.stats.lag_ms = 0  # idle: nothing has arrived that is not written
+        elif batch.newest_ms > 0:
+            self.stats.lag_ms = max(0, self._now_ms() - batch.newest_ms)
 
     def _insert(self, table: str, table_rows: list[dict[str, Any]], token: str) -> None:
         for attempt, pause in enumerate((*INSERT_BACKOFF_S, None), start=1):
