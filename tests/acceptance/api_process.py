@@ -9,18 +9,27 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 
+def api_keys(*args: str) -> Any:
+    """`tickwheel api-keys ARGS --json`, as a user runs it; its JSON output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwheel.cli", "api-keys", *args, "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def issue_key(tenant: str, *scopes: str) -> str:
-    """A key made with `python -m tickwheel.services.api.keys create --json`."""
-    args = [sys.executable, "-m", "tickwheel.services.api.keys", "create", "--tenant", tenant]
+    """A key made with `tickwheel api-keys create`."""
+    args = ["create", "--tenant", tenant]
     for scope in scopes:
         args += ["--scope", scope]
-    done = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    token: str = json.loads(done.stdout)["token"]
+    token: str = api_keys(*args)["token"]
     return token
 
 

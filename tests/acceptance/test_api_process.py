@@ -3,6 +3,7 @@ over the real broker; a create/get round trip, then SIGTERM ends it within the b
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.acceptance.api_process import issue_key, start_api
+from tests.acceptance.api_process import api_keys, issue_key, start_api
 from tickwheel.services.api.models import SEED_CRON
 from tickwheel.stack.broker import free_port
 
@@ -36,6 +37,16 @@ def test_the_api_process_serves_a_round_trip_and_stops_on_sigterm(
         assert got.json()["payloadTemplate"] == {"date": "{{ periodStart | date }}"}
         assert got.json()["version"] == 1
         assert httpx.get(f"{base}/v1/readyz", timeout=10).status_code == 200
+
+        # The key tool lists the key without its secret; a revoked key stops working.
+        key_id = token.split("_")[1]
+        listed = {k["key_id"]: k for k in api_keys("list")}
+        assert listed[key_id]["tenant_id"] == "acme" and token not in json.dumps(listed)
+        api_keys("revoke", key_id)
+        deadline = time.monotonic() + 10  # the API follows api.keys every 2 s
+        while httpx.get(f"{base}/v1/jobs/acc", headers=auth, timeout=30).status_code != 401:
+            assert time.monotonic() < deadline, "a revoked key still works after 10 s"
+            time.sleep(0.2)
 
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)

@@ -34,6 +34,7 @@ COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.executions",
     "tickwheel.cli.workflows",
     "tickwheel.cli.alerts",
+    "tickwheel.services.api.keys",
     "tickwheel.cli.demo",
 ]
 

@@ -131,7 +131,7 @@ def _secure(schema: dict[str, Any]) -> None:
     """Document the bearer key on every operation the door guards (decision 0068)."""
     schema["components"]["securitySchemes"] = {
         "apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "tw_<key id>_<secret>",
-                   "description": "An API key: python -m tickwheel.services.api.keys create"}
+                   "description": "An API key: tickwheel api-keys create"}
     }  # fmt: skip
     idempotency_key = {
         "name": "Idempotency-Key",

@@ -128,7 +128,7 @@ class Door:
         if principal is None:
             raise Problem(401, "unauthenticated",
                           "no valid API key; accepted: Authorization: Bearer tw_... with an "
-                          "active key (python -m tickwheel.services.api.keys create)",
+                          "active key (tickwheel api-keys create)",
                           headers={"WWW-Authenticate": 'Bearer realm="tickwheel"'})  # fmt: skip
         return principal
 
