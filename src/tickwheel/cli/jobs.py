@@ -1,4 +1,4 @@
-"""`tickwheel jobs create|get|list|pause|resume|delete|trigger|backfill`."""
+"""`tickwheel jobs create|get|list|pause|resume|delete|trigger|backfill|disabled`."""
 
 from __future__ import annotations
 
@@ -41,6 +41,19 @@ def register(subparsers: Any) -> None:
         sub = verbs.add_parser(verb, help=help_text)
         sub.add_argument("job_id")
         sub.set_defaults(handler=_simple, verb_name=verb)
+        if verb == "pause":  # a disable's account (`jobs disabled`, the watchdog's review alert)
+            sub.add_argument("--owner", help="who answers for the disabled job (disabledOwner)")
+            sub.add_argument("--reason", help="why it is disabled (disabledReason)")
+            sub.add_argument("--by", help="who disables it (disabledBy)")
+            sub.add_argument(
+                "--review-by", help="ISO 8601 instant to look at it again (disabledReviewBy)"
+            )
+
+    disabled = verbs.add_parser(
+        "disabled", help="every disabled job: owner, reason, who disabled it, since when"
+    )
+    disabled.add_argument("--json", action="store_true", help="print JSON")
+    disabled.set_defaults(handler=_disabled)
 
     backfill = verbs.add_parser(
         "backfill", help="emit every slot of a job's schedule in (--from, --to]"
@@ -122,7 +135,16 @@ def _list(args: argparse.Namespace) -> int:
 
 def _simple(args: argparse.Namespace) -> int:
     client = _client()
-    result = getattr(client, args.verb_name)(args.job_id)
+    account = {
+        field: getattr(args, name, None)
+        for name, field in (("owner", "disabledOwner"), ("reason", "disabledReason"),
+                            ("by", "disabledBy"), ("review_by", "disabledReviewBy"))
+    }  # fmt: skip
+    account = {k: v for k, v in account.items() if v is not None}
+    if args.verb_name == "pause" and account:
+        result = client.update(args.job_id, {"enabled": False, **account})
+    else:
+        result = getattr(client, args.verb_name)(args.job_id)
     if args.verb_name == "delete":
         print(f"deleted {args.job_id}")
     elif args.verb_name == "trigger":
@@ -130,6 +152,12 @@ def _simple(args: argparse.Namespace) -> int:
     else:
         print(f"{args.verb_name}d {args.job_id} (version {result['version']})")
     return 0
+
+
+def _disabled(args: argparse.Namespace) -> int:
+    from tickwheel.cli.alerts import disabled_command
+
+    return disabled_command(args)
 
 
 def _backfill(args: argparse.Namespace) -> int:
