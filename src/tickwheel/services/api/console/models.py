@@ -6,6 +6,7 @@ cell are unit-tested without a broker, a history store or a browser (decision 00
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,13 @@ LATE_AFTER_MS = 60_000
 #: The watchdog's kinds that make a job `overdue` or `broken` while open.
 OVERDUE_KINDS = ("job_overdue",)
 BROKEN_KINDS = ("broken_chain",)
+
+
+class _Unset:
+    pass
+
+
+UNSET = _Unset()
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,7 @@ def job_status(
     outcome: JobOutcome,
     now_ms: int,
     open_alert_kinds: Iterable[str] = (),
+    next_ms: int | _Unset | None = UNSET,
 ) -> tuple[str, str]:
     """(chip, why) for a job; the rules are decision 0065's.
 
@@ -119,7 +128,8 @@ def job_status(
         reason = labels.get(PAUSE_REASON_LABEL)
         return ("paused", f"paused: {reason}") if reason else ("disabled", "disabled")
     recurring = record.get("runAt") is None
-    if kinds & set(BROKEN_KINDS) or (recurring and _next_ms(record, now_ms) is None):
+    nxt = _next_ms(record, now_ms) if isinstance(next_ms, _Unset) else next_ms
+    if kinds & set(BROKEN_KINDS) or (recurring and nxt is None):
         return "broken", "enabled, but no future occurrence"
     interval = _interval_ms(record)
     if kinds & set(OVERDUE_KINDS):
@@ -136,19 +146,66 @@ def job_status(
     return "ok", "ok"
 
 
+#: The fields a definition's schedule is made of (what `record_schedule` reads): jobs that
+#: agree on them share their next slot and their words, so a page computes each schedule once.
+SCHEDULE_FIELDS = (
+    "cron", "timezone", "dstPolicy", "runAt", "every", "phase", "startAt", "endAt", "maxRuns",
+    "schedules", "exclude", "calendar", "businessDays",
+)  # fmt: skip
+
+
+def schedule_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a record's schedule depends on (createdAt only where maxRuns counts from it)."""
+    values = [record.get(name) for name in SCHEDULE_FIELDS]
+    key = tuple(v if v is None or isinstance(v, str | int) else repr(v) for v in values)
+    return (*key, record.get("createdAt")) if record.get("maxRuns") is not None else key
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFacts:
+    next_ms: int | None
+    next_utc: str | None
+    next_local: str | None
+    words: str
+
+
+ScheduleMemo = dict[tuple[Any, ...], ScheduleFacts]
+
+
+def _schedule_facts(
+    record: Mapping[str, Any], now_ms: int, memo: ScheduleMemo | None
+) -> ScheduleFacts:
+    key = schedule_key(record) if memo is not None else ()
+    if memo is not None and key in memo:
+        return memo[key]
+    try:
+        words = describe(record_schedule(dict(record)))
+    except (InvalidSchedule, InvalidInput, ValueError):
+        words = str(record.get("cron") or record.get("every") or "?")
+    nxt = _next_ms(record, now_ms)
+    zone = ZoneInfo(str(record.get("timezone") or "UTC"))
+    facts = ScheduleFacts(
+        nxt,
+        format_utc(nxt) if nxt is not None else None,
+        format_local(nxt, zone) if nxt is not None else None,
+        words,
+    )
+    if memo is not None:
+        memo[key] = facts
+    return facts
+
+
 def job_row(
     record: Mapping[str, Any],
     outcome: JobOutcome,
     now_ms: int,
     open_alert_kinds: Iterable[str] = (),
+    memo: ScheduleMemo | None = None,
 ) -> JobRow:
+    """One line of the jobs page; `memo` shares schedule work between the rows of a page."""
     zone = str(record.get("timezone") or "UTC")
-    nxt = _next_ms(record, now_ms)
-    status, why = job_status(record, outcome, now_ms, open_alert_kinds)
-    try:
-        words = describe(record_schedule(dict(record)))
-    except (InvalidSchedule, InvalidInput, ValueError):
-        words = str(record.get("cron") or record.get("every") or "?")
+    facts = _schedule_facts(record, now_ms, memo)
+    status, why = job_status(record, outcome, now_ms, open_alert_kinds, facts.next_ms)
     labels = dict(record.get("labels") or {})
     since = None
     if outcome.last_success_ms is not None:
@@ -158,10 +215,10 @@ def job_row(
         version=int(record["version"]),
         job_type=str(record.get("type")),
         tenant_id=str(record.get("tenantId") or "default"),
-        schedule=words,
+        schedule=facts.words,
         timezone=zone,
-        next_utc=format_utc(nxt) if nxt is not None else None,
-        next_local=format_local(nxt, ZoneInfo(zone)) if nxt is not None else None,
+        next_utc=facts.next_utc,
+        next_local=facts.next_local,
         last_outcome=outcome.last_outcome,
         since_success=since,
         expected_max_interval=record.get("expectedMaxInterval"),
@@ -220,10 +277,7 @@ def grid_slots(audit: Mapping[str, Any], late_after_ms: int = LATE_AFTER_MS) -> 
 
 
 def _iso_ms(text: str) -> int:
-    import datetime as dt
-
-    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
+    return int(dt.datetime.fromisoformat(text).timestamp() * 1000)
 
 
 def status_counts(slots: Iterable[Slot]) -> dict[str, int]:

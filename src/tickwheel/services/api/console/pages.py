@@ -54,9 +54,10 @@ def job_rows(
     now = b.now_ms()
     outcomes = reads.job_outcomes(history)
     kinds = _alert_kinds_by_job(found)
+    memo: models.ScheduleMemo = {}
     rows = [
         models.job_row(
-            r, outcomes.get(r["jobId"], models.JobOutcome()), now, kinds.get(r["jobId"], ())
+            r, outcomes.get(r["jobId"], models.JobOutcome()), now, kinds.get(r["jobId"], ()), memo
         )
         for r in b.jobs.list()
     ]

@@ -57,12 +57,7 @@ def occurrence_grid(slots: Sequence[Slot], zone: str = "UTC", width: int = 960) 
     `data-slot`.
     """
     tz = ZoneInfo(zone)
-    days: dict[dt.date, list[tuple[float, Slot]]] = {}
-    for slot in sorted(slots, key=lambda s: s.at_ms):
-        local = _utc(slot.at_ms).astimezone(tz)
-        midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
-        offset_s = (local.replace(tzinfo=None) - midnight.replace(tzinfo=None)).total_seconds()
-        days.setdefault(local.date(), []).append((offset_s / 86_400, slot))
+    days = _by_local_day(sorted(slots, key=lambda s: s.at_ms), tz)
     per_day = max((len(day) for day in days.values()), default=1)
     # A daily job's one cell a row stays a cell, not a bar across the day.
     cell = min(max(width / per_day, 0.5), MAX_CELL_WIDTH)
@@ -83,6 +78,29 @@ def occurrence_grid(slots: Sequence[Slot], zone: str = "UTC", width: int = 960) 
             parts.append(_run_rect(run, y, tz))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _midnight_ms(day: dt.date, tz: ZoneInfo) -> int:
+    local = dt.datetime.combine(day, dt.time(0), tzinfo=tz)
+    return int(local.timestamp() * 1000)
+
+
+def _by_local_day(ordered: Sequence[Slot], tz: ZoneInfo) -> dict[dt.date, list[tuple[float, Slot]]]:
+    """Slots grouped by local day, each with how far into its day it is (0..1 of the day's
+    real length, so a 23- or 25-hour day still spans one row). Zone arithmetic once per day,
+    not once per slot: a per-minute month is 43,200 slots and 30 days."""
+    days: dict[dt.date, list[tuple[float, Slot]]] = {}
+    index = 0
+    while index < len(ordered):
+        day = _utc(ordered[index].at_ms).astimezone(tz).date()
+        start = _midnight_ms(day, tz)
+        end = _midnight_ms(day + dt.timedelta(days=1), tz)
+        cells = days.setdefault(day, [])
+        while index < len(ordered) and ordered[index].at_ms < end:
+            slot = ordered[index]
+            cells.append(((slot.at_ms - start) / (end - start), slot))
+            index += 1
+    return days
 
 
 @dataclass
