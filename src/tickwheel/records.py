@@ -33,6 +33,35 @@ class Alert(TypedDict):
     message: str
     # Extra data as JSON text.
     details: str | None
+    # The incident this transition belongs to: <fingerprint>-<n>. Null: not an incident's
+    # transition (a command, a state record) (added in v2).
+    incident_id: str | None
+    # The alert's identity: sha256(kind, subject), 16 hex digits (added in v2).
+    fingerprint: str | None
+    # opened, updated, acknowledged or resolved (added in v2).
+    transition: str | None
+    # The incident's state after this transition: firing or resolved (added in v2).
+    state: str | None
+    # What the alert is about: a job id, tenant/job type, priority/tenant, partition <p>, ...
+    # (added in v2).
+    subject: str | None
+    # When the incident opened (the watchdog's event time): UTC epoch milliseconds (added in
+    # v2).
+    opened_at: int | None
+    # When it resolved: UTC epoch milliseconds; null while open (added in v2).
+    resolved_at: int | None
+    # Who acknowledged the incident last (tickwheel alerts ack); null: nobody (added in v2).
+    acknowledged_by: str | None
+    # Their note (added in v2).
+    acknowledged_note: str | None
+    # When: UTC epoch milliseconds (added in v2).
+    acknowledged_at: int | None
+    # The parent incident that explains this one (shown, not notified); null: none (added in
+    # v2).
+    suppressed_by: str | None
+    # Whether sinks that notify people (webhooks) send this transition: false for a child opened
+    # under a parent (added in v2).
+    notify: bool
 
 
 class ApiAuditEvent(TypedDict):

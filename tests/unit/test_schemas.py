@@ -372,10 +372,11 @@ def test_the_checker_rejects_an_incompatible_version(
 def test_an_unchecked_incompatible_version_fails_decoding_loudly(tmp_path: Path) -> None:
     root = _copy_schemas(tmp_path)
     v1 = _latest(root, "Alert")
+    released = _next(root, "Alert") - 1  # the latest real version, which v1 here is
     v2 = {**v1, "fields": [*v1["fields"], {"name": "owner", "type": "string"}]}
-    _write(root, "Alert", _next(root, "Alert"), v2)
+    _write(root, "Alert", released + 1, v2)
     reg = load_schemas(root)
-    data = reg.encode("Alert", sample_value(v1, random.Random(1)), version=1)
+    data = reg.encode("Alert", sample_value(v1, random.Random(1)), version=released)
     with pytest.raises(ValueError, match="schema resolution failed"):
         reg.decode(data)
 

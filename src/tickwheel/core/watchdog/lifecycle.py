@@ -86,13 +86,13 @@ class Transition:
     notify: bool = True  # whether sinks that notify people (webhooks) send it
 
     def record(self) -> dict[str, Any]:
-        """The `Alert` record of this transition. Its id is stable (a receiver or a replay
-        de-duplicates by it); the lifecycle travels in `details`, beside the evidence, so
-        that Alert v1 carries it (docs/decisions/0056): `incident_id`, `fingerprint`,
-        `transition`, `state` (firing|resolved, as the history table reads it), `subject`,
-        `opened_at`, `resolved_at` and `evidence`."""
+        """The `Alert` v2 record of this transition. Its id is stable (a receiver or a replay
+        de-duplicates by it). The lifecycle is in v2's own fields (`incident_id`,
+        `fingerprint`, `transition`, `state` firing|resolved, `subject`, `opened_at`,
+        `resolved_at`, `acknowledged_*`, `suppressed_by`, `notify`) and, for readers of v1,
+        also in `details`, beside the `evidence` (docs/decisions/0056, 0076)."""
         incident = self.incident
-        details = {
+        lifecycle = {
             "incident_id": incident.incident_id,
             "fingerprint": incident.fingerprint,
             "transition": self.transition,
@@ -100,11 +100,11 @@ class Transition:
             "subject": incident.subject,
             "opened_at": incident.opened_at,
             "resolved_at": incident.resolved_at,
-            "acknowledged": _acknowledgement(incident),
             "suppressed_by": incident.suppressed_by,
             "notify": self.notify,
-            "evidence": dict(self.evidence),
         }
+        details = {**lifecycle, "acknowledged": _acknowledgement(incident),
+                   "evidence": dict(self.evidence)}  # fmt: skip
         return {
             "alert_id": f"{incident.incident_id}:{incident.seq}",
             "event_time": self.at,
@@ -114,6 +114,10 @@ class Transition:
             "tenant_id": incident.tenant_id,
             "message": incident.message,
             "details": json.dumps(details, sort_keys=True, default=str),
+            **lifecycle,
+            "acknowledged_by": incident.acknowledged_by,
+            "acknowledged_note": incident.acknowledged_note,
+            "acknowledged_at": incident.acknowledged_at,
         }
 
 

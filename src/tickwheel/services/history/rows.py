@@ -285,5 +285,29 @@ def alert_row(alert: Mapping[str, Any], source: Source) -> dict[str, Any]:
         "workflow_id": _str_or_none(details.get("workflow_id")),
         "message": alert["message"],
         "details": alert.get("details") or "{}",
+        **_alert_lifecycle(alert, details),
         **source.columns(),
     }
+
+
+def _alert_lifecycle(alert: Mapping[str, Any], details: Mapping[str, Any]) -> dict[str, Any]:
+    """Alert v2's lifecycle fields (migration 0010); a v1 record's are read from `details`."""
+
+    def field(name: str) -> Any:
+        value = alert.get(name)
+        return details.get(name) if value is None else value
+
+    def text(name: str) -> str:
+        return _str_or_none(field(name)) or ""
+
+    def when(name: str) -> dt.datetime | None:
+        value = field(name)
+        return optional_instant(value, name) if isinstance(value, int) else None
+
+    return {
+        "incident_id": text("incident_id"), "fingerprint": text("fingerprint"),
+        "transition": text("transition"), "subject": text("subject"),
+        "opened_at": when("opened_at"), "resolved_at": when("resolved_at"),
+        "acknowledged_by": _str_or_none(alert.get("acknowledged_by")),
+        "suppressed_by": _str_or_none(field("suppressed_by")),
+    }  # fmt: skip
