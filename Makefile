@@ -36,9 +36,9 @@ $(CONSOLE_ASSETS): services/console/package.json services/console/package-lock.j
 
 setup: $(VENV)/.synced $(KAFKA_LIB) $(CONSOLE_ASSETS) ## create the environment, install everything, fetch Kafka through Maven and the console's files through npm
 
-run: setup ## start the local stack with example jobs and a live account of what happens; Ctrl-C stops it
+run: setup ## start the local stack with example jobs and a live account of what happens, and the web console (API in its loopback development mode); Ctrl-C stops it
 	@echo "the web console: http://127.0.0.1:$${TICKWHEEL_API_PORT:-8780}/console (once the stack is up)"
-	$(VENV)/bin/tickwheel demo $(if $(DURATION),--duration $(DURATION))
+	TICKWHEEL_API_AUTH=$${TICKWHEEL_API_AUTH:-off} $(VENV)/bin/tickwheel demo $(if $(DURATION),--duration $(DURATION))
 
 # Two processes, one test file each at a time (a file's tests share their broker and order).
 PYTEST_PARALLEL := -n 2 --dist loadfile
