@@ -124,6 +124,6 @@ def test_a_step_past_its_expected_duration_raises_an_alert_cleared_when_it_ends(
     assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
     assert wait_until(lambda: len(_alerts(kafka_bootstrap, workflow_id)) >= 2, TIMEOUT_S)
     alerts = _alerts(kafka_bootstrap, workflow_id)
-    assert [(a["kind"], a["state"]) for a in alerts][0] == ("workflow_step_overdue", "firing")
+    assert (alerts[0]["kind"], alerts[0]["state"]) == ("workflow_step_overdue", "firing")
     assert alerts[-1]["state"] == "resolved"
     assert "step_overdue" in types_of(workflow_events(kafka_bootstrap)[workflow_id])
