@@ -182,7 +182,8 @@ class CompiledAdjusted(EnumeratedSchedule):
         best: int | None = None
         for _ in range(_MAX_SLOTS_SCANNED):
             if x is None or x >= end:
-                return best, x
+                # x is the base's first slot after the day unless the jump went past it.
+                return best, (x if lead < end else None)
             if best is not None and x + shift * _DAY_MS > best + _DST_MARGIN_MS:
                 break  # later slots of the day land later still (past a repeated hour)
             if not self._excluded(x):

@@ -213,6 +213,15 @@ def parse_adjustment(
     without a rule means `skip`; a rule without a calendar counts weekends only."""
     if exclude is None and calendar is None and business_days is None:
         return None
+    try:
+        return _adjustment(exclude, calendar, business_days)
+    except InvalidSchedule:
+        raise
+    except InvalidInput as exc:  # a date or name check: the schedule's own error type
+        raise InvalidSchedule(exc.field, exc.message) from None
+
+
+def _adjustment(exclude: object, calendar: object, business_days: object) -> ScheduleAdjustment:
     if calendar is not None:
         check_calendar_name(calendar)
     rule = business_days
