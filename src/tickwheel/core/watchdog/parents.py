@@ -120,3 +120,18 @@ def _priority(facts: Facts, job_id: str | None) -> str | None:
     job = facts.jobs.get(job_id) if job_id is not None else None
     spec = job.spec if job is not None else None
     return spec.priority if spec is not None else None
+
+
+def ages(facts: Facts, watermark: int) -> tuple[dict[str, int], int | None]:
+    """For the metrics (aggregates, never a series per job): the oldest ready execution's age
+    per priority, and the oldest unresolved dead letter's age, at `watermark` (ms)."""
+    ready: dict[str, int] = {}
+    dead: int | None = None
+    for execution in facts.executions.values():
+        if execution.ready and execution.requested_at_ms is not None:
+            priority = execution.priority or "normal"
+            ready[priority] = max(ready.get(priority, 0), watermark - execution.requested_at_ms)
+        if execution.dead_unresolved and execution.dead_at_ms is not None:
+            age = watermark - execution.dead_at_ms
+            dead = age if dead is None else max(dead, age)
+    return ready, dead

@@ -33,6 +33,7 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
+from tickwheel.core.watchdog.parents import ages
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
@@ -253,6 +254,7 @@ class WatchdogService:
             self.changed |= changed
             self.metrics.lag.set(max(0, now - mark) / 1000)
             self.metrics.last_evaluation.set(now / 1000)
+            self.metrics.observe_ages(*ages(self.state.facts, mark))
         if transitions or self.changed or self.moved:
             self._commit(transitions, now)
         self.metrics.observe_open(self.state.open_incidents())
