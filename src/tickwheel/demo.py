@@ -20,6 +20,7 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.config import quiet_client_logs
 from tickwheel.adapters.kafka.tail import Tail
+from tickwheel.cli.alerts import describe_alert
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.demo_workflows import (
     approve_when_asked,
@@ -59,6 +60,11 @@ def example_jobs(now_ms: int) -> list[dict[str, Any]]:
          "misfirePolicy": "coalesce"},
         {"jobId": f"demo-broken-{stamp}", "type": "fail", "payload": {"mode": "permanent", "times": 1},
          "runAt": later, "tenantId": "globex"},
+        # Owed a success within 8 s; its one run fails three times first (retries 2, 4, 8 s
+        # apart): the watchdog opens job_overdue, and resolves it once the run succeeds.
+        {"jobId": f"demo-late-{stamp}", "type": "fail", "payload": {"mode": "retryable", "times": 3},
+         "cron": "*/5 * * * * *", "maxRuns": 1, "expectedMaxInterval": "8s", "jitter": "0s",
+         "maxAttempts": 5, "tenantId": "acme"},
     ]  # fmt: skip
 
 
@@ -183,7 +189,7 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
         print(f"  {process['role']:<8} {process['name']:<10} pid {process['pid']}")
     # Requests are the `requested` events (the timer publishes no separate event for them).
     tail = Tail(
-        [topic_name("executions.events"), topic_name("workflows.events")]
+        [topic_name("executions.events"), topic_name("workflows.events"), topic_name("alerts")]
         + [topic_name(f"executions.{p}") for p in PRIORITIES],
         status["bootstrap_servers"],
     )
@@ -213,6 +219,9 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
                     name, record = decode(value)
                 except UndecodableRecord as exc:
                     print(f"  (a record could not be decoded: {exc.reason})")
+                    continue
+                if name == "Alert":  # the watchdog's transitions (docs/watchdog.md)
+                    print(describe_alert(record), flush=True)
                     continue
                 if name == "WorkflowEvent":
                     print(describe_workflow_event(record), flush=True)

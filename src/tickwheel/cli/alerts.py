@@ -69,6 +69,17 @@ def incidents(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(by_id.values(), key=lambda i: (i["opened_at"] or 0, i["incident_id"]))
 
 
+def describe_alert(alert: dict[str, Any]) -> str:
+    """One line for one transition (what `tickwheel demo` prints as the watchdog writes it)."""
+    from tickwheel.core.timefmt import format_utc
+
+    transition = alert.get("transition") or "raised"
+    when = format_utc(int(alert["event_time"]))[11:19]
+    under = f" (suppressed by {alert['suppressed_by']})" if alert.get("suppressed_by") else ""
+    return (f"[{when}] ALERT {transition.upper()} {alert['kind']} {alert.get('incident_id') or ''}"
+            f"{under}: {alert['message']}")  # fmt: skip
+
+
 def _add_list(verbs: Any) -> None:
     parser = verbs.add_parser(
         "list",
