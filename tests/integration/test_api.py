@@ -264,3 +264,35 @@ def test_the_docs_pages_load_nothing_from_outside(client: TestClient) -> None:
             assert reference.startswith("/"), f"{page} loads {reference}"
             assert client.get(reference).status_code == 200, reference
         assert not re.search(r"https?://(?!127\.0\.0\.1|localhost)", html.text), html.text
+
+
+def test_list_filters_by_type_enabled_label_owner_and_id_and_pages_keep_them(
+    client: TestClient,
+) -> None:
+    for job_id, job_type, labels in (
+        ("f-a", "export", {"team": "pay", "owner": "ann"}),
+        ("f-b", "export", {"team": "ops"}),
+        ("f-c", "report", {"team": "pay", "owner": "bob"}),
+        ("g-d", "export", {"team": "pay", "owner": "ann"}),
+    ):
+        body = {"jobId": job_id, "type": job_type, "cron": "0 2 * * *", "labels": labels}
+        assert client.post("/v1/jobs", json=body).status_code == 201
+    client.post("/v1/jobs/g-d/pause")
+
+    def ids(**params: Any) -> list[str]:
+        answer = client.get("/v1/jobs", params=params)
+        assert answer.status_code == 200, answer.text
+        return [job["jobId"] for job in answer.json()["items"]]
+
+    assert ids(type="export") == ["f-a", "f-b", "g-d"]
+    assert ids(type="export", enabled="true") == ["f-a", "f-b"]
+    assert ids(label=["team:pay"]) == ["f-a", "f-c", "g-d"]
+    assert ids(label=["team:pay"], owner="ann") == ["f-a", "g-d"]
+    assert ids(q="f-", label="team:pay") == ["f-a", "f-c"]
+    first = client.get("/v1/jobs", params={"type": "export", "limit": 1})
+    link = first.headers["link"]
+    assert "type=export" in link and "limit=1" in link
+    following = client.get(link[1 : link.index(">")])
+    assert [job["jobId"] for job in following.json()["items"]] == ["f-b"]
+    bad = client.get("/v1/jobs", params={"label": "no-colon"})
+    assert assert_problem(bad, 422, "validation-error")["errors"][0]["parameter"] == "label"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -40,6 +41,7 @@ from tickwheel.services.api.views import (
     decode_cursor,
     encode_cursor,
     etag,
+    job_filter,
     job_view,
     parse_etag,
     template_text,
@@ -167,7 +169,8 @@ def create_job(
 
 @router.get(
     "/jobs",
-    summary="List jobs, ordered by id, a page at a time",
+    summary="List jobs, ordered by id, a page at a time; filter by type, enabled, labels "
+    "(`label=k:v`, repeatable, all must match), owner (the `owner` label), id substring",
     responses={
         200: _json(JobList, {"items": [JOB_EXAMPLE], "nextCursor": None}),
         **problem_responses(422, 503),
@@ -178,13 +181,23 @@ def list_jobs(
     response: Response,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     cursor: Annotated[str | None, Query(max_length=1000)] = None,
+    type: Annotated[str | None, Query(max_length=100)] = None,
+    enabled: bool | None = None,
+    label: Annotated[list[str] | None, Query(max_length=300, examples=[["team:payments"]])] = None,
+    owner: Annotated[str | None, Query(max_length=200)] = None,
+    q: Annotated[str | None, Query(max_length=200)] = None,
 ) -> dict[str, Any]:
     after = decode_cursor(cursor) if cursor else None
-    records = [r for r in b.jobs.list() if after is None or r["jobId"] > after]
+    keep = job_filter(type=type, enabled=enabled, labels=label or [], owner=owner, q=q)
+    records = [r for r in b.jobs.list() if (after is None or r["jobId"] > after) and keep(r)]
     page = records[:limit]
     next_cursor = encode_cursor(page[-1]["jobId"]) if len(records) > limit else None
     if next_cursor:
-        response.headers["Link"] = f'</v1/jobs?limit={limit}&cursor={next_cursor}>; rel="next"'
+        given = {"limit": limit, "cursor": next_cursor, "type": type, "q": q, "owner": owner,
+                 "enabled": None if enabled is None else str(enabled).lower(),
+                 "label": label}  # fmt: skip
+        query = urlencode({k: v for k, v in given.items() if v is not None}, doseq=True)
+        response.headers["Link"] = f'</v1/jobs?{query}>; rel="next"'
     now = b.now_ms()
     return {"items": [job_view(r, now) for r in page], "nextCursor": next_cursor}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from typing import Any
 
 from tickwheel.core.describe import describe
@@ -52,6 +53,39 @@ def job_view(record: dict[str, Any], now_ms: int) -> dict[str, Any]:
             view["nextRun"] = format_utc(nxt)
     view["description"] = describe(record_schedule(record))
     return view
+
+
+def job_filter(
+    *,
+    type: str | None,
+    enabled: bool | None,
+    labels: list[str],
+    owner: str | None,
+    q: str | None,
+) -> Callable[[dict[str, Any]], bool]:
+    """What `GET /jobs` keeps: every filter given must match. `labels` are `key:value`."""
+    wanted: dict[str, str] = {}
+    for text in labels:
+        name, sep, value = text.partition(":")
+        if not sep or not name:
+            raise Problem(422, "validation-error",
+                          f"label: {text!r}; accepted: key:value (repeat for several)",
+                          errors=[{"parameter": "label", "in": "query",
+                                   "detail": "not key:value"}])  # fmt: skip
+        wanted[name] = value
+    if owner is not None:
+        wanted["owner"] = owner
+
+    def keep(record: dict[str, Any]) -> bool:
+        have = record.get("labels") or {}
+        return (
+            (type is None or record["type"] == type)
+            and (enabled is None or record["enabled"] == enabled)
+            and (q is None or q in record["jobId"])
+            and all(have.get(k) == v for k, v in wanted.items())
+        )
+
+    return keep
 
 
 def etag(record: dict[str, Any]) -> str:
