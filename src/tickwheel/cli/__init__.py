@@ -29,6 +29,7 @@ COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.topology",
     "tickwheel.cli.jobs",
     "tickwheel.cli.schedule",
+    "tickwheel.cli.calendars",
     "tickwheel.cli.history",
     "tickwheel.cli.worker",
     "tickwheel.cli.executions",

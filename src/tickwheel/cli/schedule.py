@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from tickwheel.core.describe import describe
-from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview
+from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview_schedule
 from tickwheel.core.schedule import DST_POLICIES, parse_schedule
 from tickwheel.core.timefmt import format_utc, parse_iso_ms
 
@@ -81,35 +81,100 @@ def register(subparsers: Any) -> None:
         metavar="POLICY",
         help="DST policy (default: auto); one of " + ", ".join(DST_POLICIES),
     )
+    cmd.add_argument(
+        "--also-cron",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="one more cron spec of the same job (repeatable): the slots of all specs, each once",
+    )
+    cmd.add_argument(
+        "--also-every",
+        action="append",
+        default=[],
+        metavar="DURATION",
+        help="one more interval spec of the same job (repeatable), anchored at the epoch",
+    )
+    cmd.add_argument(
+        "--exclude",
+        action="append",
+        default=None,
+        metavar="DATE|CRON",
+        help="remove slots (repeatable): a local date YYYY-MM-DD, or a cron spec whose slots go",
+    )
+    cmd.add_argument(
+        "--calendar",
+        default=None,
+        metavar="NAME",
+        help="the holiday calendar of the business-day rule, read from the cluster's calendars "
+        "topic (KAFKA_BOOTSTRAP_SERVERS) unless --calendar-file gives its dates",
+    )
+    cmd.add_argument(
+        "--calendar-file",
+        default=None,
+        metavar="PATH",
+        help="the calendar's dates from a file instead (one YYYY-MM-DD per line), no broker needed",
+    )
+    cmd.add_argument(
+        "--business-days",
+        default=None,
+        choices=("skip", "next", "previous"),
+        help="a slot on a weekend or holiday: skip it, or move it to the next/previous business "
+        "day at the same local time (default with --calendar: skip)",
+    )
     cmd.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     cmd.set_defaults(handler=run_preview)
+
+
+def _calendars(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The calendars the preview compiles with: the file's dates, the cluster's calendar, or
+    None (weekends only) without --calendar."""
+    from tickwheel.core.calendars import make_calendar, parse_date
+
+    if args.calendar_file is not None:
+        from tickwheel.cli.calendars import read_dates_file
+
+        name = args.calendar or "file"
+        days = [parse_date(d, "--calendar-file") for d in read_dates_file(args.calendar_file)]
+        return {name: make_calendar(name, days)}
+    if args.calendar is None:
+        return None
+    from tickwheel.cli._kafka import connect
+    from tickwheel.core.calendars import calendar_from_record
+    from tickwheel.sdk.calendars import get_calendar
+
+    return {args.calendar: calendar_from_record(get_calendar(args.calendar, bootstrap=connect()))}
 
 
 def run_preview(args: argparse.Namespace) -> int:
     """Handle `tickwheel schedule preview`; returns the exit code."""
     from_ms = int(time.time() * 1000) if args.from_ is None else parse_iso_ms(args.from_, "--from")
-    rows = preview(
-        args.cron,
-        args.timezone,
-        from_ms,
-        args.count,
-        dst_policy=args.dst_policy,
-        every=args.every,
-        phase=args.phase,
-    )
+    specs = [{"cron": c} for c in args.also_cron] + [{"every": e} for e in args.also_every]
+    calendar = args.calendar
+    if args.calendar_file is not None and calendar is None:
+        calendar = "file"
     schedule = parse_schedule(
         cron=args.cron,
         timezone=args.timezone,
         dst_policy=args.dst_policy,
         every=args.every,
         phase=args.phase,
+        schedules=specs or None,
+        exclude=args.exclude,
+        calendar=calendar,
+        business_days=args.business_days,
     )
+    rows = preview_schedule(schedule, from_ms, args.count, _calendars(args))
     zone = args.timezone or "UTC"
     if args.json:
         document = {
             "cron": None if args.cron is None else " ".join(args.cron.split()),
             "every": args.every,
             "phase": args.phase,
+            "schedules": specs or None,
+            "exclude": args.exclude,
+            "calendar": calendar,
+            "businessDays": args.business_days,
             "description": describe(schedule),
             "timezone": zone,
             "dstPolicy": args.dst_policy or "auto",

@@ -214,3 +214,20 @@ class CompiledAdjusted(EnumeratedSchedule):
     @property
     def nominal_period_ms(self) -> int | None:
         return self._period
+
+    def sources_of(self, slot_ms: int) -> list[int]:
+        """The base slots that fire at `slot_ms` (itself, when it stands; those moved onto
+        it): what a preview names as a calendar move. Bounded by the move limit."""
+        day = self._day_of(slot_ms)
+        step = {"next": -1, "previous": 1}.get(self.rule or "", 0)
+        out: list[int] = []
+        for k in range(MAX_MOVE_DAYS + 1 if step else 1):
+            source = day + step * k
+            if self._target(source) != day:
+                continue
+            lo, hi = self._day_start_ms(source) - 1, self._day_start_ms(source + 1) - 1
+            for x in self.base.occurrences(lo, hi):
+                fired = self._moved(x, day - source) if source != day else x
+                if fired == slot_ms and not self._excluded(x):
+                    out.append(x)
+        return sorted(out)

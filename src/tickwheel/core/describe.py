@@ -99,12 +99,8 @@ def _days(f: CronFields) -> str:
     return text + months
 
 
-def describe(schedule: Schedule) -> str:
-    """One English sentence for a validated schedule, e.g. "at 02:00 every day,
-    Europe/London" or "every 90 minutes from 2026-01-01T00:00:00Z"."""
-    if schedule.kind == "once":
-        assert schedule.run_at_ms is not None
-        return f"once, at {format_utc(schedule.run_at_ms)}"
+def _spec_words(schedule: Schedule, business_month_end: bool = False) -> str:
+    """One spec (cron or interval) in words, without its zone."""
     if schedule.kind == "every":
         assert schedule.every_ms is not None
         text = format_duration_ms(schedule.every_ms)
@@ -112,15 +108,77 @@ def describe(schedule: Schedule) -> str:
         words = f"every {unit}" if number == "1" else f"every {number} {unit}s"
         if schedule.phase_ms:
             words += f" from {format_utc(schedule.phase_ms)}"
-    else:
-        f = schedule.cron
-        assert f is not None
-        times, days = _times(f), _days(f)
-        words = f"{times} {days}" if days != "every day" or times.startswith("at") else times
-        if schedule.timezone != "UTC":
-            words += f", {schedule.timezone}"
-        if schedule.dst_policy != "auto":
-            words += f" (DST policy {schedule.dst_policy})"
+        return words
+    f = schedule.cron
+    assert f is not None
+    times, days = _times(f), _days(f)
+    if business_month_end:
+        days = days.replace("on the last day", "on the last business day", 1)
+    return f"{times} {days}" if days != "every day" or times.startswith("at") else times
+
+
+def _is_month_end(schedule: Schedule) -> bool:
+    """`L` alone in day-of-month (any day-of-week left open): with the `previous` rule, that
+    is the last business day of the month."""
+    f = schedule.cron
+    return (
+        f is not None
+        and f.specials.dom_last == (0,)
+        and not f.days_of_month
+        and not f.dow_restricted
+        and not (f.specials.dom_nearest or f.specials.dom_last_weekday)
+    )
+
+
+def _adjustment_words(schedule: Schedule, month_end: bool) -> str:
+    adj = schedule.adjustment
+    if adj is None:
+        return ""
+    words = ""
+    if adj.exclude:
+        dates = [e for e in adj.exclude if e.strip()[:1].isdigit() and len(e.strip()) == 10]
+        crons = [e for e in adj.exclude if e not in dates]
+        parts = [f"on {_list(dates)}"] if dates else []
+        parts += [f"at '{c}'" for c in crons]
+        words += ", except " + _list(parts)
+    if adj.rule is not None:
+        if month_end and adj.rule == "previous":
+            # The business day is in "the last business day" already (the issue's own words).
+            return words + (", skipping weekends" if adj.calendar is None
+                            else f", skipping the {adj.calendar!r} calendar")  # fmt: skip
+        days_off = "weekends" + (
+            "" if adj.calendar is None else f" and the {adj.calendar!r} calendar's holidays"
+        )
+        if adj.rule == "skip":
+            words += f", skipping {days_off}"
+        else:
+            words += (
+                f", moved to the {adj.rule} business day (at the same local time) on {days_off}"
+            )
+    return words
+
+
+def describe(schedule: Schedule) -> str:
+    """One English sentence for a validated schedule, e.g. "at 02:00 every day,
+    Europe/London", "every 90 minutes from 2026-01-01T00:00:00Z", or "at 18:00 on the last
+    business day of every month, Europe/London, skipping the 'uk' calendar"."""
+    if schedule.kind == "once":
+        assert schedule.run_at_ms is not None
+        return f"once, at {format_utc(schedule.run_at_ms)}"
+    adj = schedule.adjustment
+    month_end = (
+        adj is not None
+        and adj.rule == "previous"
+        and not schedule.extra
+        and _is_month_end(schedule)
+    )
+    words = _list([_spec_words(s, month_end) for s in (schedule, *schedule.extra)])
+    crons = [s for s in (schedule, *schedule.extra) if s.kind == "cron"]
+    if schedule.timezone != "UTC" and (crons or adj is not None):
+        words += f", {schedule.timezone}"
+    if crons and schedule.dst_policy != "auto":
+        words += f" (DST policy {schedule.dst_policy})"
+    words += _adjustment_words(schedule, month_end)
     b = schedule.bounds
     if b is not None:
         if b.start_ms is not None:

@@ -1,14 +1,15 @@
 """Schedules for job authors and producers: validate a schedule and preview it.
 
 `preview` returns the next occurrences exactly as the timer will fire them (before
-jitter); `parse_schedule` raises `InvalidSchedule` with the same messages the API and
+jitter; `preview_schedule` for a parsed `Schedule`, with the holiday calendars from
+`tickwheel.sdk.calendars.load_calendars`); `parse_schedule` raises `InvalidSchedule` with the same messages the API and
 CLI give.
 """
 
 from __future__ import annotations
 
 from tickwheel.core.errors import InvalidSchedule
-from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview
+from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview, preview_schedule
 from tickwheel.core.schedule import (
     DST_POLICIES,
     CompiledSchedule,
@@ -27,4 +28,5 @@ __all__ = [
     "compile_schedule",
     "parse_schedule",
     "preview",
+    "preview_schedule",
 ]
