@@ -46,6 +46,7 @@ env.filters["tojson_compact"] = lambda value: json.dumps(value, sort_keys=True, 
 NAV = (
     ("overview", "Overview", ""),
     ("jobs", "Jobs", "/jobs"),
+    ("workflows", "Workflows", "/workflows"),
     ("alerts", "Alerts", "/alerts"),
     ("dead-letters", "Dead letters", "/dead-letters"),
 )
@@ -74,6 +75,8 @@ def headers() -> dict[str, str]:
 def error_page(request: Request, exc: Exception, section: str = "") -> HTMLResponse:
     """What went wrong as a page: the API's problem (status, one line), never a traceback."""
     problem = from_exception(exc)
+    if isinstance(exc, LookupError) and problem.status == 422:
+        problem.status, problem.code = 404, "not-found"  # an unknown alert, workflow, ...
     context = {"section": section, "status": problem.status, "detail": problem.detail,
                "title": problem.code}  # fmt: skip
     return page(request, "error.html", context, status=problem.status)
