@@ -63,6 +63,9 @@ def _define(args: argparse.Namespace) -> int:
         document = json.loads(args.file.read_text())
     except ValueError as exc:
         raise InvalidInput("--file", f"{args.file} is not JSON ({exc})") from exc
+    from tickwheel.core.workflow import parse_definition
+
+    parse_definition(document)  # refused (exit 2) before any broker is looked for
     result = _client().define(document, actor=os.environ.get("TICKWHEEL_ACTOR"))
     verb = "published" if result["published"] else "already published (unchanged)"
     return _done(args, result, f"{result['definitionId']} v{result['version']} {verb}")
@@ -86,6 +89,12 @@ def _start(args: argparse.Namespace) -> int:
 
 
 # -- reads -------------------------------------------------------------------------------
+def _now_ms() -> int:
+    from tickwheel.clock import SystemClock
+
+    return int(SystemClock().now() * 1000)
+
+
 def _when(ms: int | None) -> str:
     return "-" if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
@@ -211,6 +220,13 @@ def _decision(verb: str) -> Callable[[Any], None]:
 
 
 def _decide(verb: str, args: argparse.Namespace) -> int:
+    from tickwheel.core.workflow.approval import verify_approval
+    from tickwheel.sdk.workflows import approval_keys
+
+    keys = approval_keys()
+    if not keys:
+        raise InvalidInput("TICKWHEEL_APPROVAL_KEYS", "not set; accepted: kid:secret,...")
+    verify_approval(args.token, keys, _now_ms())  # a bad token: exit 2, no broker needed
     client = _client()
     decide = client.approve if verb == "approve" else client.reject
     claim = decide(args.token, actor=args.actor, note=args.note)
