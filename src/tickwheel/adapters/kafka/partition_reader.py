@@ -1,0 +1,45 @@
+"""`KafkaPartitionReader`: the `PartitionReader` port over a real cluster (`read_to_end`,
+`watermarks` and `partition_count` of `tickwheel.adapters.kafka.reader`, bound to one
+bootstrap address)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+
+from confluent_kafka import Consumer, TopicPartition
+
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.reader import Record, partition_count, read_to_end, watermarks
+
+
+class KafkaPartitionReader:
+    def __init__(self, bootstrap: str | None = None, timeout: float = 120.0) -> None:
+        self._bootstrap = bootstrap
+        self._timeout = timeout
+        self._probe: Consumer | None = None
+
+    def partition_count(self, topic: str) -> int:
+        return partition_count(topic, self._bootstrap)
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(low, last stable offset), asked of the broker by a consumer never assigned
+        anything (it answers at once)."""
+        if self._probe is None:
+            group = f"tickwheel-watermarks-{uuid.uuid4()}"
+            self._probe = Consumer(consumer_config(group, self._bootstrap))
+        return watermarks(self._probe, TopicPartition(topic, partition))
+
+    def read_to_end(
+        self,
+        topic: str,
+        partitions: list[int] | None = None,
+        from_offsets: Mapping[int, int] | None = None,
+    ) -> Iterator[Record]:
+        offsets = dict(from_offsets) if from_offsets is not None else None
+        return read_to_end(topic, partitions, self._bootstrap, self._timeout, from_offsets=offsets)
+
+    def close(self) -> None:
+        if self._probe is not None:
+            self._probe.close()
+            self._probe = None

@@ -1,0 +1,416 @@
+"""The Kafka port's contract: the same assertions against the real local broker (here) and the
+in-memory broker (`tests/unit/test_memory_kafka_contract.py` runs these very functions with a
+memory `cluster`). This suite is what makes the fake trustworthy: a behaviour the services
+rely on belongs here, checked against both, before a unit test may rely on the fake for it.
+
+Where the two differ on purpose it is timing only: the real broker delivers and rebalances
+within seconds, the fake within the call. Every wait below is a bounded loop of `consume`
+calls (`drive`), so the same assertion holds for both; the fake needs one or two rounds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.partition_reader import KafkaPartitionReader
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer, is_fatal
+from tickwheel.ports.kafka import KafkaMessage, latest_per_key
+
+pytestmark = pytest.mark.integration
+
+MAX_ROUNDS = 600  # consume calls per consumer in one wait, whatever the clock says
+MAX_WAIT_S = 60.0
+
+
+class BrokerCluster:
+    """The real local broker: the clients services use, on fresh topics."""
+
+    kind = "broker"
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._consumers: list[Any] = []
+        self._readers: list[KafkaPartitionReader] = []
+
+    def create_topic(self, name: str, partitions: int = 1, compacted: bool = False) -> None:
+        config = {"cleanup.policy": "compact"} if compacted else {}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)])
+        for future in futures.values():
+            future.result(30)
+        # A topic just created may have no leader for a moment: ask until every partition has.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            topic = admin.list_topics(name, timeout=10).topics.get(name)
+            ready = topic is not None and len(topic.partitions) == partitions
+            if ready and all(p.leader >= 0 for p in topic.partitions.values()):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"topic {name} has no leader after 30s")
+
+    def consumer(self, group: str, **overrides: Any) -> Any:
+        consumer = Consumer(consumer_config(group, self.bootstrap, **overrides))
+        self._consumers.append(consumer)
+        return consumer
+
+    def producer(self) -> Any:
+        return EventProducer(self.bootstrap)
+
+    def transactional(self, transactional_id: str) -> Any:
+        return TransactionalProducer(transactional_id, self.bootstrap)
+
+    def reader(self) -> Any:
+        reader = KafkaPartitionReader(self.bootstrap, timeout=60)
+        self._readers.append(reader)
+        return reader
+
+    def close(self) -> None:
+        for consumer in self._consumers:
+            with contextlib.suppress(RuntimeError):  # closed by the test itself
+                consumer.close()
+        for reader in self._readers:
+            reader.close()
+
+
+@pytest.fixture
+def cluster(kafka_bootstrap: str) -> Iterator[Any]:
+    cluster = BrokerCluster(kafka_bootstrap)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def name(what: str) -> str:
+    return f"contract.{what}.{uuid.uuid4().hex[:8]}"
+
+
+def drive(
+    consumers: Sequence[Any], until: Callable[[], bool], into: dict[int, list[Any]] | None = None
+) -> None:
+    """Call `consume` on every consumer until `until()` holds: at most MAX_ROUNDS rounds and
+    MAX_WAIT_S seconds. Messages land in `into[index of the consumer]`."""
+    deadline = time.monotonic() + MAX_WAIT_S
+    for _ in range(MAX_ROUNDS):
+        if until():
+            return
+        for index, consumer in enumerate(consumers):
+            messages = consumer.consume(100, 0.1)
+            if into is not None:
+                into.setdefault(index, []).extend(m for m in messages if m.error() is None)
+        if time.monotonic() > deadline:
+            break
+    assert until(), "the condition did not hold within the bounded wait"
+
+
+def read_values(cluster: Any, topic: str) -> list[bytes | None]:
+    return [record.value for record in cluster.reader().read_to_end(topic)]
+
+
+def positions(consumer: Any, topic: str, partition: int = 0) -> int:
+    return int(consumer.position([TopicPartition(topic, partition)])[0].offset)
+
+
+# -- order and placement -------------------------------------------------------------------
+def _produce_keyed(cluster: Any, topic: str) -> list[tuple[str, bytes]]:
+    producer = cluster.producer()
+    sent = [(f"job-{i % 7}", f"{i}".encode()) for i in range(35)]
+    for key, value in sent:
+        producer.send(topic, key, value)
+    producer.flush(30)
+    return sent
+
+
+def _consume_all(cluster: Any, topic: str, partitions: int, count: int) -> list[Any]:
+    consumer = cluster.consumer(name("order"))
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got: dict[int, list[Any]] = {}
+    drive([consumer], lambda: len(got.get(0, [])) >= count, got)
+    return got[0]
+
+
+def test_each_partition_is_consumed_in_the_order_it_was_produced(cluster: Any) -> None:
+    topic = name("order")
+    cluster.create_topic(topic, partitions=3)
+    sent = _produce_keyed(cluster, topic)
+    messages = _consume_all(cluster, topic, 3, len(sent))
+    assert len(messages) == len(sent)
+    for p in range(3):
+        offsets = [m.offset() for m in messages if m.partition() == p]
+        assert offsets == sorted(offsets) == list(range(len(offsets)))
+    for key in {k for k, _ in sent}:
+        assert [m.value() for m in messages if m.key() == key.encode()] == [
+            v for k, v in sent if k == key
+        ]
+
+
+def test_a_key_lands_on_its_murmur2_partition(cluster: Any) -> None:
+    topic = name("keys")
+    cluster.create_topic(topic, partitions=3)
+    sent = _produce_keyed(cluster, topic)
+    messages: Sequence[KafkaMessage] = _consume_all(cluster, topic, 3, len(sent))
+    placed = {(m.key() or b"").decode(): m.partition() for m in messages}
+    assert placed == {key: partition_for(key, 3) for key, _ in sent}
+    assert len(set(placed.values())) > 1  # the keys chosen do spread: the check can fail
+
+
+# -- transactions ----------------------------------------------------------------------------
+def test_read_committed_hides_open_and_aborted_transactions(cluster: Any) -> None:
+    topic = name("txn")
+    cluster.create_topic(topic)
+    open_txn = cluster.transactional(name("open"))
+    open_txn.init()
+    open_txn.begin()
+    open_txn.send(topic, "k", b"open-1", partition=0)
+    open_txn.send(topic, "k", b"open-2", partition=0)
+    assert open_txn.flush(30) == 0  # in the log, not committed
+    plain = cluster.producer()
+    plain.send(topic, "k", b"plain")
+    plain.flush(30)
+
+    committed = cluster.consumer(name("rc"))
+    uncommitted = cluster.consumer(name("ru"), **{"isolation.level": "read_uncommitted"})
+    for consumer in (committed, uncommitted):
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    got: dict[int, list[Any]] = {}
+    drive([committed, uncommitted], lambda: len(got.get(1, [])) == 3, got)
+    # The last stable offset waits at the open transaction's first record, ahead of `plain`.
+    assert got.get(0, []) == []
+    assert committed.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 0)
+    assert [m.value() for m in got[1]] == [b"open-1", b"open-2", b"plain"]
+    assert read_values(cluster, topic) == []
+
+    open_txn.abort()
+    drive([committed], lambda: len(got.get(0, [])) == 1, got)
+    assert [m.value() for m in got[0]] == [b"plain"]
+    # The abort marker takes an offset: 2 aborted records, plain, the marker.
+    assert committed.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 4)
+    assert read_values(cluster, topic) == [b"plain"]
+
+    later = cluster.transactional(name("later"))
+    later.init()
+    later.begin()
+    later.send(topic, "k", b"committed", partition=0)
+    later.commit()
+    drive([committed], lambda: len(got.get(0, [])) == 2, got)
+    assert [m.value() for m in got[0]] == [b"plain", b"committed"]
+    assert read_values(cluster, topic) == [b"plain", b"committed"]
+    drive([committed], lambda: positions(committed, topic) == 6)  # past the commit marker
+
+
+def test_a_new_producer_with_the_same_transactional_id_fences_the_zombie(cluster: Any) -> None:
+    topic = name("fence")
+    cluster.create_topic(topic)
+    transactional_id = name("owner")
+    zombie = cluster.transactional(transactional_id)
+    zombie.init()
+    zombie.begin()
+    zombie.send(topic, "k", b"zombie-1", partition=0)
+    zombie.flush(30)
+
+    heir = cluster.transactional(transactional_id)
+    heir.init()  # aborts the zombie's open transaction
+    zombie.send(topic, "k", b"zombie-2", partition=0)  # buffered; the broker will refuse it
+    with pytest.raises(KafkaException) as fenced:
+        zombie.commit(10)
+    assert is_fatal(fenced.value)
+    assert fenced.value.args[0].code() == KafkaError._FENCED
+    # Nothing more goes through it. (The real client answers a begin after a failed commit
+    # with `_CONFLICT`, and after a failed flush with `_FENCED`: the code is not part of the
+    # contract, the refusal is.)
+    with pytest.raises(KafkaException):
+        zombie.begin()
+
+    heir.begin()
+    heir.send(topic, "k", b"heir", partition=0)
+    heir.commit()
+    assert read_values(cluster, topic) == [b"heir"]
+
+
+def test_offsets_sent_to_a_transaction_commit_with_it_and_not_without(cluster: Any) -> None:
+    source, sink = name("source"), name("sink")
+    cluster.create_topic(source)
+    cluster.create_topic(sink)
+    group = name("group")
+    consumer = cluster.consumer(group)
+    consumer.assign([TopicPartition(source, 0, OFFSET_BEGINNING)])
+    tp = TopicPartition(source, 0)
+    producer = cluster.transactional(name("eos"))
+    producer.init()
+
+    producer.begin()
+    producer.send(sink, "k", b"aborted", partition=0)
+    producer.send_offsets(consumer, [TopicPartition(source, 0, 5)])
+    producer.abort()
+    assert consumer.committed([tp], timeout=10)[0].offset < 0  # nothing committed
+
+    producer.begin()
+    producer.send(sink, "k", b"committed", partition=0)
+    producer.send_offsets(consumer, [TopicPartition(source, 0, 7)])
+    producer.commit()
+    drive([], lambda: consumer.committed([tp], timeout=10)[0].offset == 7)
+    assert read_values(cluster, sink) == [b"committed"]
+
+
+# -- groups ----------------------------------------------------------------------------------
+def _member(cluster: Any, group: str, topic: str, who: str, events: list[Any]) -> Any:
+    consumer = cluster.consumer(group)
+
+    def on_assign(c: Any, partitions: list[Any]) -> None:
+        events.append((who, "assign", sorted(tp.partition for tp in partitions)))
+        c.incremental_assign(partitions)
+
+    def on_revoke(c: Any, partitions: list[Any]) -> None:
+        events.append((who, "revoke", sorted(tp.partition for tp in partitions)))
+        c.incremental_unassign(partitions)
+
+    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    return consumer
+
+
+def owned(consumer: Any) -> set[int]:
+    return {tp.partition for tp in consumer.assignment()}
+
+
+def test_a_second_member_takes_partitions_revoked_before_they_are_assigned(cluster: Any) -> None:
+    topic, group = name("group"), name("members")
+    cluster.create_topic(topic, partitions=4)
+    events: list[Any] = []
+    first = _member(cluster, group, topic, "first", events)
+    drive([first], lambda: owned(first) == {0, 1, 2, 3})
+    second = _member(cluster, group, topic, "second", events)
+    drive([first, second], lambda: len(owned(first)) == 2 and len(owned(second)) == 2)
+    assert owned(first) | owned(second) == {0, 1, 2, 3}
+    moved = sorted(owned(second))
+    revoked_at = events.index(("first", "revoke", moved))
+    assigned_at = events.index(("second", "assign", moved))
+    assert revoked_at < assigned_at  # cooperative: let go first, then handed over
+    assert all(e[1] != "revoke" for e in events if e[0] == "second")
+
+    second.close()  # leaving the group revokes what it owns, through its callback
+    assert events[-1] == ("second", "revoke", moved)
+    drive([first], lambda: owned(first) == {0, 1, 2, 3})
+    assert events[-1] == ("first", "assign", moved)
+    with pytest.raises(RuntimeError):
+        second.consume(1, 0)
+
+
+# -- positions and metadata -------------------------------------------------------------------
+def test_pause_seek_and_position(cluster: Any) -> None:
+    topic = name("seek")
+    cluster.create_topic(topic)
+    producer = cluster.producer()
+    for i in range(5):
+        producer.send(topic, "k", f"{i}".encode())
+    producer.flush(30)
+    consumer = cluster.consumer(name("seek"))
+    tp = TopicPartition(topic, 0)
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    assert positions(consumer, topic) == -1001  # not known until something is read
+    got: dict[int, list[Any]] = {}
+    drive([consumer], lambda: len(got.get(0, [])) == 5, got)
+    assert [m.offset() for m in got[0]] == [0, 1, 2, 3, 4]
+    assert positions(consumer, topic) == 5
+
+    consumer.pause([tp])
+    consumer.seek(TopicPartition(topic, 0, 1))
+    assert positions(consumer, topic) == -1001
+    for _ in range(3):  # paused: nothing comes (the real client is given a moment to show it)
+        assert consumer.consume(10, 0.2) == []
+    consumer.resume([tp])
+    got.clear()
+    drive([consumer], lambda: len(got.get(0, [])) == 4, got)
+    assert [m.offset() for m in got[0]] == [1, 2, 3, 4]
+    with pytest.raises(KafkaException) as unassigned:
+        consumer.seek(TopicPartition(topic, 1, 0))
+    assert unassigned.value.args[0].code() == KafkaError._STATE
+
+
+def test_watermarks_and_the_last_stable_offset(cluster: Any) -> None:
+    topic = name("marks")
+    cluster.create_topic(topic)
+    tp = TopicPartition(topic, 0)
+    committed = cluster.consumer(name("rc"))
+    uncommitted = cluster.consumer(name("ru"), **{"isolation.level": "read_uncommitted"})
+    reader = cluster.reader()
+    assert committed.get_watermark_offsets(tp, timeout=10) == (0, 0)
+    producer = cluster.producer()
+    for i in range(3):
+        producer.send(topic, "k", f"{i}".encode())
+    producer.flush(30)
+    assert committed.get_watermark_offsets(tp, timeout=10) == (0, 3)
+
+    txn = cluster.transactional(name("marks"))
+    txn.init()
+    txn.begin()
+    txn.send(topic, "k", b"t1", partition=0)
+    txn.send(topic, "k", b"t2", partition=0)
+    txn.flush(30)
+    assert committed.get_watermark_offsets(tp, timeout=10) == (0, 3)
+    assert uncommitted.get_watermark_offsets(tp, timeout=10) == (0, 5)
+    assert reader.watermarks(topic, 0) == (0, 3)
+    txn.commit()
+    # The marker counts. The real broker writes it just after `commit` returns: wait for it
+    # (the fake has written it within the call).
+    drive([], lambda: committed.get_watermark_offsets(tp, timeout=10) == (0, 6))
+    assert reader.watermarks(topic, 0) == (0, 6)
+
+
+def test_committed_offsets_are_where_the_group_starts(cluster: Any) -> None:
+    topic, group = name("commit"), name("commit")
+    cluster.create_topic(topic)
+    producer = cluster.producer()
+    for i in range(4):
+        producer.send(topic, "k", f"{i}".encode())
+    producer.flush(30)
+    first = cluster.consumer(group)
+    tp = TopicPartition(topic, 0)
+    assert first.committed([tp], timeout=10)[0].offset == -1001
+    done = first.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+    assert [(d.topic, d.partition, d.offset) for d in done] == [(topic, 0, 3)]
+    assert first.committed([tp], timeout=10)[0].offset == 3
+    second = cluster.consumer(group)
+    second.incremental_assign([TopicPartition(topic, 0)])  # no offset: the committed one
+    got: dict[int, list[Any]] = {}
+    drive([second], lambda: len(got.get(0, [])) == 1, got)
+    assert [m.value() for m in got[0]] == [b"3"]
+    found = second.offsets_for_times([TopicPartition(topic, 0, 0)], timeout=10)
+    assert found[0].offset == 0
+    future_ms = int(time.time() * 1000) + 3_600_000  # no record is this recent on either
+    assert second.offsets_for_times([TopicPartition(topic, 0, future_ms)], 10)[0].offset == -1
+
+
+def test_a_compacted_topic_reads_as_the_latest_record_per_key(cluster: Any) -> None:
+    topic = name("compacted")
+    cluster.create_topic(topic, partitions=2, compacted=True)
+    producer = cluster.producer()
+    for key, value in [("a", b"1"), ("b", b"2"), ("a", b"3"), ("c", b"4"), ("b", None)]:
+        producer.send(topic, key, value)
+    producer.flush(30)
+    latest = latest_per_key(cluster.reader().read_to_end(topic))
+    assert {key: record.value for key, record in latest.items()} == {"a": b"3", "c": b"4"}
+    assert all(r.partition == partition_for(k, 2) for k, r in latest.items())
+
+
+def test_topics_are_listed_with_their_partitions_and_unknown_ones_with_an_error(
+    cluster: Any,
+) -> None:
+    topic = name("listed")
+    cluster.create_topic(topic, partitions=3)
+    consumer = cluster.consumer(name("meta"))
+    assert sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions) == [0, 1, 2]
+    assert cluster.reader().partition_count(topic) == 3
+    missing = name("missing")
+    unknown = consumer.list_topics(missing, timeout=10).topics[missing]
+    assert len(unknown.partitions) == 0
+    assert unknown.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART

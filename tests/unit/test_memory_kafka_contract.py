@@ -1,0 +1,101 @@
+"""The Kafka port's contract suite (`tests/integration/test_kafka_contract.py`), run here
+against the in-memory broker: the very same test functions, given a memory `cluster`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration import test_kafka_contract as contract
+from tests.integration.test_kafka_contract import (
+    test_a_compacted_topic_reads_as_the_latest_record_per_key,
+    test_a_key_lands_on_its_murmur2_partition,
+    test_a_new_producer_with_the_same_transactional_id_fences_the_zombie,
+    test_a_second_member_takes_partitions_revoked_before_they_are_assigned,
+    test_committed_offsets_are_where_the_group_starts,
+    test_each_partition_is_consumed_in_the_order_it_was_produced,
+    test_offsets_sent_to_a_transaction_commit_with_it_and_not_without,
+    test_pause_seek_and_position,
+    test_read_committed_hides_open_and_aborted_transactions,
+    test_topics_are_listed_with_their_partitions_and_unknown_ones_with_an_error,
+    test_watermarks_and_the_last_stable_offset,
+)
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.memory import (
+    MemoryBroker,
+    MemoryConsumer,
+    MemoryEventProducer,
+    MemoryPartitionReader,
+    MemoryTransactionalProducer,
+)
+from tickwheel.clock import SystemClock
+
+CONTRACT = [
+    test_a_compacted_topic_reads_as_the_latest_record_per_key,
+    test_a_key_lands_on_its_murmur2_partition,
+    test_a_new_producer_with_the_same_transactional_id_fences_the_zombie,
+    test_a_second_member_takes_partitions_revoked_before_they_are_assigned,
+    test_committed_offsets_are_where_the_group_starts,
+    test_each_partition_is_consumed_in_the_order_it_was_produced,
+    test_offsets_sent_to_a_transaction_commit_with_it_and_not_without,
+    test_pause_seek_and_position,
+    test_read_committed_hides_open_and_aborted_transactions,
+    test_topics_are_listed_with_their_partitions_and_unknown_ones_with_an_error,
+    test_watermarks_and_the_last_stable_offset,
+]
+
+
+class MemoryCluster:
+    kind = "memory"
+
+    def __init__(self) -> None:
+        # The system clock: the contract compares record times with the wall clock (as the
+        # real broker stamps them); unit tests of services give the broker a FakeClock.
+        self.broker = MemoryBroker(clock=SystemClock())
+
+    def create_topic(self, name: str, partitions: int = 1, compacted: bool = False) -> None:
+        self.broker.create_topic(name, partitions, compacted)
+
+    def consumer(self, group: str, **overrides: Any) -> MemoryConsumer:
+        return MemoryConsumer(self.broker, consumer_config(group, "memory", **overrides))
+
+    def producer(self) -> MemoryEventProducer:
+        return MemoryEventProducer(self.broker)
+
+    def transactional(self, transactional_id: str) -> MemoryTransactionalProducer:
+        return MemoryTransactionalProducer(self.broker, transactional_id)
+
+    def reader(self) -> MemoryPartitionReader:
+        return MemoryPartitionReader(self.broker)
+
+
+@pytest.fixture
+def cluster() -> Iterator[MemoryCluster]:
+    yield MemoryCluster()
+
+
+def test_every_contract_test_runs_against_the_memory_broker_too() -> None:
+    defined = {
+        n for n, f in inspect.getmembers(contract, inspect.isfunction) if n.startswith("test_")
+    }
+    assert defined == {f.__name__ for f in CONTRACT}
+
+
+def test_the_contract_suite_would_catch_a_consumer_that_ignores_isolation() -> None:
+    """A control: the contract fails on a consumer that reads uncommitted records while
+    claiming read_committed, so a pass above means something."""
+
+    class Leaky(MemoryCluster):
+        def consumer(self, group: str, **overrides: Any) -> MemoryConsumer:
+            return MemoryConsumer(
+                self.broker,
+                consumer_config(
+                    group, "memory", **{**overrides, "isolation.level": "read_uncommitted"}
+                ),
+            )
+
+    with pytest.raises(AssertionError):
+        test_read_committed_hides_open_and_aborted_transactions(Leaky())
