@@ -17,6 +17,7 @@ from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
+from tickwheel.services.timer.calendars import CALENDARS
 
 
 @dataclass(slots=True)
@@ -53,6 +54,9 @@ class JobEntry:
     next_ms: int | None = None
     handle: int | None = None
     entry: int = -1  # what `handle` carries in the wheel: dropped with it when unscheduled
+    # The definition of a job that follows a calendar, kept to compile it again when the
+    # calendar changes (services/timer/calendars.py); None for every other job.
+    calendar_source: dict[str, Any] | None = None
 
     def same_as(self, other: JobEntry) -> bool:
         """Whether `other` came from the same definition record (a replay, not a new write)."""
@@ -159,9 +163,10 @@ def entry_from_definition(record: dict[str, Any]) -> JobEntry:
     if record["maxCatchUp"] < 0:
         raise InvalidInput("maxCatchUp", f"{record['maxCatchUp']}; accepted: 0 or more")
     one_off = record.get("runAt") is not None
-    # One function for every kind (cron, interval, one-off, bounded), shared with the SDK;
-    # it refuses a record without exactly one of runAt, cron or every.
-    compiled = compile_record_schedule(record)
+    # One function for every kind (cron, interval, one-off, bounded, several specs, calendars),
+    # shared with the SDK; it refuses a record without exactly one of runAt, cron or every.
+    follows_calendar = record.get("calendar") is not None or record.get("businessDays") is not None
+    compiled = compile_record_schedule(record, CALENDARS.known if follows_calendar else None)
     jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
     # Interned: a million jobs share a handful of types, tenants and policies (memory per job).
     return JobEntry(
@@ -185,6 +190,7 @@ def entry_from_definition(record: dict[str, Any]) -> JobEntry:
         timezone=sys.intern(record.get("timezone") or "UTC"),
         max_run_seconds=_run_seconds(record.get("maxRunTime")),
         queue=record.get("queue"),
+        calendar_source=record if follows_calendar else None,
     )
 
 

@@ -32,6 +32,7 @@ from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.services.timer.calendars import CalendarFollower
 from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
@@ -94,12 +95,21 @@ class TimerService:
         self.restores: BackgroundRestores[tuple[PartitionRuntime, Emission]] = BackgroundRestores(
             self.restorer.restore
         )
+        # Holiday calendars: read to the end before any restore, then followed each loop.
+        self.calendars = CalendarFollower(settings.bootstrap, dead_letter=self._calendar_rejected)
         self.inbox = CommandInbox(
             self.gate,
             self.topics.commands,
             definitions_end=lambda p: self.inputs.watermarks(self.definitions, p)[1],
             definitions_read=self._definitions_read,
         )
+
+    def _calendar_rejected(self, record: Record, exc: Exception) -> None:
+        # One instance writes it: the owner of partition 0 (every instance reads calendars).
+        if 0 in self.partitions:
+            self.partitions[0].pending_emission.dead_letters.append(
+                self.gate.rejection(record, exc)
+            )
 
     def now_ms(self) -> int:
         # Never backwards: a wall clock stepped back by NTP must not move the wheel back.
@@ -109,6 +119,7 @@ class TimerService:
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
+        self.calendars.load()
         if self.settings.metrics_port:
             self.metrics.serve(
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
@@ -126,6 +137,8 @@ class TimerService:
             while self.running:
                 self._poll(self.settings.tick_ms / 1000)
                 self._install_restores()
+                self.calendars.poll()
+                self.calendars.follow(self.partitions, self.now_ms())
                 self._tick_all()
                 self._retry_restores()
         finally:
@@ -136,6 +149,7 @@ class TimerService:
             self.partitions.clear()  # the revoke callback in close() has nothing to flush
             self.consumer.close()
             self.inputs.close()
+            self.calendars.close()
 
     def stop(self, *_args: Any) -> None:
         self.running = False

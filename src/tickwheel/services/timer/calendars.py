@@ -1,0 +1,178 @@
+"""The timer follows the holiday calendars (docs/schedules.md §5, decision 0079).
+
+Every timer process reads the whole `calendars` topic (one partition, compacted) with its own
+consumer: to its end before it restores any partition, then whatever arrives, each loop. The
+calendars it knows are one `CalendarBook`, shared by all its partitions; `entry_from_definition`
+compiles each job that names a calendar with it. When the book changes, every job whose
+compiled schedule is no longer the one the book gives is fed its own definition again
+(`PartitionTimer.apply_definition`): its walk goes on from its last slot, so the change takes
+effect from the next materialised slot, and the new timer state is written in the partition's
+next transaction. A job naming a calendar the book lacks has no slot until it arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
+
+if TYPE_CHECKING:
+    from tickwheel.services.timer.model import Emission
+    from tickwheel.services.timer.runtime import PartitionRuntime
+    from tickwheel.services.timer.scheduler import PartitionTimer
+
+log = logging.getLogger("tickwheel.timer")
+
+# How long a timer waits at start for the calendars topic to be read to its end.
+LOAD_TIMEOUT_S = 60.0
+
+
+class CalendarBook:
+    """The calendars one process knows, by name; replaced whole on each change, so a reader
+    on another thread (a restore) sees one version or the next, never half of one."""
+
+    def __init__(self) -> None:
+        self._known: Mapping[str, BusinessCalendar] = MappingProxyType({})
+        self.generation = 0
+
+    @property
+    def known(self) -> Mapping[str, BusinessCalendar]:
+        return self._known
+
+    def put(self, name: str, calendar: BusinessCalendar | None) -> bool:
+        """Set (or, with None, remove) one calendar; whether anything changed."""
+        if self._known.get(name) == calendar:
+            return False
+        known = dict(self._known)
+        if calendar is None:
+            known.pop(name, None)
+        else:
+            known[name] = calendar
+        self._known = MappingProxyType(known)
+        self.generation += 1
+        return True
+
+
+# One book per timer process: its partitions, and their restores, share the calendars.
+CALENDARS = CalendarBook()
+
+
+def reapply(timer: PartitionTimer, book: CalendarBook, now_ms: int) -> Emission:
+    """Recompile, from their own definitions, the jobs of one partition whose calendar the book
+    now gives differently; what that decides (states, catch-up) is returned to be written."""
+    from tickwheel.core.record_schedule import compile_record_schedule
+    from tickwheel.services.timer.model import Emission
+
+    emission = Emission()
+    for job in list(timer.jobs.values()):
+        source = job.calendar_source
+        if source is None or compile_record_schedule(source, book.known) == job.schedule:
+            continue
+        emission.extend(timer.apply_definition(job.job_id, source, now_ms))
+        log.info(
+            "job follows a changed calendar",
+            extra={"action": "calendar_applied", "job_id": job.job_id,
+                   "calendar": source.get("calendar"), "partition": timer.partition},
+        )  # fmt: skip
+    return emission
+
+
+class CalendarFollower:
+    """Reads the calendars topic into a book, and brings each owned partition up to it."""
+
+    def __init__(
+        self,
+        bootstrap: str | None,
+        topic: str | None = None,
+        book: CalendarBook = CALENDARS,
+        dead_letter: Callable[[Any, Exception], None] | None = None,
+    ) -> None:
+        from tickwheel.adapters.kafka.client import Consumer
+        from tickwheel.adapters.kafka.config import consumer_config
+        from tickwheel.topology import topic_name
+
+        self.topic = topic or topic_name("calendars")
+        self.book = book
+        self.dead_letter = dead_letter
+        # No group: every timer reads every calendar, and no offset is ever committed.
+        self.consumer = Consumer(
+            consumer_config(f"tickwheel-timer-calendars-{uuid.uuid4()}", bootstrap)
+        )
+        self._applied: dict[int, tuple[int, int]] = {}  # partition -> (runtime id, generation)
+
+    def load(self, timeout_s: float = LOAD_TIMEOUT_S) -> None:
+        """Read the topic to its end (before any partition restores, so jobs compile with
+        their calendars from the start)."""
+        from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, TopicPartition
+        from tickwheel.adapters.kafka.reader import watermarks
+
+        tp = TopicPartition(self.topic, 0)
+        _, high = watermarks(self.consumer, tp)
+        self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        position = 0
+        while position < high and time.monotonic() < deadline:
+            for msg in self.consumer.consume(500, 0.5):
+                if not msg.error():
+                    self._apply(msg)
+                    position = msg.offset() + 1
+        log.info(
+            "calendars read",
+            extra={"action": "calendars_loaded", "calendars": len(self.book.known),
+                   "complete": position >= high},
+        )  # fmt: skip
+
+    def poll(self) -> bool:
+        """Apply what arrived since the last call (never waits); whether the book changed."""
+        changed = False
+        for msg in self.consumer.consume(100, 0):
+            if not msg.error():
+                changed = self._apply(msg) or changed
+        return changed
+
+    def _apply(self, msg: Any) -> bool:
+        from tickwheel.adapters.avro import UndecodableRecord, decode
+        from tickwheel.services.timer.gate import record_of
+
+        record = record_of(msg)
+        if record.key is None or not record.key_is_text:
+            return False
+        try:
+            calendar = None
+            if record.value is not None:
+                value = decode(record.value, "Calendar")[1]
+                calendar = calendar_from_record(value)
+                if calendar.name != record.key:
+                    raise ValueError(f"the record key {record.key!r} differs from its name")
+        except (UndecodableRecord, ValueError) as exc:
+            # The calendar keeps its last good version; the record is dead-lettered once.
+            if self.dead_letter is not None:
+                self.dead_letter(record, exc)
+            return False
+        changed = self.book.put(record.key, calendar)
+        if changed:
+            log.info(
+                "calendar changed",
+                extra={"action": "calendar_changed", "calendar": record.key,
+                       "deleted": calendar is None, "offset": record.offset},
+            )  # fmt: skip
+        return changed
+
+    def follow(self, partitions: Mapping[int, PartitionRuntime], now_ms: int) -> None:
+        """Bring every owned partition (a newly restored one too) up to the book."""
+        generation = self.book.generation
+        for partition, runtime in partitions.items():
+            if self._applied.get(partition) == (id(runtime), generation):
+                continue
+            runtime.pending_emission.extend(reapply(runtime.timer, self.book, now_ms))
+            self._applied[partition] = (id(runtime), generation)
+        for partition in set(self._applied) - set(partitions):
+            del self._applied[partition]
+
+    def close(self) -> None:
+        self.consumer.close()
