@@ -275,3 +275,31 @@ def test_the_console_is_locked_unless_the_api_asks_for_no_key(
         assert response.status_code == 403
         assert "TICKWHEEL_API_AUTH=off" in response.text
     assert jobs.get("locked")["version"] == 1
+
+
+def test_an_alert_is_acknowledged_with_a_required_note_and_who(
+    client: TestClient, jobs: MemoryJobs
+) -> None:
+    incident = {"incident_id": "inc-1", "fingerprint": "f", "kind": "job_overdue",
+                "subject": "job nightly", "job_id": "nightly", "tenant_id": "default",
+                "opened_at": int(NOW_S * 1000) - HOUR_MS, "state": "open", "severity": "error",
+                "message": "no success for 26h", "resolved_at": None, "acknowledged": None,
+                "evidence": {"owed": 1}, "transitions": [{"alert_id": "inc-1:1"}]}  # fmt: skip
+    sent: list[tuple[str, dict[str, Any]]] = []
+    app = client.app
+    app.state.console_alerts = lambda _backend: [incident]  # type: ignore[attr-defined]
+    app.state.console_ack = lambda _b, key, command: sent.append((key, command))  # type: ignore[attr-defined]
+    page = client.get("/console/alerts")
+    assert 'action="/console/alerts/inc-1/ack"' in page.text
+    refused = client.post("/console/alerts/inc-1/ack", data={"note": " ", "by": "ana"})
+    assert refused.status_code == 422 and sent == []
+    done = client.post("/console/alerts/inc-1:1/ack", data={"note": "on it", "by": "ana"},
+                       follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303
+    [(key, command)] = sent
+    assert key == "inc-1" and command["kind"] == "acknowledge" and command["message"] == "on it"
+    assert json.loads(command["details"]) == {"incident_id": "inc-1", "by": "ana"}
+    incident["acknowledged"] = {"by": "ana", "note": "on it", "at": 1}
+    again = client.get("/console/alerts")
+    assert "acknowledged by ana: on it" in again.text
+    assert 'action="/console/alerts/inc-1/ack"' not in again.text
