@@ -37,7 +37,7 @@ def send_ack(backend: Backend, incident_id: str, command: dict[str, Any]) -> Non
 def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -> str:
     from tickwheel.cli.alerts import UnknownAlert, ack_command, find_incident
 
-    incident = find_incident(request.app.state.console_alerts(b), wanted)
+    incident: dict[str, Any] = find_incident(request.app.state.console_alerts(b), wanted)
     if incident["state"] != "open":
         raise UnknownAlert(f"incident {incident['incident_id']} is resolved; accepted: an open "
                            "incident")  # fmt: skip
@@ -45,7 +45,8 @@ def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -
     request.app.state.console_ack(b, incident["incident_id"], command)
     log.info("alert acknowledged", extra={"action": "console_alert_acknowledged",
                                           "incident_id": incident["incident_id"], "by": by})  # fmt: skip
-    return incident["incident_id"]
+    found: str = incident["incident_id"]
+    return found
 
 
 @router.post("/alerts/{incident_id}/ack")
