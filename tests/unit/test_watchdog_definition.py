@@ -62,3 +62,13 @@ def test_bad_values_are_refused_naming_the_field(extra: dict[str, Any], field: s
     with pytest.raises(InvalidInput) as caught:
         validate_definition(spec(**extra), NOW)
     assert caught.value.field == field and "accepted" in caught.value.message
+
+
+def test_an_expected_max_interval_shorter_than_the_schedule_s_period_is_refused() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        validate_definition(spec(expectedMaxInterval="2m"), NOW)  # every 5 minutes
+    assert caught.value.field == "expectedMaxInterval" and "always" in caught.value.message
+    assert validate_definition(spec(expectedMaxInterval="5m"), NOW)["expectedMaxInterval"] == "5m"
+    one_off = {"jobId": "o", "type": "noop", "runAt": "2027-01-01T00:00:00Z",
+               "expectedMaxInterval": "1s"}  # fmt: skip
+    assert validate_definition(one_off, NOW)["expectedMaxInterval"] == "1s"  # owes no period

@@ -309,7 +309,18 @@ def validate_definition(
         default_jitter_window_ms(
             compile_schedule(schedule).nominal_period_ms, explicit_ms=jitter_ms
         )
-    _check_duration(spec, "expectedMaxInterval", "26h")
+    emi_ms = _check_duration(spec, "expectedMaxInterval", "26h")
+    if emi_ms is not None and run_at_ms is None:
+        # Shorter than the schedule's smallest gap, the watchdog would raise job_overdue
+        # after every success: an alert that always fires is refused, not kept.
+        period = compile_schedule(schedule).nominal_period_ms
+        if period is not None and emi_ms < period:
+            raise InvalidInput(
+                "expectedMaxInterval",
+                f"{spec['expectedMaxInterval']!r} is shorter than the schedule's "
+                f"{period // 1000} s between runs, so it would always be overdue; "
+                "accepted: at least the longest gap between two runs (e.g. '26h' for a daily job)",
+            )
     max_run_ms = _check_duration(spec, "maxRunTime", "2h")
     if max_run_ms is not None and not _MIN_RUN_MS <= max_run_ms <= _MAX_RUN_MS:
         raise InvalidInput(
