@@ -48,3 +48,26 @@ def test_the_cli_folds_transitions_per_incident_and_counts_a_redelivery_once() -
     [incident] = incidents(records + records)
     assert incident["state"] == "resolved"
     assert [t["transition"] for t in incident["transitions"]] == ["opened", "resolved"]
+
+
+def test_the_watchdog_lags_only_when_behind_for_as_long_as_its_threshold() -> None:
+    from tickwheel.core.watchdog import WatchdogState, evaluate
+    from tickwheel.services.watchdog.progress import LagWatch
+
+    watch = LagWatch(threshold_ms=60_000)
+    # Back from two minutes down: far behind at first, caught up within seconds. Nothing.
+    start = T0
+    assert watch.observe(start, start - 120_000) is None
+    assert watch.observe(start + 3_000, start + 1_000) is None
+    assert watch.behind_since is None
+    # Stuck behind for a minute of running time: the condition, through the lifecycle.
+    state = WatchdogState()
+    got = []
+    for second in range(0, 70):
+        now = start + 10_000 + second * S
+        lagging = watch.observe(now, now - 90_000)
+        got += evaluate(state, now - 90_000, QUICK, extra=[lagging] if lagging else [])[0]
+    assert [(t.incident.kind, t.transition) for t in got] == [("watchdog_lagging", "opened")]
+    assert got[0].at == start + 10_000 + 60 * S - 90_000
+    resolved = evaluate(state, start + 80 * S, QUICK, extra=[])[0]
+    assert [(t.incident.kind, t.transition) for t in resolved] == [("watchdog_lagging", "resolved")]

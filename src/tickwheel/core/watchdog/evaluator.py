@@ -12,10 +12,11 @@ nothing (tests/unit/core/test_watchdog_properties.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwheel.core.watchdog.conditions import conditions
+from tickwheel.core.watchdog.conditions import Condition, conditions
 from tickwheel.core.watchdog.facts import Facts, Observed
 from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge, advance
 from tickwheel.core.watchdog.parents import PARENT_KINDS, with_parents
@@ -40,15 +41,19 @@ class WatchdogState:
 
 
 def evaluate(
-    state: WatchdogState, watermark_ms: int, thresholds: Thresholds | None = None
+    state: WatchdogState,
+    watermark_ms: int,
+    thresholds: Thresholds | None = None,
+    extra: Iterable[Condition] = (),
 ) -> tuple[list[Transition], set[str]]:
     """The transitions at `watermark_ms` and the fingerprints whose incident changed. A
-    watermark not past the last one evaluated decides nothing."""
+    watermark not past the last one evaluated decides nothing. `extra`: conditions the
+    caller observed itself (the service's own lag), put through the same lifecycle."""
     thresholds = thresholds or Thresholds()
     if state.watermark is not None and watermark_ms <= state.watermark:
         return [], set()
     state.watermark = watermark_ms
-    current = list(conditions(state.facts, watermark_ms, thresholds))
+    current = [*extra, *conditions(state.facts, watermark_ms, thresholds)]
     for job_id in sorted(state.facts.jobs):
         current.extend(run_conditions(job_id, state.facts.jobs[job_id], watermark_ms, thresholds))
     # Parents first, so a child opened in the same evaluation already names its parent.
@@ -68,6 +73,8 @@ def evaluate(
 
 
 def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
+    if incident.kind == "watchdog_lagging":
+        return {"reason": "caught_up"}
     if incident.kind in PARENT_KINDS:
         return {"reason": "advancing" if incident.kind == "timer_partition_stalled"
                 else "worker_taking"}  # fmt: skip

@@ -12,6 +12,9 @@ caught up on what it let through, so the time it is stopped counts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tickwheel.core.watchdog import Condition
 
 
 def watermark(
@@ -32,3 +35,32 @@ def watermark(
             return None
         lowest = min(lowest, newest)
     return lowest - lateness_ms
+
+
+@dataclass
+class LagWatch:
+    """The watchdog's own input lag as a condition: its clock minus its watermark above
+    `threshold_ms`, continuously for `threshold_ms` of its own running time. A watchdog back
+    from downtime starts far behind and catches up in seconds: that is not lagging, and must
+    raise nothing (after downtime, nothing is raised for what went well meanwhile)."""
+
+    threshold_ms: int
+    behind_since: int | None = None
+
+    def observe(self, now_ms: int, watermark_ms: int) -> Condition | None:
+        lag = now_ms - watermark_ms
+        if lag <= self.threshold_ms:
+            self.behind_since = None
+            return None
+        if self.behind_since is None:
+            self.behind_since = now_ms
+        behind_for = now_ms - self.behind_since
+        if behind_for < self.threshold_ms:
+            return None
+        return Condition(
+            "watchdog_lagging", "watchdog", "warning",
+            f"the watchdog's inputs are {lag // 1000} s behind its clock, for {behind_for // 1000} s:"
+            " alerts are raised late (in event time, never falsely)",
+            {"lag_ms": lag, "behind_since": self.behind_since, "threshold_ms": self.threshold_ms},
+            summary="lagging",
+        )  # fmt: skip

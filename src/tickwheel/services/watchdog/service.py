@@ -38,7 +38,7 @@ from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
-from tickwheel.services.watchdog.progress import watermark
+from tickwheel.services.watchdog.progress import LagWatch, watermark
 from tickwheel.services.watchdog.records import (
     CHECKPOINT_KEY,
     checkpoint_record,
@@ -105,6 +105,7 @@ class WatchdogService:
         # Never assigned anything, so it answers where partitions end at once.
         self.probe = Consumer(consumer_config(f"{group}-watermarks-unused", settings.bootstrap))
         self.dispatchers = self._dispatchers(group)
+        self.lag_watch = LagWatch(settings.lag_alert_ms)
 
     def _dispatchers(self, group: str) -> list[WebhookDispatcher]:
         settings = self.settings
@@ -250,7 +251,9 @@ class WatchdogService:
         mark = self._watermark(now)
         transitions: list[Transition] = []
         if mark is not None:
-            transitions, changed = evaluate(self.state, mark, self.settings.thresholds)
+            lagging = self.lag_watch.observe(now, mark)
+            transitions, changed = evaluate(self.state, mark, self.settings.thresholds,
+                                            extra=[lagging] if lagging else [])  # fmt: skip
             self.changed |= changed
             self.metrics.lag.set(max(0, now - mark) / 1000)
             self.metrics.last_evaluation.set(now / 1000)
