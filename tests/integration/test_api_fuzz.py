@@ -92,3 +92,36 @@ def test_no_5xx_and_every_answer_conforms(
             continue
         exercised += 1
     assert exercised >= 12
+
+
+def test_stateful_chains_from_created_jobs_conform(api_schema: Any, token: str) -> None:
+    """The stateful phase: calls chained through the document's links (a created job's id
+    into get, patch, pause, trigger, occurrences, delete), each answer checked as above."""
+    headers = {"Authorization": f"Bearer {token}"}
+    answered: list[tuple[str, int]] = []
+
+    class Keyed(api_schema.as_state_machine()):  # type: ignore[misc]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": headers}
+
+        def after_call(self, response: Any, case: Any) -> None:
+            super().after_call(response, case)
+            answered.append((case.operation.label, response.status_code))
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            case.validate_response(response, excluded_checks=[positive_data_acceptance],
+                                   transport_kwargs=kwargs)  # fmt: skip
+
+    Keyed.run(
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=6,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    # The chains reached a job that exists: a linked call found it (not only 404s).
+    linked = {label for label, status in answered if status < 300 and "{job_id}" in label}
+    assert linked, answered

@@ -149,6 +149,34 @@ def _secure(schema: dict[str, Any]) -> None:
                     operation.setdefault("parameters", []).append(idempotency_key)
 
 
+# Where a created job's id leads (OpenAPI links): schemathesis' stateful phase chains them.
+JOB_LINKS = {
+    "GetJob": ("/v1/jobs/{job_id}", "get", "job_id"),
+    "PatchJob": ("/v1/jobs/{job_id}", "patch", "job_id"),
+    "PauseJob": ("/v1/jobs/{job_id}/pause", "post", "job_id"),
+    "ResumeJob": ("/v1/jobs/{job_id}/resume", "post", "job_id"),
+    "TriggerJob": ("/v1/jobs/{job_id}/trigger", "post", "job_id"),
+    "JobOccurrences": ("/v1/jobs/{job_id}/occurrences", "get", "job_id"),
+    "GetSchedule": ("/v1/schedules/{schedule_id}", "get", "schedule_id"),
+    "PatchSchedule": ("/v1/schedules/{schedule_id}", "patch", "schedule_id"),
+    "DeleteJob": ("/v1/jobs/{job_id}", "delete", "job_id"),
+}
+
+
+def _link(schema: dict[str, Any]) -> None:
+    paths = schema.get("paths", {})
+    for creator, field in (("/v1/jobs", "jobId"), ("/v1/schedules", "id")):
+        created = paths.get(creator, {}).get("post", {}).get("responses", {}).get("201")
+        if created is None:
+            continue
+        created["links"] = {
+            name: {"operationId": paths[path][method]["operationId"],
+                   "parameters": {param: f"$response.body#/{field}"}}
+            for name, (path, method, param) in JOB_LINKS.items()
+            if method in paths.get(path, {})
+        }  # fmt: skip
+
+
 def create_app(backend: Backend | None = None, door: Door | None = None) -> FastAPI:
     """The application, acting through `backend` (the environment's cluster if None),
     behind `door` (keys, limits, idempotency, audit over the cluster's topics if None)."""
@@ -181,6 +209,7 @@ def create_app(backend: Backend | None = None, door: Door | None = None) -> Fast
                 PROBLEM_SCHEMA
             )
             _secure(schema)
+            _link(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
