@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from tickwheel.adapters.kafka.config import producer_config, transactional_producer_config
 from tickwheel.errors import TickwheelError
+from tickwheel.ports.kafka import GroupConsumer
 
 
 class ProduceFailed(TickwheelError, RuntimeError):
@@ -92,7 +93,9 @@ class TransactionalProducer:
             except BufferError:
                 self._producer.poll(0.05)
 
-    def send_offsets(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    def send_offsets(
+        self, consumer: GroupConsumer[TopicPartition], offsets: list[TopicPartition]
+    ) -> None:
         """Commit consumed input offsets inside the open transaction (KIP-447 group metadata:
         a consumer of an older group generation is fenced)."""
         self._producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -252,12 +252,33 @@ class MemoryConsumer:
             fetch.position = fetch.next_offset
 
     # -- offsets ---------------------------------------------------------------------------
+    @overload
+    def commit(self, *, asynchronous: Literal[True] = ...) -> None: ...
+    @overload
+    def commit(self, *, asynchronous: Literal[False]) -> list[TopicPartition]: ...
+    @overload
+    def commit(self, *, message: MemoryMessage, asynchronous: Literal[True] = ...) -> None: ...
+    @overload
+    def commit(
+        self, *, message: MemoryMessage, asynchronous: Literal[False]
+    ) -> list[TopicPartition]: ...
+    @overload
+    def commit(
+        self, *, offsets: list[TopicPartition], asynchronous: Literal[True] = ...
+    ) -> None: ...
+    @overload
+    def commit(
+        self, *, offsets: list[TopicPartition], asynchronous: Literal[False]
+    ) -> list[TopicPartition]: ...
     def commit(
         self,
+        *,
         message: MemoryMessage | None = None,
         offsets: list[TopicPartition] | None = None,
         asynchronous: bool = True,
     ) -> list[TopicPartition] | None:
+        """The client's overloads: explicit offsets, a message's next offset, or every
+        assigned partition's position."""
         self._open()
         if offsets is not None:
             chosen = [(tp.topic, tp.partition, tp.offset) for tp in offsets]

@@ -1,0 +1,111 @@
+"""Both Kafka implementations satisfy the port's Protocols, as mypy sees them: the real client
+(with confluent-kafka's own type stubs, which the project's mypy run skips) and the in-memory
+one. mypy runs on a small module that assigns each implementation to its protocol; a control
+proves the check can fail."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from mypy import api
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFORMANCE = """
+from confluent_kafka import Consumer, Message, TopicPartition
+
+from tickwheel.adapters.kafka.memory import (
+    MemoryConsumer,
+    MemoryEventProducer,
+    MemoryMessage,
+    MemoryPartitionReader,
+    MemoryTransactionalProducer,
+)
+from tickwheel.adapters.kafka.partition_reader import KafkaPartitionReader
+from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
+from tickwheel.ports.kafka import (
+    EventWriter,
+    GroupConsumer,
+    KafkaMessage,
+    PartitionReader,
+    TransactionalWriter,
+)
+
+
+def the_real_client(
+    consumer: Consumer,
+    writer: TransactionalProducer,
+    events: EventProducer,
+    reader: KafkaPartitionReader,
+    message: Message,
+) -> None:
+    as_consumer: GroupConsumer[TopicPartition] = consumer
+    as_writer: TransactionalWriter[TopicPartition] = writer
+    as_events: EventWriter = events
+    as_reader: PartitionReader = reader
+    as_message: KafkaMessage = message
+
+
+def the_memory_client(
+    consumer: MemoryConsumer,
+    writer: MemoryTransactionalProducer,
+    events: MemoryEventProducer,
+    reader: MemoryPartitionReader,
+    message: MemoryMessage,
+) -> None:
+    as_consumer: GroupConsumer[TopicPartition] = consumer
+    as_writer: TransactionalWriter[TopicPartition] = writer
+    as_events: EventWriter = events
+    as_reader: PartitionReader = reader
+    as_message: KafkaMessage = message
+"""
+
+# A consumer that forgot `seek` and takes `pause` with the wrong type: must be refused.
+BROKEN = """
+from confluent_kafka import TopicPartition
+
+from tickwheel.adapters.kafka.memory import MemoryConsumer
+from tickwheel.ports.kafka import GroupConsumer
+
+
+class Forgetful(MemoryConsumer):
+    seek = None  # type: ignore[assignment]
+
+    def pause(self, partitions: int) -> None:  # type: ignore[override]
+        return None
+
+
+def check(consumer: Forgetful) -> None:
+    as_consumer: GroupConsumer[TopicPartition] = consumer
+"""
+
+
+def _mypy(tmp_path: Path, source: str) -> tuple[str, int]:
+    module = tmp_path / "kafka_port_conformance.py"
+    module.write_text(textwrap.dedent(source))
+    config = tmp_path / "mypy.ini"
+    # The project's settings, except that confluent-kafka's stubs are read (the project skips
+    # them), and errors inside imported modules are not this test's business.
+    config.write_text(
+        "[mypy]\npython_version = 3.11\nignore_missing_imports = True\n"
+        "follow_imports = silent\nwarn_unused_ignores = False\n"
+        f"mypy_path = {ROOT / 'src'}\n"
+    )
+    cache = ROOT / ".mypy_cache" / "kafka-port-conformance"
+    out, err, status = api.run(
+        ["--config-file", str(config), "--cache-dir", str(cache), str(module)]
+    )
+    return out + err, status
+
+
+def test_both_implementations_satisfy_every_kafka_protocol(tmp_path: Path) -> None:
+    report, status = _mypy(tmp_path, CONFORMANCE)
+    assert status == 0, report
+
+
+def test_a_consumer_missing_a_method_is_refused(tmp_path: Path) -> None:
+    report, status = _mypy(tmp_path, BROKEN)
+    assert status == 1, report
+    assert 'incompatible type "Forgetful"' in report or "Incompatible types" in report, report
+    assert "seek" in report and "pause" in report, report
