@@ -456,6 +456,11 @@ class JobDefinition(TypedDict):
     # disabled_past_review once it has passed with the job still disabled. Null: no review date
     # (added in v6).
     disabledReviewBy: int | None
+    # An output freshness check, independent of the scheduler's view, as JSON text: {"topic": a
+    # Kafka topic whose newest record time is the job's output time, "warnAfter": duration,
+    # "errorAfter": duration}; the watchdog raises output_stale past them. Null: none (added in
+    # v7).
+    freshness: str | None
 
 
 TimerCommandKind = Literal[
