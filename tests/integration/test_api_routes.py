@@ -166,3 +166,22 @@ def test_occurrences_list_the_future_slots_and_refuse_another_tenant(
     assert problem(bad, 422, "validation-error")["errors"][0]["parameter"] == "from"
     globex = connect(key(kafka_bootstrap, "globex", "read"), history=history)
     problem(globex.get("/v1/jobs/occ/occurrences", params=window), 404, "not-found")
+
+
+def test_history_sql_is_for_operators_admin_keys_through_the_read_only_guard(
+    connect: Connect, kafka_bootstrap: str, history: Any
+) -> None:
+    history.store.insert("execution_events", [event("q", "requested", 0, "acme")])
+    operators = connect(key(kafka_bootstrap, "default", "admin"), history=history)
+    answer = operators.post("/v1/history/sql", json={
+        "sql": "SELECT execution_id, tenant_id FROM execution_events WHERE execution_id = {e:String}",
+        "params": {"e": "q"}})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["columns"] == ["execution_id", "tenant_id"]
+    assert answer.json()["rows"] == [["q", "acme"]]
+    refused = operators.post("/v1/history/sql", json={"sql": "DROP TABLE execution_events"})
+    assert problem(refused, 422, "query-refused")["errors"][0]["pointer"] == "/sql"
+    tenant_admin = connect(key(kafka_bootstrap, "acme", "admin"), history=history)
+    problem(tenant_admin.post("/v1/history/sql", json={"sql": "SELECT 1"}), 403, "forbidden")
+    writer = connect(key(kafka_bootstrap, "default", "write"), history=history)
+    problem(writer.post("/v1/history/sql", json={"sql": "SELECT 1"}), 403, "forbidden")

@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from tickwheel.services.api import (
     routes_alerts,
     routes_executions,
+    routes_history,
     routes_jobs,
     routes_occurrences,
     routes_schedules,
@@ -44,6 +45,7 @@ ROUTERS = (
     routes_executions.router,
     routes_streams.router,
     routes_alerts.router,
+    routes_history.router,
 )
 
 PROBLEM_SCHEMA: dict[str, Any] = {

@@ -35,7 +35,7 @@ from tickwheel.services.api.problems import Problem, render
 log = logging.getLogger("tickwheel.api")
 
 # The API's resources; health, metrics, the docs and whatever else is mounted pass freely.
-GUARDED = re.compile(r"^(/v1)?/(jobs|schedules|executions|runs|alerts|dead-letters)(/|$)")
+GUARDED = re.compile(r"^(/v1)?/(jobs|schedules|executions|runs|alerts|dead-letters|history)(/|$)")
 CHANGES = ("POST", "PATCH", "PUT", "DELETE")
 DEV_PRINCIPAL = Principal(DEFAULT_TENANT, None, granted(SCOPES))
 
@@ -43,7 +43,7 @@ DEV_PRINCIPAL = Principal(DEFAULT_TENANT, None, granted(SCOPES))
 def needed_scope(method: str, path: str) -> str:
     if method in ("GET", "HEAD", "OPTIONS"):
         return "read"
-    if "/dead-letters" in path:
+    if "/dead-letters" in path or "/history" in path:
         return "admin"
     return "write"
 

@@ -53,6 +53,7 @@ TITLES: dict[str, str] = {
     "payload-too-large": "The request body is over the size limit",
     "idempotency-key-reused": "The Idempotency-Key was used for another request",
     "idempotency-key-in-use": "A request with this Idempotency-Key is still running",
+    "query-refused": "The history refused the statement",
 }
 
 
