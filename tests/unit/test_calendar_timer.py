@@ -1,0 +1,130 @@
+"""The timer fires calendar jobs exactly as the preview shows them, and follows a changed
+calendar from the next slot on: a partition timer driven by a fake clock (plain ms)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tickwheel.core.calendars import make_calendar, parse_date
+from tickwheel.core.preview import preview
+from tickwheel.core.timefmt import format_utc, parse_iso_ms
+from tickwheel.sdk.jobs import validate_job
+from tickwheel.services.timer.calendars import CALENDARS, reapply
+from tickwheel.services.timer.scheduler import PartitionTimer
+
+HOUR = 3_600_000
+START = parse_iso_ms("2027-01-20T00:00:00Z", "start")  # a Wednesday
+
+
+def _calendar(name: str, *dates: str) -> Any:
+    return make_calendar(name, [parse_date(d, "dates") for d in dates])
+
+
+@pytest.fixture
+def calendar_name() -> Iterator[str]:
+    """A calendar name of the test's own, removed from the process's book afterwards."""
+    name = "test-uk"
+    yield name
+    CALENDARS.put(name, None)
+
+
+def _fired(timer: PartitionTimer, start: int, end: int) -> list[int]:
+    slots = []
+    for now in range(start, end + 1, HOUR // 4):  # bounded: one tick per quarter hour
+        # First attempts only: with no worker here, dispatch deadlines re-issue each request.
+        slots.extend(r["scheduled_time"] for r in timer.tick(now).requests if r["attempt"] == 1)
+    return slots
+
+
+def _timer(record: dict[str, Any], now: int) -> PartitionTimer:
+    # Ticks of a minute: the wheel turns a slot per tick, and these jobs fire on whole minutes.
+    timer = PartitionTimer(0, horizon_ms=HOUR, tick_ms=60_000, start_ms=now, max_batch=10_000)
+    timer.load_definition(record["jobId"], record)
+    timer.finish_restore(now)
+    return timer
+
+
+SPEC = {
+    "type": "noop",
+    "jitter": "0s",
+    "cron": "0 9 * * *",
+    "timezone": "Europe/London",
+    "schedules": [{"cron": "30 17 L * *"}],
+    "exclude": ["2027-02-03"],
+    "businessDays": "next",
+}
+
+
+def test_the_timer_fires_every_slot_the_preview_shows_across_a_month_boundary(
+    calendar_name: str,
+) -> None:
+    # Friday 29 January and Monday 1 February are holidays: the 29th's slots and the
+    # weekend's move to Tuesday 2 February; 31 January's month-end slot (a Sunday) too.
+    calendar = _calendar(calendar_name, "2027-01-29", "2027-02-01")
+    CALENDARS.put(calendar_name, calendar)
+    record = validate_job({"jobId": "payroll", "calendar": calendar_name, **SPEC}, START)
+    timer = _timer(record, START)
+    end = parse_iso_ms("2027-02-12T00:00:00Z", "end")
+    fired = _fired(timer, START, end)
+    rows = preview(
+        "0 9 * * *", "Europe/London", START, 100, schedules=SPEC["schedules"],
+        exclude=SPEC["exclude"], calendar=calendar_name, business_days="next",
+        calendars={calendar_name: calendar},
+    )  # fmt: skip
+    shown = [r.scheduled_ms for r in rows if r.scheduled_ms <= end]
+    assert fired == shown
+    assert len(fired) == len(set(fired))
+    days = [format_utc(s)[:10] for s in fired]
+    assert "2027-01-29" not in days and "2027-02-01" not in days  # holidays
+    assert "2027-02-03" not in days  # excluded
+    assert "2027-01-30" not in days and "2027-01-31" not in days  # the weekend
+    # Tuesday 2 February: its own 09:00, and 17:30 from the Sunday month end.
+    assert [format_utc(s) for s in fired if format_utc(s).startswith("2027-02-02")] == [
+        "2027-02-02T09:00:00Z",
+        "2027-02-02T17:30:00Z",
+    ]
+
+
+def test_a_calendar_edit_moves_the_next_slots_without_a_restart(calendar_name: str) -> None:
+    CALENDARS.put(calendar_name, _calendar(calendar_name))
+    record = validate_job(
+        {"jobId": "payout", "type": "noop", "jitter": "0s", "cron": "0 9 * * *",
+         "timezone": "Europe/London", "calendar": calendar_name, "businessDays": "skip"},
+        START,
+    )  # fmt: skip
+    timer = _timer(record, START)
+    before = _fired(timer, START, parse_iso_ms("2027-01-25T12:00:00Z", "t"))
+    assert [format_utc(s)[:10] for s in before] == [
+        "2027-01-20", "2027-01-21", "2027-01-22", "2027-01-25",
+    ]  # fmt: skip
+    # Tuesday 26 and Wednesday 27 become holidays while the timer runs.
+    now = parse_iso_ms("2027-01-25T12:00:00Z", "t")
+    CALENDARS.put(calendar_name, _calendar(calendar_name, "2027-01-26", "2027-01-27"))
+    emission = reapply(timer, CALENDARS, now)
+    assert "payout" in emission.states  # the change is persisted with the job's state
+    after = _fired(timer, now + 1, parse_iso_ms("2027-01-29T12:00:00Z", "t"))
+    assert [format_utc(s)[:10] for s in after] == ["2027-01-28", "2027-01-29"]
+    # Nothing it already fired fires again, and an unchanged book changes nothing.
+    assert not set(before) & set(after)
+    assert not reapply(timer, CALENDARS, now)
+
+
+def test_a_job_whose_calendar_is_unknown_waits_then_owes_its_slots(calendar_name: str) -> None:
+    record = validate_job(
+        {"jobId": "late", "type": "noop", "jitter": "0s", "cron": "0 9 * * *",
+         "calendar": calendar_name, "misfirePolicy": "catch_up"},
+        START,
+    )  # fmt: skip
+    timer = _timer(record, START)
+    noon = parse_iso_ms("2027-01-21T12:00:00Z", "t")
+    assert _fired(timer, START, noon) == []  # no calendar, no guess
+    CALENDARS.put(calendar_name, _calendar(calendar_name))
+    emission = reapply(timer, CALENDARS, noon)
+    assert [format_utc(r["scheduled_time"]) for r in emission.requests] == [
+        "2027-01-20T09:00:00Z",
+        "2027-01-21T09:00:00Z",
+    ]
+    assert all(r["trigger"] == "catch_up" for r in emission.requests)
