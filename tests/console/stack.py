@@ -48,8 +48,8 @@ def _answers(url: str) -> bool:
 
 @contextmanager
 def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator[ConsoleStack]:
-    """The processes up and answering; `runs` adds a timer and a worker (else no slot of a
-    job ever fires)."""
+    """The processes up and answering; `runs` adds a timer, a worker and the workflow
+    orchestrator (else no slot of a job ever fires and no workflow moves)."""
     from tickwheel.adapters.kafka.admin import apply_topology
 
     port = free_port()
@@ -62,6 +62,8 @@ def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator
         "TICKWHEEL_API_PORT": str(port),
         "TICKWHEEL_TIMER_TICK_MS": "50",
         "TICKWHEEL_RETRY_BASE_MS": "200",
+        # The console signs an approval's token with the first key; the SDK checks it.
+        "TICKWHEEL_APPROVAL_KEYS": "console-test:not-a-real-secret-0123456789",
     }
     env = {k: v for k, v in os.environ.items() if k != "CLICKHOUSE_URL"} | settings
     with pytest.MonkeyPatch.context() as patch, ExitStack() as stops:
@@ -84,6 +86,7 @@ def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator
         if runs:
             start("timer", "timer")
             start("worker", "worker", "--concurrency", "2")
+            start("orchestrator", "orchestrator")
         api = start("api", "api")
         base = f"http://127.0.0.1:{port}"
         wait_for(lambda: _answers(f"{base}/healthz"), 60, "the API answering", api)

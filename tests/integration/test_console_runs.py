@@ -64,3 +64,54 @@ def test_an_executions_attempts_appear_after_a_retry(stack: ConsoleStack, browse
     assert page.inner_text("#execution-status") == "succeeded"
     screenshot(page, "execution")
     watch.assert_clean()
+
+
+def test_approving_a_workflow_step_in_the_console_lets_the_workflow_finish(
+    stack: ConsoleStack, browser: Any
+) -> None:
+    from tickwheel.sdk.workflows import WorkflowsClient
+
+    flows = WorkflowsClient(stack.jobs.bootstrap)
+    flows.define({"definitionId": "console-approve", "version": 1, "steps": [
+        {"id": "sign-off", "kind": "approval"},
+        {"id": "after", "type": "noop", "dependsOn": ["sign-off"]},
+    ]})  # fmt: skip
+    workflow_id = flows.start("console-approve", {}, workflow_id="wf-console-approve")
+    deadline = time.monotonic() + 120
+    # The orchestrator folds the start on its own time: the page is opened once it has.
+    while _step_state(flows, workflow_id, "sign-off") != "waiting":
+        assert time.monotonic() < deadline, "sign-off never waited"
+        time.sleep(0.5)
+    page, watch = watched_page(browser)
+    page.goto(f"{stack.base}/console/workflows/{workflow_id}")
+    assert page.locator('#steps tr[data-step="sign-off"][data-state="waiting"]').count() == 1
+    assert (
+        page.locator('svg.workflow-dag g[data-step="sign-off"]').get_attribute("data-state")
+        == "waiting"
+    )
+    screenshot(page, "workflow-waiting")
+    page.fill("#note-sign-off", "checked the numbers")
+    page.fill("#by-sign-off", "ana")
+    page.click('#steps tr[data-step="sign-off"] button:has-text("Approve")')
+    page.wait_for_url(re.compile(r"done=approve"))
+    # The page refreshes itself (htmx) until the orchestrator has folded the approval.
+    while (
+        flows.get(workflow_id).status != "succeeded"
+        or page.locator("#workflow-events td", has_text="console:ana").count() == 0
+    ):
+        assert time.monotonic() < deadline, "status " + flows.get(workflow_id).status
+        page.wait_for_timeout(1000)
+    assert flows.get(workflow_id).steps["after"]["status"] == "succeeded"
+    page.reload()
+    assert page.inner_text("#workflow-status") == "succeeded"
+    screenshot(page, "workflow")
+    watch.assert_clean()
+
+
+def _step_state(flows: Any, workflow_id: str, step: str) -> str | None:
+    from tickwheel.sdk.workflows import UnknownWorkflow
+
+    try:
+        return str(flows.get(workflow_id).steps.get(step, {}).get("status"))
+    except UnknownWorkflow:
+        return None
