@@ -82,7 +82,7 @@ def test_a_partition_folds_records_as_the_core_folds_inputs(path: Path) -> None:
     assert got == expected and batch.dead_letters == []
     assert {e["event_id"] for e in batch.events} == {f"wf:{fixture['workflow_id']}:{s}"
                                                      for s, _, _ in expected}  # fmt: skip
-    assert state_of_snapshot(batch.snapshots[fixture["workflow_id"]]) == state
+    assert state_of_snapshot(batch.snapshot_records()[fixture["workflow_id"]]) == state
     keys = {out.key for out in batch.outgoing if out.topic == "timers.commands"}
     assert keys <= {step_key(fixture["workflow_id"], 6)}
 
@@ -148,3 +148,30 @@ def test_a_token_that_is_not_good_is_refused_saying_why(
     token = token_of(sign_approval(CLAIM, "old", KEYS["old"]))
     with pytest.raises(InvalidInput, match=says):
         verify_approval(token, keys, now)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_an_heir_restored_from_the_snapshots_mid_history_decides_what_the_first_would(
+    path: Path,
+) -> None:
+    fixture = _fixture(path)
+    kinds = [raw["kind"] for raw in fixture["inputs"]]
+    records = _records(fixture["workflow_id"], fixture["inputs"][kinds.index("start"):],
+                       fixture["definition"])  # fmt: skip
+    half = len(records) // 2
+    catalog = _catalog(fixture["definition"])
+    first = PartitionOrchestrator(0, 6, catalog)
+    for record in records:
+        first.receive(record, 0)
+    straight = first.take().events[-1]["seq"]
+    before = PartitionOrchestrator(0, 6, catalog)
+    for record in records[:half]:
+        before.receive(record, 0)
+    heir = PartitionOrchestrator(0, 6, catalog)
+    for workflow_id, snapshot in before.take().snapshot_records().items():
+        heir.load(workflow_id, snapshot)
+    for record in records[half:]:
+        heir.receive(record, 0)
+    after = heir.take()
+    assert after.events[-1]["seq"] == straight
+    assert heir.state(fixture["workflow_id"]) == first.state(fixture["workflow_id"])

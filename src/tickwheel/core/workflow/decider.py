@@ -32,6 +32,7 @@ class Decider:
         self.definition = definition
         self.at_ms = at_ms
         self.events: list[Event] = []
+        self.statuses: list[str] = []  # the instance's status after each event
 
     def emit(self, type_: str, step: str | None = None, attempt: int = 0,
              actor: str | None = None, **data: Any) -> None:  # fmt: skip
@@ -39,6 +40,7 @@ class Decider:
         event = Event(self.state.seq + 1, type_, self.at_ms, step, attempt, actor, data)
         self.events.append(event)
         self.state = evolve(self.state, event)
+        self.statuses.append(self.state.status)
 
     def fence(self, item: StepSucceeded | StepFailed | StepCancelled, reason: str,
               **data: Any) -> None:  # fmt: skip

@@ -38,7 +38,7 @@ from tickwheel.core.workflow.inputs import (
 )
 from tickwheel.core.workflow.state import WorkflowState, evolve
 
-__all__ = ["decide", "step"]
+__all__ = ["decide", "decide_folded", "step"]
 
 
 def _start(d: Decider, item: Start) -> None:
@@ -171,6 +171,19 @@ def decide(state: WorkflowState, definition: WorkflowDefinition, item: Input) ->
     `definition` must be the version the instance is pinned to (`ValueError` otherwise: that
     is the caller's bug, not data).
     """
+    return _decided(state, definition, item).events
+
+
+def decide_folded(
+    state: WorkflowState, definition: WorkflowDefinition, item: Input
+) -> tuple[WorkflowState, list[Event], list[str]]:
+    """`decide`, with what it folded on the way: the state after every event, and the
+    instance's status after each one (so a caller need not `evolve` the events again)."""
+    d = _decided(state, definition, item)
+    return d.state, d.events, d.statuses
+
+
+def _decided(state: WorkflowState, definition: WorkflowDefinition, item: Input) -> Decider:
     if (definition.definition_id, definition.version) != (
         state.definition_id, state.definition_version,
     ):  # fmt: skip
@@ -184,10 +197,10 @@ def decide(state: WorkflowState, definition: WorkflowDefinition, item: Input) ->
                ("cancel", "timer_fired") else "step_outcome_fenced"
                if item.kind.startswith("step_") else "approval_fenced",
                getattr(item, "step", None), reason="not_started")  # fmt: skip
-        return d.events
+        return d
     _HANDLERS[item.kind](d, item)
     d.advance()
-    return d.events
+    return d
 
 
 def step(

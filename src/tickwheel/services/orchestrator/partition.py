@@ -15,7 +15,8 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.reader import Record
-from tickwheel.core.workflow import WorkflowState, decide, effects, evolve, initial_state
+from tickwheel.core.workflow import WorkflowState, effects, initial_state
+from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.wire import input_of_record
 from tickwheel.errors import TickwheelError
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
@@ -45,13 +46,17 @@ class Batch:
     """What one transaction of a partition carries (besides its checkpoint)."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
-    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Each instance's latest state and when: encoded once per batch (`snapshot_records`).
+    states: dict[str, tuple[WorkflowState, int]] = field(default_factory=dict)
     outgoing: list[Outgoing] = field(default_factory=list)
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     inputs: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.snapshots or self.outgoing or self.dead_letters)
+        return bool(self.events or self.states or self.outgoing or self.dead_letters)
+
+    def snapshot_records(self) -> dict[str, dict[str, Any]]:
+        return {wid: snapshot_record(state, at) for wid, (state, at) in self.states.items()}
 
 
 class PartitionOrchestrator:
@@ -59,7 +64,9 @@ class PartitionOrchestrator:
         self.partition = partition
         self.partitions = partitions
         self.catalog = catalog
-        self.instances: dict[str, WorkflowState] = {}
+        # An instance restored from its snapshot stays JSON text until an input comes for it:
+        # most open instances sleep or wait, and a restore should not build their states.
+        self.instances: dict[str, WorkflowState | str] = {}
         self.batch = Batch()
 
     def load(self, workflow_id: str, snapshot: dict[str, Any] | None) -> None:
@@ -67,7 +74,15 @@ class PartitionOrchestrator:
         if snapshot is None or snapshot.get("state") is None:
             self.instances.pop(workflow_id, None)
         else:
-            self.instances[workflow_id] = state_of_snapshot(snapshot)
+            self.instances[workflow_id] = snapshot["state"]
+
+    def state(self, workflow_id: str) -> WorkflowState | None:
+        """The instance's state (built from its snapshot on first use)."""
+        state = self.instances.get(workflow_id)
+        if isinstance(state, str):
+            state = state_of_snapshot({"state": state})
+            self.instances[workflow_id] = state
+        return state
 
     def take(self) -> Batch:
         batch, self.batch = self.batch, Batch()
@@ -101,7 +116,7 @@ class PartitionOrchestrator:
     def _fold(self, value: dict[str, Any]) -> None:
         workflow_id = value["workflow_id"]
         item = input_of_record(value)
-        state = self.instances.get(workflow_id)
+        state = self.state(workflow_id)
         if state is None:
             if item.kind != "start":
                 raise ValueError(f"no workflow instance {workflow_id!r} (a {item.kind} for it)")
@@ -115,19 +130,20 @@ class PartitionOrchestrator:
             definition = self.catalog.get(state.definition_id, state.definition_version)
             if definition is None:
                 raise UnknownDefinition(state.definition_id, state.definition_version)
-        events = decide(state, definition, item)
+        state, events, statuses = decide_folded(state, definition, item)
         tenant = self.catalog.tenant_of(definition)
         key = step_key(workflow_id, self.partitions)
         batch = self.batch
-        for event in events:
-            state = evolve(state, event)
-            batch.events.append(event_record(state, event, value["input_id"], tenant))
+        for event, status in zip(events, statuses, strict=True):
+            batch.events.append(
+                event_record(state, event, value["input_id"], tenant, status=status)
+            )
             for command in effects(event):
                 batch.outgoing.extend(
                     command_records(state, definition, command, event, key, tenant)
                 )
         self.instances[workflow_id] = state
-        batch.snapshots[workflow_id] = snapshot_record(state, item.at_ms)
+        batch.states[workflow_id] = (state, item.at_ms)
 
     def _dead_letter(self, record: Record, reason: str, kind: str, now_ms: int) -> None:
         log.error(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from tickwheel.adapters.kafka.partitioner import partition_for
@@ -43,6 +44,7 @@ CHECKPOINT_PREFIX = "__partition__/"
 MAX_KEY_SUFFIX = 1000
 
 
+@lru_cache(maxsize=65_536)
 def step_key(workflow_id: str, partitions: int) -> str:
     """The `job_id` (and key) of a workflow's step executions and timer commands: reserved
     (`__wf/`, no job can have it) and hashing to the workflow's own partition, so partition p
@@ -61,9 +63,11 @@ def checkpoint_key(partition: int) -> str:
 
 
 def event_record(
-    state: WorkflowState, event: Event, input_id: str, tenant_id: str | None
-) -> dict[str, Any]:
-    """`event` of the instance whose state after it is `state`, as a `WorkflowEvent` v2."""
+    state: WorkflowState, event: Event, input_id: str, tenant_id: str | None,
+    *, status: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """`event` of instance `state` as a `WorkflowEvent` v2; `status` is the instance's status
+    right after the event (default: `state`'s)."""
     data = event.data
     execution = data.get("execution_id")
     if execution is None and isinstance(data.get("cancel_execution"), dict):
@@ -85,7 +89,7 @@ def event_record(
         "execution_id": execution,
         "error": None if error is None else str(error),
         "cause_input_id": input_id,
-        "status": state.status,
+        "status": status or state.status,
     }
 
 

@@ -218,7 +218,7 @@ class OrchestratorService:
             for event in batch.events:
                 producer.send(self.topics.events, event["workflow_id"],
                               encode("WorkflowEvent", event))  # fmt: skip
-            for workflow_id, snapshot in batch.snapshots.items():
+            for workflow_id, snapshot in batch.snapshot_records().items():
                 producer.send(self.topics.state, workflow_id, encode("WorkflowSnapshot", snapshot))
             for out in batch.outgoing:
                 producer.send(topic_name(out.topic), out.key, encode(out.record, out.value))

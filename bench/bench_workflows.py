@@ -1,0 +1,222 @@
+"""Benchmark of the workflow runtime against a real local broker (figures, never pass/fail).
+
+1. **Fold throughput through one orchestrator**: N instances of a K-step chain of no-op
+   tasks; every input is published up front (a start, then each step's success in order, as
+   the timer would send them), then the clock runs until every event is on
+   `workflows.events`. Instances started/s and step transitions/s (a success folded and the
+   next step's command written, all in the batch's transaction).
+2. **Restore of many open instances**: S instances parked in a 1-day sleep; the orchestrator
+   is killed and a new one restores them: time until every partition serves, and its RSS.
+3. **Step-to-step latency through the whole pipeline** (timer, worker, orchestrator): M
+   instances of a chain of `noop` steps; from a step's `succeeded` (the worker's event time)
+   to the next step's request (the timer's `requested_at`), p50/p99.
+
+Run: `.venv/bin/python bench/bench_workflows.py [--instances N] [--steps K] [--sleeping S]
+[--latency-instances M]`. Writes bench/reports/workflows.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from tickwheel.adapters.avro import decode, encode  # noqa: E402
+from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
+from tickwheel.adapters.kafka.client import Consumer, TopicPartition  # noqa: E402
+from tickwheel.adapters.kafka.config import consumer_config  # noqa: E402
+from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
+from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
+from tickwheel.core.workflow import Start, StepSucceeded  # noqa: E402
+from tickwheel.core.workflow.wire import input_record  # noqa: E402
+from tickwheel.sdk.workflows import WorkflowsClient  # noqa: E402
+from tickwheel.topology import topic_name  # noqa: E402
+
+
+def chain(definition_id: str, steps: int, job_type: str = "noop") -> dict[str, Any]:
+    return {"definitionId": definition_id, "version": 1, "steps": [
+        {"id": f"s{i}", "type": job_type, **({"dependsOn": [f"s{i - 1}"]} if i else {})}
+        for i in range(steps)]}  # fmt: skip
+
+
+def service(name: str, module: str, log_dir: Path, *args: str) -> subprocess.Popen[bytes]:
+    log = (log_dir / f"{name}.log").open("ab")
+    # The orchestrator at INFO: restores are read off its `partition_restored` lines (its loop
+    # logs nothing more at INFO); the others at WARNING, so logging costs them nothing.
+    level = "INFO" if "orchestrator" in module else "WARNING"
+    env = {**os.environ, "TICKWHEEL_LOG_LEVEL": level}
+    return track(subprocess.Popen([sys.executable, "-m", module, "--instance", name, *args],
+                                  stdout=log, stderr=subprocess.STDOUT, env=env))  # fmt: skip
+
+
+def fresh_prefix(bootstrap: str) -> None:
+    os.environ["TICKWHEEL_TOPIC_PREFIX"] = f"wfb{uuid.uuid4().hex[:6]}."
+    apply_topology(bootstrap=bootstrap)
+
+
+def count(bootstrap: str, topic: str, expected: int, timeout: float) -> float:
+    """Wait until `expected` records are on `topic`; returns when (monotonic)."""
+    name = topic_name(topic)
+    consumer = Consumer(consumer_config(f"bench-{uuid.uuid4()}", bootstrap))
+    partitions = consumer.list_topics(name, timeout=10).topics[name].partitions
+    consumer.assign([TopicPartition(name, p, 0) for p in partitions])
+    seen, deadline = 0, time.monotonic() + timeout
+    try:
+        while seen < expected:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: only {seen}/{expected} records after {timeout}s")
+            seen += sum(1 for m in consumer.consume(10000, 0.2) if not m.error())
+        return time.monotonic()
+    finally:
+        consumer.close()
+
+
+def wait_restored(log: Path, partitions: int, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().count('"partition_restored"') >= partitions:
+            return time.monotonic()
+        time.sleep(0.05)
+    raise TimeoutError(f"{log}: not every partition restored in {timeout}s")
+
+
+def rss_mb(pid: int) -> float:
+    out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True)
+    return int(out.stdout.strip() or 0) / 1024
+
+
+def fold_throughput(bootstrap: str, instances: int, steps: int, logs: Path) -> dict[str, Any]:
+    fresh_prefix(bootstrap)
+    WorkflowsClient(bootstrap).define(chain("bench_chain", steps))
+    orchestrator = service("orchestrator", "tickwheel.services.orchestrator", logs)
+    wait_restored(logs / "orchestrator.log", 6, 120)
+    producer = EventProducer(bootstrap, **{"linger.ms": 20, "batch.size": 1_000_000})
+    topic, now = topic_name("workflows.inputs"), int(time.time() * 1000)
+    encoded = []
+    for i in range(instances):
+        wid = f"bench-{i}"
+        encoded.append((wid, encode("WorkflowInput", input_record(
+            wid, Start(now, None), f"b:{wid}:start", definition_id="bench_chain",
+            definition_version=1))))  # fmt: skip
+        for s in range(steps):
+            item = StepSucceeded(now, f"s{s}", 1)
+            encoded.append((wid, encode("WorkflowInput", input_record(wid, item, f"b:{wid}:{s}"))))
+    started = time.monotonic()
+    for wid, raw in encoded:
+        producer.send(topic, wid, raw)
+    producer.flush()
+    # Per instance: started, then per step scheduled + succeeded, then workflow_succeeded.
+    expected = instances * (2 + 2 * steps)
+    done = count(bootstrap, "workflows.events", expected, timeout=900)
+    stop_process(orchestrator)
+    elapsed = done - started
+    return {"instances": instances, "steps": steps, "inputs": len(encoded), "seconds": elapsed,
+            "instances_per_s": instances / elapsed, "transitions_per_s": instances * steps / elapsed,
+            "inputs_per_s": len(encoded) / elapsed, "events": expected}  # fmt: skip
+
+
+def restore(bootstrap: str, sleeping: int, logs: Path) -> dict[str, Any]:
+    fresh_prefix(bootstrap)
+    flows = WorkflowsClient(bootstrap)
+    flows.define({"definitionId": "bench_nap", "version": 1,
+                  "steps": [{"id": "nap", "kind": "sleep", "duration": "1d"}]})  # fmt: skip
+    first = service("orchestrator-a", "tickwheel.services.orchestrator", logs)
+    wait_restored(logs / "orchestrator-a.log", 6, 120)
+    producer = EventProducer(bootstrap, **{"linger.ms": 20, "batch.size": 1_000_000})
+    now = int(time.time() * 1000)
+    for i in range(sleeping):
+        wid = f"nap-{i}"
+        producer.send(topic_name("workflows.inputs"), wid, encode("WorkflowInput", input_record(
+            wid, Start(now, None), f"b:{wid}", definition_id="bench_nap",
+            definition_version=1)))  # fmt: skip
+    producer.flush()
+    count(bootstrap, "workflows.events", 2 * sleeping, timeout=1800)  # started, sleep_started
+    first.kill()
+    first.wait(10)
+    heir_log = logs / "orchestrator-b.log"
+    started = time.monotonic()
+    heir = service("orchestrator-b", "tickwheel.services.orchestrator", logs)
+    restored = wait_restored(heir_log, 6, 600)
+    seconds = restored - started
+    memory = rss_mb(heir.pid)
+    stop_process(heir)
+    return {"sleeping": sleeping, "restore_s": seconds, "rss_mb": memory}
+
+
+def latency(bootstrap: str, instances: int, steps: int, logs: Path) -> dict[str, Any]:
+    fresh_prefix(bootstrap)
+    flows = WorkflowsClient(bootstrap)
+    flows.define(chain("bench_latency", steps))
+    service("timer", "tickwheel.services.timer", logs)
+    service("orchestrator-l", "tickwheel.services.orchestrator", logs)
+    service("worker", "tickwheel.services.worker", logs, "--concurrency", "8")
+    wait_restored(logs / "orchestrator-l.log", 6, 120)
+    time.sleep(5)  # the timer and the worker join their groups
+    for i in range(instances):
+        flows.start("bench_latency", workflow_id=f"lat-{i}")
+    count(bootstrap, "workflows.events", instances * (2 + 2 * steps), timeout=900)
+    succeeded: dict[str, int] = {}
+    for record in read_to_end(topic_name("executions.events"), None, bootstrap):
+        event = decode(record.value or b"", "ExecutionEvent")[1]
+        if event["event_type"] == "succeeded":
+            succeeded[event["execution_id"]] = event["event_time"]
+    requests: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in read_to_end(topic_name("executions.normal"), None, bootstrap):
+        request = decode(record.value or b"", "ExecutionRequest")[1]
+        requests[(request["workflow_id"], request["step_id"])] = request
+    gaps = []
+    for (wid, step_id), request in requests.items():
+        index = int(step_id[1:])
+        previous = requests.get((wid, f"s{index - 1}"))
+        if previous is not None and previous["execution_id"] in succeeded:
+            gaps.append(request["requested_at"] - succeeded[previous["execution_id"]])
+    return {"instances": instances, "steps": steps, "samples": len(gaps),
+            "p50_ms": percentile(gaps, 0.5), "p99_ms": percentile(gaps, 0.99),
+            "max_ms": max(gaps) if gaps else float("nan")}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--sleeping", type=int, default=100_000)
+    parser.add_argument("--latency-instances", type=int, default=200)
+    args = parser.parse_args()
+    logs = Path(tempfile.mkdtemp(prefix="bench-workflows-"))
+    report = Report("Workflow runtime benchmark")
+    report.add(f"`bench/bench_workflows.py` (logs in {logs}); shared 2-core machine: figures "
+               "vary by run.")  # fmt: skip
+    report.add("")
+    with bench_broker() as broker:
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
+        fold = fold_throughput(broker.bootstrap, args.instances, args.steps, logs)
+        report.add(f"- **fold throughput**, one orchestrator, {fold['instances']:,} instances x "
+                   f"{fold['steps']} no-op steps ({fold['inputs']:,} inputs, {fold['events']:,} "
+                   f"events) in {fold['seconds']:.1f} s: **{fold['transitions_per_s']:,.0f} step "
+                   f"transitions/s**, {fold['instances_per_s']:,.0f} instances/s, "
+                   f"{fold['inputs_per_s']:,.0f} inputs/s (aim ≥ 2,000 transitions/s)")  # fmt: skip
+        lat = latency(broker.bootstrap, args.latency_instances, args.steps, logs)
+        report.add(f"- **step-to-step latency** (a step's success → the next step's request, "
+                   f"through timer, worker and orchestrator), {lat['samples']:,} samples: "
+                   f"**p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms**, max "
+                   f"{lat['max_ms']:.0f} ms (aim p99 < 250 ms)")  # fmt: skip
+        rest = restore(broker.bootstrap, args.sleeping, logs)
+        report.add(f"- **restore**, {rest['sleeping']:,} open instances (sleeping), one "
+                   f"orchestrator killed and replaced: every partition serving in "
+                   f"**{rest['restore_s']:.1f} s**, RSS {rest['rss_mb']:.0f} MB "
+                   f"(aim < 20 s for 100,000)")  # fmt: skip
+    report.write("workflows.md")
+
+
+if __name__ == "__main__":
+    main()
