@@ -48,8 +48,8 @@ def _answers(url: str) -> bool:
 
 @contextmanager
 def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator[ConsoleStack]:
-    """The processes up and answering; `runs` adds a timer, a worker and the workflow
-    orchestrator (else no slot of a job ever fires and no workflow moves)."""
+    """The processes up and answering; `runs` adds a timer, a worker, the workflow
+    orchestrator and the watchdog (else no slot of a job ever fires and no workflow moves)."""
     from tickwheel.adapters.kafka.admin import apply_topology
 
     port = free_port()
@@ -63,6 +63,8 @@ def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator
         "TICKWHEEL_TIMER_TICK_MS": "50",
         "TICKWHEEL_RETRY_BASE_MS": "200",
         # The console signs an approval's token with the first key; the SDK checks it.
+        # A dead letter older than a second is an alert (the console's ack test needs one).
+        "TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S": "1",
         "TICKWHEEL_APPROVAL_KEYS": "console-test:not-a-real-secret-0123456789",
     }
     env = {k: v for k, v in os.environ.items() if k != "CLICKHOUSE_URL"} | settings
@@ -87,6 +89,7 @@ def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator
             start("timer", "timer")
             start("worker", "worker", "--concurrency", "2")
             start("orchestrator", "orchestrator")
+            start("watchdog", "watchdog")
         api = start("api", "api")
         base = f"http://127.0.0.1:{port}"
         wait_for(lambda: _answers(f"{base}/healthz"), 60, "the API answering", api)

@@ -115,3 +115,39 @@ def _step_state(flows: Any, workflow_id: str, step: str) -> str | None:
         return str(flows.get(workflow_id).steps.get(step, {}).get("status"))
     except UnknownWorkflow:
         return None
+
+
+def test_acknowledging_an_alert_in_the_console_reaches_the_watchdog(
+    stack: ConsoleStack, browser: Any
+) -> None:
+    # A permanent failure is dead-lettered; past a second the watchdog opens an alert. A job
+    # every 2 s keeps the watchdog's event-time watermark moving.
+    stack.jobs.create({"jobId": "ticker", "type": "noop", "cron": "*/2 * * * * *"})
+    stack.jobs.create({"jobId": "doomed", "type": "fail", "cron": "0 0 1 1 *",
+                       "payload": {"mode": "permanent"}})  # fmt: skip
+    stack.jobs.trigger("doomed")
+    page, watch = watched_page(browser)
+    deadline = time.monotonic() + 150
+    form = page.locator("form.ack-form")
+    while True:
+        page.goto(f"{stack.base}/console/alerts?state=open")
+        if form.count() > 0:
+            break
+        assert time.monotonic() < deadline, "no open alert: " + page.inner_text("main")
+        page.wait_for_timeout(1000)
+    row = page.locator("tr[data-incident]", has=form).first
+    incident_id = row.get_attribute("data-incident")
+    screenshot(page, "alerts-open")
+    row.locator("input[name=note]").fill("replaying the letter after the fix")
+    row.locator("input[name=by]").fill("ana")
+    row.locator("button", has_text="Acknowledge").click()
+    page.wait_for_url(re.compile(r"done=acknowledgement"))
+    acknowledged = page.locator(f'tr[data-incident="{incident_id}"] p.acknowledged')
+    while acknowledged.count() == 0:
+        assert time.monotonic() < deadline, "the watchdog never applied the acknowledgement"
+        page.wait_for_timeout(1000)
+        page.goto(f"{stack.base}/console/alerts")
+    assert "acknowledged by ana: replaying the letter after the fix" in acknowledged.inner_text()
+    screenshot(page, "alerts")
+    stack.jobs.pause("ticker")
+    watch.assert_clean()
