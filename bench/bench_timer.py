@@ -29,7 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._charts import histogram, points  # noqa: E402
 from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench.bench_limits import measure_limits  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
@@ -111,11 +113,12 @@ class Scenario:
         return out
 
 
-def lag_summary(requests: list[dict[str, Any]]) -> dict[str, float]:
+def lag_summary(requests: list[dict[str, Any]]) -> dict[str, Any]:
     lags = [(r["requested_at"] - r["fire_time"]) / 1000 for r in requests]
     emitted = [r["requested_at"] for r in requests]
     span = (max(emitted) - min(emitted)) / 1000 if emitted else 0.0
     return {
+        "lags_ms": [lag * 1000 for lag in lags],
         "count": len(requests),
         "p50": percentile(lags, 0.50),
         "p99": percentile(lags, 0.99),
@@ -125,7 +128,7 @@ def lag_summary(requests: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def steady(bootstrap: str, jobs: int, seconds: int) -> dict[str, float]:
+def steady(bootstrap: str, jobs: int, seconds: int) -> dict[str, Any]:
     scenario = Scenario(bootstrap, "steady")
     now = int(time.time() * 1000)
     specs = [
@@ -148,7 +151,7 @@ def _due_the_minute_after_next(now_ms: int) -> tuple[datetime, str]:
     return due, f"{due.minute} {due.hour} * * *"
 
 
-def burst(bootstrap: str, jobs: int, jitter: bool) -> dict[str, float]:
+def burst(bootstrap: str, jobs: int, jitter: bool) -> dict[str, Any]:
     scenario = Scenario(bootstrap, f"burst-{'jitter' if jitter else 'nojitter'}")
     now = int(time.time() * 1000)
     due, cron = _due_the_minute_after_next(now)
@@ -238,7 +241,11 @@ def main() -> None:
     parser.add_argument("--steady-jobs", type=int, default=2000)
     parser.add_argument("--steady-seconds", type=int, default=20)
     parser.add_argument("--burst", type=int, default=100_000)
-    parser.add_argument("--restore", type=int, default=1_000_000)
+    parser.add_argument(
+        "--restore",
+        default="100000,300000,1000000",
+        help="job counts to restore, comma-separated (one restore each; charted against time)",
+    )
     parser.add_argument("--skip", nargs="*", default=[], help="steady, burst, replay, restore")
     parser.add_argument(
         "--burst-jitter", choices=["both", "on", "off"], default="both", help="which bursts to run"
@@ -246,9 +253,14 @@ def main() -> None:
     args = parser.parse_args()
 
     report = Report("Timer benchmarks")
+    lag_series: dict[str, list[float]] = {}
+    restores: list[dict[str, float]] = []
     with bench_broker() as broker:
+        limits = measure_limits(broker.bootstrap)
+        report.add(f"- {limits.describe()} (`bench/bench_limits.py`, same broker, same run)")
         if "steady" not in args.skip:
             s = steady(broker.bootstrap, args.steady_jobs, args.steady_seconds)
+            lag_series[f"steady, {args.steady_jobs} jobs/s"] = s["lags_ms"]
             report.add(
                 f"- steady, {args.steady_jobs} every-second jobs, jitter off: {s['count']} "
                 f"occurrences at {s['count'] / max(s['emit_span_s'], 1e-9):.0f}/s, fire lag "
@@ -260,8 +272,13 @@ def main() -> None:
                 args.burst_jitter
             ]:
                 b = burst(broker.bootstrap, args.burst, jitter)
+                lag_series[f"burst {args.burst:,}, jitter {'on' if jitter else 'off'}"] = b[
+                    "lags_ms"
+                ]
                 rate = (
-                    f"; emission rate {b['emit_rate_per_s']:.0f}/s"
+                    f"; **emission rate {b['emit_rate_per_s']:,.0f}/s, "
+                    f"{limits.ratio_produce(b['emit_rate_per_s'])} of the raw transactional "
+                    "produce**"
                     if "emit_rate_per_s" in b
                     else ""
                 )
@@ -282,12 +299,27 @@ def main() -> None:
                 f"afterwards (equal: nothing fired twice)"
             )
         if "restore" not in args.skip:
-            r = restore(broker.bootstrap, args.restore)
-            report.add(
-                f"- restore, {r['jobs']} jobs in the definitions topic (published in "
-                f"{r['publish_s']:.1f} s): one instance restored all 6 partitions in "
-                f"{r['restore_s']:.1f} s; resident memory {r['rss_mb']:.0f} MiB"
-            )
+            for jobs in (int(n) for n in args.restore.split(",") if n.strip()):
+                r = restore(broker.bootstrap, jobs)
+                restores.append(r)
+                report.add(
+                    f"- restore, {r['jobs']} jobs in the definitions topic (published in "
+                    f"{r['publish_s']:.1f} s): one instance restored all 6 partitions in "
+                    f"{r['restore_s']:.1f} s; resident memory {r['rss_mb']:.0f} MiB"
+                )
+    report.add("")
+    report.add("The machine is shared (other engineers' tests run on its two cores): compare the "
+               "ratios to the raw limit, measured in the same run, rather than raw figures.")  # fmt: skip
+    if lag_series:
+        name = histogram(lag_series, "timer-fire-lag.png", "Timer fire lag (emit - intended)")
+        report.add(f"\n![fire lag histograms]({name})")
+    if restores:
+        name = points(
+            {"restore, all 6 partitions": ([r["jobs"] for r in restores],
+                                           [r["restore_s"] for r in restores])},
+            "timer-restore.png", "Restore time against job count", "jobs", "seconds",
+        )  # fmt: skip
+        report.add(f"\n![restore time against job count]({name})")
     report.write("timer.md")
 
 

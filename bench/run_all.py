@@ -8,6 +8,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = [
+    "bench_limits.py",
     "bench_core.py",
     "bench_worker.py",
     "bench_history.py",
