@@ -30,6 +30,8 @@ pytestmark = pytest.mark.integration
 
 MAX_ROUNDS = 600  # consume calls per consumer in one wait, whatever the clock says
 MAX_WAIT_S = 60.0
+# The broker's floor for a session (group.min.session.timeout.ms, 6 s by default).
+LAPSE_MS = 6000
 
 
 class BrokerCluster:
@@ -62,6 +64,15 @@ class BrokerCluster:
         consumer = Consumer(consumer_config(group, self.bootstrap, **overrides))
         self._consumers.append(consumer)
         return consumer
+
+    def lapsing_consumer(self, group: str) -> Any:
+        """A consumer the group gives up on soon after it stops polling (librdkafka leaves the
+        group once `max.poll.interval.ms` passes without a poll)."""
+        return self.consumer(group, **{"max.poll.interval.ms": LAPSE_MS,
+                                       "session.timeout.ms": LAPSE_MS})  # fmt: skip
+
+    def lapse(self, consumer: Any) -> None:
+        """Nothing to do: not polling `consumer` is the lapse; the group notices by itself."""
 
     def producer(self) -> Any:
         return EventProducer(self.bootstrap)
@@ -96,10 +107,14 @@ def name(what: str) -> str:
 
 
 def drive(
-    consumers: Sequence[Any], until: Callable[[], bool], into: dict[int, list[Any]] | None = None
+    consumers: Sequence[Any],
+    until: Callable[[], bool],
+    into: dict[int, list[Any]] | None = None,
+    errors: list[int] | None = None,
 ) -> None:
     """Call `consume` on every consumer until `until()` holds: at most MAX_ROUNDS rounds and
-    MAX_WAIT_S seconds. Messages land in `into[index of the consumer]`."""
+    MAX_WAIT_S seconds. Messages land in `into[index of the consumer]`, the codes of error
+    messages in `errors`."""
     deadline = time.monotonic() + MAX_WAIT_S
     for _ in range(MAX_ROUNDS):
         if until():
@@ -108,6 +123,8 @@ def drive(
             messages = consumer.consume(100, 0.1)
             if into is not None:
                 into.setdefault(index, []).extend(m for m in messages if m.error() is None)
+            if errors is not None:
+                errors.extend(m.error().code() for m in messages if m.error() is not None)
         if time.monotonic() > deadline:
             break
     assert until(), "the condition did not hold within the bounded wait"
@@ -237,6 +254,57 @@ def test_a_new_producer_with_the_same_transactional_id_fences_the_zombie(cluster
     assert read_values(cluster, topic) == [b"heir"]
 
 
+def test_a_transaction_over_two_topics_is_all_or_nothing_with_its_headers(cluster: Any) -> None:
+    left, right = name("left"), name("right")
+    cluster.create_topic(left, partitions=2)
+    cluster.create_topic(right)
+    producer = cluster.transactional(name("both"))
+    producer.init()
+    reports: list[tuple[int | None, str, int | None]] = []
+
+    def note(err: Any, msg: Any) -> None:
+        reports.append((err.code() if err else None, msg.topic(), msg.offset()))
+
+    def write(outcome: str, flush: bool) -> None:
+        producer.begin()
+        for partition in (0, 1):
+            producer.send(left, "k", outcome.encode(), partition, [("seq", b"1")], note)
+        producer.send(right, "k", outcome.encode(), 0, [("seq", b"2")], note)
+        if flush:
+            assert producer.flush(30) == 0
+        if outcome == "abort":
+            producer.abort()
+        else:
+            producer.commit()
+
+    # Aborted before anything was flushed: the client purges its queue, nothing is written.
+    write("abort", flush=False)
+    assert sorted(reports, key=repr) == [(KafkaError._PURGE_QUEUE, left, None)] * 2 + [
+        (KafkaError._PURGE_QUEUE, right, None)
+    ]
+    reports.clear()
+    # Flushed, then aborted: in the log at offset 0, then the abort marker at 1.
+    write("abort", flush=True)
+    assert sorted(reports, key=repr) == [(None, left, 0)] * 2 + [(None, right, 0)]
+    reports.clear()
+    # The commit flushes: every delivery report has run once it returns (the timer's request
+    # log counts on it).
+    write("commit", flush=False)
+    assert sorted(reports, key=repr) == [(None, left, 2)] * 2 + [(None, right, 2)]
+    records = list(cluster.reader().read_to_end(left)) + list(cluster.reader().read_to_end(right))
+    assert [(r.topic, r.partition, r.offset, r.value) for r in records] == [
+        (left, 0, 2, b"commit"),
+        (left, 1, 2, b"commit"),
+        (right, 0, 2, b"commit"),
+    ]
+    assert [r.headers for r in records] == [(("seq", b"1"),), (("seq", b"1"),), (("seq", b"2"),)]
+    consumer = cluster.consumer(name("headers"))
+    consumer.assign([TopicPartition(right, 0, OFFSET_BEGINNING)])
+    got: dict[int, list[Any]] = {}
+    drive([consumer], lambda: len(got.get(0, [])) == 1, got)
+    assert got[0][0].headers() == [("seq", b"2")]
+
+
 def test_offsets_sent_to_a_transaction_commit_with_it_and_not_without(cluster: Any) -> None:
     source, sink = name("source"), name("sink")
     cluster.create_topic(source)
@@ -263,8 +331,10 @@ def test_offsets_sent_to_a_transaction_commit_with_it_and_not_without(cluster: A
 
 
 # -- groups ----------------------------------------------------------------------------------
-def _member(cluster: Any, group: str, topic: str, who: str, events: list[Any]) -> Any:
-    consumer = cluster.consumer(group)
+def _member(
+    cluster: Any, group: str, topic: str, who: str, events: list[Any], lapsing: bool = False
+) -> Any:
+    consumer = cluster.lapsing_consumer(group) if lapsing else cluster.consumer(group)
 
     def on_assign(c: Any, partitions: list[Any]) -> None:
         events.append((who, "assign", sorted(tp.partition for tp in partitions)))
@@ -274,7 +344,11 @@ def _member(cluster: Any, group: str, topic: str, who: str, events: list[Any]) -
         events.append((who, "revoke", sorted(tp.partition for tp in partitions)))
         c.incremental_unassign(partitions)
 
-    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    def on_lost(c: Any, partitions: list[Any]) -> None:
+        events.append((who, "lost", sorted(tp.partition for tp in partitions)))
+        c.incremental_unassign(partitions)
+
+    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     return consumer
 
 
@@ -303,6 +377,26 @@ def test_a_second_member_takes_partitions_revoked_before_they_are_assigned(clust
     assert events[-1] == ("first", "assign", moved)
     with pytest.raises(RuntimeError):
         second.consume(1, 0)
+
+
+def test_a_member_that_stops_polling_loses_its_partitions_to_the_others(cluster: Any) -> None:
+    topic, group = name("lapse"), name("lapse")
+    cluster.create_topic(topic, partitions=2)
+    events: list[Any] = []
+    lapsed = _member(cluster, group, topic, "lapsed", events, lapsing=True)
+    drive([lapsed], lambda: owned(lapsed) == {0, 1})
+    other = _member(cluster, group, topic, "other", events)
+    drive([lapsed, other], lambda: len(owned(lapsed)) == 1 and len(owned(other)) == 1)
+    kept = sorted(owned(lapsed))
+    cluster.lapse(lapsed)  # stops polling: the group moves on without it
+    drive([other], lambda: owned(other) == {0, 1})
+    # Its next polls say why, then call `on_lost` (not `on_revoke`: it owns nothing by then),
+    # and it joins again, so the group ends balanced.
+    errors: list[int] = []
+    drive([lapsed, other], lambda: ("lapsed", "lost", kept) in events, errors=errors)
+    assert KafkaError._MAX_POLL_EXCEEDED in errors
+    assert ("lapsed", "revoke", kept) not in events
+    drive([lapsed, other], lambda: len(owned(lapsed)) == 1 and len(owned(other)) == 1)
 
 
 # -- positions and metadata -------------------------------------------------------------------

@@ -13,8 +13,10 @@ from tests.integration import test_kafka_contract as contract
 from tests.integration.test_kafka_contract import (
     test_a_compacted_topic_reads_as_the_latest_record_per_key,
     test_a_key_lands_on_its_murmur2_partition,
+    test_a_member_that_stops_polling_loses_its_partitions_to_the_others,
     test_a_new_producer_with_the_same_transactional_id_fences_the_zombie,
     test_a_second_member_takes_partitions_revoked_before_they_are_assigned,
+    test_a_transaction_over_two_topics_is_all_or_nothing_with_its_headers,
     test_committed_offsets_are_where_the_group_starts,
     test_each_partition_is_consumed_in_the_order_it_was_produced,
     test_offsets_sent_to_a_transaction_commit_with_it_and_not_without,
@@ -37,7 +39,9 @@ CONTRACT = [
     test_a_compacted_topic_reads_as_the_latest_record_per_key,
     test_a_key_lands_on_its_murmur2_partition,
     test_a_new_producer_with_the_same_transactional_id_fences_the_zombie,
+    test_a_member_that_stops_polling_loses_its_partitions_to_the_others,
     test_a_second_member_takes_partitions_revoked_before_they_are_assigned,
+    test_a_transaction_over_two_topics_is_all_or_nothing_with_its_headers,
     test_committed_offsets_are_where_the_group_starts,
     test_each_partition_is_consumed_in_the_order_it_was_produced,
     test_offsets_sent_to_a_transaction_commit_with_it_and_not_without,
@@ -61,6 +65,13 @@ class MemoryCluster:
 
     def consumer(self, group: str, **overrides: Any) -> MemoryConsumer:
         return MemoryConsumer(self.broker, consumer_config(group, "memory", **overrides))
+
+    def lapsing_consumer(self, group: str) -> MemoryConsumer:
+        return self.consumer(group)
+
+    def lapse(self, consumer: MemoryConsumer) -> None:
+        """No clock runs here: the session's end is told to the broker."""
+        self.broker.expire_member(consumer.consumer_group_metadata().group_id, consumer.memberid())
 
     def producer(self) -> MemoryEventProducer:
         return MemoryEventProducer(self.broker)

@@ -91,9 +91,10 @@ class MemoryConsumer:
         member = "" if self._member is None else self._member.member_id
         return GroupMetadata(self._group_id, group.generation, member)
 
-    def _serve_rebalance(self) -> None:
+    def _serve_rebalance(self, out: list[MemoryMessage]) -> None:
         """Run the callbacks the group owes this member, in order; without a callback do what
-        librdkafka does by itself (incremental assign or unassign)."""
+        librdkafka does by itself (incremental assign or unassign). A lost session is also
+        told as an error message, as librdkafka tells it."""
         member = self._member
         while member is not None and member.events:
             kind, keys = member.events.popleft()
@@ -108,6 +109,9 @@ class MemoryConsumer:
             if kind == "revoke":
                 self._broker.group(self._group_id).released(member.member_id, keys)
             if kind == "lost":
+                reason = "Application maximum poll interval exceeded (the session expired)"
+                error = KafkaError(KafkaError._MAX_POLL_EXCEEDED, reason)
+                out.insert(0, MemoryMessage(None, None, None, None, None, None, 0, error))
                 # librdkafka joins again by itself after losing its session.
                 self._member = member = self._broker.group(self._group_id).join(self._topics)
 
@@ -209,13 +213,13 @@ class MemoryConsumer:
         """What is readable now, up to `num_messages`, taking partitions in turn; never waits
         (`timeout` is the caller's to spend)."""
         self._open()
-        self._serve_rebalance()
+        messages: list[MemoryMessage] = []
+        self._serve_rebalance(messages)
         keys = list(self._fetches)
         if not keys:
-            return []
+            return messages
         first = self._next_first % len(keys)
         self._next_first += 1
-        messages: list[MemoryMessage] = []
         for key in keys[first:] + keys[:first]:
             fetch = self._fetches[key]
             if not fetch.paused:
@@ -283,7 +287,10 @@ class MemoryConsumer:
         if offsets is not None:
             chosen = [(tp.topic, tp.partition, tp.offset) for tp in offsets]
         elif message is not None:
-            chosen = [(message.topic(), message.partition(), message.offset() + 1)]
+            offset = message.offset()
+            if offset is None:
+                raise kafka_exception(KafkaError._INVALID_ARG, "Local: Invalid argument")
+            chosen = [(message.topic(), message.partition(), offset + 1)]
         else:
             chosen = [(t, p, f.position) for (t, p), f in self._fetches.items() if f.position >= 0]
         if not chosen:

@@ -13,22 +13,22 @@ class MemoryMessage:
     """A consumed message (or one handed to a delivery callback), read like the client's:
     `msg.offset()`, `msg.key()`, ..."""
 
-    _topic: str
-    _partition: int
-    _offset: int
+    _topic: str | None
+    _partition: int | None
+    _offset: int | None  # None: never delivered (purged)
     _key: bytes | None
     _value: bytes | None
     _headers: list[tuple[str, bytes]] | None
     _timestamp_ms: int
     _error: KafkaError | None = None
 
-    def topic(self) -> str:
+    def topic(self) -> str | None:
         return self._topic
 
-    def partition(self) -> int:
+    def partition(self) -> int | None:
         return self._partition
 
-    def offset(self) -> int:
+    def offset(self) -> int | None:
         return self._offset
 
     def key(self) -> bytes | None:

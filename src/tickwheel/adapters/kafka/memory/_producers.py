@@ -1,13 +1,16 @@
 """The producers of `tickwheel.adapters.kafka.producer` (`EventProducer`,
 `TransactionalProducer`), against the in-memory broker: same methods, same exceptions.
 
-A record sent is in the log at once (the real client delivers it some milliseconds later);
-delivery callbacks still run only from `poll`, `flush` and `commit`, as librdkafka runs them.
+`MemoryEventProducer` puts a record in the log at once (the real client delivers it some
+milliseconds later). `MemoryTransactionalProducer` keeps its records in a local queue until
+`poll`, `flush` or `commit`, the latest moment the real client sends them: an abort before then
+purges them, as the real client does when it has not sent them yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -30,7 +33,7 @@ def _append(
     headers: list[tuple[str, bytes]] | None,
     transaction: Transaction | None,
 ) -> MemoryMessage:
-    raw_key = key.encode() if key is not None else None
+    raw_key = _raw(key)
     if partition < 0:
         partition = broker.partition_for(topic, raw_key)
     log = broker.log(topic, partition)
@@ -63,10 +66,15 @@ class MemoryEventProducer:
 
 
 class MemoryTransactionalProducer:
-    """`TransactionalProducer` in memory. `init()` fences every earlier producer with the same
-    transactional id: the broker aborts its open transaction, and the zombie's sends go nowhere
-    while its next flush, begin, send_offsets, commit or abort raises the fatal `_FENCED`
-    `KafkaException` (a send after that raises `_FATAL`), as a real broker answers it."""
+    """`TransactionalProducer` in memory. What it sends waits in a local queue, as in
+    librdkafka, until `poll`, `flush` or `commit` delivers it into the log (inside the open
+    transaction, so the last stable offset waits for it); `abort` purges what is still queued
+    (its delivery reports say `_PURGE_QUEUE`, as the real client's do) and aborts the rest.
+
+    `init()` fences every earlier producer with the same transactional id: the broker aborts
+    its open transaction, and the zombie's next flush, send_offsets, commit or abort raises the
+    fatal `_FENCED` `KafkaException` (a send after that raises `_FATAL`), as a real broker
+    answers it. A zombie's `begin` is local and passes until it has met its fence."""
 
     def __init__(self, broker: MemoryBroker, transactional_id: str) -> None:
         self.transactional_id = transactional_id
@@ -74,8 +82,8 @@ class MemoryTransactionalProducer:
         self._epoch: int | None = None
         self._transaction: Transaction | None = None
         self._fatal: KafkaError | None = None
-        self._deliveries: list[tuple[DeliveryCallback, MemoryMessage]] = []
-        self._zombie_sends = 0  # sent after being fenced: they will never be delivered
+        self._queued: list[_Queued] = []
+        self._reports: list[tuple[DeliveryCallback, KafkaError | None, MemoryMessage]] = []
 
     def init(self, timeout: float = 30.0) -> None:
         self._raise_if_fatal()
@@ -88,8 +96,6 @@ class MemoryTransactionalProducer:
             raise state_error("the transactional producer is not initialized (init first)")
         if self._transaction is not None:
             raise state_error("a transaction is already open")
-        # Local in librdkafka: a zombie learns nothing here; its next request to the broker
-        # does. The open transaction of a fenced epoch is never appended to.
         self._transaction = self._broker.begin(self.transactional_id, self._epoch)
 
     def send(
@@ -105,12 +111,8 @@ class MemoryTransactionalProducer:
             raise KafkaException(KafkaError(KafkaError._FATAL, self._fatal.str(), fatal=True))
         if self._transaction is None:
             raise state_error("no transaction is open (begin first)")
-        if self._fenced():
-            self._zombie_sends += 1
-            return
-        message = _append(self._broker, topic, key, value, partition, headers, self._transaction)
-        if on_delivery is not None:
-            self._deliveries.append((on_delivery, message))
+        self._broker.topic(topic)  # an unknown topic fails here, not at delivery
+        self._queued.append(_Queued(topic, key, value, partition, headers, on_delivery))
 
     def send_offsets(self, consumer: Any, offsets: list[Any]) -> None:
         """Commit the consumer group's `offsets` with the open transaction (and only if it
@@ -127,28 +129,52 @@ class MemoryTransactionalProducer:
         self._raise_if_fenced()
         if self._transaction is None:
             raise state_error("no transaction is open")
-        self._serve_deliveries()
+        self._deliver()
         transaction, self._transaction = self._transaction, None
         self._broker.end(transaction, commit=True)
+        self._serve_reports()
 
     def abort(self, timeout: float = 30.0) -> None:
         self._raise_if_fenced()
         if self._transaction is None:
             raise state_error("no transaction is open")
-        self._serve_deliveries()
+        purged, self._queued = self._queued, []
+        for item in purged:
+            if item.on_delivery is not None:
+                error = KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue")
+                unsent = MemoryMessage(item.topic, max(item.partition, -1), None,
+                                       _raw(item.key), item.value, item.headers, 0)  # fmt: skip
+                self._reports.append((item.on_delivery, error, unsent))
         transaction, self._transaction = self._transaction, None
         self._broker.end(transaction, commit=False)
+        self._serve_reports()
 
     def poll(self, timeout: float = 0.0) -> None:
-        self._serve_deliveries()
+        if not self._fenced():
+            self._deliver()
+        self._serve_reports()
 
     def flush(self, timeout: float = 30.0) -> int:
-        if self._zombie_sends:
+        if self._queued:
             self._raise_if_fenced()
-        self._serve_deliveries()
+        self._deliver()
+        self._serve_reports()
         return 0
 
-    # -- fencing ---------------------------------------------------------------------------
+    # -- delivery and fencing --------------------------------------------------------------
+    def _deliver(self) -> None:
+        queued, self._queued = self._queued, []
+        for item in queued:
+            message = _append(self._broker, item.topic, item.key, item.value, item.partition,
+                              item.headers, self._transaction)  # fmt: skip
+            if item.on_delivery is not None:
+                self._reports.append((item.on_delivery, None, message))
+
+    def _serve_reports(self) -> None:
+        reports, self._reports = self._reports, []
+        for callback, error, message in reports:
+            callback(error, message)
+
     def _fenced(self) -> bool:
         return self._epoch is not None and self._broker.epoch(self.transactional_id) > self._epoch
 
@@ -162,10 +188,19 @@ class MemoryTransactionalProducer:
         if self._fenced():
             self._fatal = fenced_error(self.transactional_id)
             self._transaction = None
-            self._deliveries.clear()
+            self._queued.clear()
             raise KafkaException(self._fatal)
 
-    def _serve_deliveries(self) -> None:
-        deliveries, self._deliveries = self._deliveries, []
-        for callback, message in deliveries:
-            callback(None, message)
+
+@dataclass(frozen=True)
+class _Queued:
+    topic: str
+    key: str | None
+    value: bytes | None
+    partition: int
+    headers: list[tuple[str, bytes]] | None
+    on_delivery: DeliveryCallback | None
+
+
+def _raw(key: str | None) -> bytes | None:
+    return key.encode() if key is not None else None
