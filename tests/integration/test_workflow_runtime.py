@@ -191,3 +191,30 @@ def test_retry_step_reuses_the_execution_id_with_the_next_attempt(
              if r["workflow_id"] == workflow_id and r["step_id"] == "flaky"]  # fmt: skip
     assert [r["attempt"] for r in flaky] == [1, 2]
     assert len({r["execution_id"] for r in flaky}) == 1
+
+
+def test_reassigning_an_approval_kills_the_old_link_and_the_new_round_decides(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    flows = WorkflowsClient(kafka_bootstrap, keys=APPROVAL_KEYS)
+    flows.define({"definitionId": "handover", "version": 1, "steps": [
+        {"id": "ask", "kind": "approval", "timeout": "10m", "assignees": ["ann@example.com"]}]})  # fmt: skip
+    workflow_id = flows.start("handover")
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested"), TIMEOUT_S)
+    old_link = flows.approval_token(workflow_id, "ask")
+    flows.reassign(workflow_id, "ask", ["bob@example.com"], actor="lead@example.com")
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested", 2),
+                      TIMEOUT_S)  # fmt: skip
+    new_link = flows.approval_token(workflow_id, "ask")
+    flows.approve(old_link, actor="ann@example.com")
+    flows.reject(new_link, actor="bob@example.com", note="not this one")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    reassigned = next(e for e in events if e["event_type"] == "approval_reassigned")
+    assert reassigned["actor"] == "lead@example.com"
+    fenced = next(e for e in events if e["event_type"] == "approval_fenced")
+    assert (fenced["actor"], fenced["data"]["reason"]) == ("ann@example.com", "stale_round")
+    rejected = next(e for e in events if e["event_type"] == "approval_rejected")
+    assert (rejected["actor"], rejected["data"]["round"]) == ("bob@example.com", 2)
+    assert status_of(events) in ("failed", "compensated")

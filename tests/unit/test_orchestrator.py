@@ -175,3 +175,24 @@ def test_an_heir_restored_from_the_snapshots_mid_history_decides_what_the_first_
     after = heir.take()
     assert after.events[-1]["seq"] == straight
     assert heir.state(fixture["workflow_id"]) == first.state(fixture["workflow_id"])
+
+
+def test_a_reassigned_approval_opens_a_new_round_and_the_old_rounds_links_are_fenced() -> None:
+    from tickwheel.core.workflow import Approve, Reassign, Start
+
+    definition = parse_definition({"definitionId": "r", "version": 1, "steps": [
+        {"id": "ask", "kind": "approval", "timeout": "1h", "assignees": ["ann@example.com"]}]})  # fmt: skip
+    state = initial_state("wf-r", definition)
+    state, _, _ = step(state, definition, Start(0, None))
+    assert state.steps["ask"].round == 1 and "approval:ask:1" in state.timers
+    state, events, _ = step(state, definition, Reassign(10, "ask", "lead", ("bob@example.com",)))
+    assert [e.type for e in events] == ["approval_reassigned", "approval_requested"]
+    assert events[0].actor == "lead" and events[1].data["assignees"] == ["bob@example.com"]
+    assert state.steps["ask"].round == 2
+    assert state.timers == {"approval:ask:2"}  # the old round's timeout went with it
+    state, events, _ = step(state, definition, Approve(20, "ask", 1, "ann@example.com"))
+    assert [(e.type, e.data.get("reason")) for e in events] == [("approval_fenced", "stale_round")]
+    state, events, _ = step(state, definition, Approve(30, "ask", 2, "bob@example.com"))
+    assert state.status == "succeeded"
+    state, events, _ = step(state, definition, Reassign(40, "ask", "lead", ("eve@example.com",)))
+    assert [e.type for e in events] == ["reassign_ignored"]

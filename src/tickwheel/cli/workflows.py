@@ -205,6 +205,25 @@ def _token(args: argparse.Namespace) -> int:
     return _done(args, {"token": token}, token)
 
 
+def _add_reassign(verbs: Any) -> None:
+    p = verbs.add_parser("reassign", help="hand a waiting approval to others (a new round)",
+                         description="Opens a new round for --to; tokens of the old round are "
+                         "recorded as fenced from then on.")  # fmt: skip
+    p.add_argument("workflow_id", metavar="ID")
+    p.add_argument("step", metavar="STEP")
+    p.add_argument("--to", nargs="+", required=True, metavar="ASSIGNEE", help="the new assignees")
+    _actor_flag(p)
+    p.set_defaults(handler=_reassign)
+
+
+def _reassign(args: argparse.Namespace) -> int:
+    _client().reassign(args.workflow_id, args.step, args.to, actor=args.actor)
+    sent = {"workflowId": args.workflow_id, "step": args.step, "assignees": args.to,
+            "actor": args.actor}  # fmt: skip
+    return _done(args, sent, f"{args.step} of {args.workflow_id} reassigned to "
+                             f"{', '.join(args.to)}")  # fmt: skip
+
+
 def _decision(verb: str) -> Callable[[Any], None]:
     def add(verbs: Any) -> None:
         p = verbs.add_parser(verb, help=f"{verb} an approval round with its token",
@@ -242,7 +261,7 @@ VERBS: list[Callable[[Any], None]] = [
     _repair("complete-step", "complete a stuck step (or failed compensation) by hand",
             with_output=True),
     _repair("skip-step", "skip a step (dependents run; its output is null)"),
-    _add_token, _decision("approve"), _decision("reject"),
+    _add_token, _decision("approve"), _decision("reject"), _add_reassign,
 ]  # fmt: skip
 
 

@@ -35,6 +35,7 @@ from tickwheel.core.workflow import (
     Cancel,
     CompleteStep,
     Input,
+    Reassign,
     Reject,
     RetryStep,
     SkipStep,
@@ -240,6 +241,13 @@ class WorkflowsClient:
         self._send(workflow_id, SkipStep(self._now_ms(), step, actor))
 
     # -- approvals -----------------------------------------------------------------------
+    def reassign(self, workflow_id: str, step: str, assignees: list[str], *, actor: str) -> None:
+        """Hand a waiting approval to `assignees`: a new round; the old round's tokens are
+        fenced from then on."""
+        if not assignees or not all(isinstance(a, str) and a.strip() for a in assignees):
+            raise InvalidInput("assignees", "accepted: one or more non-empty names")
+        self._send(workflow_id, Reassign(self._now_ms(), step, actor, tuple(assignees)))
+
     def approval_token(self, workflow_id: str, step: str, ttl_ms: int | None = None) -> str:
         """A token for the current round of approval `step` (for the notifier, or an
         operator handing out the link), signed with the first key."""

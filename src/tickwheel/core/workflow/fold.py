@@ -24,11 +24,12 @@ from tickwheel.core.workflow import repair
 from tickwheel.core.workflow.decider import Decider
 from tickwheel.core.workflow.definition import WorkflowDefinition
 from tickwheel.core.workflow.events import Command, Event, effects
-from tickwheel.core.workflow.ids import parse_timer
+from tickwheel.core.workflow.ids import approval_timer, parse_timer
 from tickwheel.core.workflow.inputs import (
     Approve,
     Cancel,
     Input,
+    Reassign,
     Reject,
     Start,
     StepCancelled,
@@ -149,6 +150,29 @@ def _approval(d: Decider, item: Approve | Reject) -> None:
         d.fail_attempt(spec, f"rejected by {item.actor}: {item.note}", permanent=True)
 
 
+def _reassign(d: Decider, item: Reassign) -> None:
+    """A waiting approval goes to `assignees` as a new round; the old round's timer goes
+    with it (its timeout no longer applies), and escalations are not spent."""
+    spec = d.definition.step(item.step)
+    st = d.state.steps.get(item.step)
+    reason = None
+    if spec is None or st is None or spec.kind != "approval":
+        reason = "not_an_approval_step"
+    elif d.state.status != "running":
+        reason = f"workflow_{d.state.status}"
+    elif st.status != "waiting":
+        reason = f"step_{st.status}"
+    elif not item.assignees:
+        reason = "no_assignees"
+    if reason is not None or spec is None or st is None:
+        d.emit("reassign_ignored", item.step, actor=item.actor, reason=reason)
+        return
+    d.emit("approval_reassigned", spec.id, actor=item.actor, round=st.round,
+           assignees=list(item.assignees),
+           cancel_timers=[t for t in d.state.timers if t == approval_timer(spec.id, st.round)])  # fmt: skip
+    d.request_approval(spec, item.assignees)
+
+
 def _cancel(d: Decider, item: Cancel) -> None:
     if d.state.status != "running":
         d.emit("cancel_ignored", actor=item.actor, reason=f"workflow_{d.state.status}")
@@ -160,7 +184,7 @@ def _cancel(d: Decider, item: Cancel) -> None:
 _HANDLERS: dict[str, Callable[[Decider, Any], None]] = {
     "start": _start, "step_succeeded": _outcome, "step_failed": _outcome,
     "step_cancelled": _outcome, "timer_fired": _timer, "approve": _approval,
-    "reject": _approval, "cancel": _cancel, "retry_step": repair.retry_step,
+    "reject": _approval, "reassign": _reassign, "cancel": _cancel, "retry_step": repair.retry_step,
     "complete_step": repair.complete_step, "skip_step": repair.skip_step,
 }  # fmt: skip
 
@@ -194,7 +218,7 @@ def _decided(state: WorkflowState, definition: WorkflowDefinition, item: Input) 
     d = Decider(state, definition, item.at_ms)
     if state.status == "new" and item.kind != "start":
         d.emit(f"{item.kind}_ignored" if item.kind in repair.OPERATOR or item.kind in
-               ("cancel", "timer_fired") else "step_outcome_fenced"
+               ("cancel", "timer_fired", "reassign") else "step_outcome_fenced"
                if item.kind.startswith("step_") else "approval_fenced",
                getattr(item, "step", None), reason="not_started")  # fmt: skip
         return d

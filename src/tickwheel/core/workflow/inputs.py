@@ -17,6 +17,7 @@ __all__ = [
     "Cancel",
     "CompleteStep",
     "Input",
+    "Reassign",
     "Reject",
     "RetryStep",
     "SkipStep",
@@ -97,6 +98,22 @@ class Reject:
 
 
 @dataclass(frozen=True, slots=True)
+class Reassign:
+    """Hand an approval to other people: a new round for `assignees` (the old round's links
+    are dead from then on: a decision for it is fenced as `stale_round`)."""
+
+    kind: ClassVar[str] = "reassign"
+    at_ms: int
+    step: str
+    actor: str
+    assignees: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # JSON gives a list; the input stays hashable and immutable.
+        object.__setattr__(self, "assignees", tuple(self.assignees))
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     kind: ClassVar[str] = "cancel"
     at_ms: int
@@ -131,18 +148,21 @@ class SkipStep:
 
 Input = (
     Start | StepSucceeded | StepFailed | StepCancelled | TimerFired | Approve | Reject | Cancel
-    | RetryStep | CompleteStep | SkipStep
+    | RetryStep | CompleteStep | SkipStep | Reassign
 )  # fmt: skip
 INPUTS: dict[str, type[Input]] = {
     cls.kind: cls
     for cls in (Start, StepSucceeded, StepFailed, StepCancelled, TimerFired, Approve, Reject,
-                Cancel, RetryStep, CompleteStep, SkipStep)
+                Cancel, RetryStep, CompleteStep, SkipStep, Reassign)
 }  # fmt: skip
 
 
 def input_to_json(item: Input) -> dict[str, Any]:
     """The input as a JSON object with its `kind` (golden histories, `workflows.inputs` data)."""
-    return {"kind": item.kind, **asdict(item)}
+    out = {"kind": item.kind, **asdict(item)}
+    if isinstance(item, Reassign):
+        out["assignees"] = list(item.assignees)
+    return out
 
 
 def input_from_json(data: dict[str, Any]) -> Input:
