@@ -303,3 +303,31 @@ def test_an_alert_is_acknowledged_with_a_required_note_and_who(
     again = client.get("/console/alerts")
     assert "acknowledged by ana: on it" in again.text
     assert 'action="/console/alerts/inc-1/ack"' not in again.text
+
+
+def test_a_pause_records_its_account_and_the_disabled_report_lists_it_as_csv(
+    client: TestClient, jobs: MemoryJobs
+) -> None:
+    make(jobs, "held")
+    client.post("/console/jobs/held/pause", data={"reason": "vendor down", "by": "ana"})
+    record = jobs.get("held")
+    assert (record["disabledReason"], record["disabledBy"]) == ("vendor down", "console:ana")
+    now = int(NOW_S * 1000)
+    app = client.app
+    app.state.console_disabled = lambda _b: [  # type: ignore[attr-defined]
+        {"job_id": "held", "tenant_id": "default", "owner": "payments", "reason": "vendor down",
+         "by": "console:ana", "since": now - HOUR_MS, "review_by": now - 1, "version": 2},
+    ]  # fmt: skip
+    page = client.get("/console/disabled")
+    assert 'data-job="held"' in page.text and "review overdue" in page.text
+    csv_text = client.get("/console/disabled.csv")
+    assert csv_text.headers["content-type"].startswith("text/csv")
+    assert csv_text.text.splitlines() == [
+        "job_id,tenant_id,owner,reason,by,since,review_by,version",
+        "held,default,payments,vendor down,console:ana,2027-01-01T11:00:00Z,"
+        "2027-01-01T11:59:59.999Z,2",
+    ]
+    client.post("/console/jobs/held/resume", data={})
+    resumed = jobs.get("held")
+    assert resumed["enabled"] and resumed.get("disabledReason") is None
+    assert models.PAUSE_REASON_LABEL not in (resumed.get("labels") or {})

@@ -45,6 +45,7 @@ def mount(app: FastAPI) -> None:
     app.state.console_alerts = reads.topic_incidents
     app.state.console_workflows = workflows.sdk_workflows
     app.state.console_ack = alerts.send_ack
+    app.state.console_disabled = alerts.topic_disabled
     guard = [Depends(console_allowed)]
     app.include_router(pages.router, prefix=PREFIX, dependencies=guard)
     app.include_router(actions.router, prefix=PREFIX, dependencies=guard)

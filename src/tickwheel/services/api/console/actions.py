@@ -38,23 +38,41 @@ def _backend(request: Request) -> Backend:
     return value
 
 
-def pause(b: Backend, job_id: str, reason: str) -> dict[str, Any]:
+#: A disable's account on the definition (read by `tickwheel jobs disabled` and the watchdog).
+ACCOUNT = ("disabledReason", "disabledBy", "disabledOwner", "disabledReviewBy")
+
+
+def who(form: dict[str, list[str]]) -> str:
+    """The operator a form names (`by`), as the account records it: `console:<name>`."""
+    name = one(form, "by").strip() or "operator"
+    if len(name) > 100:
+        raise InvalidInput("by", f"{len(name)} characters; accepted: 1-100")
+    return f"console:{name}"
+
+
+def pause(b: Backend, job_id: str, reason: str, by: str = "console:operator") -> dict[str, Any]:
+    """Disable the job with its account: the reason in the API's label (as `POST
+    /v1/jobs/{id}/pause` keeps it) and in `disabledReason`, and who in `disabledBy`."""
     labels = dict(b.jobs.get(job_id).get("labels") or {})
-    changes = {"enabled": False, "labels": {**labels, PAUSE_REASON_LABEL: reason}}
+    changes = {"enabled": False, "labels": {**labels, PAUSE_REASON_LABEL: reason},
+               "disabledReason": reason, "disabledBy": by}  # fmt: skip
     record = update_record(b, job_id, changes, None)
     log.info("job paused", extra={"action": "job_paused", "job_id": job_id, "reason": reason,
-                                  "via": "console"})  # fmt: skip
+                                  "by": by, "via": "console"})  # fmt: skip
     return record
 
 
-def resume(b: Backend, job_id: str, reason: str | None = None) -> dict[str, Any]:
-    labels = dict(b.jobs.get(job_id).get("labels") or {})
+def resume(b: Backend, job_id: str, reason: str | None = None, by: str = "") -> dict[str, Any]:
+    """Enable the job again; its disable's account and the reason label go."""
+    current = b.jobs.get(job_id)
+    labels = dict(current.get("labels") or {})
     changes: dict[str, Any] = {"enabled": True}
     if labels.pop(PAUSE_REASON_LABEL, None) is not None:
         changes["labels"] = labels
+    changes.update({name: None for name in ACCOUNT if current.get(name) is not None})
     record = update_record(b, job_id, changes, None)
     log.info("job resumed", extra={"action": "job_resumed", "job_id": job_id, "reason": reason,
-                                   "via": "console"})  # fmt: skip
+                                   "by": by, "via": "console"})  # fmt: skip
     return record
 
 
@@ -103,7 +121,8 @@ async def bulk(request: Request) -> Response:
             raise InvalidInput("job", "none selected; accepted: one or more jobs ticked")
         reason = require_reason(one(form, "reason"))
         act = pause if action == "pause" else resume
-        done = [await run_in_threadpool(act, b, job_id, reason) for job_id in selected]
+        by = who(form)
+        done = [await run_in_threadpool(act, b, job_id, reason, by) for job_id in selected]
     except Exception as exc:
         problem = from_exception(exc)
         if problem.status >= 500:
@@ -121,7 +140,7 @@ async def pause_job(request: Request, job_id: str) -> Response:
     form = await read_form(request)
     try:
         reason = require_reason(one(form, "reason"))
-        record = await run_in_threadpool(pause, b, job_id, reason)
+        record = await run_in_threadpool(pause, b, job_id, reason, who(form))
     except Exception as exc:
         return await run_in_threadpool(_job_refused, request, b, job_id, exc)
     return see_other(f"/jobs/{job_id}", f"paused (v{record['version']}): {reason}")

@@ -1,22 +1,36 @@
-"""Acknowledging an alert from the console: the same `acknowledge` record on
-`watchdog.commands` that `tickwheel alerts ack` sends (the watchdog applies it at its next
-evaluation, and the incident gets an `acknowledged` transition naming who and the note)."""
+"""Alerts and the disabled-jobs report from the console.
+
+Acknowledging an alert sends the `acknowledge` record on `watchdog.commands` that `tickwheel
+alerts ack` sends: the watchdog applies it at its next evaluation, and the incident gets an
+`acknowledged` transition naming who and the note. The report is what `tickwheel jobs
+disabled` folds from `jobs.definitions`, as a page and as CSV.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from tickwheel.core.timefmt import format_utc
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.models import require_reason
-from tickwheel.services.api.console.render import error_page, one, read_form, see_other
+from tickwheel.services.api.console.render import (
+    error_page,
+    headers,
+    one,
+    page,
+    read_form,
+    see_other,
+)
 
 log = logging.getLogger("tickwheel.api.console")
 router = APIRouter(include_in_schema=False)
@@ -63,3 +77,55 @@ async def ack_alert(request: Request, incident_id: str) -> Response:
         return error_page(request, exc, "alerts")
     return see_other("/alerts", f"acknowledgement of {done} sent by {by}; the watchdog "
                      "applies it at its next evaluation")  # fmt: skip
+
+
+# -- the disabled-jobs report -------------------------------------------------------------
+
+DisabledSource = Callable[[Backend], list[dict[str, Any]]]
+CSV_COLUMNS = ("job_id", "tenant_id", "owner", "reason", "by", "since", "review_by", "version")
+
+
+def topic_disabled(backend: Backend) -> list[dict[str, Any]]:
+    """Every disabled job, folded from `jobs.definitions` as `tickwheel jobs disabled` does."""
+    from tickwheel.cli.alerts import disabled_jobs
+
+    found: list[dict[str, Any]] = disabled_jobs(backend.bootstrap)
+    return found
+
+
+def _report(request: Request) -> list[dict[str, Any]]:
+    b: Backend = request.app.state.backend
+    rows: list[dict[str, Any]] = request.app.state.console_disabled(b)
+    now = b.now_ms()
+    for row in rows:
+        row["overdue_review"] = row.get("review_by") is not None and row["review_by"] < now
+    return sorted(rows, key=lambda r: (not r["overdue_review"], r.get("since") or 0))
+
+
+@router.get("/disabled", response_class=HTMLResponse)
+def disabled_page(request: Request) -> Response:
+    try:
+        context = {"section": "jobs", "rows": _report(request)}
+        return page(request, "disabled.html", context)
+    except Exception as exc:
+        return error_page(request, exc, "jobs")
+
+
+@router.get("/disabled.csv")
+def disabled_csv(request: Request) -> Response:
+    """The report as CSV (instants in UTC ISO 8601), for a spreadsheet or a review."""
+    try:
+        rows = _report(request)
+    except Exception as exc:
+        return error_page(request, exc, "jobs")
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([
+            format_utc(row[c]) if c in ("since", "review_by") and row.get(c) is not None
+            else ("" if row.get(c) is None else row[c])
+            for c in CSV_COLUMNS
+        ])  # fmt: skip
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+        **headers(), "Content-Disposition": 'attachment; filename="disabled-jobs.csv"'})  # fmt: skip

@@ -93,11 +93,13 @@ def see_other(path: str, done: str | None = None) -> RedirectResponse:
 async def read_form(request: Request) -> dict[str, list[str]]:
     """An `application/x-www-form-urlencoded` body (what a plain HTML form posts)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip()
+    body = await request.body()
+    if not body:
+        return {}  # a form with no field (a bare button) may come with no content type
     if kind != "application/x-www-form-urlencoded":
         raise InvalidInput(
             "content-type", f"{kind or 'none'}; accepted: application/x-www-form-urlencoded"
         )
-    body = await request.body()
     if len(body) > MAX_FORM_BYTES:
         raise InvalidInput("body", f"{len(body)} bytes; accepted: at most {MAX_FORM_BYTES}")
     return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
