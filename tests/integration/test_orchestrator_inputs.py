@@ -5,7 +5,6 @@ expectedDuration raises an alert on `alerts`, resolved when the step ends."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from tests.integration.workflow_harness import (
     WorkflowStack,
     status_of,
     types_of,
+    workflow_alerts,
     workflow_env,
     workflow_events,
 )
@@ -102,18 +102,6 @@ def test_inputs_it_cannot_fold_are_dead_lettered_and_the_partition_goes_on(
     assert any("no workflow instance 'wf-never-started'" in r for r in reasons)
 
 
-def _alerts(bootstrap: str, workflow_id: str) -> list[dict[str, Any]]:
-    found = []
-    for record in read_to_end(topic_name("alerts"), None, bootstrap):
-        if record.value is None:
-            continue
-        alert = decode(record.value, "Alert")[1]
-        details = json.loads(alert["details"] or "{}")
-        if details.get("workflow_id") == workflow_id:
-            found.append({**alert, "state": details["state"]})
-    return found
-
-
 def test_a_step_past_its_expected_duration_raises_an_alert_cleared_when_it_ends(
     kafka_bootstrap: str, stack: WorkflowStack
 ) -> None:
@@ -122,8 +110,8 @@ def test_a_step_past_its_expected_duration_raises_an_alert_cleared_when_it_ends(
         {"id": "crawl", "type": "sleep", "payload": {"seconds": 4}, "expectedDuration": "1s"}]})  # fmt: skip
     workflow_id = flows.start("slow")
     assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
-    assert wait_until(lambda: len(_alerts(kafka_bootstrap, workflow_id)) >= 2, TIMEOUT_S)
-    alerts = _alerts(kafka_bootstrap, workflow_id)
+    assert wait_until(lambda: len(workflow_alerts(kafka_bootstrap, workflow_id)) >= 2, TIMEOUT_S)
+    alerts = workflow_alerts(kafka_bootstrap, workflow_id)
     assert (alerts[0]["kind"], alerts[0]["state"]) == ("workflow_step_overdue", "firing")
     assert alerts[-1]["state"] == "resolved"
     assert "step_overdue" in types_of(workflow_events(kafka_bootstrap)[workflow_id])

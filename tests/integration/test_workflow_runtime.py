@@ -18,6 +18,7 @@ from tests.integration.workflow_harness import (
     status_of,
     step_requests,
     types_of,
+    workflow_alerts,
     workflow_env,
     workflow_events,
 )
@@ -218,3 +219,27 @@ def test_reassigning_an_approval_kills_the_old_link_and_the_new_round_decides(
     rejected = next(e for e in events if e["event_type"] == "approval_rejected")
     assert (rejected["actor"], rejected["data"]["round"]) == ("bob@example.com", 2)
     assert status_of(events) in ("failed", "compensated")
+
+
+def test_a_dead_lettered_compensation_blocks_the_instance_with_an_alert_until_skipped(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    flows = WorkflowsClient(kafka_bootstrap)
+    flows.define({"definitionId": "stuck_saga", "version": 1, "steps": [
+        _task("book", compensation={"type": "wf_fail", "maxAttempts": 1,
+                                    "payload": {"mode": "permanent"}}),
+        _task("pay", "book", job_type="wf_fail", payload={"mode": "permanent"},
+              onFailure="compensate")]})  # fmt: skip
+    workflow_id = flows.start("stuck_saga")
+    assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "workflow_blocked"), TIMEOUT_S)
+    assert wait_until(lambda: any(a["kind"] == "workflow_compensation_failed"
+                                  and a["state"] == "firing"
+                                  for a in workflow_alerts(kafka_bootstrap, workflow_id)), TIMEOUT_S)  # fmt: skip
+    flows.skip_step(workflow_id, "book", actor="ops@example.com")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    skipped = next(e for e in events if e["event_type"] == "compensation_skipped")
+    assert (skipped["step_id"], skipped["actor"]) == ("book", "ops@example.com")
+    assert wait_until(lambda: workflow_alerts(kafka_bootstrap, workflow_id)[-1]["state"] == "resolved",
+                      TIMEOUT_S)  # fmt: skip

@@ -83,3 +83,16 @@ def types_of(events: list[dict[str, Any]]) -> list[str]:
 
 def status_of(events: list[dict[str, Any]]) -> str | None:
     return events[-1]["status"] if events else None
+
+
+def workflow_alerts(bootstrap: str, workflow_id: str) -> list[dict[str, Any]]:
+    """Alerts about `workflow_id`, in order, each with its `state` (firing, resolved)."""
+    found = []
+    for record in read_to_end(topic_name("alerts"), None, bootstrap):
+        if record.value is None:
+            continue
+        alert = decode(record.value, "Alert")[1]
+        details = json.loads(alert["details"] or "{}")
+        if details.get("workflow_id") == workflow_id:
+            found.append({**alert, "state": details["state"]})
+    return found
