@@ -69,7 +69,8 @@ class PartitionRestorer:
         )
         # Fences the previous owner and waits out its open transaction before we read.
         producer.init()
-        self.catalog.refresh()
+        # No definitions read here: the service read them at start, and reads them again
+        # when an input names a version it does not know.
         orchestrator = PartitionOrchestrator(partition, self.partitions, self.catalog)
         next_input = 0
         for record in read_to_end(self.topics.state, [partition], self.bootstrap):

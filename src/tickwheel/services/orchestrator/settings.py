@@ -13,7 +13,8 @@ from tickwheel.topology import topic_name
 class OrchestratorSettings:
     """Environment: TICKWHEEL_ORCHESTRATOR_GROUP (the consumer group),
     TICKWHEEL_ORCHESTRATOR_MAX_BATCH (inputs per partition transaction, default 500),
-    TICKWHEEL_ORCHESTRATOR_POLL_MS (how long one poll waits for inputs, default 50)."""
+    TICKWHEEL_ORCHESTRATOR_POLL_MS (how long one poll waits for more inputs, default 10: it
+    is on the path of every step-to-step hop)."""
 
     instance: str = "orchestrator"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -26,5 +27,5 @@ class OrchestratorSettings:
         default_factory=lambda: int(os.environ.get("TICKWHEEL_ORCHESTRATOR_MAX_BATCH", "500"))
     )
     poll_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_ORCHESTRATOR_POLL_MS", "50"))
+        default_factory=lambda: int(os.environ.get("TICKWHEEL_ORCHESTRATOR_POLL_MS", "10"))
     )
