@@ -23,6 +23,12 @@ from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
 from tickwheel.core.record_schedule import freeze_specs, record_adjustments, thaw_specs
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
+from tickwheel.core.watchdog.fields import (
+    DISABLE_TEXT_FIELDS,
+    check_disable_account,
+    check_freshness,
+    check_min_run_time,
+)
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
 
@@ -56,6 +62,7 @@ KNOWN_FIELDS = frozenset({
     "every", "phase", "startAt", "endAt", "maxRuns",
     "schedules", "exclude", "calendar", "businessDays",
     "minRunTime", "disabledBy", "disabledOwner", "disabledReason", "disabledReviewBy",
+    "freshness",
 })  # fmt: skip
 # Schedule fields besides runAt, as (JSON name, parse_schedule keyword); instants among them
 # are ISO text in the JSON form and epoch ms in the record.
@@ -196,52 +203,6 @@ def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | 
         ) from None
 
 
-# A disable's account (read by the watchdog and `tickwheel jobs disabled`): short text each.
-_DISABLE_TEXT_FIELDS = ("disabledBy", "disabledOwner", "disabledReason")
-_MAX_DISABLE_TEXT = 200
-
-
-def _check_min_run_time(spec: Mapping[str, Any], max_run_ms: int | None) -> None:
-    """`minRunTime`: a run that succeeds faster is suspect (the watchdog's run_too_short)."""
-    min_run_ms = _check_duration(spec, "minRunTime", "30s")
-    if min_run_ms is None:
-        return
-    if not _MIN_RUN_MS <= min_run_ms <= _MAX_RUN_MS:
-        raise InvalidInput(
-            "minRunTime", f"{spec['minRunTime']!r}; accepted: from 1s to 7d (e.g. '30s')"
-        )
-    if max_run_ms is not None and min_run_ms > max_run_ms:
-        raise InvalidInput(
-            "minRunTime",
-            f"{spec['minRunTime']!r} is longer than maxRunTime {spec['maxRunTime']!r}; "
-            "accepted: at most maxRunTime",
-        )
-
-
-def _check_disable_account(spec: Mapping[str, Any]) -> int | None:
-    """disabledBy/Owner/Reason (short text) and disabledReviewBy (an ISO instant, returned as
-    epoch ms). Accepted on any version, so that resuming a job keeps the account as history."""
-    for name in _DISABLE_TEXT_FIELDS:
-        value = spec.get(name)
-        if value is not None and (
-            not isinstance(value, str) or not 0 < len(value) <= _MAX_DISABLE_TEXT
-            or any(ord(ch) < 0x20 for ch in value)
-        ):  # fmt: skip
-            raise InvalidInput(
-                name,
-                f"{str(value)[:40]!r}; accepted: one line of 1 to {_MAX_DISABLE_TEXT} characters",
-            )
-    review_by = spec.get("disabledReviewBy")
-    if review_by is None:
-        return None
-    if not isinstance(review_by, str):
-        raise InvalidInput(
-            "disabledReviewBy",
-            f"{review_by!r}; accepted: an ISO 8601 instant with offset, e.g. '2027-03-01T09:00:00Z'",
-        )
-    return parse_instant_ms(review_by, "disabledReviewBy")
-
-
 def validate_definition(
     spec: object,
     now_ms: int,
@@ -326,8 +287,9 @@ def validate_definition(
         raise InvalidInput(
             "maxRunTime", f"{spec['maxRunTime']!r}; accepted: from 1s to 7d (e.g. '2h')"
         )
-    _check_min_run_time(spec, max_run_ms)
-    review_by_ms = _check_disable_account(spec)
+    check_min_run_time(spec, max_run_ms)
+    review_by_ms = check_disable_account(spec)
+    freshness = check_freshness(spec.get("freshness"))
     queue = spec.get("queue")
     if queue is not None and (not isinstance(queue, str) or not QUEUE_NAME.fullmatch(queue)):
         raise InvalidInput(
@@ -373,8 +335,9 @@ def validate_definition(
         "labels": labels,
         "maxRunTime": spec.get("maxRunTime"),
         "minRunTime": spec.get("minRunTime"),
-        **{name: spec.get(name) for name in _DISABLE_TEXT_FIELDS},
+        **{name: spec.get(name) for name in DISABLE_TEXT_FIELDS},
         "disabledReviewBy": review_by_ms,
+        "freshness": freshness,
         "queue": None if queue == DEFAULT_QUEUE else queue,
         "every": spec.get("every"),
         **_record_bounds(schedule),

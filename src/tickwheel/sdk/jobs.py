@@ -125,6 +125,8 @@ def definition_to_spec(record: dict[str, Any]) -> dict[str, Any]:
     """The JSON view of a stored definition (what `jobs get` prints and an update starts from)."""
     spec = {k: v for k, v in record.items() if v is not None}
     spec["payload"] = json.loads(record["payload"])
+    if isinstance(record.get("freshness"), str):  # JSON text in the record, an object here
+        spec["freshness"] = json.loads(record["freshness"])
     # Instants are stored as epoch ms and written as ISO 8601 (what an update starts from).
     for name in ("runAt", "phase", "startAt", "endAt", "disabledReviewBy"):
         if record.get(name) is not None:

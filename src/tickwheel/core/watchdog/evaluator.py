@@ -75,6 +75,8 @@ def evaluate(
 def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
     if incident.kind == "watchdog_lagging":
         return {"reason": "caught_up"}
+    if incident.kind == "output_stale":
+        return {"reason": "fresh_output"}
     if incident.kind in PARENT_KINDS:
         return {"reason": "advancing" if incident.kind == "timer_partition_stalled"
                 else "worker_taking"}  # fmt: skip

@@ -17,6 +17,7 @@ from tickwheel.core.bounds import CompiledBounded
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule
+from tickwheel.core.watchdog.fields import Freshness, parse_freshness
 from tickwheel.core.zones import zone_timeline
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import TickwheelError
@@ -62,6 +63,7 @@ class JobSpec:
     disabled_owner: str | None = None
     disabled_reason: str | None = None
     review_by_ms: int | None = None
+    freshness: Freshness | None = None  # an output freshness check (`freshness`)
 
     def finished(self, watermark: int) -> bool:
         """A bounded job whose last slot has come (or that has none): it owes nothing more."""
@@ -111,6 +113,7 @@ def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
         disabled_owner=_text(record.get("disabledOwner")),
         disabled_reason=_text(record.get("disabledReason")),
         review_by_ms=_instant(record.get("disabledReviewBy")),
+        freshness=parse_freshness(record.get("freshness")),
     )
 
 

@@ -33,10 +33,13 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
+from tickwheel.core.watchdog.freshness import stale_outputs
+from tickwheel.core.watchdog.freshness import topics as output_topics
 from tickwheel.core.watchdog.parents import ages
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.services.watchdog.freshness_probe import FreshnessProbe
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
 from tickwheel.services.watchdog.progress import LagWatch, watermark
 from tickwheel.services.watchdog.records import (
@@ -106,6 +109,7 @@ class WatchdogService:
         self.probe = Consumer(consumer_config(f"{group}-watermarks-unused", settings.bootstrap))
         self.dispatchers = self._dispatchers(group)
         self.lag_watch = LagWatch(settings.lag_alert_ms)
+        self.freshness = FreshnessProbe(settings.bootstrap, group, settings.freshness_every_ms)
 
     def _dispatchers(self, group: str) -> list[WebhookDispatcher]:
         settings = self.settings
@@ -170,6 +174,7 @@ class WatchdogService:
                 dispatcher.join(self._flush_budget())
             self.consumer.close()
             self.probe.close()
+            self.freshness.close()
 
     def stop(self, *_args: Any) -> None:
         self.running = False
@@ -252,8 +257,10 @@ class WatchdogService:
         transitions: list[Transition] = []
         if mark is not None:
             lagging = self.lag_watch.observe(now, mark)
-            transitions, changed = evaluate(self.state, mark, self.settings.thresholds,
-                                            extra=[lagging] if lagging else [])  # fmt: skip
+            self.freshness.refresh(output_topics(self.state.facts), now)
+            extra = [*([lagging] if lagging else []),
+                     *stale_outputs(self.state.facts, self.freshness.newest, now)]  # fmt: skip
+            transitions, changed = evaluate(self.state, mark, self.settings.thresholds, extra)
             self.changed |= changed
             self.metrics.lag.set(max(0, now - mark) / 1000)
             self.metrics.last_evaluation.set(now / 1000)

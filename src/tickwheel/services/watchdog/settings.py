@@ -32,7 +32,8 @@ class WatchdogSettings:
     TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S, TICKWHEEL_WATCHDOG_READY_AGE_S,
     TICKWHEEL_WATCHDOG_GRACE_S (slack of a derived interval), TICKWHEEL_WATCHDOG_RUN_GRACE_S (how
     far past maxRunTime a run is too long), TICKWHEEL_WATCHDOG_LAG_ALERT_S (watchdog_lagging:
-    inputs this far behind for this long), TICKWHEEL_METRICS_PORT (0 = off);
+    inputs this far behind for this long), TICKWHEEL_WATCHDOG_FRESHNESS_EVERY_S (how often the
+    output topics' newest records are read, 30), TICKWHEEL_METRICS_PORT (0 = off);
     webhooks: TICKWHEEL_WATCHDOG_WEBHOOKS (comma-separated URLs), TICKWHEEL_WATCHDOG_WEBHOOK_SECRET
     (`whsec_` + base64, required with URLs), TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS (CIDRs
     a receiver may be in besides public addresses), TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S (first
@@ -45,6 +46,9 @@ class WatchdogSettings:
     )
     lateness_ms: int = field(
         default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_LATENESS_S", 2.0)
+    )
+    freshness_every_ms: int = field(
+        default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_FRESHNESS_EVERY_S", 30)
     )
     lag_alert_ms: int = field(
         default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_LAG_ALERT_S", 60)

@@ -1,0 +1,67 @@
+"""`output_stale`: judged from the output topic's newest record time the probe read, with
+`warnAfter`/`errorAfter`; a topic not read yet judges nothing; an empty one counts from the
+job's creation. And `freshness` as the definition check takes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.unit.core.test_watchdog_golden import QUICK, T0, S, definition
+from tests.unit.core.test_watchdog_rules import bounded
+from tickwheel.core.definition import validate_definition
+from tickwheel.core.watchdog import WatchdogState, evaluate
+from tickwheel.core.watchdog.freshness import stale_outputs, topics
+from tickwheel.errors import InvalidInput
+
+CHECK = json.dumps({"topic": "orders.out", "warnAfter": "10s", "errorAfter": "30s"})
+
+
+def judge(state: WatchdogState, newest: dict[str, int | None], now: int) -> list[str]:
+    got = evaluate(state, now, QUICK, list(stale_outputs(state.facts, newest, now)))[0]
+    return [
+        f"{t.transition}:{t.incident.severity}" for t in got if t.incident.kind == "output_stale"
+    ]
+
+
+def test_stale_output_warns_then_errors_and_a_new_record_resolves() -> None:
+    state = WatchdogState()
+    state.apply(bounded("j", freshness=CHECK, expectedMaxInterval="1h"))
+    assert topics(state.facts) == {"orders.out"}
+    assert judge(state, {}, T0 + 60 * S) == []  # not read yet: nothing judged
+    assert judge(state, {"orders.out": T0 + 55 * S}, T0 + 61 * S) == []
+    assert judge(state, {"orders.out": T0 + 55 * S}, T0 + 66 * S) == ["opened:warning"]
+    assert judge(state, {"orders.out": T0 + 55 * S}, T0 + 86 * S) == ["updated:critical"]
+    assert judge(state, {"orders.out": T0 + 90 * S}, T0 + 91 * S) == ["resolved:critical"]
+
+
+def test_an_empty_output_topic_counts_from_the_job_s_creation() -> None:
+    state = WatchdogState()
+    state.apply(bounded("j", freshness=CHECK, expectedMaxInterval="1h"))
+    [condition] = stale_outputs(state.facts, {"orders.out": None}, T0 + 12 * S)
+    assert condition.evidence["newest_at"] is None and condition.evidence["age_ms"] == 12 * S
+
+
+def test_paused_or_unchecked_jobs_are_not_judged() -> None:
+    state = WatchdogState()
+    state.apply(definition("plain", emi="1h"))
+    state.apply(bounded("paused", enabled=False, freshness=CHECK))
+    assert topics(state.facts) == set()
+    assert list(stale_outputs(state.facts, {"orders.out": None}, T0 + 3600 * S)) == []
+
+
+def test_the_definition_check_takes_an_object_or_its_text_and_refuses_the_rest() -> None:
+    base = {"jobId": "j", "type": "noop", "payload": {}, "cron": "0 2 * * *"}
+    stored = validate_definition({**base, "freshness": json.loads(CHECK)}, T0)["freshness"]
+    assert json.loads(stored) == json.loads(CHECK)
+    assert validate_definition({**base, "freshness": stored}, T0)["freshness"] == stored
+    for bad, field in (({"topic": "x"}, "freshness.warnAfter"),
+                       ({"topic": "a b", "warnAfter": "1h"}, "freshness.topic"),
+                       ({"topic": "x", "warnAfter": "2h", "errorAfter": "1h"},
+                        "freshness.errorAfter"),
+                       ({"topic": "x", "warnAfter": "1h", "sql": "SELECT 1"}, "freshness"),
+                       ("{not json", "freshness")):  # fmt: skip
+        with pytest.raises(InvalidInput) as caught:
+            validate_definition({**base, "freshness": bad}, T0)
+        assert caught.value.field == field
