@@ -111,10 +111,11 @@ def drive(
     until: Callable[[], bool],
     into: dict[int, list[Any]] | None = None,
     errors: list[int] | None = None,
+    always: Callable[[], bool] = lambda: True,
 ) -> None:
     """Call `consume` on every consumer until `until()` holds: at most MAX_ROUNDS rounds and
     MAX_WAIT_S seconds. Messages land in `into[index of the consumer]`, the codes of error
-    messages in `errors`."""
+    messages in `errors`; `always()` must hold after every call."""
     deadline = time.monotonic() + MAX_WAIT_S
     for _ in range(MAX_ROUNDS):
         if until():
@@ -125,6 +126,7 @@ def drive(
                 into.setdefault(index, []).extend(m for m in messages if m.error() is None)
             if errors is not None:
                 errors.extend(m.error().code() for m in messages if m.error() is not None)
+            assert always(), "an invariant broke while the consumers polled"
         if time.monotonic() > deadline:
             break
     assert until(), "the condition did not hold within the bounded wait"
@@ -363,7 +365,12 @@ def test_a_second_member_takes_partitions_revoked_before_they_are_assigned(clust
     first = _member(cluster, group, topic, "first", events)
     drive([first], lambda: owned(first) == {0, 1, 2, 3})
     second = _member(cluster, group, topic, "second", events)
-    drive([first, second], lambda: len(owned(first)) == 2 and len(owned(second)) == 2)
+    # The newcomer polls first: it must not be handed anything `first` has not let go of.
+    drive(
+        [second, first],
+        lambda: len(owned(first)) == 2 and len(owned(second)) == 2,
+        always=lambda: not owned(first) & owned(second),  # never two owners at once
+    )
     assert owned(first) | owned(second) == {0, 1, 2, 3}
     moved = sorted(owned(second))
     revoked_at = events.index(("first", "revoke", moved))
