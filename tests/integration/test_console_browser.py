@@ -159,8 +159,8 @@ def test_bulk_pause_of_three_jobs_with_a_reason_bumps_each_version_once(
 
 @pytest.mark.parametrize(
     ("path", "name"),
-    [("", "overview"), ("/alerts", "alerts"), ("/dead-letters", "dead-letters"),
-     ("/jobs/new", "new-job")],
+    [("", "overview"), ("/alerts", "alerts-none"), ("/dead-letters", "dead-letters"),
+     ("/jobs/new", "new-job"), ("/disabled", "disabled"), ("/workflows", "workflows")],
 )  # fmt: skip
 def test_every_page_renders_with_no_console_error_and_nothing_from_outside(
     stack: ConsoleStack, browser: Any, path: str, name: str
