@@ -515,3 +515,25 @@ def test_topics_are_listed_with_their_partitions_and_unknown_ones_with_an_error(
     unknown = consumer.list_topics(missing, timeout=10).topics[missing]
     assert len(unknown.partitions) == 0
     assert unknown.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_an_unknown_topic_is_reported_and_the_consumer_goes_on(cluster: Any) -> None:
+    missing, present = name("missing"), name("present")
+    cluster.create_topic(present)
+    assigned = cluster.consumer(name("assigned"))
+    assigned.assign([TopicPartition(missing, 0, 0), TopicPartition(present, 0, 0)])
+    producer = cluster.producer()
+    producer.send(present, "k", b"here")
+    producer.flush(30)
+    got: dict[int, list[Any]] = {}
+    drive([assigned], lambda: len(got.get(0, [])) == 1, got)
+    assert [m.value() for m in got[0]] == [b"here"]
+    with pytest.raises(KafkaException) as unknown:
+        assigned.get_watermark_offsets(TopicPartition(missing, 0), timeout=10)
+    assert unknown.value.args[0].code() == KafkaError._UNKNOWN_PARTITION
+
+    subscribed = cluster.consumer(name("subscribed"))
+    subscribed.subscribe([missing])
+    errors: list[int] = []
+    drive([subscribed], lambda: KafkaError.UNKNOWN_TOPIC_OR_PART in errors, errors=errors)
+    subscribed.consume(1, 0.1)  # still usable: no exception, whatever else it reports

@@ -37,7 +37,8 @@ RebalanceCallback = Callable[[Any, list[Any]], None]
 
 @dataclass
 class _Fetch:
-    next_offset: int
+    start: int  # the offset asked for (maybe logical), resolved on the first read
+    next_offset: int | None = None
     position: int = OFFSET_INVALID
     paused: bool = False
 
@@ -56,9 +57,16 @@ class MemoryConsumer:
             "read_uncommitted"
         )
         self._reset = str(config.get("auto.offset.reset", "latest"))
+        if str(config.get("enable.auto.commit", "true")).lower() not in ("false", "0"):
+            # Committing behind the caller's back is timing the fake has no clock for.
+            raise ValueError(
+                "enable.auto.commit: the in-memory consumer supports False only "
+                "(tickwheel's consumer_config sets it)"
+            )
         self._fetches: dict[PartitionKey, _Fetch] = {}
         self._member: Member | None = None
         self._topics: list[str] = []
+        self._missing_told: set[str] = set()
         self._callbacks: dict[str, RebalanceCallback | None] = {}
         self._closed = False
         self._next_first = 0  # which assigned partition is read first, in turn
@@ -73,6 +81,7 @@ class MemoryConsumer:
     ) -> None:
         self._open()
         self._topics = list(topics)
+        self._missing_told = set()
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
         if self._member is not None:
             self._broker.group(self._group_id).leave(self._member.member_id)
@@ -115,6 +124,16 @@ class MemoryConsumer:
                 # librdkafka joins again by itself after losing its session.
                 self._member = member = self._broker.group(self._group_id).join(self._topics)
 
+    def _tell_missing_topics(self, out: list[MemoryMessage]) -> None:
+        """A subscribed topic that does not exist is told once as an error message (the
+        client's `UNKNOWN_TOPIC_OR_PART`, not fatal), and the consumer goes on."""
+        for topic in self._topics:
+            if topic not in self._broker.topics and topic not in self._missing_told:
+                self._missing_told.add(topic)
+                error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                   f"Subscribed topic not available: {topic}")  # fmt: skip
+                out.append(MemoryMessage(topic, None, None, None, None, None, 0, error))
+
     def _leave(self) -> None:
         member, self._member = self._member, None
         if member is None:
@@ -143,9 +162,8 @@ class MemoryConsumer:
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         self._open()
         for tp in partitions:
-            key = (tp.topic, tp.partition)
-            self._broker.log(*key)  # an unknown topic or partition raises, as the client does
-            self._fetches[key] = _Fetch(self._start(key, tp.offset))
+            # An unknown topic is accepted, as the client accepts it: nothing comes from it.
+            self._fetches[(tp.topic, tp.partition)] = _Fetch(tp.offset)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         self._open()
@@ -169,11 +187,12 @@ class MemoryConsumer:
         committed = self._broker.group(self._group_id).committed.get(key)
         if committed is not None:
             return committed
-        return (
-            0
-            if self._reset in ("earliest", "smallest", "beginning")
-            else log.end(self._read_committed)
-        )
+        return self._reset_offset(key)
+
+    def _reset_offset(self, key: PartitionKey) -> int:
+        if self._reset in ("earliest", "smallest", "beginning"):
+            return 0
+        return self._broker.log(*key).end(self._read_committed)
 
     def _fetch(self, tp: TopicPartition) -> _Fetch:
         fetch = self._fetches.get((tp.topic, tp.partition))
@@ -196,7 +215,7 @@ class MemoryConsumer:
     def seek(self, partition: TopicPartition) -> None:
         self._open()
         fetch = self._fetch(partition)
-        fetch.next_offset = self._start((partition.topic, partition.partition), partition.offset)
+        fetch.start, fetch.next_offset = partition.offset, None
         fetch.position = OFFSET_INVALID
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
@@ -214,6 +233,7 @@ class MemoryConsumer:
         (`timeout` is the caller's to spend)."""
         self._open()
         messages: list[MemoryMessage] = []
+        self._tell_missing_topics(messages)
         self._serve_rebalance(messages)
         keys = list(self._fetches)
         if not keys:
@@ -233,11 +253,16 @@ class MemoryConsumer:
         return messages[0] if messages else None
 
     def _read(self, key: PartitionKey, fetch: _Fetch, limit: int, out: list[MemoryMessage]) -> None:
-        log = self._broker.log(*key)
-        end = log.end(self._read_committed)
+        topic = self._broker.topics.get(key[0])
+        if topic is None or not 0 <= key[1] < len(topic.logs):
+            return
+        log = topic.logs[key[1]]
+        if fetch.next_offset is None:
+            fetch.next_offset = self._start(key, fetch.start)
         if fetch.next_offset > log.high:
             # Out of range (the log is shorter than asked for): reset, as the client does.
-            fetch.next_offset = self._start(key, OFFSET_INVALID)
+            fetch.next_offset = self._reset_offset(key)
+        end = log.end(self._read_committed)
         taken = 0
         moved = False
         while fetch.next_offset < end and taken < limit:
@@ -317,8 +342,10 @@ class MemoryConsumer:
         """(low, high); high is the last stable offset for a read_committed consumer. The
         real client's `cached=True` answers from its last fetch; this one is always current."""
         self._open()
-        log = self._broker.log(partition.topic, partition.partition)
-        return 0, log.end(self._read_committed)
+        topic = self._broker.topics.get(partition.topic)
+        if topic is None or not 0 <= partition.partition < len(topic.logs):
+            raise kafka_exception(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition")
+        return 0, topic.logs[partition.partition].end(self._read_committed)
 
     def offsets_for_times(
         self, partitions: list[TopicPartition], timeout: float = -1
