@@ -31,6 +31,8 @@ _DST_MARGIN_MS = 3 * 3_600_000
 _MAX_DAYS_SCANNED = 150_000
 _MAX_SLOTS_SCANNED = 200_000
 _NO_DAY = 1 << 62
+_DAYS_CACHED = 8_192
+_UNKNOWN = object()
 
 
 class CompiledAdjusted(EnumeratedSchedule):
@@ -39,6 +41,8 @@ class CompiledAdjusted(EnumeratedSchedule):
     __slots__ = (
         "_excluders",
         "_period",
+        "_starts",
+        "_targets",
         "adjustment",
         "base",
         "calendar",
@@ -60,6 +64,10 @@ class CompiledAdjusted(EnumeratedSchedule):
         self.calendar = calendar
         self.timeline = zone_timeline(zone)
         self._excluders = tuple(WallMatcher(f) for f in adjustment.crons)
+        # Per-day answers, asked again and again by neighbouring searches (bounded caches;
+        # a search reads them from any thread, and a lost race only computes one twice).
+        self._starts: dict[int, int] = {}
+        self._targets: dict[int, int | None] = {}
         digest = "" if calendar is None else calendar.digest
         self.key = (
             f"adjusted-{base.key[0]}",
@@ -75,13 +83,26 @@ class CompiledAdjusted(EnumeratedSchedule):
         return self.timeline.wall_of(ms // 1000) // DAY_S
 
     def _day_start_ms(self, z: int) -> int:
-        return self.timeline.instant_of(z * DAY_S) * 1000
+        start = self._starts.get(z)
+        if start is None:
+            if len(self._starts) >= _DAYS_CACHED:
+                self._starts.clear()
+            start = self._starts[z] = self.timeline.instant_of(z * DAY_S) * 1000
+        return start
 
     def _business(self, z: int) -> bool:
         return self.calendar is None or self.calendar.is_business_day(z)
 
     def _target(self, z: int) -> int | None:
         """The day the slots of local day `z` fire on, or None when they are dropped."""
+        target = self._targets.get(z, _UNKNOWN)
+        if target is _UNKNOWN:
+            if len(self._targets) >= _DAYS_CACHED:
+                self._targets.clear()
+            target = self._targets[z] = self._find_target(z)
+        return target  # type: ignore[return-value]
+
+    def _find_target(self, z: int) -> int | None:
         if z in self.adjustment.dates:
             return None
         if self.rule is None or self._business(z):
@@ -124,19 +145,21 @@ class CompiledAdjusted(EnumeratedSchedule):
                 or (rule == "previous" and self._business(day + 1))
             ):
                 return slot
-        return self._search(t_ms, day_t)
+        return self._search(t_ms, day_t, slot)
 
-    def _search(self, t_ms: int, day_t: int) -> int | None:
+    def _search(self, t_ms: int, day_t: int, slot_after_t: int) -> int | None:
         """`next_after` the long way: day by day, every day whose slots may land after t."""
-        first = day_t
+        # The base's next slot after `cursor`, when already seen: without forward moves, no
+        # slot at or before t can land after it, so the walk starts at the first one after t.
+        cursor, known = t_ms, slot_after_t
         if self.rule == "next":
             # Slots of the non-business days just before t's day may land on or after it.
+            first = day_t
             while day_t - first < MAX_MOVE_DAYS and not self._business(first - 1):
                 first -= 1
+            cursor, known = max(self._day_start_ms(first) - 1, _MIN_MS), None
         best: int | None = None
         stop_day = _NO_DAY  # days from here on land after `best`
-        cursor = max(self._day_start_ms(first) - 1, _MIN_MS)
-        known: int | None = None  # the base's next slot after `cursor`, when already seen
         for _ in range(_MAX_DAYS_SCANNED):
             slot = known if known is not None and known > cursor else self.base.next_after(cursor)
             if slot is None:
@@ -179,6 +202,8 @@ class CompiledAdjusted(EnumeratedSchedule):
         lead = t_ms - shift * _DAY_MS - (_DST_MARGIN_MS if shift else 0)
         x: int | None = slot if slot > lead else self.base.next_after(min(lead, _MAX_MS - 1))
         end = self._day_start_ms(day + 1)
+        # Moved slots keep their order unless the day's clocks go back (its walls repeat).
+        in_order = self.timeline.offset_at(slot // 1000) <= self.timeline.offset_at(end // 1000 - 1)
         best: int | None = None
         for _ in range(_MAX_SLOTS_SCANNED):
             if x is None or x >= end:
@@ -190,8 +215,8 @@ class CompiledAdjusted(EnumeratedSchedule):
                 fired = self._moved(x, shift) if shift else x
                 if fired > t_ms and (best is None or fired < best):
                     best = fired
-                    if not shift:
-                        break  # unmoved slots come in order
+                    if not shift or in_order:
+                        break  # the day's later slots land later
             x = self.base.next_after(x)
         return best, None
 
