@@ -151,7 +151,8 @@ class CompiledAdjusted(EnumeratedSchedule):
         """`next_after` the long way: day by day, every day whose slots may land after t."""
         # The base's next slot after `cursor`, when already seen: without forward moves, no
         # slot at or before t can land after it, so the walk starts at the first one after t.
-        cursor, known = t_ms, slot_after_t
+        cursor = t_ms
+        known: int | None = slot_after_t
         if self.rule == "next":
             # Slots of the non-business days just before t's day may land on or after it.
             first = day_t
