@@ -25,11 +25,13 @@ from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
 from tickwheel.core.watchdog.fields import (
     DISABLE_TEXT_FIELDS,
+    MAX_RUN_MS,
+    MIN_RUN_MS,
     check_disable_account,
     check_freshness,
     check_min_run_time,
 )
-from tickwheel.durations import parse_duration_ms
+from tickwheel.core.watchdog.fields import check_duration as _check_duration
 from tickwheel.errors import InvalidInput
 
 __all__ = [
@@ -183,26 +185,6 @@ def _checked_template(template: str, timezone: str) -> dict[str, object]:
 MAX_BACKFILL = 10_000
 
 
-# How long one attempt may run (`maxRunTime`): the worker cancels and retries it past that.
-_MIN_RUN_MS, _MAX_RUN_MS = 1_000, 7 * 86_400_000
-
-
-def _check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | None:
-    value = spec.get(field)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(field, f"{value!r}; accepted: a duration such as {example!r}")
-    try:
-        return parse_duration_ms(value, field)
-    except InvalidInput:
-        raise InvalidInput(
-            field,
-            f"{value[:40]!r} is not a duration; accepted: numbers with units ms, s, m, h, d, "
-            f"such as {example!r} or '1h30m'",
-        ) from None
-
-
 def validate_definition(
     spec: object,
     now_ms: int,
@@ -283,7 +265,7 @@ def validate_definition(
                 "accepted: at least the longest gap between two runs (e.g. '26h' for a daily job)",
             )
     max_run_ms = _check_duration(spec, "maxRunTime", "2h")
-    if max_run_ms is not None and not _MIN_RUN_MS <= max_run_ms <= _MAX_RUN_MS:
+    if max_run_ms is not None and not MIN_RUN_MS <= max_run_ms <= MAX_RUN_MS:
         raise InvalidInput(
             "maxRunTime", f"{spec['maxRunTime']!r}; accepted: from 1s to 7d (e.g. '2h')"
         )

@@ -15,11 +15,14 @@ from tickwheel.core.timefmt import parse_iso_ms
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput, TickwheelError
 
-# The bounds of one attempt's length, as `maxRunTime` has them.
+# How long one attempt may run (`maxRunTime`, and `minRunTime` within the same bounds): the
+# worker cancels and retries an attempt past `maxRunTime`.
 MIN_RUN_MS, MAX_RUN_MS = 1_000, 7 * 86_400_000
 
 
 def check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | None:
+    """A duration field (`"2h"`, `"1h30m"`) as ms, None when absent; the definition check's
+    one parser of durations."""
     value = spec.get(field)
     if value is None:
         return None
@@ -29,11 +32,12 @@ def check_duration(spec: Mapping[str, Any], field: str, example: str) -> int | N
         return parse_duration_ms(value, field)
     except InvalidInput:
         raise InvalidInput(
-            field, f"{value[:40]!r} is not a duration; accepted: e.g. {example!r} or '1h30m'"
+            field,
+            f"{value[:40]!r} is not a duration; accepted: numbers with units ms, s, m, h, d, "
+            f"such as {example!r} or '1h30m'",
         ) from None
 
 
-# A disable's account (read by the watchdog and `tickwheel jobs disabled`): short text each.
 DISABLE_TEXT_FIELDS = ("disabledBy", "disabledOwner", "disabledReason")
 _MAX_DISABLE_TEXT = 200
 
