@@ -27,8 +27,9 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "reports" / "conso
 
 
 @contextmanager
-def chromium() -> Iterator[Any]:
-    """A headless Debian Chromium with a fresh profile, closed on exit."""
+def chromium(javascript: bool = True) -> Iterator[Any]:
+    """A headless Debian Chromium with a fresh profile (JavaScript off if asked), closed on
+    exit."""
     from playwright.sync_api import sync_playwright
 
     with (
@@ -36,7 +37,7 @@ def chromium() -> Iterator[Any]:
         sync_playwright() as p,
     ):
         context = p.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True,
+            profile, executable_path=CHROMIUM, headless=True, java_script_enabled=javascript,
             args=ARGS, viewport={"width": 1400, "height": 1000},
         )  # fmt: skip
         try:

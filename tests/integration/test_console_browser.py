@@ -172,3 +172,40 @@ def test_every_page_renders_with_no_console_error_and_nothing_from_outside(
     page.wait_for_load_state("networkidle")
     screenshot(page, name)
     watch.assert_clean()
+
+
+def test_with_javascript_off_pages_read_and_a_pause_still_works(stack: ConsoleStack) -> None:
+    stack.jobs.create({"jobId": "no-js", "type": "noop", "cron": "0 7 * * *"})
+    with chromium(javascript=False) as plain:
+        page, watch = watched_page(plain)
+        page.goto(f"{stack.base}/console/jobs?q=no-js")
+        assert page.locator('tr[data-job="no-js"] .chip').inner_text() == "ok"
+        page.click('a[href="/console/jobs/no-js"]')
+        assert page.locator("#next-runs tbody tr").count() == 10
+        page.fill("#pause-reason", "testing without JavaScript")
+        page.click("#pause-form button")
+        page.wait_for_url(re.compile(r"done=paused"))
+        assert page.inner_text("#job-status") == "paused"
+        watch.assert_clean()
+    assert stack.jobs.get("no-js")["labels"]["tickwheel/paused-reason"] == (
+        "testing without JavaScript"
+    )
+
+
+def test_the_job_actions_are_reachable_and_usable_from_the_keyboard(
+    stack: ConsoleStack, browser: Any
+) -> None:
+    stack.jobs.create({"jobId": "keys-only", "type": "noop", "cron": "0 8 * * *"})
+    page, watch = watched_page(browser)
+    page.goto(f"{stack.base}/console/jobs/keys-only")
+    # Tab from the top of the page to the trigger button, then press Enter: no mouse.
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == "Trigger now":
+            break
+    else:
+        pytest.fail("Tab never reached the Trigger now button")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"done=triggered"))
+    assert "triggered" in page.inner_text("p.flash")
+    watch.assert_clean()
