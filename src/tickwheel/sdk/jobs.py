@@ -26,7 +26,7 @@ from tickwheel.adapters.kafka.reader import partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core import definition as _definition
 from tickwheel.core.definition import MAX_BACKFILL
-from tickwheel.core.record_schedule import record_schedule
+from tickwheel.core.record_schedule import record_schedule, specs_as_json
 from tickwheel.core.schedule import Schedule, compile_schedule
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.jobtypes.ssrf import (
@@ -135,6 +135,8 @@ def definition_to_spec(record: dict[str, Any]) -> dict[str, Any]:
                 .isoformat()
                 .replace("+00:00", "Z")
             )
+    if record.get("schedules") is not None:  # their phases too (JobDefinition v5)
+        spec["schedules"] = specs_as_json(record["schedules"])
     return spec
 
 
