@@ -35,7 +35,9 @@ from tickwheel.topology import topic_name
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 INSTANCES = 200
 KILLS = 4
-KILL_EVERY_S = 4.0
+# Instances start in one wave per kill, and each sleeps longer than the gap between kills:
+# every kill lands while a wave is mid-run.
+KILL_EVERY_S = 2.0
 SETTLE_S = 240.0
 OUTCOMES = ("step_succeeded", "step_failed", "step_cancelled")
 
@@ -47,15 +49,15 @@ DEFINITION = {
         {"id": "left", "type": "wf_echo", "dependsOn": ["first"], "payload": {"n": 2}},
         {"id": "right", "type": "wf_fail", "dependsOn": ["first"], "maxAttempts": 3,
          "backoff": {"base": "200ms", "cap": "1s"}, "payload": {"times": 1}},
-        {"id": "nap", "kind": "sleep", "duration": "1s", "dependsOn": ["left", "right"]},
+        {"id": "nap", "kind": "sleep", "duration": "3s", "dependsOn": ["left", "right"]},
         {"id": "last", "type": "wf_echo", "dependsOn": ["nap"], "payload": {"n": 3}},
     ],
 }  # fmt: skip
 
 
-def _start_many(bootstrap: str, count: int) -> list[str]:
+def _start_many(bootstrap: str, count: int, first: int = 0) -> list[str]:
     producer = EventProducer(bootstrap)
-    ids = [f"chaos-{i:04d}" for i in range(count)]
+    ids = [f"chaos-{i:04d}" for i in range(first, first + count)]
     now = int(time.time() * 1000)
     for workflow_id in ids:
         record = input_record(workflow_id, Start(now, {"i": workflow_id}), f"test:{workflow_id}",
@@ -118,9 +120,10 @@ def _run_with_kills(
     stack: Any = WorkflowStack(tmp_path, env).start()
     try:
         WorkflowsClient(kafka_bootstrap).define(DEFINITION)
-        ids = _start_many(kafka_bootstrap, INSTANCES)
+        ids: list[str] = []
         unfinished_at_kills = []
         for kill in range(KILLS):
+            ids += _start_many(kafka_bootstrap, INSTANCES // KILLS, first=len(ids))
             time.sleep(KILL_EVERY_S)
             events = workflow_events(kafka_bootstrap)
             unfinished_at_kills.append(
@@ -133,7 +136,8 @@ def _run_with_kills(
             process.start()
         print(f"{victim}: instances unfinished at each kill: {unfinished_at_kills}")
         # The kills landed while instances ran (else this test would prove nothing).
-        assert unfinished_at_kills[0] > 0, unfinished_at_kills
+        assert all(n > 0 for n in unfinished_at_kills), unfinished_at_kills
+        assert len(ids) == INSTANCES
         assert wait_until(lambda: _all_ended(kafka_bootstrap, ids), SETTLE_S, interval=2.0)
         _check_invariants(kafka_bootstrap, ids)
     finally:
