@@ -151,3 +151,23 @@ def test_acknowledging_an_alert_in_the_console_reaches_the_watchdog(
     screenshot(page, "alerts")
     stack.jobs.pause("ticker")
     watch.assert_clean()
+
+
+def test_the_overview_shows_the_oldest_ready_execution_of_its_priority(
+    stack: ConsoleStack, browser: Any
+) -> None:
+    # No worker serves the queue `nobody`: the request waits, ready, until the test ends.
+    stack.jobs.create({"jobId": "unserved", "type": "noop", "cron": "0 0 1 1 *",
+                       "queue": "nobody", "priority": "low"})  # fmt: skip
+    stack.jobs.trigger("unserved")
+    page, watch = watched_page(browser)
+    deadline = time.monotonic() + 120
+    entry = page.locator("#ready-by-priority li", has_text="unserved")
+    while entry.count() == 0:
+        assert time.monotonic() < deadline, "not shown as ready: " + page.inner_text("main")
+        page.wait_for_timeout(1000)
+        page.goto(f"{stack.base}/console")
+    assert entry.inner_text().startswith("low: ")
+    screenshot(page, "overview-ready")
+    stack.jobs.delete("unserved")
+    watch.assert_clean()

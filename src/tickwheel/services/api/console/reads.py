@@ -117,11 +117,9 @@ def dead_letters(h: History, limit: int = 200) -> list[dict[str, Any]]:
     return h.query("console_dead_letters", {"limit": limit})
 
 
-def open_executions(h: History, now_ms: int) -> list[dict[str, Any]]:
-    if h.reader is None:
-        return []
+def ready_by_priority(h: History, now_ms: int) -> list[dict[str, Any]]:
     as_of = (_EPOCH + dt.timedelta(milliseconds=now_ms)).isoformat()
-    return run_query(h.reader, "open_executions", {"as_of": as_of}).as_dicts()
+    return h.query("console_ready_age", {"as_of": as_of})
 
 
 def fire_lateness(h: History, now_ms: int, window_ms: int = 3_600_000) -> list[dict[str, Any]]:

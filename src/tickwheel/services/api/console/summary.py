@@ -1,6 +1,6 @@
 """The overview page's model: problems first (open alerts, overdue and broken jobs), then the
-history's figures (p99 fire lag over the last hour, the oldest ready execution, the oldest
-dead letter)."""
+history's figures (p99 fire lag over the last hour, the oldest ready execution per priority,
+the oldest dead letter)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,13 @@ def overview_model(
     lateness = reads.fire_lateness(h, now_ms)
     p99 = max((int(r["p99_ms"]) for r in lateness), default=None)
     fired = sum(int(r["occurrences"]) for r in lateness)
-    waiting = [e for e in reads.open_executions(h, now_ms) if e.get("last_event") == "requested"]
-    oldest_ready = max(waiting, key=lambda e: int(e["open_for_s"]), default=None)
+    ready = []
+    for row in reads.ready_by_priority(h, now_ms):
+        oldest = reads.to_ms(row["oldest_requested_at"])
+        ready.append({"priority": row["priority"], "waiting": int(row["waiting"]),
+                      "age": approx_duration(now_ms - oldest) if oldest is not None else "?",
+                      "execution_id": row["oldest_execution_id"],
+                      "job_id": row["oldest_job_id"]})  # fmt: skip
     letters = reads.dead_letters(h, limit=1000)
     oldest_letter_ms = min(
         (m for m in (reads.to_ms(x["event_time"]) for x in letters) if m is not None),
@@ -37,14 +42,7 @@ def overview_model(
         "paused_count": sum(1 for r in rows if r.status in ("paused", "disabled")),
         "p99_fire_lag": None if p99 is None else f"{p99} ms",
         "fired_last_hour": fired,
-        "ready_waiting": len(waiting),
-        "oldest_ready": None
-        if oldest_ready is None
-        else {
-            "age": approx_duration(int(oldest_ready["open_for_s"]) * 1000),
-            "execution_id": oldest_ready["execution_id"],
-            "job_id": oldest_ready["job_id"],
-        },
+        "ready": ready,
         "dead_letter_count": len(letters),
         "oldest_dead_letter": None
         if oldest_letter_ms is None
