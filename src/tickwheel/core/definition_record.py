@@ -14,7 +14,7 @@ from tickwheel.core.definition import (
     check_job_id,
     validate_definition,
 )
-from tickwheel.core.record_schedule import specs_as_json
+from tickwheel.core.record_schedule import freeze_specs, specs_as_json
 from tickwheel.core.targets import IPNetwork
 from tickwheel.core.timefmt import format_utc
 from tickwheel.errors import InvalidInput
@@ -78,7 +78,7 @@ def _shape(
     # Field names and values in the record's own order (a decoded record's is the schema's):
     # cheap to build, and two orders of the same fields are only a cache miss.
     values = tuple(
-        (tuple(value.items()) if isinstance(value, dict) else value)
+        (tuple(value.items()) if isinstance(value, dict) else freeze_specs(value))
         for name, value in record.items()
         if name not in _NOT_SHAPE
     )
