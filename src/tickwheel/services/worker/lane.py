@@ -28,7 +28,6 @@ from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
-from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock
 from tickwheel.core.queues import DEFAULT_QUEUE
@@ -42,7 +41,7 @@ from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, runs_in
 from tickwheel.services.worker.ledger import LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
 from tickwheel.services.worker.runner import AttemptRunner
-from tickwheel.services.worker.settings import WorkerSettings
+from tickwheel.services.worker.settings import WorkerSettings, lane_consumer_config
 from tickwheel.services.worker.tenants import TenantQueue
 from tickwheel.topology import topic_name
 
@@ -124,21 +123,7 @@ class PriorityLane:
                 on_fatal=on_fatal,
             )  # fmt: skip
         self._thread: threading.Thread | None = None
-        self.consumer = Consumer(
-            consumer_config(
-                settings.group_id,
-                settings.bootstrap,
-                **{
-                    "client.id": f"{self.worker_id}/{priority}",
-                    "session.timeout.ms": 10000,
-                    "heartbeat.interval.ms": 1000,
-                    # Bounded prefetch: a flood waits in Kafka, not in this process.
-                    "queued.max.messages.kbytes": 4096,
-                    "queued.min.messages": 1000,
-                    "enable.partition.eof": False,
-                },
-            )
-        )
+        self.consumer = Consumer(lane_consumer_config(settings, priority))
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:

@@ -9,7 +9,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.adapters.kafka.config import bootstrap_servers, consumer_config
 from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
 from tickwheel.errors import InvalidInput
 from tickwheel.topology import topic_name
@@ -92,6 +92,23 @@ class WorkerSettings:
     def worker_id(self) -> str:
         """Unique per process: names the lease holder in every event."""
         return f"{self.instance}@{socket.gethostname()}:{os.getpid()}"
+
+
+def lane_consumer_config(settings: WorkerSettings, priority: str) -> dict[str, object]:
+    """The consumer settings of one priority's lane."""
+    return consumer_config(
+        settings.group_id,
+        settings.bootstrap,
+        **{
+            "client.id": f"{settings.worker_id}/{priority}",
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 1000,
+            # Bounded prefetch: a flood waits in Kafka, not in this process.
+            "queued.max.messages.kbytes": 4096,
+            "queued.min.messages": 1000,
+            "enable.partition.eof": False,
+        },
+    )
 
 
 def queue_group(queue: str) -> str:
