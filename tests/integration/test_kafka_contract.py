@@ -77,8 +77,11 @@ class BrokerCluster:
     def producer(self) -> Any:
         return EventProducer(self.bootstrap)
 
-    def transactional(self, transactional_id: str) -> Any:
-        return TransactionalProducer(transactional_id, self.bootstrap)
+    def transactional(self, transactional_id: str, **overrides: Any) -> Any:
+        return TransactionalProducer(transactional_id, self.bootstrap, **overrides)
+
+    def let_time_pass(self, seconds: float) -> None:
+        """Nothing to do: the broker's clock runs by itself, and `drive` waits for it."""
 
     def reader(self) -> Any:
         reader = KafkaPartitionReader(self.bootstrap, timeout=60)
@@ -127,6 +130,8 @@ def drive(
             if errors is not None:
                 errors.extend(m.error().code() for m in messages if m.error() is not None)
             assert always(), "an invariant broke while the consumers polled"
+        if not consumers:
+            time.sleep(0.1)  # waiting on the broker alone: ask again in a moment
         if time.monotonic() > deadline:
             break
     assert until(), "the condition did not hold within the bounded wait"
@@ -537,3 +542,32 @@ def test_an_unknown_topic_is_reported_and_the_consumer_goes_on(cluster: Any) -> 
     errors: list[int] = []
     drive([subscribed], lambda: KafkaError.UNKNOWN_TOPIC_OR_PART in errors, errors=errors)
     subscribed.consume(1, 0.1)  # still usable: no exception, whatever else it reports
+
+
+def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced(
+    cluster: Any,
+) -> None:
+    topic, transactional_id = name("timeout"), name("stalled")
+    cluster.create_topic(topic)
+    stalled = cluster.transactional(transactional_id, **{"transaction.timeout.ms": 2000})
+    stalled.init()
+    stalled.begin()
+    stalled.send(topic, "k", b"stalled", partition=0)
+    stalled.flush(30)
+    consumer = cluster.consumer(name("rc"))
+    tp = TopicPartition(topic, 0)
+    assert consumer.get_watermark_offsets(tp, timeout=10) == (0, 0)
+    cluster.let_time_pass(3.0)  # the producer does nothing meanwhile (a stopped process)
+    # The broker aborts it by itself: the stable offset passes the record and its marker.
+    drive([], lambda: consumer.get_watermark_offsets(tp, timeout=10) == (0, 2))
+    assert read_values(cluster, topic) == []
+    with pytest.raises(KafkaException) as fenced:
+        stalled.commit(10)
+    assert is_fatal(fenced.value)
+    assert fenced.value.args[0].code() == KafkaError._FENCED
+    heir = cluster.transactional(transactional_id)
+    heir.init()
+    heir.begin()
+    heir.send(topic, "k", b"heir", partition=0)
+    heir.commit()
+    assert read_values(cluster, topic) == [b"heir"]

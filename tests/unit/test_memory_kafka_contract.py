@@ -4,6 +4,7 @@ against the in-memory broker: the very same test functions, given a memory `clus
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.integration.test_kafka_contract import (
     test_a_member_that_stops_polling_loses_its_partitions_to_the_others,
     test_a_new_producer_with_the_same_transactional_id_fences_the_zombie,
     test_a_second_member_takes_partitions_revoked_before_they_are_assigned,
+    test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced,
     test_a_transaction_over_two_topics_is_all_or_nothing_with_its_headers,
     test_an_unknown_topic_is_reported_and_the_consumer_goes_on,
     test_committed_offsets_are_where_the_group_starts,
@@ -34,7 +36,7 @@ from tickwheel.adapters.kafka.memory import (
     MemoryPartitionReader,
     MemoryTransactionalProducer,
 )
-from tickwheel.clock import SystemClock
+from tickwheel.clock import FakeClock
 
 CONTRACT = [
     test_a_compacted_topic_reads_as_the_latest_record_per_key,
@@ -42,6 +44,7 @@ CONTRACT = [
     test_a_new_producer_with_the_same_transactional_id_fences_the_zombie,
     test_a_member_that_stops_polling_loses_its_partitions_to_the_others,
     test_a_second_member_takes_partitions_revoked_before_they_are_assigned,
+    test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced,
     test_a_transaction_over_two_topics_is_all_or_nothing_with_its_headers,
     test_an_unknown_topic_is_reported_and_the_consumer_goes_on,
     test_committed_offsets_are_where_the_group_starts,
@@ -58,9 +61,10 @@ class MemoryCluster:
     kind = "memory"
 
     def __init__(self) -> None:
-        # The system clock: the contract compares record times with the wall clock (as the
-        # real broker stamps them); unit tests of services give the broker a FakeClock.
-        self.broker = MemoryBroker(clock=SystemClock())
+        # A clock that starts at the wall clock's time (the contract compares record times
+        # with it, as the real broker stamps them) and moves only when told to.
+        self.clock = FakeClock(start=time.time())
+        self.broker = MemoryBroker(clock=self.clock)
 
     def create_topic(self, name: str, partitions: int = 1, compacted: bool = False) -> None:
         self.broker.create_topic(name, partitions, compacted)
@@ -78,8 +82,11 @@ class MemoryCluster:
     def producer(self) -> MemoryEventProducer:
         return MemoryEventProducer(self.broker)
 
-    def transactional(self, transactional_id: str) -> MemoryTransactionalProducer:
-        return MemoryTransactionalProducer(self.broker, transactional_id)
+    def transactional(self, transactional_id: str, **overrides: Any) -> MemoryTransactionalProducer:
+        return MemoryTransactionalProducer(self.broker, transactional_id, **overrides)
+
+    def let_time_pass(self, seconds: float) -> None:
+        self.clock.advance(seconds)
 
     def reader(self) -> MemoryPartitionReader:
         return MemoryPartitionReader(self.broker)

@@ -50,6 +50,7 @@ class MemoryBroker:
                 self.create_topic(spec.name, spec.partitions, compacted)
 
     def topic(self, name: str) -> Topic:
+        self.expire_transactions()
         try:
             return self.topics[name]
         except KeyError:
@@ -84,10 +85,24 @@ class MemoryBroker:
     def epoch(self, transactional_id: str) -> int:
         return self._epochs.get(transactional_id, -1)
 
-    def begin(self, transactional_id: str, epoch: int) -> Transaction:
-        transaction = Transaction(transactional_id, epoch)
+    def begin(self, transactional_id: str, epoch: int, timeout_ms: int) -> Transaction:
+        transaction = Transaction(transactional_id, epoch, deadline_ms=self.now_ms() + timeout_ms)
         self._open[transactional_id] = transaction
         return transaction
+
+    def expire_transactions(self) -> None:
+        """The coordinator's transaction timeout: a transaction open past its producer's
+        `transaction.timeout.ms` (by the injected clock) is aborted and its epoch bumped, so
+        its producer is fenced, as a real broker does it (KIP-588). Checked on every client
+        call that reads or writes, instead of by a thread."""
+        now = self.now_ms()
+        due = [t for t in self._open.values() if now >= t.deadline_ms]
+        for transaction in due:
+            del self._open[transaction.transactional_id]
+            epoch = self._epochs.get(transaction.transactional_id, -1)
+            self._epochs[transaction.transactional_id] = epoch + 1
+        for transaction in due:  # after the bookkeeping: writing a marker comes back here
+            self._finish(transaction, commit=False)
 
     def end(self, transaction: Transaction, commit: bool) -> None:
         if self._open.get(transaction.transactional_id) is transaction:

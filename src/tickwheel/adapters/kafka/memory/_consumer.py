@@ -107,6 +107,9 @@ class MemoryConsumer:
         member = self._member
         while member is not None and member.events:
             kind, keys = member.events.popleft()
+            if kind == "lost":
+                # Everything it holds is lost, a revoke it had not served yet included.
+                keys = sorted(self._fetches)
             partitions = [TopicPartition(t, p) for t, p in keys]
             callback = self._callbacks.get(kind)
             if callback is not None:
@@ -232,6 +235,7 @@ class MemoryConsumer:
         """What is readable now, up to `num_messages`, taking partitions in turn; never waits
         (`timeout` is the caller's to spend)."""
         self._open()
+        self._broker.expire_transactions()
         messages: list[MemoryMessage] = []
         self._tell_missing_topics(messages)
         self._serve_rebalance(messages)
@@ -342,6 +346,7 @@ class MemoryConsumer:
         """(low, high); high is the last stable offset for a read_committed consumer. The
         real client's `cached=True` answers from its last fetch; this one is always current."""
         self._open()
+        self._broker.expire_transactions()
         topic = self._broker.topics.get(partition.topic)
         if topic is None or not 0 <= partition.partition < len(topic.logs):
             raise kafka_exception(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition")

@@ -24,6 +24,7 @@ class Transaction:
     transactional_id: str
     epoch: int
     state: TransactionState = "open"
+    deadline_ms: int = 0  # the broker aborts it when its clock reaches this
     partitions: set[PartitionKey] = field(default_factory=set)
     offsets: dict[str, dict[PartitionKey, int]] = field(default_factory=dict)
 

@@ -71,14 +71,19 @@ class MemoryTransactionalProducer:
     transaction, so the last stable offset waits for it); `abort` purges what is still queued
     (its delivery reports say `_PURGE_QUEUE`, as the real client's do) and aborts the rest.
 
+    A transaction left open past `transaction.timeout.ms` (by the broker's clock) is aborted
+    by the broker and its producer fenced, as a real coordinator does.
+
     `init()` fences every earlier producer with the same transactional id: the broker aborts
     its open transaction, and the zombie's next flush, send_offsets, commit or abort raises the
     fatal `_FENCED` `KafkaException` (a send after that raises `_FATAL`), as a real broker
     answers it. A zombie's `begin` is local and passes until it has met its fence."""
 
-    def __init__(self, broker: MemoryBroker, transactional_id: str) -> None:
+    def __init__(self, broker: MemoryBroker, transactional_id: str, **overrides: Any) -> None:
         self.transactional_id = transactional_id
         self._broker = broker
+        # The real client's setting (tickwheel's transactional_producer_config: 30 s).
+        self._timeout_ms = int(overrides.get("transaction.timeout.ms", 30000))
         self._epoch: int | None = None
         self._transaction: Transaction | None = None
         self._fatal: KafkaError | None = None
@@ -96,7 +101,8 @@ class MemoryTransactionalProducer:
             raise state_error("the transactional producer is not initialized (init first)")
         if self._transaction is not None:
             raise state_error("a transaction is already open")
-        self._transaction = self._broker.begin(self.transactional_id, self._epoch)
+        self._broker.expire_transactions()
+        self._transaction = self._broker.begin(self.transactional_id, self._epoch, self._timeout_ms)
 
     def send(
         self,
@@ -176,6 +182,7 @@ class MemoryTransactionalProducer:
             callback(error, message)
 
     def _fenced(self) -> bool:
+        self._broker.expire_transactions()
         return self._epoch is not None and self._broker.epoch(self.transactional_id) > self._epoch
 
     def _raise_if_fatal(self) -> None:
