@@ -7,10 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.unit.core._settings import EXAMPLES, PROPS
 from tickwheel.core.calendars import make_calendar, parse_date
 from tickwheel.core.preview import preview
 from tickwheel.core.timefmt import format_utc, parse_iso_ms
+from tickwheel.errors import InvalidInput
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.timer.calendars import CALENDARS, reapply
 from tickwheel.services.timer.scheduler import PartitionTimer
@@ -128,3 +132,46 @@ def test_a_job_whose_calendar_is_unknown_waits_then_owes_its_slots(calendar_name
         "2027-01-21T09:00:00Z",
     ]
     assert all(r["trigger"] == "catch_up" for r in emission.requests)
+
+
+YEAR_2026 = parse_iso_ms("2026-01-01T00:00:00Z", "t")
+SPECS = [{"cron": "0 9 * * *"}, {"cron": "30 17 L * *"}, {"cron": "15 */6 * * MON-FRI"},
+         {"every": "7h"}, {"cron": "30 2 * * SUN"}]  # fmt: skip
+
+
+@settings(PROPS, max_examples=max(20, EXAMPLES // 6))
+@given(
+    specs=st.lists(st.sampled_from(SPECS), min_size=1, max_size=2, unique_by=str),
+    zone=st.sampled_from(["Europe/London", "America/New_York", "Australia/Sydney"]),
+    rule=st.sampled_from(["skip", "next", "previous"]),
+    start=st.integers(0, 5 * 365).map(lambda d: YEAR_2026 + d * 86_400_000),
+    holidays=st.sets(st.integers(0, 20), max_size=6),
+    exclude_day=st.one_of(st.none(), st.integers(0, 20)),
+)
+def test_the_timer_and_the_preview_agree_on_every_slot(
+    specs: list[dict[str, str]], zone: str, rule: str, start: int, holidays: set[int],
+    exclude_day: int | None,
+) -> None:  # fmt: skip
+    name = "prop-cal"
+    days = [format_utc(start + k * 86_400_000)[:10] for k in sorted(holidays)]
+    calendar = _calendar(name, *days)
+    CALENDARS.put(name, calendar)
+    try:
+        exclude = (
+            None if exclude_day is None else [format_utc(start + exclude_day * 86_400_000)[:10]]
+        )
+        spec = {"type": "noop", "jitter": "0s", "timezone": zone, "schedules": specs,
+                "calendar": name, "businessDays": rule, "exclude": exclude}  # fmt: skip
+        try:
+            record = validate_job({"jobId": "p", **{k: v for k, v in spec.items() if v}}, start)
+        except InvalidInput:
+            return  # nothing left to fire: refused (test_calendar_schedules pins it)
+        end = start + 20 * 86_400_000
+        fired = _fired(_timer(record, start), start, end)
+        rows = preview(
+            None, zone, start, 1000, schedules=specs, exclude=exclude, calendar=name,
+            business_days=rule, calendars={name: calendar},
+        )  # fmt: skip
+        assert fired == [r.scheduled_ms for r in rows if r.scheduled_ms <= end]
+    finally:
+        CALENDARS.put(name, None)
