@@ -77,6 +77,8 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
         return {"reason": "caught_up"}
     if incident.kind == "output_stale":
         return {"reason": "fresh_output"}
+    if incident.kind == "missed_slots":
+        return {"reason": "audit_clean"}
     if incident.kind in PARENT_KINDS:
         return {"reason": "advancing" if incident.kind == "timer_partition_stalled"
                 else "worker_taking"}  # fmt: skip

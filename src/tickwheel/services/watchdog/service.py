@@ -49,6 +49,7 @@ from tickwheel.services.watchdog.records import (
     parse_state_record,
     partition_key,
 )
+from tickwheel.services.watchdog.second_detector import SecondDetector
 from tickwheel.services.watchdog.settings import WatchdogSettings
 from tickwheel.services.watchdog.webhooks import WebhookDispatcher, WebhookSink, sink_guard
 from tickwheel.topology import topic as declared_topic
@@ -110,6 +111,7 @@ class WatchdogService:
         self.dispatchers = self._dispatchers(group)
         self.lag_watch = LagWatch(settings.lag_alert_ms)
         self.freshness = FreshnessProbe(settings.bootstrap, group, settings.freshness_every_ms)
+        self.audit = SecondDetector(*settings.audit)
 
     def _dispatchers(self, group: str) -> list[WebhookDispatcher]:
         settings = self.settings
@@ -175,6 +177,7 @@ class WatchdogService:
             self.consumer.close()
             self.probe.close()
             self.freshness.close()
+            self.audit.close()
 
     def stop(self, *_args: Any) -> None:
         self.running = False
@@ -259,7 +262,8 @@ class WatchdogService:
             lagging = self.lag_watch.observe(now, mark)
             self.freshness.refresh(output_topics(self.state.facts), now)
             extra = [*([lagging] if lagging else []),
-                     *stale_outputs(self.state.facts, self.freshness.newest, now)]  # fmt: skip
+                     *stale_outputs(self.state.facts, self.freshness.newest, now),
+                     *self.audit.conditions(self.state, now, self.settings.thresholds)]  # fmt: skip
             transitions, changed = evaluate(self.state, mark, self.settings.thresholds, extra)
             self.changed |= changed
             self.metrics.lag.set(max(0, now - mark) / 1000)

@@ -33,7 +33,9 @@ class WatchdogSettings:
     TICKWHEEL_WATCHDOG_GRACE_S (slack of a derived interval), TICKWHEEL_WATCHDOG_RUN_GRACE_S (how
     far past maxRunTime a run is too long), TICKWHEEL_WATCHDOG_LAG_ALERT_S (watchdog_lagging:
     inputs this far behind for this long), TICKWHEEL_WATCHDOG_FRESHNESS_EVERY_S (how often the
-    output topics' newest records are read, 30), TICKWHEEL_METRICS_PORT (0 = off);
+    output topics' newest records are read, 30), TICKWHEEL_WATCHDOG_AUDIT_EVERY_S (the second
+    detector's round, 300; 0 = off), TICKWHEEL_WATCHDOG_AUDIT_LOOKBACK_S (86400),
+    TICKWHEEL_WATCHDOG_AUDIT_JOBS (jobs audited per round, 50), TICKWHEEL_METRICS_PORT (0 = off);
     webhooks: TICKWHEEL_WATCHDOG_WEBHOOKS (comma-separated URLs), TICKWHEEL_WATCHDOG_WEBHOOK_SECRET
     (`whsec_` + base64, required with URLs), TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS (CIDRs
     a receiver may be in besides public addresses), TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S (first
@@ -49,6 +51,14 @@ class WatchdogSettings:
     )
     freshness_every_ms: int = field(
         default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_FRESHNESS_EVERY_S", 30)
+    )
+    # The second detector: (every ms, lookback ms, jobs per round); every 0 = off.
+    audit: tuple[int, int, int] = field(
+        default_factory=lambda: (
+            _seconds_ms("TICKWHEEL_WATCHDOG_AUDIT_EVERY_S", 300),
+            _seconds_ms("TICKWHEEL_WATCHDOG_AUDIT_LOOKBACK_S", 86_400),
+            int(os.environ.get("TICKWHEEL_WATCHDOG_AUDIT_JOBS", "50")),
+        )
     )
     lag_alert_ms: int = field(
         default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_LAG_ALERT_S", 60)
