@@ -20,27 +20,24 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
-from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.partition import Batch, UnknownDefinition
-from tickwheel.services.orchestrator.records import checkpoint_key, checkpoint_record
 from tickwheel.services.orchestrator.restore import (
     OrchestratorTopics,
     PartitionRestorer,
     PartitionRuntime,
 )
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
+from tickwheel.services.orchestrator.writer import BatchWriter
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
 from tickwheel.topology import topic as declared_topic
-from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.orchestrator")
 
@@ -81,6 +78,7 @@ class OrchestratorService:
         self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
             self.restorer.restore, name="orchestrator-restore"
         )
+        self.writer = BatchWriter(self.topics, self.now_ms)
 
     def now_ms(self) -> int:
         self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
@@ -105,6 +103,7 @@ class OrchestratorService:
             for runtime in self.partitions.values():
                 runtime.producer.flush(self._flush_budget())
             self.partitions.clear()
+            self.writer.close()
             self.consumer.close()
 
     def stop(self, *_args: Any) -> None:
@@ -187,6 +186,7 @@ class OrchestratorService:
         for msg in messages:
             if not msg.error() and msg.partition() in self.partitions:
                 by_partition[msg.partition()].append(msg)
+        work = []
         for partition, batch in by_partition.items():
             runtime = self.partitions[partition]
             for msg in batch:
@@ -195,7 +195,8 @@ class OrchestratorService:
                 self._receive(runtime, msg, now)
                 runtime.next_input = msg.offset() + 1
                 runtime.moved = True
-            self._commit(runtime, runtime.orchestrator.take())
+            work.append((runtime, runtime.orchestrator.take()))
+        self._commit_all(work)
 
     def _receive(self, runtime: PartitionRuntime, msg: Any, now: int) -> None:
         record = record_of(msg)
@@ -210,48 +211,22 @@ class OrchestratorService:
                 runtime.orchestrator.refuse(record, str(exc), now)
 
     def _commit(self, runtime: PartitionRuntime, batch: Batch) -> None:
-        if not batch and not runtime.moved:
-            return
-        producer, partition = runtime.producer, runtime.partition
-        try:
-            producer.begin()
-            for event in batch.events:
-                producer.send(self.topics.events, event["workflow_id"],
-                              encode("WorkflowEvent", event))  # fmt: skip
-            for workflow_id, snapshot in batch.snapshot_records().items():
-                producer.send(self.topics.state, workflow_id, encode("WorkflowSnapshot", snapshot))
-            for out in batch.outgoing:
-                producer.send(topic_name(out.topic), out.key, encode(out.record, out.value))
-            for letter in batch.dead_letters:
-                producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
-            offsets = {self.topics.inputs: runtime.next_input}
-            producer.send(self.topics.state, checkpoint_key(partition),
-                          encode("WorkflowSnapshot", checkpoint_record(partition, offsets,
-                                                                       self.now_ms())),
-                          partition=partition)  # fmt: skip
-            producer.commit()
-        except KafkaException as exc:
-            fenced = is_fatal(exc)
-            log.warning(
-                "fenced; dropping the partition" if fenced else "transaction failed; restoring",
-                extra={"action": "producer_fenced" if fenced else "transaction_failed",
-                       "partition": partition, "error": str(exc)},
-            )  # fmt: skip
-            if not fenced:
-                with contextlib.suppress(KafkaException):
-                    producer.abort()
-            self.partitions.pop(partition, None)
+        self._commit_all([(runtime, batch)])
+
+    def _commit_all(self, work: list[tuple[PartitionRuntime, Batch]]) -> None:
+        """Each partition's batch in its own transaction; a partition whose transaction
+        failed is dropped and restored from Kafka (after the session timeout if fenced)."""
+        work = [(runtime, batch) for runtime, batch in work if batch or runtime.moved]
+        for (runtime, _batch), outcome in zip(work, self.writer.write_all(work), strict=True):
+            if outcome == "committed":
+                runtime.moved = False
+                continue
+            self.partitions.pop(runtime.partition, None)
             with contextlib.suppress(KafkaException):
-                self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
-            self.restore_due[partition] = time.monotonic() + (
-                FENCED_RECHECK_S if fenced else RESTORE_RETRY_S
+                self.consumer.pause([TopicPartition(self.topics.inputs, runtime.partition)])
+            self.restore_due[runtime.partition] = time.monotonic() + (
+                FENCED_RECHECK_S if outcome == "fenced" else RESTORE_RETRY_S
             )
-            return
-        runtime.moved = False
-        if batch.inputs:
-            log.debug("batch committed", extra={
-                "action": "batch_committed", "partition": partition, "inputs": batch.inputs,
-                "events": len(batch.events), "commands": len(batch.outgoing)})  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
