@@ -1,7 +1,7 @@
 """The Kafka port: what tickwheel's services ask of Kafka, as Protocols.
 
 Two implementations satisfy it, and one contract suite holds them to the same behaviour
-(`tests/integration/test_kafka_contract.py`):
+(`tests/integration/test_kafka_contract*.py`):
 
 - the real client: `confluent_kafka.Consumer` as a `GroupConsumer`, `TransactionalProducer` and
   `EventProducer` (`tickwheel.adapters.kafka.producer`), `KafkaPartitionReader`

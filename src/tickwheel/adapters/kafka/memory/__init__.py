@@ -3,18 +3,18 @@ connector: a unit tier runs code written against `tickwheel.ports.kafka` without
 
     broker = MemoryBroker(clock=FakeClock())
     broker.create_topics(load_topology())
-    consumer = MemoryConsumer(broker, consumer_config("timer"))
+    consumer = MemoryConsumer(broker, consumer_config("timer", "memory"))
     producer = MemoryTransactionalProducer(broker, "timer-0")
 
 What it keeps of Kafka: partitions and offsets; murmur2 key placement; transactions whose
 commit/abort markers take an offset; `read_committed` stopping at the last stable offset and
 skipping aborted records; epochs fencing zombie producers with the client's fatal error;
 offsets committed with a transaction; consumer groups with cooperative-sticky rebalances and
-their callbacks run from `consume`/`poll`; pause, resume, seek, positions, watermarks. What it
-leaves out on purpose: time (nothing waits, nothing times out unless told:
-`MemoryBroker.expire_member`), compaction (the log keeps every record; `latest_per_key` reads a
+their callbacks run from `consume`/`poll`; pause, resume, seek, positions, watermarks; the
+coordinator's transaction timeout, read from the injected clock. What it leaves out on purpose:
+waiting (nothing blocks; a session ends when told: `MemoryBroker.expire_member`), compaction (the log keeps every record; `latest_per_key` reads a
 compacted topic as its consumers see it), replication, quotas and sizes. The contract suite
-`tests/integration/test_kafka_contract.py` runs the same assertions here and on a real broker.
+`tests/integration/test_kafka_contract*.py` runs the same assertions here and on a real broker.
 """
 
 from tickwheel.adapters.kafka.memory._broker import MemoryBroker
