@@ -134,9 +134,20 @@ class SecondDetector:
 
 
 def _history_reader() -> Any:
-    from tickwheel.history import open_history_reader
+    """A ClickHouse server's store, or the embedded store's owner — never the embedded
+    directory itself: opening it would make the watchdog its owner and keep the history
+    sink from starting (decision 0033)."""
+    from tickwheel.adapters.clickhouse import open_history_store
+    from tickwheel.history import history_settings_from_env, owner_client
+    from tickwheel.ports.history import HistoryStoreError
 
-    return open_history_reader(wait_s=0.5)
+    settings = history_settings_from_env()
+    if settings.clickhouse_url:
+        return open_history_store(settings, create=False)
+    client = owner_client(settings.history_dir)
+    if client is None:
+        raise HistoryStoreError(f"no history owner answers for {settings.history_dir}")
+    return client
 
 
 def _ms(iso: str) -> int:
