@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from fastapi import FastAPI  # noqa: E402
 
-from tests.console.browser import chromium  # noqa: E402
+from tests.console.browser import chromium, playwright  # noqa: E402
 from tests.console.fakes import MemoryJobs  # noqa: E402
 from tickwheel.adapters.clickhouse import ChdbHistoryStore  # noqa: E402
 from tickwheel.clock import FakeClock  # noqa: E402
@@ -150,7 +150,7 @@ def main() -> int:
         server, port = serve(app)
         base = f"http://127.0.0.1:{port}/console"
         try:
-            with chromium() as context:
+            with playwright() as driver, chromium(driver) as context:
                 listing = measure(context, f"{base}/jobs", args.loads)
                 grid = measure(context, f"{base}/jobs/per-minute?days={args.days}", args.loads)
         finally:

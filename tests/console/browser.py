@@ -27,16 +27,21 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "reports" / "conso
 
 
 @contextmanager
-def chromium(javascript: bool = True) -> Iterator[Any]:
-    """A headless Debian Chromium with a fresh profile (JavaScript off if asked), closed on
-    exit."""
+def playwright() -> Iterator[Any]:
+    """Playwright's driver: one per test module (a second one inside it would refuse to start,
+    as its sync API runs its own event loop)."""
     from playwright.sync_api import sync_playwright
 
-    with (
-        tempfile.TemporaryDirectory(prefix="tickwheel-chromium-") as profile,
-        sync_playwright() as p,
-    ):
-        context = p.chromium.launch_persistent_context(
+    with sync_playwright() as driver:
+        yield driver
+
+
+@contextmanager
+def chromium(driver: Any, javascript: bool = True) -> Iterator[Any]:
+    """A headless Debian Chromium with a fresh profile (JavaScript off if asked), closed on
+    exit."""
+    with tempfile.TemporaryDirectory(prefix="tickwheel-chromium-") as profile:
+        context = driver.chromium.launch_persistent_context(
             profile, executable_path=CHROMIUM, headless=True, java_script_enabled=javascript,
             args=ARGS, viewport={"width": 1400, "height": 1000},
         )  # fmt: skip

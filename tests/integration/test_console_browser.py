@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.console.browser import chromium, screenshot, watched_page
+from tests.console.browser import chromium, playwright, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -37,8 +37,14 @@ def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as context:
+def driver() -> Iterator[Any]:
+    with playwright() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(driver: Any) -> Iterator[Any]:
+    with chromium(driver) as context:
         yield context
 
 
@@ -174,9 +180,11 @@ def test_every_page_renders_with_no_console_error_and_nothing_from_outside(
     watch.assert_clean()
 
 
-def test_with_javascript_off_pages_read_and_a_pause_still_works(stack: ConsoleStack) -> None:
+def test_with_javascript_off_pages_read_and_a_pause_still_works(
+    stack: ConsoleStack, driver: Any
+) -> None:
     stack.jobs.create({"jobId": "no-js", "type": "noop", "cron": "0 7 * * *"})
-    with chromium(javascript=False) as plain:
+    with chromium(driver, javascript=False) as plain:
         page, watch = watched_page(plain)
         page.goto(f"{stack.base}/console/jobs?q=no-js")
         assert page.locator('tr[data-job="no-js"] .chip').inner_text() == "ok"

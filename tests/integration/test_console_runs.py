@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.console.browser import chromium, screenshot, watched_page
+from tests.console.browser import chromium, playwright, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -32,8 +32,14 @@ def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as context:
+def driver() -> Iterator[Any]:
+    with playwright() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(driver: Any) -> Iterator[Any]:
+    with chromium(driver) as context:
         yield context
 
 
