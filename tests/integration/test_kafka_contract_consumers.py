@@ -16,6 +16,7 @@ from tests.integration.test_kafka_contract import (
     drive,
     name,
     positions,
+    read_values,
 )
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.ports.kafka import latest_per_key
@@ -93,6 +94,24 @@ def test_a_member_that_stops_polling_loses_its_partitions_to_the_others(cluster:
     kept = sorted(owned(lapsed))
     cluster.lapse(lapsed)  # stops polling: the group moves on without it
     drive([other], lambda: owned(other) == {0, 1})
+    # KIP-447: until it learns, the zombie may not commit offsets for the group in a
+    # transaction; the producer aborts and goes on (it is not fenced: its id is its own).
+    sink = name("sink")
+    cluster.create_topic(sink)
+    producer = cluster.transactional(name("eos"))
+    producer.init()
+    producer.begin()
+    producer.send(sink, "k", b"zombie's", partition=0)
+    with pytest.raises(KafkaException) as refused:
+        producer.send_offsets(lapsed, [TopicPartition(topic, 0, 1)])
+    assert refused.value.args[0].code() == KafkaError.UNKNOWN_MEMBER_ID
+    assert refused.value.args[0].txn_requires_abort()
+    producer.abort()
+    producer.begin()
+    producer.send(sink, "k", b"owner's", partition=0)
+    producer.send_offsets(other, [TopicPartition(topic, 0, 1)])
+    producer.commit()
+    assert read_values(cluster, sink) == [b"owner's"]
     # Its next polls say why, then call `on_lost` (not `on_revoke`: it owns nothing by then),
     # and it joins again, so the group ends balanced.
     errors: list[int] = []

@@ -46,6 +46,11 @@ class Group:
         # Partitions a member was told to revoke and has not yet let go of: nobody gets them.
         self._unreleased: dict[PartitionKey, str] = {}
 
+    def knows(self, member_id: str) -> bool:
+        """Whether offsets may be committed as `member_id`: a current member, or no member
+        at all (a consumer assigned by hand commits for its group without joining it)."""
+        return not member_id or member_id in self.members
+
     def join(self, topics: list[str]) -> Member:
         self._joined += 1
         member = Member(f"memory-{self.group_id}-{self._joined}", list(topics))

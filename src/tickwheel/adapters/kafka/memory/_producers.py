@@ -122,12 +122,22 @@ class MemoryTransactionalProducer:
 
     def send_offsets(self, consumer: Any, offsets: list[Any]) -> None:
         """Commit the consumer group's `offsets` with the open transaction (and only if it
-        commits)."""
+        commits). A consumer the group has expelled is refused (`UNKNOWN_MEMBER_ID`, the
+        transaction must abort), as a real coordinator refuses it."""
         self._raise_if_fenced()
         if self._transaction is None:
             raise state_error("no transaction is open (begin first)")
-        group = consumer.consumer_group_metadata().group_id
-        carried = self._transaction.offsets.setdefault(group, {})
+        metadata = consumer.consumer_group_metadata()
+        if not self._broker.group(metadata.group_id).knows(metadata.member_id):
+            # KIP-447: a member the group has expelled (a zombie) may not commit for it.
+            raise KafkaException(
+                KafkaError(
+                    KafkaError.UNKNOWN_MEMBER_ID,
+                    "Broker: Unknown member (the group has moved on without this consumer)",
+                    txn_requires_abort=True,
+                )
+            )
+        carried = self._transaction.offsets.setdefault(metadata.group_id, {})
         for tp in offsets:
             carried[(tp.topic, tp.partition)] = tp.offset
 
