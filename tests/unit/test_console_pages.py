@@ -137,6 +137,9 @@ def test_the_jobs_page_states_each_status_in_words_with_problems_first(
     assert re.findall(r'data-job="([^"]+)"', searched.text) == ["stopped"]
     by_chip = client.get("/console/jobs", params={"status": "ok"})
     assert re.findall(r'data-job="([^"]+)"', by_chip.text) == ["fine"]
+    make(jobs, "other-tenant", tenantId="acme")
+    by_tenant = client.get("/console/jobs", params={"tenant": "acme"})
+    assert re.findall(r'data-job="([^"]+)"', by_tenant.text) == ["other-tenant"]
 
 
 def test_the_job_page_grid_shows_the_slot_with_no_requested_event_as_missing(

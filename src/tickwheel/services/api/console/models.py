@@ -229,13 +229,15 @@ def job_row(
     )
 
 
-def filter_rows(rows: Sequence[JobRow], query: str = "", status: str = "") -> list[JobRow]:
+def filter_rows(
+    rows: Sequence[JobRow], query: str = "", status: str = "", tenant: str = ""
+) -> list[JobRow]:
     """Rows whose id, type, schedule, owner or labels contain `query` (any case), with the
-    chip `status` if one is given; problems first, then by id."""
+    chip `status` and of the `tenant` if given; problems first, then by id."""
     needle = query.strip().lower()
 
     def matches(row: JobRow) -> bool:
-        if status and row.status != status:
+        if (status and row.status != status) or (tenant and row.tenant_id != tenant):
             return False
         if not needle:
             return True

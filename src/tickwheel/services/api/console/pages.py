@@ -84,9 +84,10 @@ def jobs_page(
     b: BackendDep,
     q: Annotated[str, Query(max_length=200)] = "",
     status: Annotated[str, Query(max_length=20)] = "",
+    tenant: Annotated[str, Query(max_length=200)] = "",
 ) -> Response:
     try:
-        return render_jobs(request, b, q, status)
+        return render_jobs(request, b, q, status, tenant=tenant)
     except Exception as exc:
         return _failed(request, exc, "jobs")
 
@@ -98,17 +99,20 @@ def render_jobs(
     status: str = "",
     error: str | None = None,
     code: int = 200,
+    tenant: str = "",
 ) -> Response:
     """The jobs page: problems first, filtered by `q` and the chip `status`."""
     with reads.history(b) as h:
         found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
         rows = job_rows(b, h, found)
         problems = [p for p in (h.problem, alerts_problem) if p]
-    shown = models.filter_rows(rows, q, status if status in models.STATUSES else "")
+    shown = models.filter_rows(rows, q, status if status in models.STATUSES else "", tenant)
+    tenants = sorted({r.tenant_id for r in rows})
     counts = {name: sum(1 for r in rows if r.status == name) for name in models.STATUSES}
     context = {"section": "jobs", "rows": shown, "total": len(rows), "q": q,
                "status": status, "counts": counts, "statuses": models.STATUSES,
-               "problems": problems, "error": error}  # fmt: skip
+               "problems": problems, "error": error, "tenant": tenant,
+               "tenants": tenants}  # fmt: skip
     return page(request, "jobs.html", context, status=code)
 
 
