@@ -157,12 +157,14 @@ def main() -> int:
             server.should_exit = True
     finally:
         store.close()
+    load = os.getloadavg()[0]
     lines = [
         "# tickwheel web console benchmark",
         "",
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, "
         "uvicorn and Debian's Chromium on one machine (loopback); medians of "
-        f"{args.loads} loads after a warm-up",
+        f"{args.loads} loads after a warm-up; load average {load:.1f} at the end (the machine is "
+        "shared: figures scale with it)",
         "",
         f"## Jobs page, {args.jobs:,} jobs (in-memory job client; first 500 rows listed)",
         f"- time to first byte: **{listing['ttfb_ms']:.0f} ms**",
