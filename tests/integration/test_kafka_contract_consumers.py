@@ -77,8 +77,9 @@ def test_a_second_member_takes_partitions_revoked_before_they_are_assigned(clust
 
     second.close()  # leaving the group revokes what it owns, through its callback
     assert events[-1] == ("second", "revoke", moved)
+    left_at = len(events)
     drive([first], lambda: owned(first) == {0, 1, 2, 3})
-    assert events[-1] == ("first", "assign", moved)
+    assert ("first", "assign", moved) in events[left_at:]  # handed back in one assignment
     with pytest.raises(RuntimeError):
         second.consume(1, 0)
 
