@@ -334,3 +334,16 @@ def test_a_pause_records_its_account_and_the_disabled_report_lists_it_as_csv(
     resumed = jobs.get("held")
     assert resumed["enabled"] and resumed.get("disabledReason") is None
     assert models.PAUSE_REASON_LABEL not in (resumed.get("labels") or {})
+
+
+def test_a_change_posted_from_another_site_is_refused(client: TestClient, jobs: MemoryJobs) -> None:
+    make(jobs, "guarded")
+    form = {"reason": "forged"}
+    for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        refused = client.post("/console/jobs/guarded/pause", data=form, headers=headers)
+        assert refused.status_code == 403 and "from its own pages" in refused.text
+    assert jobs.get("guarded")["version"] == 1
+    own = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
+    done = client.post("/console/jobs/guarded/pause", data=form, headers=own,
+                       follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303 and jobs.get("guarded")["version"] == 2

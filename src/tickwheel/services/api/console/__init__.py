@@ -8,6 +8,7 @@ Decisions 0065-0067 say why it is built this way.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -22,17 +23,34 @@ class ConsoleLocked(Exception):
     """The console has no sign-in yet, so it serves only the API's development mode."""
 
 
-def console_allowed() -> None:
+def console_allowed(request: Request) -> None:
     """The console acts for every tenant with every scope and asks for no key, so it is
     served only where the API asks for none either: `TICKWHEEL_API_AUTH=off`, which the API
-    accepts on loopback only (decision 0066)."""
+    accepts on loopback only (decision 0066). A change must come from the console's own pages:
+    a cross-site form posted by another page the operator has open is refused."""
     if os.environ.get("TICKWHEEL_API_AUTH", "keys") != "off":
-        raise ConsoleLocked()
+        raise ConsoleLocked("no sign-in")
+    if request.method != "GET" and not same_origin(request):
+        raise ConsoleLocked("cross-site")
 
 
-def _locked(request: Request, _exc: Exception) -> HTMLResponse:
-    detail = ("the console has no sign-in yet; it is served when the API runs in its "
-              "development mode (TICKWHEEL_API_AUTH=off, loopback only)")  # fmt: skip
+def same_origin(request: Request) -> bool:
+    """True unless the browser says the request comes from another site (`Sec-Fetch-Site`)
+    or names another origin (`Origin`); a client that sends neither (curl) is let through."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+def _locked(request: Request, exc: Exception) -> HTMLResponse:
+    if str(exc) == "cross-site":
+        detail = "a change to the console must be posted from its own pages (this came from another site)"
+    else:
+        detail = ("the console has no sign-in yet; it is served when the API runs in its "
+                  "development mode (TICKWHEEL_API_AUTH=off, loopback only)")  # fmt: skip
     context = {"section": "", "status": 403, "title": "console-locked", "detail": detail}
     return page(request, "error.html", context, status=403)
 
