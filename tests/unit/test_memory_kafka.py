@@ -178,6 +178,27 @@ def test_a_consumer_needs_a_group_and_refuses_use_after_close() -> None:
         closed.assignment()
 
 
+def test_lost_partitions_go_to_on_revoke_when_there_is_no_on_lost() -> None:
+    """confluent-kafka's `subscribe` documents it: "If not specified, lost partition events
+    will be delivered to on_revoke, if specified"."""
+    broker = MemoryBroker(clock=FakeClock())
+    broker.create_topic("t", 2)
+    revoked: list[list[int]] = []
+
+    def on_revoke(member: Any, partitions: list[Any]) -> None:
+        revoked.append(sorted(tp.partition for tp in partitions))
+        member.incremental_unassign(partitions)
+
+    lapsing = consumer(broker)
+    lapsing.subscribe(["t"], on_revoke=on_revoke)
+    lapsing.consume()
+    broker.expire_member("g", lapsing.memberid())
+    errors = [m.error().code() for m in lapsing.consume(10) if m.error() is not None]
+    assert errors == [KafkaError._MAX_POLL_EXCEEDED]
+    assert revoked == [[0, 1]]
+    assert {tp.partition for tp in lapsing.assignment()} == {0, 1}  # joined again, given back
+
+
 # -- groups under every history ------------------------------------------------------------
 Step = tuple[str, int]  # ("join" | "leave" | "expire" | "poll", member index)
 steps = st.lists(

@@ -112,6 +112,9 @@ class MemoryConsumer:
                 keys = sorted(self._fetches)
             partitions = [TopicPartition(t, p) for t, p in keys]
             callback = self._callbacks.get(kind)
+            if kind == "lost" and callback is None:
+                # The client's documented fallback: lost partitions go to on_revoke.
+                callback = self._callbacks.get("revoke")
             if callback is not None:
                 callback(self, partitions)
             elif kind == "assign":
