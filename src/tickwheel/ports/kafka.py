@@ -141,8 +141,11 @@ DeliveryCallback = Callable[[BrokerError | None, KafkaMessage], None]
 
 class TransactionalWriter(Protocol[P]):
     """A transactional producer. `init` fences every earlier producer with the same
-    transactional id: the broker aborts the zombie's open transaction, and the zombie's next
-    flush/begin/commit/abort raises a fatal `KafkaException` (`is_fatal` is true)."""
+    transactional id: the broker aborts the zombie's open transaction, the zombie's next
+    request to the broker (flush, send_offsets, commit, abort) raises a fatal `KafkaException`
+    (`is_fatal` is true), every later call raises, and nothing it sent reaches a
+    `read_committed` reader. A transaction left open past `transaction.timeout.ms` is aborted
+    by the broker, which fences its producer the same way."""
 
     @property
     def transactional_id(self) -> str: ...
