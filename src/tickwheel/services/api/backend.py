@@ -48,9 +48,11 @@ class Backend:
 
     @classmethod
     def from_env(cls, bootstrap: str | None = None) -> Backend:
-        from tickwheel.sdk.jobs import JobsClient
+        """Over the cluster, reading definitions through one catalogue (a watermark request
+        per read instead of a partition scan; the same read-your-writes guarantee)."""
+        from tickwheel.sdk.catalogue import CataloguedJobsClient
 
-        return cls(jobs=JobsClient(bootstrap), bootstrap=bootstrap)
+        return cls(jobs=CataloguedJobsClient(bootstrap), bootstrap=bootstrap)
 
     def now_ms(self) -> int:
         return int(self.clock.now() * 1000)
