@@ -5,10 +5,14 @@ proves the check can fail."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
 from mypy import api
+
+from tickwheel.adapters.kafka.memory import MemoryConsumer
+from tickwheel.ports.kafka import GroupConsumer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,3 +113,23 @@ def test_a_consumer_missing_a_method_is_refused(tmp_path: Path) -> None:
     assert status == 1, report
     assert 'incompatible type "Forgetful"' in report or "Incompatible types" in report, report
     assert "seek" in report and "pause" in report, report
+
+
+# `consumer.seek(`, `self._consumer.pause(`, `self.probe.close(`: what the code calls on a consumer.
+CONSUMER_CALL = re.compile(r"\b(?:self\.)?_?(?:consumer|probe)\.([a-z_]+)\(")
+CALLERS = ("services", "sdk", "history", "cli", "streams")
+
+
+def test_the_port_has_every_consumer_method_the_services_call() -> None:
+    """The services still hold confluent-kafka consumers; when one starts calling a method the
+    port lacks, this says so before the move onto the port (or the fake) finds out."""
+    port = {name for name in dir(GroupConsumer) if not name.startswith("_")}
+    called: dict[str, set[str]] = {}
+    for package in CALLERS:
+        for path in sorted((ROOT / "src" / "tickwheel" / package).rglob("*.py")):
+            for method in CONSUMER_CALL.findall(path.read_text()):
+                called.setdefault(method, set()).add(str(path.relative_to(ROOT)))
+    assert called, "the pattern finds no consumer call at all: it has gone stale"
+    missing = {m: sorted(paths) for m, paths in called.items() if m not in port}
+    assert missing == {}, f"called on consumers but not in GroupConsumer: {missing}"
+    assert all(hasattr(MemoryConsumer, m) for m in port)
