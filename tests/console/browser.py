@@ -8,6 +8,7 @@ error is recorded, so a test can fail on either.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,7 +24,12 @@ ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "reports" / "console"
+# Tests must not rewrite tracked files: their screenshots go under .tickwheel/ (ignored) unless
+# TICKWHEEL_SCREENSHOTS_DIR names a folder — `bench/reports/console/` when refreshing the report's.
+SCREENSHOTS = Path(
+    os.environ.get("TICKWHEEL_SCREENSHOTS_DIR")
+    or Path(__file__).resolve().parents[2] / ".tickwheel" / "screenshots"
+)
 
 
 @contextmanager
@@ -84,7 +90,7 @@ def watched_page(context: Any) -> tuple[Any, Watch]:
 
 
 def screenshot(page: Any, name: str) -> Path:
-    """A full-page screenshot under bench/reports/console/, for a reviewer to look at."""
+    """A full-page screenshot for a reviewer to look at (see SCREENSHOTS for where)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

@@ -3,7 +3,7 @@ history service on loopback, over the real broker: what an operator does, checke
 page shows and in what the broker then holds.
 
 Every test fails if a page asks for anything outside loopback or logs a console error
-(`tests/console/browser.py`), and writes a screenshot under `bench/reports/console/`.
+(`tests/console/browser.py`), and writes a screenshot under `.tickwheel/screenshots/` (or `$TICKWHEEL_SCREENSHOTS_DIR`).
 """
 
 from __future__ import annotations
