@@ -1,7 +1,7 @@
 """The timer follows the holiday calendars (docs/schedules.md §5, decision 0079).
 
 Every timer process reads the whole `calendars` topic (one partition, compacted) with its own
-consumer: to its end before it restores any partition, then whatever arrives, each loop. The
+consumer: to its end on a thread as the process starts, then whatever arrives, each loop. The
 calendars it knows are one `CalendarBook`, shared by all its partitions; `entry_from_definition`
 compiles each job that names a calendar with it. When the book changes, every job whose
 compiled schedule is no longer the one the book gives is fed its own definition again
@@ -13,6 +13,7 @@ next transaction. A job naming a calendar the book lacks has no slot until it ar
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -104,10 +105,19 @@ class CalendarFollower:
             consumer_config(f"tickwheel-timer-calendars-{uuid.uuid4()}", bootstrap)
         )
         self._applied: dict[int, tuple[int, int]] = {}  # partition -> (runtime id, generation)
+        self._loader: threading.Thread | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        """Read the topic to its end on a thread of its own, so the timer's start (and its
+        first restores) waits for nothing: until it is read, jobs naming a calendar have no
+        slot, and `follow` applies each one as soon as its calendar arrives (a slot due
+        meanwhile fires a moment late, never on a day its calendar forbids)."""
+        self._loader = threading.Thread(target=self.load, name="calendars", daemon=True)
+        self._loader.start()
 
     def load(self, timeout_s: float = LOAD_TIMEOUT_S) -> None:
-        """Read the topic to its end (before any partition restores, so jobs compile with
-        their calendars from the start)."""
+        """Read the topic to its end (then `poll` takes over)."""
         from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, TopicPartition
         from tickwheel.adapters.kafka.reader import watermarks
 
@@ -116,7 +126,7 @@ class CalendarFollower:
         self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         deadline = time.monotonic() + timeout_s
         position = 0
-        while position < high and time.monotonic() < deadline:
+        while position < high and time.monotonic() < deadline and not self._closing:
             for msg in self.consumer.consume(500, 0.5):
                 if not msg.error():
                     self._apply(msg)
@@ -129,6 +139,8 @@ class CalendarFollower:
 
     def poll(self) -> bool:
         """Apply what arrived since the last call (never waits); whether the book changed."""
+        if self._loader is not None and self._loader.is_alive():
+            return False  # the loader has the consumer until the topic's end
         changed = False
         for msg in self.consumer.consume(100, 0):
             if not msg.error():
@@ -175,4 +187,7 @@ class CalendarFollower:
             del self._applied[partition]
 
     def close(self) -> None:
+        self._closing = True
+        if self._loader is not None:
+            self._loader.join(5.0)
         self.consumer.close()

@@ -95,7 +95,7 @@ class TimerService:
         self.restores: BackgroundRestores[tuple[PartitionRuntime, Emission]] = BackgroundRestores(
             self.restorer.restore
         )
-        # Holiday calendars: read to the end before any restore, then followed each loop.
+        # Holiday calendars: read to the end on a thread at start, then followed each loop.
         self.calendars = CalendarFollower(settings.bootstrap, dead_letter=self._calendar_rejected)
         self.inbox = CommandInbox(
             self.gate,
@@ -119,7 +119,7 @@ class TimerService:
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
-        self.calendars.load()
+        self.calendars.start()
         if self.settings.metrics_port:
             self.metrics.serve(
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
