@@ -185,3 +185,29 @@ def test_history_sql_is_for_operators_admin_keys_through_the_read_only_guard(
     problem(tenant_admin.post("/v1/history/sql", json={"sql": "SELECT 1"}), 403, "forbidden")
     writer = connect(key(kafka_bootstrap, "default", "write"), history=history)
     problem(writer.post("/v1/history/sql", json={"sql": "SELECT 1"}), 403, "forbidden")
+
+
+def test_an_open_incident_is_acknowledged_through_the_watchdogs_commands(
+    connect: Connect, kafka_bootstrap: str
+) -> None:
+    from tickwheel.adapters.avro import decode
+    from tickwheel.adapters.kafka.reader import read_to_end
+
+    publish(kafka_bootstrap, "alerts", "Alert", "a", alert("acme-open", "acme"))
+    publish(kafka_bootstrap, "alerts", "Alert", "b", alert("acme-done", "acme"))
+    publish(kafka_bootstrap, "alerts", "Alert", "c", alert("acme-done", "acme", "resolved"))
+    token = key(kafka_bootstrap, "acme", "write")
+    acme = connect(token)
+    sent = acme.post("/v1/alerts/acme-open:1/ack", json={"note": "on it"})
+    assert sent.status_code == 202, sent.text
+    assert sent.json()["incidentId"] == "acme-open"
+    commands = [decode(r.value, "Alert")[1]
+                for r in read_to_end(topic_name("watchdog.commands"), None, kafka_bootstrap)]  # fmt: skip
+    assert [(c["kind"], c["message"]) for c in commands] == [("acknowledge", "on it")]
+    assert json.loads(commands[0]["details"]) == {
+        "incident_id": "acme-open", "by": f"api-key {token.split('_')[1]}"}  # fmt: skip
+    problem(acme.post("/v1/alerts/acme-done/ack", json={"note": "x"}), 409, "incident-resolved")
+    globex = connect(key(kafka_bootstrap, "globex", "write"))
+    problem(globex.post("/v1/alerts/acme-open/ack", json={"note": "x"}), 404, "not-found")
+    reader = connect(key(kafka_bootstrap, "acme", "read"))
+    problem(reader.post("/v1/alerts/acme-open/ack", json={"note": "x"}), 403, "forbidden")

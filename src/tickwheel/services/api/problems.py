@@ -54,6 +54,7 @@ TITLES: dict[str, str] = {
     "idempotency-key-reused": "The Idempotency-Key was used for another request",
     "idempotency-key-in-use": "A request with this Idempotency-Key is still running",
     "query-refused": "The history refused the statement",
+    "incident-resolved": "The incident is resolved already",
 }
 
 

@@ -3,18 +3,22 @@
 Both are a tenant's own: an incident is its tenant's (one without a tenant is `default`'s);
 a dead letter is the tenant's whose live job it names. A dead letter of no live job (an
 undecodable record, a deleted job) is shown to the `default` tenant, the operators'.
-Acknowledging an alert, and replaying or discarding a dead letter, have no write path in
-tickwheel yet (docs/api.md, "Not yet").
+`POST /alerts/{id}/ack` sends the watchdog the acknowledgement `tickwheel alerts ack` sends
+(`watchdog.commands`); the watchdog applies it at its next evaluation. Replaying or discarding a
+dead letter has no write path in tickwheel yet (docs/api.md, "Not yet").
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from tickwheel.services.api.keys import DEFAULT_TENANT
+from tickwheel.services.api.models import _Strict
 from tickwheel.services.api.problems import Problem, problem_responses
 from tickwheel.services.api.routes_jobs import MAX_PAGE, BackendDep
 from tickwheel.services.api.tenancy import owner_of
@@ -93,6 +97,52 @@ async def get_alert(
         if alert_id in ids:
             return incident
     raise Problem(404, "not-found", f"no incident or transition {alert_id!r}")
+
+
+class AckBody(_Strict):
+    note: str = Field(min_length=1, max_length=500, examples=["on it: INC-42"])
+    by: str | None = Field(default=None, min_length=1, max_length=100)
+
+
+def _acknowledge(b: Any, wanted: str, by: str, note: str) -> dict[str, Any]:
+    from tickwheel.adapters.avro import encode
+    from tickwheel.adapters.kafka.producer import EventProducer
+    from tickwheel.cli.alerts import ack_command
+    from tickwheel.topology import topic_name
+
+    incident = next((i for i in _incidents(b) if wanted in {
+        i["incident_id"], *(t["alert_id"] for t in i["transitions"])}), None)  # fmt: skip
+    if incident is None:
+        raise Problem(404, "not-found", f"no incident or transition {wanted!r}")
+    if incident["state"] != "open":
+        raise Problem(409, "incident-resolved",
+                      f"incident {incident['incident_id']} is resolved; accepted: an open one")  # fmt: skip
+    command = ack_command(incident["incident_id"], by, note, b.now_ms(), str(uuid.uuid4()))
+    producer = EventProducer(b.bootstrap)
+    producer.send(topic_name("watchdog.commands"), incident["incident_id"],
+                  encode("Alert", command))  # fmt: skip
+    producer.flush(10.0)
+    return {"incidentId": incident["incident_id"], "commandId": command["alert_id"], "by": by,
+            "note": note}  # fmt: skip
+
+
+@router.post("/alerts/{alert_id}/ack", status_code=202,
+             summary="Acknowledge an open incident (applied at the watchdog's next evaluation)",
+             responses={202: _example({"incidentId": "inc-job_absent-nightly-1",
+                                       "commandId": "9a7c7d0e-51f4-4c0e-8f7a-2f4b1c0d9e11",
+                                       "by": "api-key 3f9c0d1e2a4b5c6d",
+                                       "note": "on it: INC-42"}, "The acknowledgement sent"),
+                        **problem_responses(404, 409, 422, 503)})  # fmt: skip
+async def ack_alert(
+    request: Request,
+    b: BackendDep,
+    alert_id: Annotated[str, Path(min_length=1, max_length=300)],
+    body: Annotated[AckBody, Body(openapi_examples={"ack": {"value": {"note": "on it: INC-42"}}})],
+) -> dict[str, Any]:
+    principal = request.state.principal
+    by = body.by or f"api-key {principal.key_id or 'development'}"
+    result: dict[str, Any] = await run_in_threadpool(_acknowledge, b, alert_id, by, body.note)
+    return result
 
 
 def _letters(request: Request, b: Any, job_id: str | None) -> list[dict[str, Any]]:
