@@ -17,13 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tickwheel.adapters.kafka.config import consumer_config
-from tickwheel.adapters.kafka.partition_reader import KafkaPartitionReader
+from tickwheel.adapters.kafka.broker_clients import BrokerClients, KafkaPartitionReader
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer, is_fatal
+from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.ports.kafka import KafkaMessage
 
 pytestmark = pytest.mark.integration
@@ -35,12 +34,13 @@ LAPSE_MS = 6000
 
 
 class BrokerCluster:
-    """The real local broker: the clients services use, on fresh topics."""
+    """The real local broker: the clients services use (`BrokerClients`), on fresh topics."""
 
     kind = "broker"
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
+        self.clients = BrokerClients(bootstrap)
         self._consumers: list[Any] = []
         self._readers: list[KafkaPartitionReader] = []
 
@@ -61,7 +61,7 @@ class BrokerCluster:
         raise AssertionError(f"topic {name} has no leader after 30s")
 
     def consumer(self, group: str, **overrides: Any) -> Any:
-        consumer = Consumer(consumer_config(group, self.bootstrap, **overrides))
+        consumer = self.clients.consumer(group, **overrides)
         self._consumers.append(consumer)
         return consumer
 
@@ -75,16 +75,16 @@ class BrokerCluster:
         """Nothing to do: not polling `consumer` is the lapse; the group notices by itself."""
 
     def producer(self) -> Any:
-        return EventProducer(self.bootstrap)
+        return self.clients.events()
 
     def transactional(self, transactional_id: str, **overrides: Any) -> Any:
-        return TransactionalProducer(transactional_id, self.bootstrap, **overrides)
+        return self.clients.transactional(transactional_id, **overrides)
 
     def let_time_pass(self, seconds: float) -> None:
         """Nothing to do: the broker's clock runs by itself, and `drive` waits for it."""
 
     def reader(self) -> Any:
-        reader = KafkaPartitionReader(self.bootstrap, timeout=60)
+        reader = self.clients.reader()
         self._readers.append(reader)
         return reader
 

@@ -34,6 +34,7 @@ from tests.integration.test_kafka_contract_consumers import (
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.memory import (
     MemoryBroker,
+    MemoryClients,
     MemoryConsumer,
     MemoryEventProducer,
     MemoryPartitionReader,
@@ -61,6 +62,8 @@ CONTRACT = [
 
 
 class MemoryCluster:
+    """The in-memory broker through the clients code gets from it (`MemoryClients`)."""
+
     kind = "memory"
 
     def __init__(self) -> None:
@@ -68,12 +71,13 @@ class MemoryCluster:
         # with it, as the real broker stamps them) and moves only when told to.
         self.clock = FakeClock(start=time.time())
         self.broker = MemoryBroker(clock=self.clock)
+        self.clients = MemoryClients(self.broker)
 
     def create_topic(self, name: str, partitions: int = 1, compacted: bool = False) -> None:
         self.broker.create_topic(name, partitions, compacted)
 
     def consumer(self, group: str, **overrides: Any) -> MemoryConsumer:
-        return MemoryConsumer(self.broker, consumer_config(group, "memory", **overrides))
+        return self.clients.consumer(group, **overrides)
 
     def lapsing_consumer(self, group: str) -> MemoryConsumer:
         return self.consumer(group)
@@ -83,16 +87,16 @@ class MemoryCluster:
         self.broker.expire_member(consumer.consumer_group_metadata().group_id, consumer.memberid())
 
     def producer(self) -> MemoryEventProducer:
-        return MemoryEventProducer(self.broker)
+        return self.clients.events()
 
     def transactional(self, transactional_id: str, **overrides: Any) -> MemoryTransactionalProducer:
-        return MemoryTransactionalProducer(self.broker, transactional_id, **overrides)
+        return self.clients.transactional(transactional_id, **overrides)
 
     def let_time_pass(self, seconds: float) -> None:
         self.clock.advance(seconds)
 
     def reader(self) -> MemoryPartitionReader:
-        return MemoryPartitionReader(self.broker)
+        return self.clients.reader()
 
 
 @pytest.fixture

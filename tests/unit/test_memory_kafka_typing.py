@@ -20,17 +20,19 @@ CONFORMANCE = """
 from confluent_kafka import Consumer, Message, TopicPartition
 
 from tickwheel.adapters.kafka.memory import (
+    MemoryClients,
     MemoryConsumer,
     MemoryEventProducer,
     MemoryMessage,
     MemoryPartitionReader,
     MemoryTransactionalProducer,
 )
-from tickwheel.adapters.kafka.partition_reader import KafkaPartitionReader
+from tickwheel.adapters.kafka.broker_clients import BrokerClients, KafkaPartitionReader
 from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
 from tickwheel.ports.kafka import (
     EventWriter,
     GroupConsumer,
+    KafkaClients,
     KafkaMessage,
     PartitionReader,
     TransactionalWriter,
@@ -43,12 +45,14 @@ def the_real_client(
     events: EventProducer,
     reader: KafkaPartitionReader,
     message: Message,
+    clients: BrokerClients,
 ) -> None:
     as_consumer: GroupConsumer[TopicPartition] = consumer
     as_writer: TransactionalWriter[TopicPartition] = writer
     as_events: EventWriter = events
     as_reader: PartitionReader = reader
     as_message: KafkaMessage = message
+    as_clients: KafkaClients[TopicPartition] = clients
 
 
 def the_memory_client(
@@ -57,12 +61,14 @@ def the_memory_client(
     events: MemoryEventProducer,
     reader: MemoryPartitionReader,
     message: MemoryMessage,
+    clients: MemoryClients,
 ) -> None:
     as_consumer: GroupConsumer[TopicPartition] = consumer
     as_writer: TransactionalWriter[TopicPartition] = writer
     as_events: EventWriter = events
     as_reader: PartitionReader = reader
     as_message: KafkaMessage = message
+    as_clients: KafkaClients[TopicPartition] = clients
 """
 
 # A consumer that forgot `seek` and takes `pause` with the wrong type: must be refused.

@@ -4,8 +4,8 @@ Two implementations satisfy it, and one contract suite holds them to the same be
 (`tests/integration/test_kafka_contract*.py`):
 
 - the real client: `confluent_kafka.Consumer` as a `GroupConsumer`, `TransactionalProducer` and
-  `EventProducer` (`tickwheel.adapters.kafka.producer`), `KafkaPartitionReader`
-  (`tickwheel.adapters.kafka.partition_reader`);
+  `EventProducer` (`tickwheel.adapters.kafka.producer`), `KafkaPartitionReader` and
+  `BrokerClients`, which makes them all (`tickwheel.adapters.kafka.broker_clients`);
 - the in-memory broker shipped in the package (`tickwheel.adapters.kafka.memory`), for a unit
   tier that runs the services without a broker.
 
@@ -19,7 +19,7 @@ a service moves onto the port by changing an annotation, not its calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Literal, Protocol, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 
 class PartitionOffset(Protocol):
@@ -218,6 +218,17 @@ class PartitionReader(Protocol):
         """Every committed record, oldest first per partition, up to the end offsets seen at
         the start; from `from_offsets[partition]` instead of the beginning where given."""
         ...
+
+
+class KafkaClients(Protocol[P]):
+    """Where code gets its Kafka clients: `BrokerClients(bootstrap)` for a cluster,
+    `MemoryClients(broker)` for the in-memory one. Overrides are client settings
+    (`{"isolation.level": "read_uncommitted"}`, `{"transaction.timeout.ms": 2000}`)."""
+
+    def consumer(self, group_id: str, **overrides: Any) -> GroupConsumer[P]: ...
+    def transactional(self, transactional_id: str, **overrides: Any) -> TransactionalWriter[P]: ...
+    def events(self, **overrides: Any) -> EventWriter: ...
+    def reader(self) -> PartitionReader: ...
 
 
 R = TypeVar("R", bound=ReadRecord)

@@ -1,15 +1,18 @@
-"""`KafkaPartitionReader`: the `PartitionReader` port over a real cluster (`read_to_end`,
-`watermarks` and `partition_count` of `tickwheel.adapters.kafka.reader`, bound to one
-bootstrap address)."""
+"""The Kafka port over a real cluster: `BrokerClients` makes the clients a service uses
+(`KafkaClients`), and `KafkaPartitionReader` is the `PartitionReader` (`read_to_end`,
+`watermarks` and `partition_count` of `tickwheel.adapters.kafka.reader`, bound to one bootstrap
+address). The in-memory twin is `tickwheel.adapters.kafka.memory.MemoryClients`."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
 from tickwheel.adapters.kafka.reader import Record, partition_count, read_to_end, watermarks
 
 
@@ -43,3 +46,23 @@ class KafkaPartitionReader:
         if self._probe is not None:
             self._probe.close()
             self._probe = None
+
+
+class BrokerClients:
+    """The clients of one cluster, made with tickwheel's settings (`consumer_config`,
+    `transactional_producer_config`, `producer_config`); overrides go to the client."""
+
+    def __init__(self, bootstrap: str | None = None) -> None:
+        self.bootstrap = bootstrap
+
+    def consumer(self, group_id: str, **overrides: Any) -> Consumer:
+        return Consumer(consumer_config(group_id, self.bootstrap, **overrides))
+
+    def transactional(self, transactional_id: str, **overrides: Any) -> TransactionalProducer:
+        return TransactionalProducer(transactional_id, self.bootstrap, **overrides)
+
+    def events(self, **overrides: Any) -> EventProducer:
+        return EventProducer(self.bootstrap, **overrides)
+
+    def reader(self) -> KafkaPartitionReader:
+        return KafkaPartitionReader(self.bootstrap)

@@ -3,8 +3,9 @@ connector: a unit tier runs code written against `tickwheel.ports.kafka` without
 
     broker = MemoryBroker(clock=FakeClock())
     broker.create_topics(load_topology())
-    consumer = MemoryConsumer(broker, consumer_config("timer", "memory"))
-    producer = MemoryTransactionalProducer(broker, "timer-0")
+    clients = MemoryClients(broker)          # what BrokerClients(bootstrap) is for a cluster
+    consumer = clients.consumer("timer")     # MemoryConsumer(broker, consumer_config(...))
+    producer = clients.transactional("timer-0")
 
 What it keeps of Kafka: partitions and offsets; murmur2 key placement; transactions whose
 commit/abort markers take an offset; `read_committed` stopping at the last stable offset and
@@ -18,6 +19,7 @@ compacted topic as its consumers see it), replication, quotas and sizes. The con
 """
 
 from tickwheel.adapters.kafka.memory._broker import MemoryBroker
+from tickwheel.adapters.kafka.memory._clients import MemoryClients
 from tickwheel.adapters.kafka.memory._consumer import MemoryConsumer
 from tickwheel.adapters.kafka.memory._groups import GroupMetadata
 from tickwheel.adapters.kafka.memory._messages import ClusterMetadata, MemoryMessage
@@ -31,6 +33,7 @@ __all__ = [
     "ClusterMetadata",
     "GroupMetadata",
     "MemoryBroker",
+    "MemoryClients",
     "MemoryConsumer",
     "MemoryEventProducer",
     "MemoryMessage",
