@@ -47,8 +47,8 @@ def test_stopped_workers_and_a_permanent_failure_raise_what_explains_them(
                        for i in found(kafka_bootstrap))  # fmt: skip
 
         assert wait_until(dead_letter_open, 40, 1.0), found(kafka_bootstrap)
-        assert wait_until(lambda: succeeded_since(kafka_bootstrap, [ok], int(time.time() * 1000)),
-                          20)  # fmt: skip
+        since = int(time.time() * 1000)  # the healthy job succeeds with the worker up
+        assert wait_until(lambda: succeeded_since(kafka_bootstrap, [ok], since), 20)
         worker.stop()
         stopped_at = int(time.time() * 1000)
 
@@ -89,8 +89,8 @@ def test_a_watchdog_down_two_minutes_while_all_is_healthy_raises_nothing_on_retu
         worker.start()
         publish_jobs(kafka_bootstrap, [spec(j) for j in ids], int(time.time() * 1000))
         first.start()
-        assert wait_until(lambda: succeeded_since(kafka_bootstrap, ids, int(time.time() * 1000)),
-                          30)  # fmt: skip
+        watched_from = int(time.time() * 1000)  # every job succeeded again since: healthy
+        assert wait_until(lambda: succeeded_since(kafka_bootstrap, ids, watched_from), 30)
         first.stop()
         down_until = time.monotonic() + 120
         # Healthy meanwhile: the jobs keep succeeding while nobody watches.
@@ -107,3 +107,67 @@ def test_a_watchdog_down_two_minutes_while_all_is_healthy_raises_nothing_on_retu
             process.stop()
     assert found(kafka_bootstrap) == []
     assert '"action": "alert_' not in second.log_path.read_text()
+
+
+@pytest.mark.chaos
+def test_a_stopped_timer_is_one_parent_per_partition_it_held_and_all_resolve(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    import signal
+    from collections import Counter
+
+    from tests.integration.test_watchdog import EMI_MS, largest_request_gap
+    from tickwheel.adapters.kafka.partitioner import partition_for
+
+    env = env_for(kafka_bootstrap, applied_topology)
+    timers = [ServiceProcess(n, tmp_path / f"{n}.log", env) for n in ("timer-a", "timer-b")]
+    worker = ServiceProcess("w1", tmp_path / "w1.log", env, "worker", ("--concurrency", "8"))
+    watchdog = ServiceProcess("wd", tmp_path / "wd.log", env, "watchdog")
+    # Two jobs on each of the six partitions: a stopped partition has two children.
+    by_partition: dict[int, list[str]] = {}
+    n = 0
+    while min((len(v) for v in by_partition.values()), default=0) < 2 or len(by_partition) < 6:
+        job_id = f"{applied_topology}pp-{n}"
+        by_partition.setdefault(partition_for(job_id, 6), []).append(job_id)
+        n += 1
+        assert n < 10_000
+    ids = [j for jobs in by_partition.values() for j in jobs[:2]]
+    try:
+        for timer in timers:
+            timer.start()
+        assert wait_until(lambda: all(restored(t.log_path) for t in timers), 30)
+        publish_jobs(kafka_bootstrap, [spec(j) for j in ids], int(time.time() * 1000))
+        worker.start()
+        watchdog.start()
+        watched_from = int(time.time() * 1000)  # every job succeeded again since: healthy
+        assert wait_until(lambda: succeeded_since(kafka_bootstrap, ids, watched_from), 30)
+        timers[0].signal(signal.SIGSTOP)
+        stopped_at = int(time.time() * 1000)
+
+        def taken_over() -> bool:
+            parents = [i for i in found(kafka_bootstrap) if i["kind"] == "timer_partition_stalled"]
+            return bool(parents) and succeeded_since(kafka_bootstrap, ids, stopped_at + 10_000)
+
+        assert wait_until(taken_over, 60, 1.0), found(kafka_bootstrap)
+        timers[0].signal(signal.SIGCONT)
+
+        def settled() -> bool:
+            everything = found(kafka_bootstrap)
+            return bool(everything) and all(i["state"] == "resolved" for i in everything)
+
+        assert wait_until(settled, 30, 1.0), found(kafka_bootstrap)
+    finally:
+        for process in (watchdog, worker, *timers):
+            process.stop()
+    everything = found(kafka_bootstrap)
+    gaps = largest_request_gap(kafka_bootstrap)
+    stalled = {partition_for(j, 6) for j in ids if gaps.get(j, 0) > EMI_MS}
+    assert stalled and len(stalled) < 6, gaps  # the stop hit some partitions, not all
+    parents = Counter(i["subject"] for i in everything if i["kind"] == "timer_partition_stalled")
+    assert set(parents) == {f"partition {p}" for p in stalled}, (parents, stalled)
+    assert all(count == 1 for count in parents.values()), parents  # one parent each
+    children = [i for i in everything if i["kind"] == "job_overdue"]
+    assert {partition_for(i["job_id"], 6) for i in children} <= stalled, children
+    for incident in everything:
+        counts = Counter(t["transition"] for t in incident["transitions"])
+        assert counts["opened"] == 1 and counts["resolved"] == 1, incident
