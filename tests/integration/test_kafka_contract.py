@@ -142,6 +142,19 @@ def drive(
     assert until(), "the condition did not hold within the bounded wait"
 
 
+def send_all(cluster: Any, topic: str, records: Sequence[tuple[str, bytes | None]]) -> None:
+    """Send (key, value) pairs with a plain producer, delivered once this returns."""
+    producer = cluster.producer()
+    for key, value in records:
+        producer.send(topic, key, value)
+    producer.flush(30)
+
+
+def numbered(count: int) -> list[tuple[str, bytes | None]]:
+    """`count` records of one key, valued b"0", b"1", ..."""
+    return [("k", f"{i}".encode()) for i in range(count)]
+
+
 def read_values(cluster: Any, topic: str) -> list[bytes | None]:
     return [record.value for record in cluster.reader().read_to_end(topic)]
 
@@ -152,11 +165,8 @@ def positions(consumer: Any, topic: str, partition: int = 0) -> int:
 
 # -- order and placement -------------------------------------------------------------------
 def _produce_keyed(cluster: Any, topic: str) -> list[tuple[str, bytes]]:
-    producer = cluster.producer()
     sent = [(f"job-{i % 7}", f"{i}".encode()) for i in range(35)]
-    for key, value in sent:
-        producer.send(topic, key, value)
-    producer.flush(30)
+    send_all(cluster, topic, sent)
     return sent
 
 

@@ -15,8 +15,10 @@ from tests.integration.test_kafka_contract import (
     broker_cluster,
     drive,
     name,
+    numbered,
     positions,
     read_values,
+    send_all,
 )
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.ports.kafka import latest_per_key
@@ -126,10 +128,7 @@ def test_a_member_that_stops_polling_loses_its_partitions_to_the_others(cluster:
 def test_pause_seek_and_position(cluster: Any) -> None:
     topic = name("seek")
     cluster.create_topic(topic)
-    producer = cluster.producer()
-    for i in range(5):
-        producer.send(topic, "k", f"{i}".encode())
-    producer.flush(30)
+    send_all(cluster, topic, numbered(5))
     consumer = cluster.consumer(name("seek"))
     tp = TopicPartition(topic, 0)
     consumer.assign([TopicPartition(topic, 0, 0)])
@@ -161,10 +160,7 @@ def test_watermarks_and_the_last_stable_offset(cluster: Any) -> None:
     uncommitted = cluster.consumer(name("ru"), **{"isolation.level": "read_uncommitted"})
     reader = cluster.reader()
     assert committed.get_watermark_offsets(tp, timeout=10) == (0, 0)
-    producer = cluster.producer()
-    for i in range(3):
-        producer.send(topic, "k", f"{i}".encode())
-    producer.flush(30)
+    send_all(cluster, topic, numbered(3))
     assert committed.get_watermark_offsets(tp, timeout=10) == (0, 3)
 
     txn = cluster.transactional(name("marks"))
@@ -186,10 +182,7 @@ def test_watermarks_and_the_last_stable_offset(cluster: Any) -> None:
 def test_committed_offsets_are_where_the_group_starts(cluster: Any) -> None:
     topic, group = name("commit"), name("commit")
     cluster.create_topic(topic)
-    producer = cluster.producer()
-    for i in range(4):
-        producer.send(topic, "k", f"{i}".encode())
-    producer.flush(30)
+    send_all(cluster, topic, numbered(4))
     first = cluster.consumer(group)
     tp = TopicPartition(topic, 0)
     assert first.committed([tp], timeout=10)[0].offset == -1001
@@ -210,10 +203,7 @@ def test_committed_offsets_are_where_the_group_starts(cluster: Any) -> None:
 def test_a_compacted_topic_reads_as_the_latest_record_per_key(cluster: Any) -> None:
     topic = name("compacted")
     cluster.create_topic(topic, partitions=2, compacted=True)
-    producer = cluster.producer()
-    for key, value in [("a", b"1"), ("b", b"2"), ("a", b"3"), ("c", b"4"), ("b", None)]:
-        producer.send(topic, key, value)
-    producer.flush(30)
+    send_all(cluster, topic, [("a", b"1"), ("b", b"2"), ("a", b"3"), ("c", b"4"), ("b", None)])
     latest = latest_per_key(cluster.reader().read_to_end(topic))
     assert {key: record.value for key, record in latest.items()} == {"a": b"3", "c": b"4"}
     assert all(r.partition == partition_for(k, 2) for k, r in latest.items())
@@ -238,9 +228,7 @@ def test_an_unknown_topic_is_reported_and_the_consumer_goes_on(cluster: Any) -> 
     cluster.create_topic(present)
     assigned = cluster.consumer(name("assigned"))
     assigned.assign([TopicPartition(missing, 0, 0), TopicPartition(present, 0, 0)])
-    producer = cluster.producer()
-    producer.send(present, "k", b"here")
-    producer.flush(30)
+    send_all(cluster, present, [("k", b"here")])
     got: dict[int, list[Any]] = {}
     drive([assigned], lambda: len(got.get(0, [])) == 1, got)
     assert [m.value() for m in got[0]] == [b"here"]
