@@ -92,8 +92,9 @@ class TimerService:
         )
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
         # A partition is assigned paused until its restore (on the restore thread) is installed.
+        # The restorer is looked up at each restore, not bound here: a test wraps it.
         self.restores: BackgroundRestores[tuple[PartitionRuntime, Emission]] = BackgroundRestores(
-            self.restorer.restore
+            lambda partition: self.restorer.restore(partition)
         )
         # Holiday calendars: read to the end on a thread at start, then followed each loop.
         self.calendars = CalendarFollower(settings.bootstrap, dead_letter=self._calendar_rejected)
