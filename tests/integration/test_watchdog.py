@@ -159,6 +159,7 @@ def test_a_killed_watchdog_restarts_without_a_duplicate_open(
     first = ServiceProcess("wd", tmp_path / "wd.log", env, "watchdog")
     second = ServiceProcess("wd", tmp_path / "wd2.log", env, "watchdog")
     healthy, stuck = f"{applied_topology}ok", f"{applied_topology}stuck"
+    pending = f"{applied_topology}pending"
     try:
         timer.start()
         worker.start()
@@ -174,18 +175,33 @@ def test_a_killed_watchdog_restarts_without_a_duplicate_open(
             return any(i["job_id"] == stuck and i["state"] == "open" for i in found)
 
         assert wait_until(stuck_open, 30, 1.0)
+        # Pending when the watchdog dies: owed within 30 s, and it will not make it.
+        [pending_record] = publish_jobs(
+            kafka_bootstrap, [spec(pending, priority="low", expectedMaxInterval="30s")],
+            int(time.time() * 1000),
+        )  # fmt: skip
         first.kill()
         second.start()
         assert wait_until(lambda: "watchdog_restored" in second.log_path.read_text(), 20)
         time.sleep(8)  # several evaluations of the restarted watchdog, the job still stuck
+
+        def pending_open() -> bool:
+            found = incidents(read_transitions(kafka_bootstrap))
+            return any(i["job_id"] == pending and i["state"] == "open" for i in found)
+
+        assert wait_until(pending_open, 45, 1.0)
         assert second.process is not None and second.process.poll() is None
     finally:
         for process in (second, first, worker, timer):
             process.stop()
     found = incidents(read_transitions(kafka_bootstrap))
-    assert [i["job_id"] for i in found] == [stuck], found  # the healthy job never alerted
-    [incident] = found
-    counts = Counter(t["transition"] for t in incident["transitions"])
+    # The healthy job never alerted; the stuck one and the pending one did, once each.
+    assert sorted(i["job_id"] for i in found) == sorted([stuck, pending]), found
+    by_job = {i["job_id"]: i for i in found}
+    counts = Counter(t["transition"] for t in by_job[stuck]["transitions"])
     assert counts["opened"] == 1 and counts["resolved"] == 0, counts
-    slots = {s["diagnosis"] for s in incident["evidence"]["slots"]}
-    assert "fired_not_started" in slots, incident
+    slots = {s["diagnosis"] for s in by_job[stuck]["evidence"]["slots"]}
+    assert "fired_not_started" in slots, by_job[stuck]
+    # On time, in event time: at its deadline, within a tick and the watermark's lateness.
+    deadline = pending_record["createdAt"] + 30_000
+    assert 0 <= by_job[pending]["opened_at"] - deadline <= 2_000, (by_job[pending], deadline)
