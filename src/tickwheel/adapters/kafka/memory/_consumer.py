@@ -207,16 +207,17 @@ class MemoryConsumer:
         return fetch
 
     def pause(self, partitions: list[TopicPartition]) -> None:
-        self._open()
-        for tp in partitions:
-            if (tp.topic, tp.partition) in self._fetches:
-                self._fetches[(tp.topic, tp.partition)].paused = True
+        self._set_paused(partitions, True)
 
     def resume(self, partitions: list[TopicPartition]) -> None:
+        self._set_paused(partitions, False)
+
+    def _set_paused(self, partitions: list[TopicPartition], paused: bool) -> None:
         self._open()
-        for tp in partitions:
-            if (tp.topic, tp.partition) in self._fetches:
-                self._fetches[(tp.topic, tp.partition)].paused = False
+        for fetch in filter(
+            None, (self._fetches.get((tp.topic, tp.partition)) for tp in partitions)
+        ):
+            fetch.paused = paused
 
     def seek(self, partition: TopicPartition) -> None:
         self._open()
