@@ -12,6 +12,11 @@ from confluent_kafka import KafkaError
 from tickwheel.adapters.kafka.memory._errors import kafka_exception
 from tickwheel.adapters.kafka.memory._groups import Group
 from tickwheel.adapters.kafka.memory._log import PartitionKey, PartitionLog, Topic, Transaction
+from tickwheel.adapters.kafka.memory._messages import (
+    ClusterMetadata,
+    PartitionMetadata,
+    TopicMetadata,
+)
 from tickwheel.adapters.kafka.partitioner import murmur2
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.topology import TopicSpec
@@ -48,6 +53,22 @@ class MemoryBroker:
             if spec.name not in self.topics:
                 compacted = "compact" in spec.cleanup_policy
                 self.create_topic(spec.name, spec.partitions, compacted)
+
+    def metadata(self, topic: str | None = None) -> ClusterMetadata:
+        """What `list_topics` answers: the topic asked about (or all of them), an unknown one
+        with the broker's error and no partitions."""
+        names = [topic] if topic is not None else sorted(self.topics)
+        topics: dict[str, TopicMetadata] = {}
+        for name in names:
+            found = self.topics.get(name)
+            if found is None:
+                reason = "Broker: Unknown topic or partition"
+                error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, reason)
+                topics[name] = TopicMetadata(name, {}, error)
+            else:
+                parts = {p: PartitionMetadata(p) for p in range(len(found.logs))}
+                topics[name] = TopicMetadata(name, parts)
+        return ClusterMetadata(topics)
 
     def topic(self, name: str) -> Topic:
         self.expire_transactions()

@@ -25,12 +25,7 @@ from tickwheel.adapters.kafka.memory._broker import MemoryBroker
 from tickwheel.adapters.kafka.memory._errors import kafka_exception, state_error
 from tickwheel.adapters.kafka.memory._groups import GroupMetadata, Member
 from tickwheel.adapters.kafka.memory._log import PartitionKey
-from tickwheel.adapters.kafka.memory._messages import (
-    ClusterMetadata,
-    MemoryMessage,
-    PartitionMetadata,
-    TopicMetadata,
-)
+from tickwheel.adapters.kafka.memory._messages import ClusterMetadata, MemoryMessage
 
 RebalanceCallback = Callable[[Any, list[Any]], None]
 
@@ -374,19 +369,7 @@ class MemoryConsumer:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         self._open()
-        names = [topic] if topic is not None else sorted(self._broker.topics)
-        topics: dict[str, TopicMetadata] = {}
-        for name in names:
-            found = self._broker.topics.get(name)
-            if found is None:
-                error = KafkaError(
-                    KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic or partition"
-                )
-                topics[name] = TopicMetadata(name, {}, error)
-            else:
-                parts = {p: PartitionMetadata(p) for p in range(len(found.logs))}
-                topics[name] = TopicMetadata(name, parts)
-        return ClusterMetadata(topics)
+        return self._broker.metadata(topic)
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
