@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tickwheel.core.calendars import MAX_MOVE_DAYS, BusinessCalendar, ScheduleAdjustment
 from tickwheel.core.compiled import CompiledSchedule
+from tickwheel.core.compiled_cron import CompiledCron
 from tickwheel.core.enumerated import EnumeratedSchedule, probe_min_gap_ms
 from tickwheel.core.wallclock import DAY_S, WallMatcher
 from tickwheel.core.zones import MAX_INSTANT_S, MIN_INSTANT_S, zone_timeline
@@ -43,6 +44,7 @@ class CompiledAdjusted(EnumeratedSchedule):
         "_period",
         "_starts",
         "_targets",
+        "_uniform",
         "adjustment",
         "base",
         "calendar",
@@ -64,6 +66,7 @@ class CompiledAdjusted(EnumeratedSchedule):
         self.calendar = calendar
         self.timeline = zone_timeline(zone)
         self._excluders = tuple(WallMatcher(f) for f in adjustment.crons)
+        self._uniform = isinstance(base, CompiledCron)  # the same times on every day it fires
         # Per-day answers, asked again and again by neighbouring searches (bounded caches;
         # a search reads them from any thread, and a lost race only computes one twice).
         self._starts: dict[int, int] = {}
@@ -177,12 +180,23 @@ class CompiledAdjusted(EnumeratedSchedule):
                 if found is not None and (best is None or found < best):
                     best = found
                     stop_day = self._stop_day(target)
+                    if self._same_times_until(day, stop_day):
+                        break  # the other days left land their slots at these same times
             if day + 1 >= stop_day:
                 break
             cursor = self._day_start_ms(day + 1) - 1
             if cursor >= _MAX_MS:
                 break
         return best
+
+    def _same_times_until(self, day: int, stop_day: int) -> bool:
+        """Whether every source day from `day` to `stop_day` has the very slot times `day`
+        has: one cron (its times of day do not depend on the day), no cron exclusion, and no
+        clock change in between (which shifts or repeats a time)."""
+        if not self._uniform or self._excluders:
+            return False
+        start = self._day_start_ms(day) // 1000
+        return self.timeline.segment(start).end >= self._day_start_ms(stop_day) // 1000
 
     def _stop_day(self, landed: int) -> int:
         """The first source day whose slots all land on a later day than `landed`."""
