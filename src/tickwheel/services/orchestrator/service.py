@@ -62,6 +62,7 @@ class OrchestratorService:
         self.partitions: dict[int, PartitionRuntime] = {}
         self.restore_due: dict[int, float] = {}
         self.running = True
+        self._refreshed_this_poll = False
         self._last_now_ms = 0
         self.consumer = Consumer(
             consumer_config(
@@ -182,6 +183,7 @@ class OrchestratorService:
     # -- the loop --------------------------------------------------------------------------
     def _fold(self, messages: list[Any]) -> None:
         now = self.now_ms()
+        self._refreshed_this_poll = False
         by_partition: dict[int, list[Any]] = defaultdict(list)
         for msg in messages:
             if not msg.error() and msg.partition() in self.partitions:
@@ -203,8 +205,12 @@ class OrchestratorService:
         try:
             runtime.orchestrator.receive(record, now)
         except UnknownDefinition:
-            # Published a moment ago, perhaps: read the definitions again, once.
-            self.catalog.refresh()
+            # Published a moment ago, perhaps: read the definitions again, at most once per
+            # poll (a definition is published before any start naming it, so one read after
+            # the start was consumed finds it; a flood of bad starts costs one read).
+            if not self._refreshed_this_poll:
+                self._refreshed_this_poll = True
+                self.catalog.refresh()
             try:
                 runtime.orchestrator.receive(record, now)
             except UnknownDefinition as exc:
