@@ -268,7 +268,8 @@ def main() -> None:
         s = throughput(broker.bootstrap, args.spread_jobs, 2, log_dir / "spread", timers=2)
         report.add(
             f"- spread, 2 timers + 2 workers, {s['jobs']:,} jobs: {s['rate']:,.0f} executions/s "
-            f"({limits.ratio_loop(s['rate'])} of the raw loop); timer partitions "
+            f"({limits.ratio_loop(s['rate'])} of the raw loop); partitions restored per timer "
+            "(one a rebalance moved shows under both) "
             f"{s['timer_partitions']}; leases per worker {s['leased_by']}; occurrences fired "
             f"twice: {s['fired_twice']}"
         )
