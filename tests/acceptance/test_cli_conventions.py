@@ -31,6 +31,23 @@ DATA_VERBS = [
     ("history", "queries"),
     ("history", "query"),
     ("history", "audit"),
+    *(
+        ("workflows", verb)
+        for verb in (
+            "define",
+            "start",
+            "get",
+            "list",
+            "cancel",
+            "retry-step",
+            "complete-step",
+            "skip-step",
+            "token",
+            "approve",
+            "reject",
+            "reassign",
+        )
+    ),
 ]
 
 
