@@ -67,13 +67,16 @@ def test_a_failing_then_slow_restore_holds_up_only_its_own_partition(
             for r in emitted_requests(kafka_bootstrap):
                 latest[r["job_id"]] = max(latest.get(r["job_id"], 0), r["requested_at"] / 1000)
             others = [j for p, j in by_partition.items() if p != 0]
-            return all(latest.get(j, 0) > slow_window[-1] + 2 for j in others)
+            # (The slow restore may still be running when the victim's first slot is read.)
+            return len(slow_window) == 2 and all(
+                latest.get(j, 0) > slow_window[-1] + 2 for j in others
+            )
 
         assert wait_until(window_emitted, 30)
     finally:
         service.stop()
         runner.join(30)
-    assert calls[0] >= 2 and len(slow_window) == 2
+    assert calls[0] >= 2 and len(slow_window) == 2, (calls, slow_window)
     start, end = slow_window
     requests = emitted_requests(kafka_bootstrap)
     for job_id in (j for p, j in by_partition.items() if p != 0):
