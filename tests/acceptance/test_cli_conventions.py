@@ -18,7 +18,7 @@ from tickwheel.cli import build_parser
 
 pytestmark = pytest.mark.acceptance
 
-# The verbs of stack, topology, executions and history, each of which prints data.
+# The verbs of stack, topology, executions, history and workflows, each of which prints data.
 DATA_VERBS = [
     ("stack", "up"),
     ("stack", "down"),
