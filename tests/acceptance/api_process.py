@@ -42,7 +42,9 @@ def start_api(port: int, log: Path, **env: str) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "tickwheel.services.api"], env=environ, stdout=out,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
+    # Generous: a loaded machine takes a while to import FastAPI and reach the broker; the wait
+    # ends as soon as the API answers.
+    deadline = time.monotonic() + 90
     while True:
         assert process.poll() is None, log.read_text()
         try:
@@ -50,5 +52,5 @@ def start_api(port: int, log: Path, **env: str) -> subprocess.Popen[bytes]:
                 return process
         except httpx.TransportError:
             pass
-        assert time.monotonic() < deadline, "the API did not answer within 30 s"
+        assert time.monotonic() < deadline, "the API did not answer within 90 s"
         time.sleep(0.2)
