@@ -40,8 +40,12 @@ class CompiledAdjusted(EnumeratedSchedule):
     """`base` with `adjustment` applied in `zone`, business days from `calendar`."""
 
     __slots__ = (
+        "_clean_days",
         "_excluders",
+        "_exclusions",
+        "_moves",
         "_period",
+        "_slot_days",
         "_starts",
         "_targets",
         "_uniform",
@@ -71,6 +75,10 @@ class CompiledAdjusted(EnumeratedSchedule):
         # a search reads them from any thread, and a lost race only computes one twice).
         self._starts: dict[int, int] = {}
         self._targets: dict[int, int | None] = {}
+        self._moves: dict[tuple[int, int], int] = {}
+        self._slot_days: dict[int, int] = {}
+        self._clean_days: dict[int, bool] = {}
+        self._exclusions: dict[int, bool] = {}
         digest = "" if calendar is None else calendar.digest
         self.key = (
             f"adjusted-{base.key[0]}",
@@ -120,6 +128,14 @@ class CompiledAdjusted(EnumeratedSchedule):
     def _excluded(self, ms: int) -> bool:
         if not self._excluders:
             return False
+        known = self._exclusions.get(ms)
+        if known is None:
+            if len(self._exclusions) >= _DAYS_CACHED:
+                self._exclusions.clear()
+            known = self._exclusions[ms] = self._matches_exclusion(ms)
+        return known
+
+    def _matches_exclusion(self, ms: int) -> bool:
         wall = self.timeline.wall_of(ms // 1000)
         for matcher, fields in zip(self._excluders, self.adjustment.crons, strict=True):
             w = wall if fields.has_seconds else wall - wall % 60
@@ -128,15 +144,41 @@ class CompiledAdjusted(EnumeratedSchedule):
         return False
 
     def _moved(self, ms: int, days: int) -> int:
-        wall = self.timeline.wall_of(ms // 1000) + days * DAY_S
-        return self.timeline.instant_of(wall) * 1000 + ms % 1000
+        key = (ms, days)
+        moved = self._moves.get(key)
+        if moved is None:
+            if len(self._moves) >= _DAYS_CACHED:
+                self._moves.clear()
+            wall = self.timeline.wall_of(ms // 1000) + days * DAY_S
+            moved = self._moves[key] = self.timeline.instant_of(wall) * 1000 + ms % 1000
+        return moved
+
+    def _slot_day(self, ms: int) -> int:
+        """`_day_of` for the base's slots, which searches meet again and again."""
+        day = self._slot_days.get(ms)
+        if day is None:
+            if len(self._slot_days) >= _DAYS_CACHED:
+                self._slot_days.clear()
+            day = self._slot_days[ms] = self._day_of(ms)
+        return day
+
+    def _clean(self, z: int) -> bool:
+        """Whether local day `z` has no clock change (its walls neither skip nor repeat)."""
+        clean = self._clean_days.get(z)
+        if clean is None:
+            if len(self._clean_days) >= _DAYS_CACHED:
+                self._clean_days.clear()
+            start = self._day_start_ms(z) // 1000
+            clean = self.timeline.segment(start).end >= self._day_start_ms(z + 1) // 1000
+            self._clean_days[z] = clean
+        return clean
 
     # -- the search ------------------------------------------------------------------------
     def next_after(self, t_ms: int) -> int | None:
         slot = self.base.next_after(t_ms)
         if slot is None:
             return None
-        day_t, day = self._day_of(t_ms), self._day_of(slot)
+        day_t, day = self._day_of(t_ms), self._slot_day(slot)
         if self._target(day) == day and not self._excluded(slot):
             # The base's next slot stands, and nothing moved lands before it: no slot moves
             # forward past t (t's day and the one before are business days), or back before
@@ -163,22 +205,23 @@ class CompiledAdjusted(EnumeratedSchedule):
                 first -= 1
             cursor, known = max(self._day_start_ms(first) - 1, _MIN_MS), None
         best: int | None = None
+        best_day = _NO_DAY  # the day `best` lands on
         stop_day = _NO_DAY  # days from here on land after `best`
         for _ in range(_MAX_DAYS_SCANNED):
             slot = known if known is not None and known > cursor else self.base.next_after(cursor)
             if slot is None:
                 break
-            day = self._day_of(slot)
+            day = self._slot_day(slot)
             if day >= stop_day:
                 break
             target = self._target(day)
             known = None
             if target is not None:
-                if best is not None and target > self._day_of(best):
+                if best is not None and target > best_day:
                     break  # targets never decrease from one day to the next
                 found, known = self._first_on(slot, day, target, t_ms)
                 if found is not None and (best is None or found < best):
-                    best = found
+                    best, best_day = found, target
                     stop_day = self._stop_day(target)
                     if self._same_times_until(day, stop_day):
                         break  # the other days left land their slots at these same times
@@ -195,8 +238,7 @@ class CompiledAdjusted(EnumeratedSchedule):
         clock change in between (which shifts or repeats a time)."""
         if not self._uniform or self._excluders:
             return False
-        start = self._day_start_ms(day) // 1000
-        return self.timeline.segment(start).end >= self._day_start_ms(stop_day) // 1000
+        return all(self._clean(z) for z in range(day, stop_day))
 
     def _stop_day(self, landed: int) -> int:
         """The first source day whose slots all land on a later day than `landed`."""
@@ -218,7 +260,9 @@ class CompiledAdjusted(EnumeratedSchedule):
         x: int | None = slot if slot > lead else self.base.next_after(min(lead, _MAX_MS - 1))
         end = self._day_start_ms(day + 1)
         # Moved slots keep their order unless the day's clocks go back (its walls repeat).
-        in_order = self.timeline.offset_at(slot // 1000) <= self.timeline.offset_at(end // 1000 - 1)
+        in_order = self._clean(day) or (
+            self.timeline.offset_at(slot // 1000) <= self.timeline.offset_at(end // 1000 - 1)
+        )
         best: int | None = None
         for _ in range(_MAX_SLOTS_SCANNED):
             if x is None or x >= end:
