@@ -74,6 +74,7 @@ class PriorityLane:
         dead_letters: DeadLetterWriter,
         clock: Clock,
         on_fatal: Callable[[str], None],
+        consumer: Consumer | None = None,  # tests pass one that talks to no broker
     ) -> None:
         self.priority = priority
         self.topic = topic_name(f"executions.{priority}")
@@ -123,7 +124,7 @@ class PriorityLane:
                 on_fatal=on_fatal,
             )  # fmt: skip
         self._thread: threading.Thread | None = None
-        self.consumer = Consumer(lane_consumer_config(settings, priority))
+        self.consumer = consumer or Consumer(lane_consumer_config(settings, priority))
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
