@@ -32,7 +32,7 @@ _DST_MARGIN_MS = 3 * 3_600_000
 _MAX_DAYS_SCANNED = 150_000
 _MAX_SLOTS_SCANNED = 200_000
 _NO_DAY = 1 << 62
-_DAYS_CACHED = 8_192
+_DAYS_CACHED = 256  # per schedule: thousands of calendar schedules stay small
 _UNKNOWN = object()
 
 
