@@ -215,3 +215,21 @@ def test_the_development_mode_needs_no_key_and_acts_for_default(
     client = connect(door=Door.open(kafka_bootstrap, FakeClock().now, mode="off"))
     assert client.post("/v1/jobs", json={**SEED_CRON, "jobId": "dev"}).status_code == 201
     assert jobs.get("dev")["tenantId"] == "default"
+
+
+def test_every_get_has_an_etag_and_if_none_match_answers_304_until_it_changes(
+    connect: Connect, kafka_bootstrap: str
+) -> None:
+    client = connect(key(kafka_bootstrap, "acme", "write"))
+    for path in ("/v1/jobs", "/v1/alerts", "/v1/dead-letters"):
+        first = client.get(path)
+        tag = first.headers["etag"]
+        assert tag.startswith('W/"'), path
+        again = client.get(path, headers={"If-None-Match": f'"x", {tag}'})
+        assert again.status_code == 304 and again.headers["etag"] == tag and not again.content
+    tag = client.get("/v1/jobs").headers["etag"]
+    assert client.post("/v1/jobs", json={**SEED_CRON, "jobId": "tagged"}).status_code == 201
+    changed = client.get("/v1/jobs", headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.headers["etag"] != tag
+    # A job keeps its version as its tag.
+    assert client.get("/v1/jobs/tagged").headers["etag"] == '"v1"'

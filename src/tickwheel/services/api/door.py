@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -151,6 +152,33 @@ def _audit(door: Door, request: Request, principal: Principal, status: int, repl
                     extra={"action": "api_audit_failed", "error": str(exc)})  # fmt: skip
 
 
+async def tag(request: Request, response: Any) -> Any:
+    """Give a JSON 200 an entity tag of its body (unless the route set one, as a job's version
+    is), and answer 304 when `If-None-Match` already holds it: cheap polling for every GET."""
+    if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
+        "application/json"
+    ):
+        return response
+    body = b"".join([chunk async for chunk in response.body_iterator])
+    headers = dict(response.headers)
+    headers.pop("content-length", None)
+    etag = headers.get("etag") or f'W/"{hashlib.sha256(body).hexdigest()[:24]}"'
+    headers["etag"] = etag
+    wanted = request.headers.get("if-none-match")
+    if wanted is not None and _matches(wanted, etag):
+        headers.pop("content-type", None)
+        return Response(status_code=304, headers=headers)
+    return Response(body, 200, headers=headers)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 weak comparison: `*`, or any listed tag with the same opaque value."""
+    if if_none_match.strip() == "*":
+        return True
+    value = etag.removeprefix("W/")
+    return any(t.strip().removeprefix("W/") == value for t in if_none_match.split(","))
+
+
 def install_door(app: FastAPI, door: Door, now: Callable[[], float]) -> None:
     """The door's middleware on `app` (outermost: it runs before every route and handler)."""
     app.state.door = door
@@ -179,6 +207,8 @@ def install_door(app: FastAPI, door: Door, now: Callable[[], float]) -> None:
                 response, replayed = await door.idempotency.handle(request, principal, call_next)
             else:
                 response = await call_next(request)
+                if request.method == "GET":
+                    response = await tag(request, response)
         except Problem as problem:
             response = render(request, problem)
             replayed = False
