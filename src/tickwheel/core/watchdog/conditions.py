@@ -43,9 +43,12 @@ class Condition:
 
 def conditions(facts: Facts, watermark: int, thresholds: Thresholds) -> Iterator[Condition]:
     """Every condition true at `watermark`, in a deterministic order."""
+    # Jobs share schedules (a million jobs, a few thousand schedules): each schedule's next
+    # occurrence after the watermark is computed once per evaluation.
+    upcoming: dict[CompiledSchedule, int | None] = {}
     for job_id in sorted(facts.jobs):
         job = facts.jobs[job_id]
-        yield from _job_conditions(job_id, job, watermark, thresholds)
+        yield from _job_conditions(job_id, job, watermark, thresholds, upcoming)
     yield from _dead_letter_ages(facts, watermark, thresholds)
     yield from _ready_ages(facts, watermark, thresholds)
 
@@ -68,7 +71,11 @@ def diagnose(slot: int, facts: SlotFacts | None, fire_time: int, watermark: int)
 
 
 def _job_conditions(
-    job_id: str, job: JobFacts, watermark: int, thresholds: Thresholds
+    job_id: str,
+    job: JobFacts,
+    watermark: int,
+    thresholds: Thresholds,
+    upcoming_of: dict[CompiledSchedule, int | None],
 ) -> Iterator[Condition]:
     spec = job.spec
     if spec is None or job.deleted or not spec.recurring or not spec.enabled:
@@ -76,10 +83,14 @@ def _job_conditions(
     schedule = spec.schedule
     if schedule is None:
         return
-    try:
-        upcoming = schedule.next_after(watermark)
-    except TickwheelError:
-        upcoming = None
+    if schedule in upcoming_of:
+        upcoming = upcoming_of[schedule]
+    else:
+        try:
+            upcoming = schedule.next_after(watermark)
+        except TickwheelError:
+            upcoming = None
+        upcoming_of[schedule] = upcoming
     finished = spec.finished(watermark)
     if upcoming is None and not finished:
         yield Condition(
