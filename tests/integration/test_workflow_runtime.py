@@ -6,6 +6,7 @@ topics hold: the instance's events (`workflows.events`), the step executions' re
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,14 @@ from tests.integration.workflow_harness import (
     workflow_env,
     workflow_events,
 )
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.core.workflow import Approve
+from tickwheel.core.workflow.approval import verify_approval
+from tickwheel.core.workflow.wire import input_record
+from tickwheel.errors import InvalidInput
 from tickwheel.sdk.workflows import WorkflowsClient
+from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration
 TIMEOUT_S = 90.0
@@ -124,8 +132,16 @@ def test_an_approval_after_its_timeout_is_fenced_and_escalation_happens(
                       TIMEOUT_S)  # fmt: skip
 
     second_round = flows.approval_token(workflow_id, "ask")
-    # In this order on the instance's partition: the stale decision first, then the fresh one.
-    flows.approve(first_round, actor="clerk@example.com", note="too late")
+    # The first link died with its round: the SDK refuses it at the door ...
+    with pytest.raises(InvalidInput, match="expired"):
+        flows.approve(first_round, actor="clerk@example.com", note="too late")
+    # ... and a decision for it that reaches the instance anyway (sent before the timeout,
+    # delivered after) is fenced. In this order on the partition: stale first, then fresh.
+    late = Approve(int(time.time() * 1000), "ask", 1, "clerk@example.com", "too late")
+    producer = EventProducer(kafka_bootstrap)
+    producer.send(topic_name("workflows.inputs"), workflow_id,
+                  encode("WorkflowInput", input_record(workflow_id, late, "test:late")))  # fmt: skip
+    producer.flush()
     flows.approve(second_round, actor="boss@example.com", note="fine")
     assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
 
@@ -140,6 +156,9 @@ def test_an_approval_after_its_timeout_is_fenced_and_escalation_happens(
     approved = [e for e in events if e["event_type"] == "approval_approved"]
     assert [(e["actor"], e["data"]["round"]) for e in approved] == [("boss@example.com", 2)]
     assert status_of(events) == "succeeded"
+    # A link never outlives its round: each token expires when its round times out.
+    claims = [verify_approval(t, APPROVAL_KEYS, 0) for t in (first_round, second_round)]
+    assert [c.expires_at_ms for c in claims] == [e["data"]["expires_at_ms"] for e in requested]
 
 
 def test_cancel_runs_the_compensations_in_reverse_completion_order(

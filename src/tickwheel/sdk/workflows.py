@@ -250,14 +250,28 @@ class WorkflowsClient:
 
     def approval_token(self, workflow_id: str, step: str, ttl_ms: int | None = None) -> str:
         """A token for the current round of approval `step` (for the notifier, or an
-        operator handing out the link), signed with the first key."""
+        operator handing out the link), signed with the first key. It expires after `ttl_ms`
+        (default 72 h), and never after its round times out."""
         state = self._state(workflow_id)
         st = state.steps.get(step)
         if st is None or st.status != "waiting" or st.round < 1:
             raise InvalidInput("step", f"{step!r} is not an approval waiting for a decision")
         kid, secret = next(iter(self._keys().items()))
         expires = self._now_ms() + (ttl_ms or DEFAULT_APPROVAL_TTL_MS)
+        round_ends = self._round_expiry(workflow_id, step, st.round)
+        if round_ends is not None:
+            expires = min(expires, round_ends)
         return sign_approval(ApprovalClaim(workflow_id, step, st.round, expires), kid, secret)
+
+    def _round_expiry(self, workflow_id: str, step: str, round_: int) -> int | None:
+        for event in self._events(workflow_id):
+            data = event["data"] or {}
+            if (event["event_type"], event["step_id"], data.get("round")) == (
+                "approval_requested", step, round_,
+            ):  # fmt: skip
+                expires = data.get("expires_at_ms")
+                return None if expires is None else int(expires)
+        return None
 
     def approve(self, token: str, *, actor: str, note: str = "") -> ApprovalClaim:
         claim = verify_approval(token, self._keys(), self._now_ms())
@@ -297,6 +311,16 @@ class WorkflowsClient:
     def get(self, workflow_id: str) -> WorkflowTimeline:
         """The instance's timeline: its state now and every event, oldest first."""
         state = self._state(workflow_id)
+        events = self._events(workflow_id)
+        steps = {k: {"status": s.status, "attempt": s.attempt, "round": s.round,
+                     "startedAt": s.started_at_ms, "endedAt": s.ended_at_ms,
+                     "compensation": s.comp_status or None, "output": s.output}
+                 for k, s in state.steps.items()}  # fmt: skip
+        return WorkflowTimeline(workflow_id, state.definition_id, state.definition_version,
+                                state.status, steps, events)  # fmt: skip
+
+    def _events(self, workflow_id: str) -> list[dict[str, Any]]:
+        """The instance's events, oldest first, `data` as JSON."""
         events = []
         for record in read_to_end(self.events_topic, [self._partition(workflow_id)],
                                   self.bootstrap):  # fmt: skip
@@ -308,12 +332,7 @@ class WorkflowsClient:
                 continue
             event["data"] = json.loads(event["data"]) if event.get("data") else None
             events.append(event)
-        steps = {k: {"status": s.status, "attempt": s.attempt, "round": s.round,
-                     "startedAt": s.started_at_ms, "endedAt": s.ended_at_ms,
-                     "compensation": s.comp_status or None, "output": s.output}
-                 for k, s in state.steps.items()}  # fmt: skip
-        return WorkflowTimeline(workflow_id, state.definition_id, state.definition_version,
-                                state.status, steps, events)  # fmt: skip
+        return events
 
     def list(self, status: str | None = None) -> list[dict[str, Any]]:
         """Every instance's summary (of one `status`, if given), by id."""
