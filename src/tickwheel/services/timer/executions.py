@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
 from tickwheel.events import execution_event
 from tickwheel.services.timer.execution_records import execution_dead_letter, fenced_event
+from tickwheel.services.timer.flights import Decision as Decision  # re-exported
+from tickwheel.services.timer.flights import InFlight as InFlight  # re-exported
+from tickwheel.services.timer.flights import empty_decision as _empty
+from tickwheel.services.timer.step_flights import StepFlights
 from tickwheel.services.timer.workflow_steps import is_step, step_outcome
 
 # A lease runs on the owner's clock (now + the lease's length) plus this much: the time an
@@ -55,42 +58,7 @@ def footprint(payload: str) -> int:
     return len(payload.encode()) + PENDING_OVERHEAD_BYTES
 
 
-@dataclass(slots=True)
-class InFlight:
-    request: dict[str, Any]  # the current attempt's ExecutionRequest
-    state: str  # queued | running | retry_wait
-    deadline_ms: int | None = None  # lease deadline (running) or retry time (retry_wait)
-    worker_id: str | None = None
-    unhandled: int = 0  # attempts handed back by workers without the handler (no_handler)
-
-    @property
-    def attempt(self) -> int:
-        return int(self.request["attempt"])
-
-    @property
-    def spent(self) -> int:
-        """Attempts that count against `maxAttempts`: those a handler ran (or could have)."""
-        return self.attempt - self.unhandled
-
-
-@dataclass
-class Decision:
-    """What one event or one expired timer asks for."""
-
-    requests: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-    dead_letters: list[dict[str, Any]]
-    changed_jobs: set[str]
-    finished: list[InFlight]
-    # For workflow steps: the accepted outcome, as the WorkflowInput the orchestrator is owed.
-    workflow_inputs: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _empty() -> Decision:
-    return Decision([], [], [], set(), [])
-
-
-class ExecutionTracker:
+class ExecutionTracker(StepFlights):
     def __init__(
         self,
         retry_base_ms: int,
@@ -372,44 +340,6 @@ class ExecutionTracker:
         flight.deadline_ms = now_ms + self.dispatch_timeout_ms
         flight.worker_id = None
         decision.requests.append(request)
-
-    def _step_failed(
-        self, flight: InFlight, error: str | None, permanent: bool, now_ms: int,
-        decision: Decision,
-    ) -> None:  # fmt: skip
-        """A step's attempt failed: over for the timer. Its last attempt (or a permanent
-        failure) is dead-lettered like a job's; the fold decides what comes next."""
-        request = flight.request
-        decision.changed_jobs.add(request["job_id"])
-        if permanent or flight.attempt >= int(request["max_attempts"]):
-            reason = "permanent_error" if permanent else "max_attempts"
-            self._dead_letter(flight, reason, error, now_ms, decision)
-        else:
-            self._finish(request["execution_id"])
-            decision.finished.append(flight)
-        decision.workflow_inputs.append(
-            step_outcome(request, "failed", now_ms, error=error, permanent=permanent)
-        )
-
-    def cancel_queued(self, execution_id: str, now_ms: int) -> Decision:
-        """A step's attempt not leased yet is cancelled at once (a running one waits for its
-        worker's verdict): recorded as cancelled, its verdict owed to the workflow."""
-        decision = _empty()
-        flight = self._finish(execution_id)
-        if flight is None:
-            return decision
-        decision.changed_jobs.add(flight.request["job_id"])
-        decision.finished.append(flight)
-        decision.events.append(
-            self._event(flight, "cancelled", now_ms, reason="workflow_cancelled")
-        )
-        decision.workflow_inputs.append(step_outcome(flight.request, "cancelled", now_ms))
-        return decision
-
-    def drop(self, execution_id: str) -> InFlight | None:
-        """Forget an attempt replaced by a newer one (an operator's retry): whatever its
-        worker still reports is fenced."""
-        return self._finish(execution_id)
 
     def _dead_letter(
         self, flight: InFlight, reason: str, error: str | None, now_ms: int, decision: Decision
