@@ -249,9 +249,16 @@ def _known_position(value: Any) -> int | None:
 
 
 def workflow_event_row(event: Mapping[str, Any], source: Source) -> dict[str, Any]:
-    """A `WorkflowEvent` → a row of `workflow_events`; `data` goes to `details`, and the
-    columns the record has no field for are taken from `data` when it names them."""
+    """A `WorkflowEvent` → a row of `workflow_events`; `data` goes to `details`.
+
+    v2 carries `seq`, `actor`, `tenant_id`, `execution_id`, `error`, `cause_input_id` and
+    `status` as fields; a v1 record (decoded with their defaults) has the first four read
+    from `data` when it names them, and `seq` 0."""
     data = _json_object(event.get("data"))
+
+    def field(name: str) -> str | None:
+        return _str_or_none(event.get(name)) or _str_or_none(data.get(name))
+
     return {
         "event_id": event["event_id"],
         "event_time": instant(event["event_time"], "event_time"),
@@ -259,12 +266,15 @@ def workflow_event_row(event: Mapping[str, Any], source: Source) -> dict[str, An
         "workflow_id": event["workflow_id"],
         "definition_id": event["definition_id"],
         "definition_version": max(0, int(event["definition_version"])),
-        "tenant_id": _str_or_none(data.get("tenant_id")) or "",
+        "seq": max(0, int(event.get("seq") or 0)),
+        "tenant_id": field("tenant_id") or "",
         "step_id": event.get("step_id"),
         "attempt": max(0, int(event.get("attempt") or 0)),
-        "execution_id": _str_or_none(data.get("execution_id")),
-        "actor": _str_or_none(data.get("actor")),
-        "error": _str_or_none(data.get("error")),
+        "execution_id": field("execution_id"),
+        "actor": field("actor"),
+        "error": field("error"),
+        "cause_input_id": _str_or_none(event.get("cause_input_id")),
+        "status": _str_or_none(event.get("status")),
         "details": event.get("data") or "{}",
         **source.columns(),
     }
