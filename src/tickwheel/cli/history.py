@@ -2,7 +2,8 @@
 
 `history sql "SELECT ..."` runs one read-only statement; `history queries` lists the
 documented analyst queries and `history query NAME --param ...` runs one; `history audit JOB
---from ... --to ...` lists every occurrence a recurring job owed and what became of it.
+--from ... --to ...` lists every occurrence a recurring job owed and what became of it;
+`history workflows timeline|open|steps|approvals|compensations` runs the workflow queries.
 
 Where the history is read (tickwheel.history.open_history_reader): with CLICKHOUSE_URL, the
 server; embedded, through the history service's local endpoint while it owns the directory,
@@ -129,6 +130,40 @@ def register(subparsers: Any) -> None:
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
     add_location_flags(audit)
     audit.set_defaults(handler=run_audit)
+    _register_workflows(commands)
+
+
+#: `history workflows VERB`: (help, takes a window) per verb besides `timeline` and `open`.
+_WORKFLOW_WINDOWED = {
+    "steps": "step duration and failure rate by definition version (steps first started in "
+    "the window)",
+    "approvals": "approval decisions and latency per actor (decisions made in the window)",
+    "compensations": "compensations per definition version (instances started in the window)",
+}
+
+
+def _register_workflows(commands: Any) -> None:
+    workflows = commands.add_parser(
+        "workflows",
+        help="the workflow history: an instance's timeline, open and stuck steps, statistics",
+        description="The documented queries over workflow_events (docs/history.md, "
+        '"Workflow history"). Each has --json.',
+    )
+    verbs = workflows.add_subparsers(dest="workflows_command", metavar="VERB", required=True)
+    timeline = verbs.add_parser("timeline", help="every event of one instance, in order")
+    timeline.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    opened = verbs.add_parser(
+        "open", help="steps still running or waiting, stuck ones (past expectedDuration) first"
+    )
+    opened.add_argument("--as-of", metavar="ISO", help="judge at this instant (default now)")
+    for verb, text in _WORKFLOW_WINDOWED.items():
+        windowed = verbs.add_parser(verb, help=text)
+        windowed.add_argument("--since", metavar="ISO", help="window start (default: all)")
+        windowed.add_argument("--until", metavar="ISO", help="window end, exclusive")
+    for parser in verbs.choices.values():
+        parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+        add_location_flags(parser)
+        parser.set_defaults(handler=run_workflows)
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:
@@ -253,6 +288,57 @@ def run_audit(args: argparse.Namespace) -> int:
         ),
         sys.stdout,
     )
+    return 0
+
+
+def run_workflows(args: argparse.Namespace) -> int:
+    """Handler of `history workflows VERB`."""
+    from tickwheel import history
+    from tickwheel.clock import SystemClock
+
+    verb = args.workflows_command
+    if verb == "open":
+        as_of = args.as_of
+        as_of_ms = (
+            int(SystemClock().now() * 1000) if as_of is None else _instant_ms(as_of, "--as-of")
+        )
+    elif verb != "timeline":
+        since_ms = None if args.since is None else _instant_ms(args.since, "--since")
+        until_ms = None if args.until is None else _instant_ms(args.until, "--until")
+    reader = history.open_history_reader(history_settings(args))
+    try:
+        if verb == "timeline":
+            timeline = history.workflow_timeline(reader, args.workflow_id)
+        elif verb == "open":
+            result = history.open_workflow_steps(reader, as_of_ms)
+        else:
+            query = {"steps": history.workflow_step_stats, "approvals": history.workflow_approvals,
+                     "compensations": history.workflow_compensations}[verb]  # fmt: skip
+            result = query(reader, since_ms, until_ms)
+    finally:
+        reader.close()
+    if verb != "timeline":
+        _print(result, args.json)
+    elif args.json:
+        json.dump(timeline, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        columns = (
+            "seq",
+            "event_time",
+            "event_type",
+            "step_id",
+            "attempt",
+            "actor",
+            "status",
+            "error",
+        )
+        print_table(
+            QueryResult(columns=columns, types=("UInt64",) + ("String",) * 3 + ("UInt32",)
+                        + ("String",) * 3,
+                        rows=[tuple(event[c] for c in columns) for event in timeline]),
+            sys.stdout,
+        )  # fmt: skip
     return 0
 
 

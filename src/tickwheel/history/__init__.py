@@ -1,5 +1,5 @@
 """Reading the history: the execution timeline, the documented analyst queries, the schedule
-audit, and how a reader reaches the store (directly, or through the embedded store's owner).
+audit, the workflow history queries, and how a reader reaches the store (directly, or through the embedded store's owner).
 
     from tickwheel.history import open_history_reader, execution_timeline
     with open_history_reader() as reader:
@@ -49,11 +49,21 @@ from tickwheel.history._timeline import (
     execution_timeline,
     sort_events,
 )
+from tickwheel.history._workflows import (
+    WORKFLOW_QUERIES,
+    WorkflowNotFound,
+    open_workflow_steps,
+    workflow_approvals,
+    workflow_compensations,
+    workflow_step_stats,
+    workflow_timeline,
+)
 
 __all__ = [
     "LOOPBACK",
     "MAX_AUDIT_SLOTS",
     "OWNER_FILE",
+    "WORKFLOW_QUERIES",
     "ClosableHistoryReader",
     "ExecutionNotFound",
     "HistoryReader",
@@ -63,6 +73,7 @@ __all__ = [
     "OwnerUnreachable",
     "ScheduleInForce",
     "UnknownQuery",
+    "WorkflowNotFound",
     "analyst_queries",
     "build_timeline",
     "execution_timeline",
@@ -70,6 +81,7 @@ __all__ = [
     "history_settings_from_env",
     "load_query",
     "open_history_reader",
+    "open_workflow_steps",
     "owner_client",
     "owner_path",
     "pid_alive",
@@ -80,5 +92,9 @@ __all__ = [
     "schedule_audit",
     "schedules_in_force",
     "sort_events",
+    "workflow_approvals",
+    "workflow_compensations",
+    "workflow_step_stats",
+    "workflow_timeline",
     "write_owner",
 ]
