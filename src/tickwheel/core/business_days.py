@@ -14,6 +14,8 @@ and a day's slots are only walked where they are moved or excluded.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from tickwheel.core.calendars import MAX_MOVE_DAYS, BusinessCalendar, ScheduleAdjustment
 from tickwheel.core.compiled import CompiledSchedule
 from tickwheel.core.compiled_cron import CompiledCron
@@ -34,6 +36,16 @@ _MAX_SLOTS_SCANNED = 200_000
 _NO_DAY = 1 << 62
 _DAYS_CACHED = 256  # per schedule: thousands of calendar schedules stay small
 _UNKNOWN = object()
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _remember(cache: dict[K, V], key: K, value: V) -> V:
+    """Keep `value` in one of a schedule's small caches, emptied whenever it is full."""
+    if len(cache) >= _DAYS_CACHED:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 class CompiledAdjusted(EnumeratedSchedule):
@@ -96,9 +108,7 @@ class CompiledAdjusted(EnumeratedSchedule):
     def _day_start_ms(self, z: int) -> int:
         start = self._starts.get(z)
         if start is None:
-            if len(self._starts) >= _DAYS_CACHED:
-                self._starts.clear()
-            start = self._starts[z] = self.timeline.instant_of(z * DAY_S) * 1000
+            start = _remember(self._starts, z, self.timeline.instant_of(z * DAY_S) * 1000)
         return start
 
     def _business(self, z: int) -> bool:
@@ -108,9 +118,7 @@ class CompiledAdjusted(EnumeratedSchedule):
         """The day the slots of local day `z` fire on, or None when they are dropped."""
         target = self._targets.get(z, _UNKNOWN)
         if target is _UNKNOWN:
-            if len(self._targets) >= _DAYS_CACHED:
-                self._targets.clear()
-            target = self._targets[z] = self._find_target(z)
+            target = _remember(self._targets, z, self._find_target(z))
         return target  # type: ignore[return-value]
 
     def _find_target(self, z: int) -> int | None:
@@ -130,9 +138,7 @@ class CompiledAdjusted(EnumeratedSchedule):
             return False
         known = self._exclusions.get(ms)
         if known is None:
-            if len(self._exclusions) >= _DAYS_CACHED:
-                self._exclusions.clear()
-            known = self._exclusions[ms] = self._matches_exclusion(ms)
+            known = _remember(self._exclusions, ms, self._matches_exclusion(ms))
         return known
 
     def _matches_exclusion(self, ms: int) -> bool:
@@ -147,30 +153,24 @@ class CompiledAdjusted(EnumeratedSchedule):
         key = (ms, days)
         moved = self._moves.get(key)
         if moved is None:
-            if len(self._moves) >= _DAYS_CACHED:
-                self._moves.clear()
             wall = self.timeline.wall_of(ms // 1000) + days * DAY_S
-            moved = self._moves[key] = self.timeline.instant_of(wall) * 1000 + ms % 1000
+            moved = _remember(self._moves, key, self.timeline.instant_of(wall) * 1000 + ms % 1000)
         return moved
 
     def _slot_day(self, ms: int) -> int:
         """`_day_of` for the base's slots, which searches meet again and again."""
         day = self._slot_days.get(ms)
         if day is None:
-            if len(self._slot_days) >= _DAYS_CACHED:
-                self._slot_days.clear()
-            day = self._slot_days[ms] = self._day_of(ms)
+            day = _remember(self._slot_days, ms, self._day_of(ms))
         return day
 
     def _clean(self, z: int) -> bool:
         """Whether local day `z` has no clock change (its walls neither skip nor repeat)."""
         clean = self._clean_days.get(z)
         if clean is None:
-            if len(self._clean_days) >= _DAYS_CACHED:
-                self._clean_days.clear()
             start = self._day_start_ms(z) // 1000
-            clean = self.timeline.segment(start).end >= self._day_start_ms(z + 1) // 1000
-            self._clean_days[z] = clean
+            end = self.timeline.segment(start).end
+            clean = _remember(self._clean_days, z, end >= self._day_start_ms(z + 1) // 1000)
         return clean
 
     # -- the search ------------------------------------------------------------------------
