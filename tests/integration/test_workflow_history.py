@@ -1,0 +1,360 @@
+"""Workflow history end to end: real workflow instances run by a real timer, orchestrator and
+worker on the real broker, recorded into real chDB by the history sink.
+
+One module-wide run: a saga (parallel branches, a sleep, an approval decided by a named actor
+with a note, a final task that fails for good, its compensations) and an instance left
+waiting on an approval past its expectedDuration. The sink then records `workflows.events`;
+each test checks one promise against what the topic holds, read back read_committed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.history_sink_fixtures import run_cli, sink_in_thread
+from tests.integration.timer_harness import wait_until
+from tests.integration.workflow_harness import (
+    APPROVAL_KEYS,
+    WorkflowStack,
+    status_of,
+    types_of,
+    workflow_env,
+    workflow_events,
+)
+from tickwheel.adapters.avro import decode
+from tickwheel.adapters.clickhouse import HistorySettings
+from tickwheel.adapters.kafka.client import Consumer
+from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.clock import SystemClock
+from tickwheel.history import (
+    ClosableHistoryReader,
+    WorkflowNotFound,
+    open_history_reader,
+    open_workflow_steps,
+    workflow_approvals,
+    workflow_compensations,
+    workflow_step_stats,
+    workflow_timeline,
+)
+from tickwheel.ports.history import HistoryStore
+from tickwheel.sdk.workflows import WorkflowsClient
+from tickwheel.services.history.rows import Source, workflow_event_row
+from tickwheel.services.history.settings import HistorySinkSettings
+from tickwheel.services.history.sink import Batch, HistorySink, Route
+from tickwheel.topology import topic_name
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+TIMEOUT_S = 120.0
+ENDED = ("succeeded", "failed", "cancelled", "compensated")
+GARBAGE = b"not a workflow event"
+
+
+def _task(step_id: str, *deps: str, job_type: str = "wf_echo", **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "type": job_type, "dependsOn": list(deps),
+            "payload": {"step": step_id}, **extra}  # fmt: skip
+
+
+def _compensated(step_id: str, *deps: str) -> dict[str, Any]:
+    return _task(step_id, *deps, compensation={"type": "wf_echo", "payload": {"undo": step_id}})
+
+
+SAGA = {
+    "definitionId": "wfh-saga", "version": 1, "onFailure": "compensate",
+    "steps": [
+        _compensated("fetch"), _compensated("left", "fetch"), _compensated("right", "fetch"),
+        {"id": "nap", "kind": "sleep", "duration": "1s", "dependsOn": ["left", "right"]},
+        {"id": "sign_off", "kind": "approval", "dependsOn": ["nap"], "timeout": "5m",
+         "assignees": ["lead@example.com"]},
+        _task("publish", "sign_off", job_type="wf_fail", payload={"mode": "permanent"},
+              onFailure="compensate"),
+    ],
+}  # fmt: skip
+WAITING = {
+    "definitionId": "wfh-waiting", "version": 1,
+    "steps": [{"id": "hold", "kind": "approval", "timeout": "10m", "expectedDuration": "1s",
+               "assignees": ["ops@example.com"]}],
+}  # fmt: skip
+
+
+@dataclass
+class Recorded:
+    bootstrap: str
+    saga: str  # the failed and compensated instance
+    waiting: str  # the instance left waiting past its expectedDuration
+    events: dict[str, list[dict[str, Any]]]  # what workflows.events holds, by instance
+    reader: ClosableHistoryReader  # what the CLI gets: the owner's endpoint
+    store: HistoryStore  # the sink's own store, for the redelivery tests
+    sink_settings: HistorySinkSettings
+
+
+def _recorded_ids(reader: Any) -> Counter[str]:
+    rows = reader.query("SELECT event_id FROM workflow_events FINAL").rows
+    return Counter(str(row[0]) for row in rows)
+
+
+def _topic_ids(events: dict[str, list[dict[str, Any]]]) -> set[str]:
+    return {e["event_id"] for instance in events.values() for e in instance}
+
+
+@pytest.fixture(scope="module")
+def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    from tickwheel.adapters.kafka.admin import apply_topology
+
+    tmp: Path = tmp_path_factory.mktemp("wfh")
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("CLICKHOUSE_URL", raising=False)  # embedded chDB, read through its owner
+        env.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
+        env.setenv("TICKWHEEL_TOPIC_PREFIX", prefix)
+        apply_topology(bootstrap=kafka_bootstrap)
+        stack = WorkflowStack(tmp, workflow_env(kafka_bootstrap, prefix)).start()
+        try:
+            saga, waiting = _run_workflows(kafka_bootstrap)
+        finally:
+            stack.stop()
+        events = workflow_events(kafka_bootstrap)
+        # A bad record among the events: dead-lettered, and the sink goes on past it.
+        producer = EventProducer(kafka_bootstrap)
+        producer.send(topic_name("workflows.events"), "not-an-instance", GARBAGE)
+        producer.flush()
+        settings = HistorySinkSettings(
+            instance="wfh", bootstrap=kafka_bootstrap, group_id=f"wfh-{uuid.uuid4().hex[:8]}",
+            max_batch=25, max_wait_ms=100, history=HistorySettings(history_dir=tmp / "history"),
+        )  # fmt: skip
+        with sink_in_thread(settings) as service:
+            reader = open_history_reader(settings.history)
+            try:
+                # workflows.events is transactional: its end offset counts commit markers, so
+                # "caught up" is every committed event in the table, not offsets.
+                wanted = _topic_ids(events)
+                assert wait_until(lambda: set(_recorded_ids(reader)) >= wanted, TIMEOUT_S)
+                assert service.sink is not None
+                yield Recorded(kafka_bootstrap, saga, waiting, events, reader,
+                               service.sink.store, settings)  # fmt: skip
+            finally:
+                reader.close()
+
+
+def _run_workflows(bootstrap: str) -> tuple[str, str]:
+    flows = WorkflowsClient(bootstrap, keys=APPROVAL_KEYS)
+    flows.define(SAGA)
+    flows.define(WAITING)
+    saga = flows.start("wfh-saga")
+    waiting = flows.start("wfh-waiting")
+
+    def types(workflow_id: str) -> list[str]:
+        return types_of(workflow_events(bootstrap).get(workflow_id, []))
+
+    assert wait_until(lambda: "approval_requested" in types(saga), TIMEOUT_S)
+    flows.approve(flows.approval_token(saga, "sign_off"), actor="lead@example.com",
+                  note="ship it")  # fmt: skip
+    assert wait_until(
+        lambda: status_of(workflow_events(bootstrap).get(saga, [])) in ENDED, TIMEOUT_S
+    )
+    assert wait_until(lambda: "step_overdue" in types(waiting), TIMEOUT_S)
+    return saga, waiting
+
+
+# -- every event exactly once ----------------------------------------------------------------
+def test_every_event_on_the_topic_is_exactly_once_in_the_table(recorded: Recorded) -> None:
+    wanted = _topic_ids(recorded.events)
+    counted = _recorded_ids(recorded.reader)
+    assert set(counted) == wanted and set(counted.values()) == {1}
+    raw, distinct, pairs = recorded.reader.query(
+        "SELECT count(), uniqExact(event_id), uniqExact(workflow_id, seq) "
+        "FROM workflow_events FINAL"
+    ).rows[0]  # fmt: skip
+    assert raw == distinct == pairs == len(wanted)
+    # Every column as the record says.
+    rows = {
+        r["event_id"]: r
+        for r in recorded.reader.query(
+            "SELECT event_id, workflow_id, definition_id, definition_version, seq, event_type, "
+            "step_id, attempt, actor, execution_id, error, status, details "
+            "FROM workflow_events FINAL"
+        ).as_dicts()
+    }
+    for instance in recorded.events.values():
+        for event in instance:
+            row = rows[event["event_id"]]
+            for column in ("workflow_id", "definition_id", "definition_version", "seq",
+                           "event_type", "step_id", "attempt", "actor", "execution_id",
+                           "error", "status"):  # fmt: skip
+                assert row[column] == event[column], (event["event_id"], column)
+            assert json.loads(row["details"]) == event["data"]
+
+
+def test_the_table_is_partitioned_by_day(recorded: Recorded) -> None:
+    partitions = recorded.reader.query(
+        "SELECT DISTINCT partition FROM system.parts WHERE table = 'workflow_events' AND active"
+    ).rows
+    days = recorded.reader.query(
+        "SELECT DISTINCT toString(toYYYYMMDD(event_time)) FROM workflow_events"
+    ).rows
+    assert {p[0] for p in partitions} == {d[0] for d in days}
+
+
+def test_a_bad_record_is_dead_lettered_and_the_sink_keeps_going(recorded: Recorded) -> None:
+    letters = read_to_end(topic_name("executions.dlq"), None, recorded.bootstrap)
+    found = [decode(r.value, "DeadLetter")[1] for r in letters if r.value is not None]
+    ours = [d for d in found if d["source_topic"] == topic_name("workflows.events")]
+    assert len(ours) == 1 and ours[0]["reason"].startswith("undecodable")
+    # Events of both instances were written after it too (the sink did not stop).
+    assert set(_recorded_ids(recorded.reader)) == _topic_ids(recorded.events)
+
+
+def _saga_answers(reader: Any) -> dict[str, Any]:
+    return {
+        "steps": workflow_step_stats(reader).rows,
+        "approvals": workflow_approvals(reader).rows,
+        "compensations": workflow_compensations(reader).rows,
+        "ids": _recorded_ids(reader),
+    }
+
+
+def test_a_redelivered_batch_is_not_duplicated(recorded: Recorded) -> None:
+    store, reader = recorded.store, recorded.reader
+    before = _saga_answers(reader)
+    # The same batch again, with the same dedup token: dropped on arrival.
+    batch = Batch()
+    for offset, event in enumerate(recorded.events[recorded.saga][:10]):
+        record = {**event, "data": json.dumps(event["data"])}
+        batch.add("workflow_events",
+                  workflow_event_row(record, Source("redelivery-probe", 0, offset, 0)))  # fmt: skip
+    probe = "SELECT count() FROM workflow_events WHERE source_topic = 'redelivery-probe'"
+    for _ in range(2):
+        store.insert("workflow_events", batch.rows["workflow_events"],
+                     dedup_token=batch.dedup_token("workflow_events"))  # fmt: skip
+    # Ten rows, not twenty: the second insert added nothing. (A merge may fold the originals
+    # into these, never these into each other: each event_id is in them once.)
+    assert store.query(probe).rows[0][0] == 10
+    # Every record delivered again, cut into other batches by a second sink (other tokens):
+    # duplicate rows land, and no answer changes.
+    consumer = Consumer(consumer_config(f"wfh-again-{uuid.uuid4().hex[:8]}", recorded.bootstrap,
+                                        **{"enable.partition.eof": False}))  # fmt: skip
+    source_topic = topic_name("workflows.events")
+    again = HistorySink(
+        store, consumer, DeadLetterWriter(recorded.bootstrap, SystemClock()),
+        routes={source_topic: Route("workflow_events", "WorkflowEvent", workflow_event_row)},
+        max_batch=7, max_wait_s=0.05,
+    )  # fmt: skip
+    again.subscribe()
+    deadline = time.monotonic() + TIMEOUT_S
+    total = sum(len(v) for v in recorded.events.values()) + 1  # + the bad record
+    try:
+        while again.stats.records < total and time.monotonic() < deadline:
+            again.step(0.5)
+    finally:
+        consumer.close()
+    assert again.stats.records >= total
+    assert _saga_answers(reader) == before
+
+
+# -- the documented queries on the known run ------------------------------------------------
+def test_the_timeline_is_the_instance_s_events_in_order(recorded: Recorded) -> None:
+    timeline = workflow_timeline(recorded.reader, recorded.saga)
+    events = recorded.events[recorded.saga]
+    assert [(e["seq"], e["event_type"], e["step_id"]) for e in timeline] == [
+        (e["seq"], e["event_type"], e["step_id"]) for e in events
+    ]
+    approved = next(e for e in timeline if e["event_type"] == "approval_approved")
+    assert approved["actor"] == "lead@example.com" and approved["data"]["note"] == "ship it"
+    failed = next(e for e in timeline if e["event_type"] == "step_failed")
+    assert failed["step_id"] == "publish" and failed["error"]
+    assert timeline[-1]["status"] in ("failed", "compensated")
+    with pytest.raises(WorkflowNotFound):
+        workflow_timeline(recorded.reader, "no-such-instance")
+
+
+def test_open_steps_show_the_waiting_approval_as_stuck(recorded: Recorded) -> None:
+    now_ms = int(SystemClock().now() * 1000)
+    open_steps = open_workflow_steps(recorded.reader, now_ms).as_dicts()
+    # The finished saga has no open step; the waiting instance's approval is past its 1 s.
+    assert [(s["workflow_id"], s["step_id"]) for s in open_steps] == [(recorded.waiting, "hold")]
+    hold = open_steps[0]
+    assert hold["status"] == "waiting" and hold["stuck"] is True
+    assert hold["expected_duration_s"] == 1.0 and hold["running_for_s"] >= 1.0
+    requested = next(e for e in recorded.events[recorded.waiting]
+                     if e["event_type"] == "approval_requested")  # fmt: skip
+    assert int(hold["running_since"].timestamp() * 1000) == requested["event_time"]
+
+    # Judged before the step started, it was not open; just after, open but not yet stuck.
+    def hold_at(ms: int) -> list[tuple[str, bool]]:
+        answer = open_workflow_steps(recorded.reader, ms).as_dicts()
+        return [(s["step_id"], s["stuck"]) for s in answer if s["workflow_id"] == recorded.waiting]
+
+    assert hold_at(requested["event_time"] - 1) == []
+    assert hold_at(requested["event_time"] + 10) == [("hold", False)]
+
+
+def test_step_duration_and_failure_rate_by_definition_version(recorded: Recorded) -> None:
+    stats = {(r["definition_id"], r["definition_version"], r["step_id"]): r
+             for r in workflow_step_stats(recorded.reader).as_dicts()}  # fmt: skip
+    assert {k[2] for k in stats if k[0] == "wfh-saga"} == {
+        "fetch", "left", "right", "nap", "sign_off", "publish"}  # fmt: skip
+    publish = stats[("wfh-saga", 1, "publish")]
+    assert (publish["failed"], publish["succeeded"], publish["attempt_failure_rate"]) == (1, 0, 1.0)
+    events = recorded.events[recorded.saga]
+    for step in ("fetch", "left", "right", "nap"):
+        row = stats[("wfh-saga", 1, step)]
+        assert (row["succeeded"], row["failed"], row["attempt_failure_rate"]) == (1, 0, 0.0)
+        started = min(e["event_time"] for e in events if e["step_id"] == step
+                      and e["event_type"] in ("step_scheduled", "sleep_started"))  # fmt: skip
+        ended = next(e["event_time"] for e in events if e["step_id"] == step
+                     and e["event_type"] == "step_succeeded")  # fmt: skip
+        assert row["duration_max_ms"] == row["duration_p50_ms"] == ended - started
+    assert stats[("wfh-saga", 1, "nap")]["duration_p50_ms"] >= 1000  # a 1 s sleep
+    hold = stats[("wfh-waiting", 1, "hold")]
+    assert (hold["instances"], hold["succeeded"], hold["failed"]) == (1, 0, 0)
+
+
+def test_approval_latency_and_decisions_per_actor(recorded: Recorded) -> None:
+    rows = workflow_approvals(recorded.reader).as_dicts()
+    assert [(r["definition_id"], r["step_id"], r["actor"]) for r in rows] == [
+        ("wfh-saga", "sign_off", "lead@example.com")]  # fmt: skip
+    row, events = rows[0], recorded.events[recorded.saga]
+    assert (row["approved"], row["rejected"], row["fenced"]) == (1, 0, 0)
+    asked = next(e for e in events if e["event_type"] == "approval_requested")["event_time"]
+    decided = next(e for e in events if e["event_type"] == "approval_approved")["event_time"]
+    assert row["latency_p50_s"] == row["latency_max_s"] == round((decided - asked) / 1000, 3)
+    assert row["last_note"] == "ship it"
+
+
+def test_compensations_per_definition(recorded: Recorded) -> None:
+    rows = {r["definition_id"]: r for r in workflow_compensations(recorded.reader).as_dicts()}
+    saga = rows["wfh-saga"]
+    assert (saga["instances"], saga["compensating"], saga["compensations"]) == (1, 1, 3)
+    assert (saga["comp_succeeded"], saga["comp_failed"], saga["comp_skipped"]) == (3, 0, 0)
+    ended = status_of(recorded.events[recorded.saga])
+    assert saga["ended_compensated"] + saga["ended_failed"] == 1
+    assert saga[f"ended_{ended}"] == 1
+    waiting = rows["wfh-waiting"]
+    assert (waiting["instances"], waiting["compensating"], waiting["compensations"]) == (1, 0, 0)
+
+
+def test_the_cli_verb_prints_each_answer_as_json(recorded: Recorded) -> None:
+    where = ["--history-dir", str(recorded.sink_settings.history.history_dir)]
+    code, out, err = run_cli(["history", "workflows", "timeline", recorded.saga, "--json", *where])
+    assert code == 0, err
+    assert [e["seq"] for e in json.loads(out)] == [e["seq"] for e in recorded.events[recorded.saga]]
+    code, out, err = run_cli(["history", "workflows", "approvals", "--json", *where])
+    assert code == 0 and json.loads(out)[0]["actor"] == "lead@example.com", err
+    code, out, err = run_cli(["history", "workflows", "open", "--json", *where])
+    assert code == 0 and [s["step_id"] for s in json.loads(out)] == ["hold"], err
+    for verb in ("steps", "compensations"):
+        code, out, err = run_cli(["history", "workflows", verb, "--json", *where])
+        assert code == 0 and any(r["definition_id"] == "wfh-saga" for r in json.loads(out)), err
+    code, _out, err = run_cli(["history", "workflows", "steps", "--since", "yesterday", *where])
+    assert code == 2 and "--since" in err
