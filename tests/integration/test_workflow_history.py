@@ -74,7 +74,10 @@ SAGA = {
     "definitionId": "wfh-saga", "version": 1, "onFailure": "compensate",
     "steps": [
         _compensated("fetch"), _compensated("left", "fetch"), _compensated("right", "fetch"),
-        {"id": "nap", "kind": "sleep", "duration": "1s", "dependsOn": ["left", "right"]},
+        # Fails its first attempt (retryable), succeeds on the second.
+        _task("flaky", "fetch", job_type="wf_fail", payload={"times": 1}, maxAttempts=2,
+              backoff={"base": "200ms"}),
+        {"id": "nap", "kind": "sleep", "duration": "1s", "dependsOn": ["left", "right", "flaky"]},
         {"id": "sign_off", "kind": "approval", "dependsOn": ["nap"], "timeout": "5m",
          "assignees": ["lead@example.com"]},
         _task("publish", "sign_off", job_type="wf_fail", payload={"mode": "permanent"},
@@ -271,8 +274,9 @@ def test_the_timeline_is_the_instance_s_events_in_order(recorded: Recorded) -> N
     ]
     approved = next(e for e in timeline if e["event_type"] == "approval_approved")
     assert approved["actor"] == "lead@example.com" and approved["data"]["note"] == "ship it"
-    failed = next(e for e in timeline if e["event_type"] == "step_failed")
-    assert failed["step_id"] == "publish" and failed["error"]
+    failed = [(e["step_id"], e["attempt"], e["data"]["final"]) for e in timeline
+              if e["event_type"] == "step_failed" and e["error"]]  # fmt: skip
+    assert failed == [("flaky", 1, False), ("publish", 1, True)]
     assert timeline[-1]["status"] in ("failed", "compensated")
     with pytest.raises(WorkflowNotFound):
         workflow_timeline(recorded.reader, "no-such-instance")
@@ -303,7 +307,11 @@ def test_step_duration_and_failure_rate_by_definition_version(recorded: Recorded
     stats = {(r["definition_id"], r["definition_version"], r["step_id"]): r
              for r in workflow_step_stats(recorded.reader).as_dicts()}  # fmt: skip
     assert {k[2] for k in stats if k[0] == "wfh-saga"} == {
-        "fetch", "left", "right", "nap", "sign_off", "publish"}  # fmt: skip
+        "fetch", "left", "right", "flaky", "nap", "sign_off", "publish"}  # fmt: skip
+    flaky = stats[("wfh-saga", 1, "flaky")]
+    assert (flaky["attempts"], flaky["failed_attempts"], flaky["attempt_failure_rate"]) == (
+        2, 1, 0.5)  # fmt: skip
+    assert (flaky["succeeded"], flaky["failed"]) == (1, 0)
     publish = stats[("wfh-saga", 1, "publish")]
     assert (publish["failed"], publish["succeeded"], publish["attempt_failure_rate"]) == (1, 0, 1.0)
     events = recorded.events[recorded.saga]
