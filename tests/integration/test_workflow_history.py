@@ -1,8 +1,9 @@
 """Workflow history end to end: real workflow instances run by a real timer, orchestrator and
 worker on the real broker, recorded into real chDB by the history sink.
 
-One module-wide run: a saga (parallel branches, a sleep, an approval decided by a named actor
-with a note, a final task that fails for good, its compensations) and an instance left
+One module-wide run: a saga (parallel branches, a step retried once, a sleep, an approval
+decided by a named actor with a note, a final task that fails for good, its compensations),
+the same saga rejected by another actor (and a late decision fenced), and an instance left
 waiting on an approval past its expectedDuration. The sink then records `workflows.events`;
 each test checks one promise against what the topic holds, read back read_committed.
 """
@@ -94,7 +95,8 @@ WAITING = {
 @dataclass
 class Recorded:
     bootstrap: str
-    saga: str  # the failed and compensated instance
+    saga: str  # approved, then its last task fails for good: compensated
+    rejected: str  # the same definition, its approval rejected: compensated
     waiting: str  # the instance left waiting past its expectedDuration
     events: dict[str, list[dict[str, Any]]]  # what workflows.events holds, by instance
     reader: ClosableHistoryReader  # what the CLI gets: the owner's endpoint
@@ -124,7 +126,7 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
         apply_topology(bootstrap=kafka_bootstrap)
         stack = WorkflowStack(tmp, workflow_env(kafka_bootstrap, prefix)).start()
         try:
-            saga, waiting = _run_workflows(kafka_bootstrap)
+            saga, rejected, waiting = _run_workflows(kafka_bootstrap)
         finally:
             stack.stop()
         events = workflow_events(kafka_bootstrap)
@@ -144,13 +146,13 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
                 wanted = _topic_ids(events)
                 assert wait_until(lambda: set(_recorded_ids(reader)) >= wanted, TIMEOUT_S)
                 assert service.sink is not None
-                yield Recorded(kafka_bootstrap, saga, waiting, events, reader,
+                yield Recorded(kafka_bootstrap, saga, rejected, waiting, events, reader,
                                service.sink.store, settings)  # fmt: skip
             finally:
                 reader.close()
 
 
-def _run_workflows(bootstrap: str) -> tuple[str, str]:
+def _run_workflows(bootstrap: str) -> tuple[str, str, str]:
     flows = WorkflowsClient(bootstrap, keys=APPROVAL_KEYS)
     flows.define(SAGA)
     flows.define(WAITING)
@@ -163,11 +165,21 @@ def _run_workflows(bootstrap: str) -> tuple[str, str]:
     assert wait_until(lambda: "approval_requested" in types(saga), TIMEOUT_S)
     flows.approve(flows.approval_token(saga, "sign_off"), actor="lead@example.com",
                   note="ship it")  # fmt: skip
-    assert wait_until(
-        lambda: status_of(workflow_events(bootstrap).get(saga, [])) in ENDED, TIMEOUT_S
-    )
+    # The same definition again, rejected by another actor; a decision sent after it on the
+    # same round is fenced (recorded, never applied).
+    rejected = flows.start("wfh-saga")
+    assert wait_until(lambda: "approval_requested" in types(rejected), TIMEOUT_S)
+    token = flows.approval_token(rejected, "sign_off")
+    flows.reject(token, actor="auditor@example.com", note="not today")
+    flows.approve(token, actor="late@example.com", note="too late")
+
+    def ended(instance: str) -> bool:
+        return status_of(workflow_events(bootstrap).get(instance, [])) in ENDED
+
+    assert wait_until(lambda: ended(saga) and ended(rejected), TIMEOUT_S)
+    assert wait_until(lambda: "approval_fenced" in types(rejected), TIMEOUT_S)
     assert wait_until(lambda: "step_overdue" in types(waiting), TIMEOUT_S)
-    return saga, waiting
+    return saga, rejected, waiting
 
 
 # -- every event exactly once ----------------------------------------------------------------
@@ -303,51 +315,78 @@ def test_open_steps_show_the_waiting_approval_as_stuck(recorded: Recorded) -> No
     assert hold_at(requested["event_time"] + 10) == [("hold", False)]
 
 
+def _step_durations(recorded: Recorded, step: str) -> list[int]:
+    """First start to success of `step` in each saga instance that succeeded it."""
+    found = []
+    for instance in (recorded.saga, recorded.rejected):
+        events = [e for e in recorded.events[instance] if e["step_id"] == step]
+        starts = [
+            e["event_time"]
+            for e in events
+            if e["event_type"] in ("step_scheduled", "sleep_started", "approval_requested")
+        ]
+        ends = [e["event_time"] for e in events if e["event_type"] == "step_succeeded"]
+        if starts and ends:
+            found.append(ends[0] - min(starts))
+    return found  # fmt: skip
+
+
 def test_step_duration_and_failure_rate_by_definition_version(recorded: Recorded) -> None:
     stats = {(r["definition_id"], r["definition_version"], r["step_id"]): r
              for r in workflow_step_stats(recorded.reader).as_dicts()}  # fmt: skip
     assert {k[2] for k in stats if k[0] == "wfh-saga"} == {
         "fetch", "left", "right", "flaky", "nap", "sign_off", "publish"}  # fmt: skip
+    # Two instances, each failing flaky's first attempt and passing its second.
     flaky = stats[("wfh-saga", 1, "flaky")]
-    assert (flaky["attempts"], flaky["failed_attempts"], flaky["attempt_failure_rate"]) == (
-        2, 1, 0.5)  # fmt: skip
-    assert (flaky["succeeded"], flaky["failed"]) == (1, 0)
-    publish = stats[("wfh-saga", 1, "publish")]
-    assert (publish["failed"], publish["succeeded"], publish["attempt_failure_rate"]) == (1, 0, 1.0)
-    events = recorded.events[recorded.saga]
-    for step in ("fetch", "left", "right", "nap"):
-        row = stats[("wfh-saga", 1, step)]
-        assert (row["succeeded"], row["failed"], row["attempt_failure_rate"]) == (1, 0, 0.0)
-        started = min(e["event_time"] for e in events if e["step_id"] == step
-                      and e["event_type"] in ("step_scheduled", "sleep_started"))  # fmt: skip
-        ended = next(e["event_time"] for e in events if e["step_id"] == step
-                     and e["event_type"] == "step_succeeded")  # fmt: skip
-        assert row["duration_max_ms"] == row["duration_p50_ms"] == ended - started
-    assert stats[("wfh-saga", 1, "nap")]["duration_p50_ms"] >= 1000  # a 1 s sleep
+    assert (flaky["instances"], flaky["attempts"], flaky["failed_attempts"]) == (2, 4, 2)
+    assert (flaky["attempt_failure_rate"], flaky["succeeded"], flaky["failed"]) == (0.5, 2, 0)
+    publish = stats[("wfh-saga", 1, "publish")]  # only the approved instance got this far
+    assert (publish["instances"], publish["failed"], publish["succeeded"]) == (1, 1, 0)
+    assert publish["attempt_failure_rate"] == 1.0
+    sign_off = stats[("wfh-saga", 1, "sign_off")]  # approved once, rejected once
+    assert (sign_off["instances"], sign_off["succeeded"], sign_off["failed"]) == (2, 1, 1)
+    for step in ("fetch", "left", "right", "flaky", "nap", "sign_off"):
+        row, durations = stats[("wfh-saga", 1, step)], _step_durations(recorded, step)
+        assert row["duration_max_ms"] == max(durations), step
+        assert row["duration_p50_ms"] in durations, step
+    assert min(_step_durations(recorded, "nap")) >= 1000  # a 1 s sleep
     hold = stats[("wfh-waiting", 1, "hold")]
     assert (hold["instances"], hold["succeeded"], hold["failed"]) == (1, 0, 0)
 
 
 def test_approval_latency_and_decisions_per_actor(recorded: Recorded) -> None:
-    rows = workflow_approvals(recorded.reader).as_dicts()
-    assert [(r["definition_id"], r["step_id"], r["actor"]) for r in rows] == [
-        ("wfh-saga", "sign_off", "lead@example.com")]  # fmt: skip
-    row, events = rows[0], recorded.events[recorded.saga]
-    assert (row["approved"], row["rejected"], row["fenced"]) == (1, 0, 0)
-    asked = next(e for e in events if e["event_type"] == "approval_requested")["event_time"]
-    decided = next(e for e in events if e["event_type"] == "approval_approved")["event_time"]
-    assert row["latency_p50_s"] == row["latency_max_s"] == round((decided - asked) / 1000, 3)
-    assert row["last_note"] == "ship it"
+    rows = {r["actor"]: r for r in workflow_approvals(recorded.reader).as_dicts()}
+    assert sorted(rows) == ["auditor@example.com", "late@example.com", "lead@example.com"]
+    assert {(r["definition_id"], r["step_id"]) for r in rows.values()} == {("wfh-saga", "sign_off")}
+    for actor, instance, decision, note in (
+        ("lead@example.com", recorded.saga, "approval_approved", "ship it"),
+        ("auditor@example.com", recorded.rejected, "approval_rejected", "not today"),
+    ):
+        row, events = rows[actor], recorded.events[instance]
+        assert (row["approved"], row["rejected"], row["fenced"]) == (
+            int(decision == "approval_approved"),
+            int(decision == "approval_rejected"),
+            0,
+        )
+        asked = next(e for e in events if e["event_type"] == "approval_requested")["event_time"]
+        decided = next(e for e in events if e["event_type"] == decision)["event_time"]
+        latency = round((decided - asked) / 1000, 3)
+        assert row["latency_p50_s"] == row["latency_max_s"] == latency, actor
+        assert row["last_note"] == note
+    late = rows["late@example.com"]
+    assert (late["approved"], late["rejected"], late["fenced"]) == (0, 0, 1)
+    assert late["latency_p50_s"] is None and late["last_decision_at"] is None
 
 
 def test_compensations_per_definition(recorded: Recorded) -> None:
     rows = {r["definition_id"]: r for r in workflow_compensations(recorded.reader).as_dicts()}
     saga = rows["wfh-saga"]
-    assert (saga["instances"], saga["compensating"], saga["compensations"]) == (1, 1, 3)
-    assert (saga["comp_succeeded"], saga["comp_failed"], saga["comp_skipped"]) == (3, 0, 0)
-    ended = status_of(recorded.events[recorded.saga])
-    assert saga["ended_compensated"] + saga["ended_failed"] == 1
-    assert saga[f"ended_{ended}"] == 1
+    # Both instances compensated fetch, left and right (flaky has no compensation).
+    assert (saga["instances"], saga["compensating"], saga["compensations"]) == (2, 2, 6)
+    assert (saga["comp_succeeded"], saga["comp_failed"], saga["comp_skipped"]) == (6, 0, 0)
+    assert (saga["comp_attempts"], saga["blocked"]) == (6, 0)
+    ended = Counter(status_of(recorded.events[i]) for i in (recorded.saga, recorded.rejected))
+    assert {s: saga[f"ended_{s}"] for s in ended} == dict(ended)
     waiting = rows["wfh-waiting"]
     assert (waiting["instances"], waiting["compensating"], waiting["compensations"]) == (1, 0, 0)
 
@@ -358,7 +397,8 @@ def test_the_cli_verb_prints_each_answer_as_json(recorded: Recorded) -> None:
     assert code == 0, err
     assert [e["seq"] for e in json.loads(out)] == [e["seq"] for e in recorded.events[recorded.saga]]
     code, out, err = run_cli(["history", "workflows", "approvals", "--json", *where])
-    assert code == 0 and json.loads(out)[0]["actor"] == "lead@example.com", err
+    assert code == 0, err
+    assert {r["actor"] for r in json.loads(out)} >= {"lead@example.com", "auditor@example.com"}
     code, out, err = run_cli(["history", "workflows", "open", "--json", *where])
     assert code == 0 and [s["step_id"] for s in json.loads(out)] == ["hold"], err
     for verb in ("steps", "compensations"):

@@ -3,8 +3,10 @@
 -- For the approval decisions made in the window, per definition_id, step_id and actor:
 --   approved, rejected   decisions applied (approval_approved, approval_rejected)
 --   fenced               decisions refused as late or for an old round (approval_fenced)
+--   applied              approved + rejected
 --   latency_p50_s, latency_max_s   from the round's approval_requested to the applied
---                        decision, in seconds (milliseconds kept as a fraction)
+--                        decision, in seconds (milliseconds kept as a fraction); NULL when
+--                        the actor has no applied decision
 --   last_decision_at, last_note   the actor's latest applied decision and its note
 --
 -- @param since  window start, inclusive, on the decision's event_time (ISO 8601)
@@ -35,13 +37,14 @@ SELECT
     countIf(event_type = 'approval_approved') AS approved,
     countIf(event_type = 'approval_rejected') AS rejected,
     countIf(event_type = 'approval_fenced') AS fenced,
-    round(quantileExactIf(0.5)(
+    countIf(event_type != 'approval_fenced') AS applied,
+    if(applied = 0, NULL, round(quantileExactIf(0.5)(
         (toUnixTimestamp64Milli(event_time) - toUnixTimestamp64Milli(requested_at)) / 1000,
-        event_type != 'approval_fenced'), 3) AS latency_p50_s,
-    round(maxIf(
+        event_type != 'approval_fenced'), 3)) AS latency_p50_s,
+    if(applied = 0, NULL, round(maxIf(
         (toUnixTimestamp64Milli(event_time) - toUnixTimestamp64Milli(requested_at)) / 1000,
-        event_type != 'approval_fenced'), 3) AS latency_max_s,
-    maxIf(event_time, event_type != 'approval_fenced') AS last_decision_at,
+        event_type != 'approval_fenced'), 3)) AS latency_max_s,
+    if(applied = 0, NULL, maxIf(event_time, event_type != 'approval_fenced')) AS last_decision_at,
     argMaxIf(note, (event_time, seq), event_type != 'approval_fenced') AS last_note
 FROM decisions
 LEFT JOIN requested USING (workflow_id, step_id, approval_round)
