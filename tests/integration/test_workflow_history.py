@@ -3,8 +3,9 @@ worker on the real broker, recorded into real chDB by the history sink.
 
 One module-wide run: a saga (parallel branches, a step retried once, a sleep, an approval
 decided by a named actor with a note, a final task that fails for good, its compensations),
-the same saga rejected by another actor (and a late decision fenced), and an instance left
-waiting on an approval past its expectedDuration. The sink then records `workflows.events`;
+the same saga rejected by another actor (and a late decision fenced), an instance that failed
+and was repaired by an operator's retry-step, and one left waiting on an approval past its
+expectedDuration. The sink then records `workflows.events`;
 each test checks one promise against what the topic holds, read back read_committed.
 """
 
@@ -85,6 +86,11 @@ SAGA = {
               onFailure="compensate"),
     ],
 }  # fmt: skip
+REPAIR = {
+    "definitionId": "wfh-repair", "version": 1,
+    "steps": [_task("flaky", job_type="wf_fail", payload={"mode": "permanent", "times": 1},
+                    onFailure="fail")],
+}  # fmt: skip
 WAITING = {
     "definitionId": "wfh-waiting", "version": 1,
     "steps": [{"id": "hold", "kind": "approval", "timeout": "10m", "expectedDuration": "1s",
@@ -97,6 +103,7 @@ class Recorded:
     bootstrap: str
     saga: str  # approved, then its last task fails for good: compensated
     rejected: str  # the same definition, its approval rejected: compensated
+    repaired: str  # failed, then an operator retried its step, which succeeded
     waiting: str  # the instance left waiting past its expectedDuration
     events: dict[str, list[dict[str, Any]]]  # what workflows.events holds, by instance
     reader: ClosableHistoryReader  # what the CLI gets: the owner's endpoint
@@ -126,7 +133,7 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
         apply_topology(bootstrap=kafka_bootstrap)
         stack = WorkflowStack(tmp, workflow_env(kafka_bootstrap, prefix)).start()
         try:
-            saga, rejected, waiting = _run_workflows(kafka_bootstrap)
+            saga, rejected, repaired, waiting = _run_workflows(kafka_bootstrap)
         finally:
             stack.stop()
         events = workflow_events(kafka_bootstrap)
@@ -146,16 +153,18 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
                 wanted = _topic_ids(events)
                 assert wait_until(lambda: set(_recorded_ids(reader)) >= wanted, TIMEOUT_S)
                 assert service.sink is not None
-                yield Recorded(kafka_bootstrap, saga, rejected, waiting, events, reader,
+                yield Recorded(kafka_bootstrap, saga, rejected, repaired, waiting, events, reader,
                                service.sink.store, settings)  # fmt: skip
             finally:
                 reader.close()
 
 
-def _run_workflows(bootstrap: str) -> tuple[str, str, str]:
+def _run_workflows(bootstrap: str) -> tuple[str, str, str, str]:
     flows = WorkflowsClient(bootstrap, keys=APPROVAL_KEYS)
     flows.define(SAGA)
     flows.define(WAITING)
+    flows.define(REPAIR)
+    repaired = flows.start("wfh-repair")
     saga = flows.start("wfh-saga")
     waiting = flows.start("wfh-waiting")
 
@@ -176,10 +185,12 @@ def _run_workflows(bootstrap: str) -> tuple[str, str, str]:
     def ended(instance: str) -> bool:
         return status_of(workflow_events(bootstrap).get(instance, [])) in ENDED
 
-    assert wait_until(lambda: ended(saga) and ended(rejected), TIMEOUT_S)
+    assert wait_until(lambda: ended(saga) and ended(rejected) and ended(repaired), TIMEOUT_S)
+    flows.retry_step(repaired, "flaky", actor="ops@example.com")
+    assert wait_until(lambda: "step_retried" in types(repaired) and ended(repaired), TIMEOUT_S)
     assert wait_until(lambda: "approval_fenced" in types(rejected), TIMEOUT_S)
     assert wait_until(lambda: "step_overdue" in types(waiting), TIMEOUT_S)
-    return saga, rejected, waiting
+    return saga, rejected, repaired, waiting
 
 
 # -- every event exactly once ----------------------------------------------------------------
@@ -389,6 +400,36 @@ def test_compensations_per_definition(recorded: Recorded) -> None:
     assert {s: saga[f"ended_{s}"] for s in ended} == dict(ended)
     waiting = rows["wfh-waiting"]
     assert (waiting["instances"], waiting["compensating"], waiting["compensations"]) == (1, 0, 0)
+
+
+def test_an_operator_repair_is_in_the_timeline_and_the_statistics(recorded: Recorded) -> None:
+    timeline = workflow_timeline(recorded.reader, recorded.repaired)
+    retried = [e for e in timeline if e["event_type"] == "step_retried"]
+    assert [(e["step_id"], e["actor"]) for e in retried] == [("flaky", "ops@example.com")]
+    scheduled = [e for e in timeline if e["event_type"] == "step_scheduled"]
+    assert [e["attempt"] for e in scheduled] == [1, 2]
+
+    # Judged while the retried attempt ran, the step is open since the retry, not the first
+    # start; judged while the instance stood failed, nothing of it was open.
+    def repaired_at(ms: int) -> list[Any]:
+        answer = open_workflow_steps(recorded.reader, ms).as_dicts()
+        return [s for s in answer if s["workflow_id"] == recorded.repaired]
+
+    events = recorded.events[recorded.repaired]  # as the topic has them: times in ms
+    failed_at = next(e["event_time"] for e in events if e["event_type"] == "workflow_failed")
+    retry_at = [e["event_time"] for e in events if e["event_type"] == "step_scheduled"][1]
+    assert repaired_at(failed_at) == []
+    running = repaired_at(retry_at)
+    assert [(s["step_id"], s["attempt"], s["stuck"]) for s in running] == [("flaky", 2, False)]
+    assert int(running[0]["running_since"].timestamp() * 1000) == retry_at
+    stats = next(r for r in workflow_step_stats(recorded.reader).as_dicts()
+                 if r["definition_id"] == "wfh-repair")  # fmt: skip
+    assert (stats["attempts"], stats["failed_attempts"], stats["attempt_failure_rate"]) == (
+        2, 1, 0.5)  # fmt: skip
+    assert (stats["succeeded"], stats["failed"]) == (1, 0)
+    repair = next(r for r in workflow_compensations(recorded.reader).as_dicts()
+                  if r["definition_id"] == "wfh-repair")  # fmt: skip
+    assert (repair["ended_succeeded"], repair["ended_failed"], repair["compensating"]) == (1, 0, 0)
 
 
 def test_the_cli_verb_prints_each_answer_as_json(recorded: Recorded) -> None:

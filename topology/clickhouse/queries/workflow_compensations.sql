@@ -8,7 +8,8 @@
 --   comp_succeeded, comp_failed, comp_skipped   how those compensations ended (failed: for
 --                        good, dead-lettered; skipped: by an operator)
 --   blocked              instances ever blocked on a failed compensation
---   ended_compensated, ended_failed, ended_cancelled   instances that finished so
+--   ended_succeeded, ended_compensated, ended_failed, ended_cancelled   instances whose
+--                        last end was that (an operator may reopen a failed instance)
 --
 -- @param since  window start, inclusive, on workflow_started (ISO 8601)
 -- @param until  window end, exclusive
@@ -67,6 +68,7 @@ SELECT
     sum(n_failed) AS comp_failed,
     sum(n_skipped) AS comp_skipped,
     countIf(was_blocked) AS blocked,
+    countIf(ended_as = 'workflow_succeeded') AS ended_succeeded,
     countIf(ended_as = 'workflow_compensated') AS ended_compensated,
     countIf(ended_as = 'workflow_failed') AS ended_failed,
     countIf(ended_as = 'workflow_cancelled') AS ended_cancelled
