@@ -1,12 +1,7 @@
-"""Workflow history end to end: real workflow instances run by a real timer, orchestrator and
-worker on the real broker, recorded into real chDB by the history sink.
-
-One module-wide run: a saga (parallel branches, a step retried once, a sleep, an approval
-decided by a named actor with a note, a final task that fails for good, its compensations),
-the same saga rejected by another actor (and a late decision fenced), an instance that failed
-and was repaired by an operator's retry-step, and one left waiting on an approval past its
-expectedDuration. The sink then records `workflows.events`;
-each test checks one promise against what the topic holds, read back read_committed.
+"""Workflow history end to end: every event of real workflow runs in `workflow_events`
+exactly once, and each documented workflow query answering what it says on the known run
+(`test_workflow_history_run.recorded`). Each test checks one promise against what
+`workflows.events` holds, read back read_committed.
 """
 
 from __future__ import annotations
@@ -15,188 +10,48 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.history_sink_fixtures import run_cli, sink_in_thread
-from tests.integration.timer_harness import wait_until
+from tests.integration.history_sink_fixtures import run_cli
+from tests.integration.test_workflow_history_run import (
+    TIMEOUT_S,
+    Recorded,
+    recorded,
+    recorded_ids,
+    saga_answers,
+    topic_ids,
+)
 from tests.integration.workflow_harness import (
-    APPROVAL_KEYS,
-    WorkflowStack,
     status_of,
-    types_of,
-    workflow_env,
-    workflow_events,
 )
 from tickwheel.adapters.avro import decode
-from tickwheel.adapters.clickhouse import HistorySettings
 from tickwheel.adapters.kafka.client import Consumer
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
-from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import SystemClock
 from tickwheel.history import (
-    ClosableHistoryReader,
     WorkflowNotFound,
-    open_history_reader,
     open_workflow_steps,
     workflow_approvals,
     workflow_compensations,
     workflow_step_stats,
     workflow_timeline,
 )
-from tickwheel.ports.history import HistoryStore
-from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.history.rows import Source, workflow_event_row
-from tickwheel.services.history.settings import HistorySinkSettings
 from tickwheel.services.history.sink import Batch, HistorySink, Route
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
-TIMEOUT_S = 120.0
-ENDED = ("succeeded", "failed", "cancelled", "compensated")
-GARBAGE = b"not a workflow event"
-
-
-def _task(step_id: str, *deps: str, job_type: str = "wf_echo", **extra: Any) -> dict[str, Any]:
-    return {"id": step_id, "type": job_type, "dependsOn": list(deps),
-            "payload": {"step": step_id}, **extra}  # fmt: skip
-
-
-def _compensated(step_id: str, *deps: str) -> dict[str, Any]:
-    return _task(step_id, *deps, compensation={"type": "wf_echo", "payload": {"undo": step_id}})
-
-
-SAGA = {
-    "definitionId": "wfh-saga", "version": 1, "onFailure": "compensate",
-    "steps": [
-        _compensated("fetch"), _compensated("left", "fetch"), _compensated("right", "fetch"),
-        # Fails its first attempt (retryable), succeeds on the second.
-        _task("flaky", "fetch", job_type="wf_fail", payload={"times": 1}, maxAttempts=2,
-              backoff={"base": "200ms"}),
-        {"id": "nap", "kind": "sleep", "duration": "1s", "dependsOn": ["left", "right", "flaky"]},
-        {"id": "sign_off", "kind": "approval", "dependsOn": ["nap"], "timeout": "5m",
-         "assignees": ["lead@example.com"]},
-        _task("publish", "sign_off", job_type="wf_fail", payload={"mode": "permanent"},
-              onFailure="compensate"),
-    ],
-}  # fmt: skip
-REPAIR = {
-    "definitionId": "wfh-repair", "version": 1,
-    "steps": [_task("flaky", job_type="wf_fail", payload={"mode": "permanent", "times": 1},
-                    onFailure="fail")],
-}  # fmt: skip
-WAITING = {
-    "definitionId": "wfh-waiting", "version": 1,
-    "steps": [{"id": "hold", "kind": "approval", "timeout": "10m", "expectedDuration": "1s",
-               "assignees": ["ops@example.com"]}],
-}  # fmt: skip
-
-
-@dataclass
-class Recorded:
-    bootstrap: str
-    saga: str  # approved, then its last task fails for good: compensated
-    rejected: str  # the same definition, its approval rejected: compensated
-    repaired: str  # failed, then an operator retried its step, which succeeded
-    waiting: str  # the instance left waiting past its expectedDuration
-    events: dict[str, list[dict[str, Any]]]  # what workflows.events holds, by instance
-    reader: ClosableHistoryReader  # what the CLI gets: the owner's endpoint
-    store: HistoryStore  # the sink's own store, for the redelivery tests
-    sink_settings: HistorySinkSettings
-
-
-def _recorded_ids(reader: Any) -> Counter[str]:
-    rows = reader.query("SELECT event_id FROM workflow_events FINAL").rows
-    return Counter(str(row[0]) for row in rows)
-
-
-def _topic_ids(events: dict[str, list[dict[str, Any]]]) -> set[str]:
-    return {e["event_id"] for instance in events.values() for e in instance}
-
-
-@pytest.fixture(scope="module")
-def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
-    from tickwheel.adapters.kafka.admin import apply_topology
-
-    tmp: Path = tmp_path_factory.mktemp("wfh")
-    prefix = f"t{uuid.uuid4().hex[:10]}."
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv("CLICKHOUSE_URL", raising=False)  # embedded chDB, read through its owner
-        env.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
-        env.setenv("TICKWHEEL_TOPIC_PREFIX", prefix)
-        apply_topology(bootstrap=kafka_bootstrap)
-        stack = WorkflowStack(tmp, workflow_env(kafka_bootstrap, prefix)).start()
-        try:
-            saga, rejected, repaired, waiting = _run_workflows(kafka_bootstrap)
-        finally:
-            stack.stop()
-        events = workflow_events(kafka_bootstrap)
-        # A bad record among the events: dead-lettered, and the sink goes on past it.
-        producer = EventProducer(kafka_bootstrap)
-        producer.send(topic_name("workflows.events"), "not-an-instance", GARBAGE)
-        producer.flush()
-        settings = HistorySinkSettings(
-            instance="wfh", bootstrap=kafka_bootstrap, group_id=f"wfh-{uuid.uuid4().hex[:8]}",
-            max_batch=25, max_wait_ms=100, history=HistorySettings(history_dir=tmp / "history"),
-        )  # fmt: skip
-        with sink_in_thread(settings) as service:
-            reader = open_history_reader(settings.history)
-            try:
-                # workflows.events is transactional: its end offset counts commit markers, so
-                # "caught up" is every committed event in the table, not offsets.
-                wanted = _topic_ids(events)
-                assert wait_until(lambda: set(_recorded_ids(reader)) >= wanted, TIMEOUT_S)
-                assert service.sink is not None
-                yield Recorded(kafka_bootstrap, saga, rejected, repaired, waiting, events, reader,
-                               service.sink.store, settings)  # fmt: skip
-            finally:
-                reader.close()
-
-
-def _run_workflows(bootstrap: str) -> tuple[str, str, str, str]:
-    flows = WorkflowsClient(bootstrap, keys=APPROVAL_KEYS)
-    flows.define(SAGA)
-    flows.define(WAITING)
-    flows.define(REPAIR)
-    repaired = flows.start("wfh-repair")
-    saga = flows.start("wfh-saga")
-    waiting = flows.start("wfh-waiting")
-
-    def types(workflow_id: str) -> list[str]:
-        return types_of(workflow_events(bootstrap).get(workflow_id, []))
-
-    assert wait_until(lambda: "approval_requested" in types(saga), TIMEOUT_S)
-    flows.approve(flows.approval_token(saga, "sign_off"), actor="lead@example.com",
-                  note="ship it")  # fmt: skip
-    # The same definition again, rejected by another actor; a decision sent after it on the
-    # same round is fenced (recorded, never applied).
-    rejected = flows.start("wfh-saga")
-    assert wait_until(lambda: "approval_requested" in types(rejected), TIMEOUT_S)
-    token = flows.approval_token(rejected, "sign_off")
-    flows.reject(token, actor="auditor@example.com", note="not today")
-    flows.approve(token, actor="late@example.com", note="too late")
-
-    def ended(instance: str) -> bool:
-        return status_of(workflow_events(bootstrap).get(instance, [])) in ENDED
-
-    assert wait_until(lambda: ended(saga) and ended(rejected) and ended(repaired), TIMEOUT_S)
-    flows.retry_step(repaired, "flaky", actor="ops@example.com")
-    assert wait_until(lambda: "step_retried" in types(repaired) and ended(repaired), TIMEOUT_S)
-    assert wait_until(lambda: "approval_fenced" in types(rejected), TIMEOUT_S)
-    assert wait_until(lambda: "step_overdue" in types(waiting), TIMEOUT_S)
-    return saga, rejected, repaired, waiting
+__all__ = ["recorded"]  # the run, used here under its own name
 
 
 # -- every event exactly once ----------------------------------------------------------------
 def test_every_event_on_the_topic_is_exactly_once_in_the_table(recorded: Recorded) -> None:
-    wanted = _topic_ids(recorded.events)
-    counted = _recorded_ids(recorded.reader)
+    wanted = topic_ids(recorded.events)
+    counted = recorded_ids(recorded.reader)
     assert set(counted) == wanted and set(counted.values()) == {1}
     raw, distinct, pairs = recorded.reader.query(
         "SELECT count(), uniqExact(event_id), uniqExact(workflow_id, seq) "
@@ -238,21 +93,12 @@ def test_a_bad_record_is_dead_lettered_and_the_sink_keeps_going(recorded: Record
     ours = [d for d in found if d["source_topic"] == topic_name("workflows.events")]
     assert len(ours) == 1 and ours[0]["reason"].startswith("undecodable")
     # Events of both instances were written after it too (the sink did not stop).
-    assert set(_recorded_ids(recorded.reader)) == _topic_ids(recorded.events)
-
-
-def _saga_answers(reader: Any) -> dict[str, Any]:
-    return {
-        "steps": workflow_step_stats(reader).rows,
-        "approvals": workflow_approvals(reader).rows,
-        "compensations": workflow_compensations(reader).rows,
-        "ids": _recorded_ids(reader),
-    }
+    assert set(recorded_ids(recorded.reader)) == topic_ids(recorded.events)
 
 
 def test_a_redelivered_batch_is_not_duplicated(recorded: Recorded) -> None:
     store, reader = recorded.store, recorded.reader
-    before = _saga_answers(reader)
+    before = saga_answers(reader)
     # The same batch again, with the same dedup token: dropped on arrival.
     batch = Batch()
     for offset, event in enumerate(recorded.events[recorded.saga][:10]):
@@ -285,7 +131,7 @@ def test_a_redelivered_batch_is_not_duplicated(recorded: Recorded) -> None:
     finally:
         consumer.close()
     assert again.stats.records >= total
-    assert _saga_answers(reader) == before
+    assert saga_answers(reader) == before
 
 
 # -- the documented queries on the known run ------------------------------------------------

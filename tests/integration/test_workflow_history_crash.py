@@ -2,8 +2,8 @@
 while it records real workflow runs; restarted, it holds every workflow event once and every
 workflow answer is the one an undisturbed sink gives.
 
-The run and the undisturbed sink are `test_workflow_history`'s module fixture (`recorded`);
-this module starts its own copy of it.
+The run and the undisturbed sink are `test_workflow_history_run.recorded`; this module
+starts its own copy of it.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from tests.integration.history_sink_fixtures import SinkProcess
-from tests.integration.test_workflow_history import (
+from tests.integration.test_workflow_history_run import (
     TIMEOUT_S,
     Recorded,
-    _recorded_ids,
-    _saga_answers,
-    _topic_ids,
     recorded,
+    recorded_ids,
+    saga_answers,
+    topic_ids,
 )
 from tests.integration.timer_harness import wait_until
 from tickwheel.history import open_workflow_steps, workflow_timeline
@@ -34,7 +34,7 @@ __all__ = ["recorded"]  # the module fixture, used here under its own name
 def _answers(reader: Any, recorded: Recorded) -> dict[str, Any]:
     as_of = max(e["event_time"] for v in recorded.events.values() for e in v) + 60_000
     return {
-        **_saga_answers(reader),
+        **saga_answers(reader),
         "open": open_workflow_steps(reader, as_of).rows,
         "timelines": {i: workflow_timeline(reader, i) for i in sorted(recorded.events)},
     }
@@ -54,9 +54,9 @@ def test_sigkill_between_insert_and_commit_changes_no_workflow_answer(
         crashing.start(TICKWHEEL_HISTORY_MAX_BATCH="7")
         reader = crashing.reader()
         try:
-            wanted = _topic_ids(recorded.events)
-            assert wait_until(lambda: set(_recorded_ids(reader)) >= wanted, TIMEOUT_S)
-            counted = _recorded_ids(reader)
+            wanted = topic_ids(recorded.events)
+            assert wait_until(lambda: set(recorded_ids(reader)) >= wanted, TIMEOUT_S)
+            counted = recorded_ids(reader)
             assert set(counted) == wanted and set(counted.values()) == {1}
             assert _answers(reader, recorded) == expected
         finally:
