@@ -48,6 +48,10 @@ DATA_VERBS = [
             "reassign",
         )
     ),
+    *(
+        ("history", "workflows", verb)
+        for verb in ("timeline", "open", "steps", "approvals", "compensations")
+    ),
 ]
 
 
@@ -163,7 +167,7 @@ def test_topology_show_json_is_the_declared_topology(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("verb", DATA_VERBS, ids=" ".join)
-def test_every_verb_that_prints_data_has_json(verb: tuple[str, str]) -> None:
+def test_every_verb_that_prints_data_has_json(verb: tuple[str, ...]) -> None:
     options = {
         option
         for action in _subparser(*verb)._actions  # type: ignore[attr-defined]
