@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -199,42 +200,58 @@ def test_a_trigger_read_before_its_new_jobs_definition_still_fires_once(
     env = timer_env(kafka_bootstrap, applied_topology, TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}")
     timer = TimerProcess("timer-race", tmp_path / "race.log", env)
     timer.start()
-    tag = uuid.uuid4().hex[:6]
-    job_ids = [f"{tag}-new-{i}" for i in range(30)]
+    job_ids: list[str] = []
+
+    def triggered() -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for priority in ("high", "normal", "low"):
+            for r in read_to_end(topic_name(f"executions.{priority}"), None, kafka_bootstrap):
+                request = decode(r.value or b"", "ExecutionRequest")[1]
+                if request["trigger"] == "manual":
+                    counts[request["job_id"]] = counts.get(request["job_id"], 0) + 1
+        return counts
+
     try:
         assert wait_until(lambda: timer.log_path.read_text().count('"partition_restored"') >= 6, 60)
         producer = Producer({"bootstrap.servers": kafka_bootstrap, "partitioner": "murmur2_random"})
-        now_ms = int(time.time() * 1000)
-        # Definitions ahead of the new ones keep the definitions consumer busy, so the
-        # triggers (on the other consumer) come first, as they can in production.
-        fillers = [_definition(f"{tag}-filler-{k}", now_ms, cron="0 3 1 1 *") for k in range(60)]
-        for i in range(20_000):
-            key = f"{tag}-filler-{i % 60}"
-            producer.produce(topic_name("jobs.definitions"), value=fillers[i % 60], key=key)
-            if i % 1000 == 0:
-                producer.poll(0)
-        for job_id in job_ids:  # a far-off daily job: only the trigger can fire it now
-            definition = _definition(job_id, now_ms, cron="0 3 1 1 *")
-            producer.produce(topic_name("jobs.definitions"), value=definition, key=job_id)
-            producer.produce(
-                topic_name("timers.commands"), value=_command(job_id, "trigger", now_ms), key=job_id
-            )
-        assert producer.flush(30) == 0
-
-        def triggered() -> dict[str, int]:
-            counts: dict[str, int] = {}
-            for priority in ("high", "normal", "low"):
-                for r in read_to_end(topic_name(f"executions.{priority}"), None, kafka_bootstrap):
-                    request = decode(r.value or b"", "ExecutionRequest")[1]
-                    if request["trigger"] == "manual":
-                        counts[request["job_id"]] = counts.get(request["job_id"], 0) + 1
-            return counts
-
-        assert wait_until(lambda: set(triggered()) == set(job_ids), 60), "a trigger vanished"
-        # Every command consumed and checkpointed (none still held): nothing more can fire.
-        assert wait_until(lambda: commands_checkpointed(kafka_bootstrap), 30)
+        # Which consumer reads first is a race: each round makes "command first" likelier (more
+        # definitions ahead, the timer stopped while they are written so both backlogs meet it
+        # at once), and the rounds end as soon as one command was held. At most three.
+        for round_, filler_count in enumerate((20_000, 60_000, 120_000)):
+            tag = f"{uuid.uuid4().hex[:6]}-{round_}"
+            new_ids = [f"{tag}-new-{i}" for i in range(30)]
+            job_ids.extend(new_ids)
+            now_ms = int(time.time() * 1000)
+            fillers = [
+                _definition(f"{tag}-filler-{k}", now_ms, cron="0 3 1 1 *") for k in range(60)
+            ]
+            timer.signal(signal.SIGSTOP)
+            try:
+                for i in range(filler_count):
+                    key = f"{tag}-filler-{i % 60}"
+                    producer.produce(topic_name("jobs.definitions"), value=fillers[i % 60], key=key)
+                    if i % 1000 == 0:
+                        producer.poll(0)
+                for job_id in new_ids:  # a far-off daily job: only the trigger can fire it now
+                    definition = _definition(job_id, now_ms, cron="0 3 1 1 *")
+                    producer.produce(topic_name("jobs.definitions"), value=definition, key=job_id)
+                    producer.produce(
+                        topic_name("timers.commands"),
+                        value=_command(job_id, "trigger", now_ms),
+                        key=job_id,
+                    )
+                assert producer.flush(30) == 0
+            finally:
+                timer.signal(signal.SIGCONT)
+            wanted = frozenset(job_ids)
+            assert wait_until(lambda w=wanted: w <= set(triggered()), 90), "a trigger vanished"
+            # Every command consumed and checkpointed (none still held): nothing more can fire.
+            assert wait_until(lambda: commands_checkpointed(kafka_bootstrap), 30)
+            if '"command_held"' in timer.log_path.read_text():
+                break
     finally:
         timer.stop()
-    assert set(triggered().values()) == {1}, "each trigger fires exactly once"
+    counts = triggered()
+    assert {counts[j] for j in job_ids} == {1}, "each trigger fires exactly once"
     assert '"command_held"' in timer.log_path.read_text(), "no trigger came first: nothing tested"
     assert not [d for d in _dead_letters(kafka_bootstrap) if d["job_id"] in job_ids]
