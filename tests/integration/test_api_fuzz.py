@@ -53,7 +53,10 @@ def token(applied_topology: str, kafka_bootstrap: str) -> str:
 
 
 @pytest.fixture
-def api_schema(applied_topology: str, kafka_bootstrap: str) -> Any:
+def api_schema(applied_topology: str, kafka_bootstrap: str, token: str) -> Any:
+    # After the key: the app reads the keys to the topic's end as it starts, so the key works
+    # from the first call (following the topic later takes up to a couple of seconds, which a
+    # loaded machine turned into a stateful run of nothing but 401s).
     backend = Backend(
         jobs=JobsClient(kafka_bootstrap), bootstrap=kafka_bootstrap, open_history=EmptyHistory
     )
