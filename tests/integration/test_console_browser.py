@@ -14,11 +14,13 @@ import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.request import urlopen
 
 import pytest
 
 from tests.console.browser import chromium, playwright, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
+from tests.integration.timer_harness import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -119,6 +121,15 @@ def test_an_edit_of_a_job_that_moved_on_shows_the_version_conflict_dialog(
     page, watch = watched_page(browser)
     page.goto(f"{stack.base}/console/jobs/contested")
     stack.jobs.update("contested", {"cron": "15 4 * * *"})  # someone else, meanwhile: v2
+    # The dialog lists what changed from the history store, which the sink fills a moment
+    # later: wait (in another request, the open page keeps its version 1) until v2 is there.
+    assert wait_until(
+        lambda: (
+            "<strong>v2</strong>"
+            in urlopen(f"{stack.base}/console/jobs/contested", timeout=10).read().decode()
+        ),
+        60,
+    ), "the history never recorded v2"
     page.fill("#edit-cron", "0 5 * * *")
     with page.expect_response(lambda r: r.url.endswith("/edit")) as answer:
         page.click("#edit-form button")
