@@ -14,6 +14,7 @@ default check runs, `negative_data_rejection` among them.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -60,7 +61,17 @@ def api_schema(applied_topology: str, kafka_bootstrap: str, token: str) -> Any:
     backend = Backend(
         jobs=JobsClient(kafka_bootstrap), bootstrap=kafka_bootstrap, open_history=EmptyHistory
     )
-    return schemathesis.openapi.from_asgi(OPENAPI_URL, create_app(backend))
+    app = create_app(backend)
+    # The key must be known to the app before the run: its key view reads the topic with a
+    # bounded wait and then follows it, so on a loaded machine the first read can miss it.
+    from fastapi.testclient import TestClient
+
+    client = TestClient(app)
+    deadline = time.monotonic() + 60
+    while client.get("/v1/jobs", headers={"Authorization": f"Bearer {token}"}).status_code == 401:
+        assert time.monotonic() < deadline, "the app never accepted the seeded key"
+        time.sleep(0.5)
+    return schemathesis.openapi.from_asgi(OPENAPI_URL, app)
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
