@@ -34,7 +34,13 @@ $(CONSOLE_ASSETS): services/console/package.json services/console/package-lock.j
 	npm ci --prefix services/console --ignore-scripts --no-audit --no-fund --loglevel=error
 	cp services/console/node_modules/htmx.org/dist/htmx.min.js $@
 
-setup: $(VENV)/.synced $(KAFKA_LIB) $(CONSOLE_ASSETS) ## create the environment, install everything, fetch Kafka through Maven and the console's files through npm
+# The console's browser tests drive Debian's Chromium (never `playwright install`).
+chromium:
+	@command -v chromium >/dev/null || apt-get install -y -qq chromium || { apt-get update -qq && apt-get install -y -qq chromium; } || { echo "Debian's chromium is needed for the console tests: apt-get install chromium"; exit 1; }
+
+.PHONY: chromium
+
+setup: $(VENV)/.synced $(KAFKA_LIB) $(CONSOLE_ASSETS) chromium ## create the environment, install everything, fetch Kafka through Maven and the console's files through npm
 
 run: setup ## start the local stack with example jobs and a live account of what happens, and the web console (API in its loopback development mode); Ctrl-C stops it
 	@echo "the web console: http://127.0.0.1:$${TICKWHEEL_API_PORT:-8780}/console (once the stack is up)"

@@ -4,7 +4,6 @@ shows each attempt as it appears (Debian's Chromium through Playwright)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import time
@@ -18,10 +17,11 @@ from tests.console.stack import ConsoleStack, console_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-if shutil.which("chromium") is None and not os.environ.get("CI"):
-    pytest.skip(
-        "Debian's chromium is not installed (apt-get install chromium; .ci/run does it)",
-        allow_module_level=True,
+# A missing browser is a failure, not a skip: `make setup` and `.ci/run` install it.
+if shutil.which("chromium") is None:
+    pytest.fail(
+        "Debian's chromium is not installed: run `make setup` (or apt-get install chromium)",
+        pytrace=False,
     )
 
 
