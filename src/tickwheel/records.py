@@ -164,6 +164,42 @@ class DeadLetter(TypedDict):
     raw_value: bytes | None
 
 
+DeadLetterAction = Literal["retried", "discarded"]
+
+
+class DeadLetterResolution(TypedDict):
+    """What an operator did about a dead letter (executions.dlq.resolutions, compacted, key =
+    dead_letter_id): retried or discarded, by whom and why. A dead letter with a resolution is
+    no longer unresolved (docs/decisions/0102)."""
+
+    # Unique id of this resolution (a UUID).
+    resolution_id: str
+    # The dead letter resolved (its dead_letter_id on executions.dlq).
+    dead_letter_id: str
+    # When it was resolved: UTC instant as epoch milliseconds (plain long, no logicalType: see
+    # docs/decisions/0020).
+    event_time: int
+    # retried: the work was asked for again (retry_command_id says how); discarded: set aside on
+    # purpose, nothing re-run.
+    action: DeadLetterAction
+    # Who resolved it: `console:<name>`, `api-key <key id>`, or the CLI's user.
+    by: str
+    # Why, in the operator's words; null when none was given.
+    note: str | None
+    # The dead letter's job, if it names one.
+    job_id: str | None
+    # The dead letter's execution, if it names one (the watchdog's dead-letter age is per
+    # execution).
+    execution_id: str | None
+    # The tenant that resolved it; null: default.
+    tenant_id: str | None
+    # retried: the TimerCommand (trigger) sent on timers.commands.
+    retry_command_id: str | None
+    # retried: the execution id the timer gives the triggered run (the job's identity of the
+    # command's requested_at at the version read), if known.
+    retry_execution_id: str | None
+
+
 ExecutionControlKind = Literal["cancel"]
 
 
@@ -718,6 +754,8 @@ __all__ = [
     "ApiKey",
     "Calendar",
     "DeadLetter",
+    "DeadLetterAction",
+    "DeadLetterResolution",
     "ExecutionControl",
     "ExecutionControlKind",
     "ExecutionEvent",

@@ -48,6 +48,7 @@ RECORDS = (
     "ApiKey",
     "Calendar",
     "DeadLetter",
+    "DeadLetterResolution",
     "ExecutionControl",
     "ExecutionEvent",
     "ExecutionRequest",
