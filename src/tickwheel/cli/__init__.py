@@ -35,6 +35,7 @@ COMMAND_GROUPS: list[str] = [
     "tickwheel.cli.executions",
     "tickwheel.cli.workflows",
     "tickwheel.cli.alerts",
+    "tickwheel.cli.dead_letters",
     "tickwheel.services.api.keys",
     "tickwheel.cli.demo",
 ]
