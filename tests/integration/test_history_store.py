@@ -69,6 +69,7 @@ HISTORY_TABLES = {
     "workflow_events",
     "alerts",
     "dead_letters",
+    "calendar_events",
 }
 BACKENDS = ["chdb"] + (["server"] if os.environ.get("CLICKHOUSE_URL") else [])
 UTC = dt.UTC

@@ -3,7 +3,8 @@
 `history sql "SELECT ..."` runs one read-only statement; `history queries` lists the
 documented analyst queries and `history query NAME --param ...` runs one; `history audit JOB
 --from ... --to ...` lists every occurrence a recurring job owed and what became of it;
-`history workflows timeline|open|steps|approvals|compensations` runs the workflow queries.
+`history workflows timeline|open|steps|approvals|compensations` runs the workflow queries;
+`history calendars NAME` shows a calendar's versions (`tickwheel.cli.history_calendars`).
 
 Where the history is read (tickwheel.history.open_history_reader): with CLICKHOUSE_URL, the
 server; embedded, through the history service's local endpoint while it owns the directory,
@@ -23,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tickwheel.cli import history_calendars
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.history import QueryResult
 
@@ -131,6 +133,7 @@ def register(subparsers: Any) -> None:
     add_location_flags(audit)
     audit.set_defaults(handler=run_audit)
     _register_workflows(commands)
+    history_calendars.register(commands)
 
 
 #: `history workflows VERB`: (help, takes a window) per verb besides `timeline` and `open`.

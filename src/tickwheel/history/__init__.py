@@ -16,6 +16,7 @@ from tickwheel.history._audit import (
     schedule_audit,
     schedules_in_force,
 )
+from tickwheel.history._calendars import CalendarNotRecorded, calendar_history
 from tickwheel.history._owner import (
     LOOPBACK,
     OWNER_FILE,
@@ -64,6 +65,7 @@ __all__ = [
     "MAX_AUDIT_SLOTS",
     "OWNER_FILE",
     "WORKFLOW_QUERIES",
+    "CalendarNotRecorded",
     "ClosableHistoryReader",
     "ExecutionNotFound",
     "HistoryReader",
@@ -76,6 +78,7 @@ __all__ = [
     "WorkflowNotFound",
     "analyst_queries",
     "build_timeline",
+    "calendar_history",
     "execution_timeline",
     "expected_slots",
     "history_settings_from_env",

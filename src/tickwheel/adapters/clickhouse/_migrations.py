@@ -23,6 +23,7 @@ DEFAULT_RETENTION_DAYS: Mapping[str, int] = MappingProxyType(
     {
         "execution_events": 400,
         "job_definitions": 1825,
+        "calendar_events": 1825,
         "workflow_events": 400,
         "alerts": 400,
         "dead_letters": 400,

@@ -24,7 +24,7 @@ from tickwheel.adapters.kafka.client import Consumer, KafkaError, KafkaException
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import SystemClock
 from tickwheel.ports.history import HistoryStore, HistoryStoreError
-from tickwheel.services.history import rows
+from tickwheel.services.history import calendar_rows, rows
 from tickwheel.services.history.rows import Source, UnstorableRecord
 from tickwheel.topology import topic_name
 
@@ -32,11 +32,12 @@ log = logging.getLogger("tickwheel.history")
 
 PartitionKey = tuple[str, int]
 Converter = Callable[[Mapping[str, Any], Source], dict[str, Any]]
+TombstoneConverter = Callable[[str, Source], dict[str, Any]]
 
 #: Insert order within a batch: definitions first, so a reader never sees an execution of a
 #: job whose definition the same batch still holds.
 TABLE_ORDER = (
-    "job_definitions", "execution_requests", "execution_events", "dead_letters",
+    "job_definitions", "calendar_events", "execution_requests", "execution_events", "dead_letters",
     "workflow_events", "alerts",
 )  # fmt: skip
 INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
@@ -45,18 +46,31 @@ INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 @dataclass(frozen=True)
 class Route:
     """Where one topic's records go: a row of `table`, and rows other tables derive from the
-    same record (`derived`: (table, converter) pairs)."""
+    same record (`derived`: (table, converter) pairs). `tombstone` makes the row of a
+    deletion (key, no value) on a compacted topic where one means something."""
 
     table: str
     schema: str
     convert: Converter
     derived: tuple[tuple[str, Converter], ...] = ()
+    tombstone: TombstoneConverter | None = None
 
 
 def default_routes() -> dict[str, Route]:
     """Every topic the sink reads (with the deployment's topic prefix), and its table."""
     routes = {
-        "jobs.definitions": Route("job_definitions", "JobDefinition", rows.job_definition_row),
+        "jobs.definitions": Route(
+            "job_definitions",
+            "JobDefinition",
+            rows.job_definition_row,
+            tombstone=rows.job_tombstone_row,
+        ),
+        "calendars": Route(
+            "calendar_events",
+            "Calendar",
+            calendar_rows.calendar_row,
+            tombstone=calendar_rows.calendar_tombstone_row,
+        ),
         "executions.events": Route("execution_events", "ExecutionEvent", rows.execution_event_row),
         "executions.dlq": Route("dead_letters", "DeadLetter", rows.dead_letter_row),
         "workflows.events": Route("workflow_events", "WorkflowEvent", rows.workflow_event_row),
@@ -249,11 +263,11 @@ class HistorySink:
         if source.timestamp_ms > batch.newest_ms:
             batch.newest_ms = source.timestamp_ms
         if value is None:
-            # Only a definition's tombstone means something (a deletion); elsewhere a
-            # tombstone carries nothing to record.
-            if route.table == "job_definitions" and key is not None:
+            # Only a compacted topic's tombstone means something (a deletion of a definition
+            # or a calendar); elsewhere a tombstone carries nothing to record.
+            if route.tombstone is not None and key is not None:
                 try:
-                    batch.add(route.table, rows.job_tombstone_row(key, source))
+                    batch.add(route.table, route.tombstone(key, source))
                 except UnstorableRecord as exc:
                     self._dead_letter(source, key, b"", f"unstorable: {exc.reason}")
             return
