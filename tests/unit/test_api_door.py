@@ -74,32 +74,26 @@ def _collect(stream: Any) -> list[str]:
     return asyncio.run(run())
 
 
-def test_the_stream_sends_each_change_once_and_ends_when_the_execution_finishes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_stream_sends_each_change_once_and_ends_when_the_execution_finishes() -> None:
     running = {"execution_id": "e", "status": "running", "outcome": None}
     done = {"execution_id": "e", "status": "succeeded", "outcome": "succeeded"}
     answers = iter([running, done, done])
-    monkeypatch.setattr(
-        "tickwheel.services.api.routes_streams.read_timeline", lambda b, e: next(answers)
-    )
-    chunks = _collect(timeline_events(object(), "e", running, timeout=10, interval=0.2))
+    chunks = _collect(timeline_events(lambda: next(answers), running, timeout=10, interval=0.2))
     names = [c.split("\n")[0] for c in chunks]
     assert names == ["event: timeline", "event: timeline", "event: end"]
     assert json.loads(chunks[1].split("data: ")[1]) == done
     assert '"finished"' in chunks[-1]
 
 
-def test_the_stream_is_bounded_by_its_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_stream_is_bounded_by_its_timeout() -> None:
     pending = {"execution_id": "e", "status": "pending", "outcome": None}
     calls: list[int] = []
 
-    def read(b: Any, e: str) -> dict[str, Any]:
+    def read() -> dict[str, Any]:
         calls.append(1)
         return pending
 
-    monkeypatch.setattr("tickwheel.services.api.routes_streams.read_timeline", read)
-    chunks = _collect(timeline_events(object(), "e", pending, timeout=1, interval=0.2))
+    chunks = _collect(timeline_events(read, pending, timeout=1, interval=0.2))
     assert len(calls) == 5  # timeout / interval polls, then the end
     assert chunks[0].startswith("event: timeline") and '"timeout"' in chunks[-1]
     assert len(chunks) == 2

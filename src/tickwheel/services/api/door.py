@@ -2,8 +2,8 @@
 0068-0070). Every call to the API's resources passes here before any route runs.
 
 - `Authorization: Bearer tw_...` names a key (decision 0068); none or a bad one is a 401, a key
-  without the scope is a 403 (`read` for GET, `admin` for dead-letter changes, `write` for
-  the other changes).
+  without the scope is a 403 (`read` for GET, `admin` for dead-letter changes, `approve` for
+  approval decisions, `write` for the other changes).
 - The principal's tenant is what the routes act for (`request.state.principal`).
 - Then the tenant's rate limit (429), then a POST's idempotency key (replay, 422, 409).
 - Every change (POST, PATCH, DELETE) answered is sent to `api.audit`: tenant, key, method,
@@ -36,7 +36,10 @@ from tickwheel.services.api.problems import Problem, render
 log = logging.getLogger("tickwheel.api")
 
 # The API's resources; health, metrics, the docs and whatever else is mounted pass freely.
-GUARDED = re.compile(r"^(/v1)?/(jobs|schedules|executions|runs|alerts|dead-letters|history)(/|$)")
+GUARDED = re.compile(
+    r"^(/v1)?/(jobs|schedules|executions|runs|workflows|approvals|alerts|dead-letters|history)"
+    r"(/|$)"
+)
 CHANGES = ("POST", "PATCH", "PUT", "DELETE")
 DEV_PRINCIPAL = Principal(DEFAULT_TENANT, None, granted(SCOPES))
 
@@ -46,6 +49,8 @@ def needed_scope(method: str, path: str) -> str:
         return "read"
     if "/dead-letters" in path or "/history" in path:
         return "admin"
+    if path.startswith(("/approvals", "/v1/approvals")):
+        return "approve"
     return "write"
 
 

@@ -27,6 +27,7 @@ from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.history import ExecutionNotFound
 from tickwheel.ports.history import HistoryStoreError
 from tickwheel.sdk.jobs import JobExists, UnknownJob
+from tickwheel.sdk.workflows import IncompatibleDefinition, UnknownWorkflow
 
 log = logging.getLogger("tickwheel.api")
 
@@ -55,6 +56,8 @@ TITLES: dict[str, str] = {
     "idempotency-key-in-use": "A request with this Idempotency-Key is still running",
     "query-refused": "The history refused the statement",
     "incident-resolved": "The incident is resolved already",
+    "incompatible-definition": "The workflow definition version may not follow the previous one",
+    "approval-closed": "The approval is not waiting on the token's round",
 }
 
 
@@ -136,6 +139,10 @@ def from_exception(exc: Exception) -> Problem:
         return exc
     if isinstance(exc, UnknownJob):
         return Problem(404, "not-found", str(exc))
+    if isinstance(exc, UnknownWorkflow):
+        return Problem(404, "not-found", str(exc))
+    if isinstance(exc, IncompatibleDefinition):
+        return Problem(422, "incompatible-definition", str(exc), reasons=exc.reasons)
     if isinstance(exc, ExecutionNotFound):
         return Problem(404, "not-found", str(exc))
     if isinstance(exc, JobExists):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
@@ -50,8 +51,14 @@ def _event(name: str, data: Any, event_id: int | None = None) -> str:
 
 
 async def timeline_events(
-    b: Any, execution_id: str, first: dict[str, Any], timeout: float, interval: float
+    read: Callable[[], dict[str, Any]],
+    first: dict[str, Any],
+    timeout: float,
+    interval: float,
+    done: Callable[[dict[str, Any]], bool] = finished,
 ) -> AsyncIterator[str]:
+    """`first`, then each changed result of `read()` polled every `interval` s, until
+    `done(timeline)` (`end: finished`) or `timeout` s (`end: timeout`)."""
     timeline, last = first, ""
     polls = max(1, int(timeout / interval))
     for poll in range(polls + 1):
@@ -59,30 +66,33 @@ async def timeline_events(
         if text != last:
             yield _event("timeline", timeline, poll)
             last = text
-        if finished(timeline):
+        if done(timeline):
             yield _event("end", {"reason": "finished"})
             return
         if poll == polls:
             break
         await asyncio.sleep(interval)
         try:
-            timeline = await run_in_threadpool(read_timeline, b, execution_id)
+            timeline = await run_in_threadpool(read)
         except Exception as exc:
             yield _event("error", {"detail": str(exc)})
     yield _event("end", {"reason": "timeout"})
 
 
-def _stream(b: Any, execution_id: str, timeout: float, interval: float) -> Any:
-    async def respond() -> StreamingResponse:
-        # Read once before answering, so an unknown execution is a 404 problem, not a stream.
-        first = await run_in_threadpool(read_timeline, b, execution_id)
-        return StreamingResponse(
-            timeline_events(b, execution_id, first, timeout, interval),
-            media_type=EVENT_STREAM,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
-    return respond()
+async def stream(
+    read: Callable[[], dict[str, Any]],
+    timeout: float,
+    interval: float,
+    done: Callable[[dict[str, Any]], bool] = finished,
+) -> StreamingResponse:
+    """The SSE response of `read`'s timeline. It is read once before answering, so an unknown
+    object is a 404 problem, not a stream."""
+    first = await run_in_threadpool(read)
+    return StreamingResponse(
+        timeline_events(read, first, timeout, interval, done),
+        media_type=EVENT_STREAM,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 ExecutionId = Annotated[str, Path(min_length=1, max_length=200)]
@@ -95,8 +105,7 @@ Interval = Annotated[float, Query(ge=0.2, le=10)]
 async def execution_events(
     b: BackendDep, execution_id: ExecutionId, timeout: Timeout = 60, interval: Interval = 1.0
 ) -> StreamingResponse:
-    response: StreamingResponse = await _stream(b, execution_id, timeout, interval)
-    return response
+    return await stream(partial(read_timeline, b, execution_id), timeout, interval)
 
 
 @router.get("/runs/{run_id}/events", summary="A run's timeline as SSE (seed 003's name)",
@@ -104,5 +113,4 @@ async def execution_events(
 async def run_events(
     b: BackendDep, run_id: ExecutionId, timeout: Timeout = 60, interval: Interval = 1.0
 ) -> StreamingResponse:
-    response: StreamingResponse = await _stream(b, run_id, timeout, interval)
-    return response
+    return await stream(partial(read_timeline, b, run_id), timeout, interval)
