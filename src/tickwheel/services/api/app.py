@@ -20,12 +20,14 @@ from fastapi.staticfiles import StaticFiles
 
 from tickwheel.services.api import (
     routes_alerts,
+    routes_dead_letter_actions,
     routes_executions,
     routes_history,
     routes_jobs,
     routes_occurrences,
     routes_schedules,
     routes_streams,
+    routes_workflows,
 )
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import mount as mount_console
@@ -44,7 +46,9 @@ ROUTERS = (
     routes_schedules.router,
     routes_executions.router,
     routes_streams.router,
+    routes_workflows.router,
     routes_alerts.router,
+    routes_dead_letter_actions.router,
     routes_history.router,
 )
 
@@ -163,25 +167,45 @@ JOB_LINKS = {
     "PatchSchedule": ("/v1/schedules/{schedule_id}", "patch", "schedule_id"),
     "DeleteJob": ("/v1/jobs/{job_id}", "delete", "job_id"),
 }
+# Where a started workflow's id leads.
+WORKFLOW_LINKS = {
+    "GetWorkflow": ("/v1/workflows/{workflow_id}", "get", "workflow_id"),
+    "WorkflowEvents": ("/v1/workflows/{workflow_id}/events", "get", "workflow_id"),
+    "CancelWorkflow": ("/v1/workflows/{workflow_id}/cancel", "post", "workflow_id"),
+    "RetryStep": ("/v1/executions/{workflow_id}/steps/{step_id}/retry", "post", "workflow_id"),
+}
 
 
 def _link(schema: dict[str, Any]) -> None:
     paths = schema.get("paths", {})
-    for creator, field in (("/v1/jobs", "jobId"), ("/v1/schedules", "id")):
-        created = paths.get(creator, {}).get("post", {}).get("responses", {}).get("201")
+    for creator, field, status, links in (
+        ("/v1/jobs", "jobId", "201", JOB_LINKS),
+        ("/v1/schedules", "id", "201", JOB_LINKS),
+        ("/v1/workflows", "workflowId", "202", WORKFLOW_LINKS),
+    ):
+        created = paths.get(creator, {}).get("post", {}).get("responses", {}).get(status)
         if created is None:
             continue
         created["links"] = {
             name: {"operationId": paths[path][method]["operationId"],
                    "parameters": {param: f"$response.body#/{field}"}}
-            for name, (path, method, param) in JOB_LINKS.items()
+            for name, (path, method, param) in links.items()
             if method in paths.get(path, {})
         }  # fmt: skip
 
 
-def create_app(backend: Backend | None = None, door: Door | None = None) -> FastAPI:
+def _workflows_client(backend: Backend) -> Any:
+    from tickwheel.sdk.workflows import WorkflowsClient
+
+    return WorkflowsClient(backend.bootstrap, clock=backend.clock)
+
+
+def create_app(
+    backend: Backend | None = None, door: Door | None = None, workflows: Any = None
+) -> FastAPI:
     """The application, acting through `backend` (the environment's cluster if None),
-    behind `door` (keys, limits, idempotency, audit over the cluster's topics if None)."""
+    behind `door` (keys, limits, idempotency, audit over the cluster's topics if None), with
+    `workflows` (a `WorkflowsClient` on the backend's cluster if None)."""
     app = FastAPI(
         title="tickwheel",
         version="1",
@@ -191,6 +215,7 @@ def create_app(backend: Backend | None = None, door: Door | None = None) -> Fast
         redoc_url=None,
     )
     app.state.backend = backend = backend or Backend.from_env()
+    app.state.workflows = workflows or _workflows_client(backend)
     install(app)
     install_metrics(app)
     now = backend.clock.now

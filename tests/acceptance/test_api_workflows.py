@@ -1,0 +1,120 @@
+"""Seed 000's workflow calls against the API in a subprocess, over a real timer, orchestrator
+and worker: the seed's `POST /workflows` body literally, a stuck step retried with
+`POST /executions/{id}/steps/{stepId}/retry` (its next attempt reuses the step's execution
+id), and the approval decided through `POST /approvals/{token}` with the `approve` scope.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.acceptance.api_process import issue_key, start_api
+from tests.integration.timer_harness import wait_until
+from tests.integration.workflow_harness import WorkflowStack, step_requests, workflow_env
+from tickwheel.sdk.workflows import WorkflowsClient
+from tickwheel.services.api.workflow_models import SEED_WORKFLOW
+from tickwheel.stack.broker import free_port
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.timeout(600)]
+
+APPROVAL_KEYS = "k1:acceptance-secret"
+# Literally seed 000 §3's body (the model module's copy is checked against it below).
+SEED_BODY: dict[str, Any] = {
+    "definitionId": "video_publish", "definitionVersion": 7,
+    "steps": [{"id": "probe", "type": "probe_source"},
+              {"id": "encode_480", "type": "encode", "dependsOn": ["probe"]},
+              {"id": "approve", "type": "human_approval", "dependsOn": ["encode_480"],
+               "timeout": "72h", "onTimeout": "escalate"}],
+    "onFailure": "compensate",
+}  # fmt: skip
+
+
+@pytest.fixture
+def base(applied_topology: str, kafka_bootstrap: str, tmp_path: Path) -> Iterator[str]:
+    env = workflow_env(kafka_bootstrap, applied_topology, TICKWHEEL_APPROVAL_KEYS=APPROVAL_KEYS)
+    stack = WorkflowStack(tmp_path, env)
+    stack.add("timer", "timer")
+    stack.add("orchestrator", "orchestrator")
+    stack.add("worker", "worker", "--concurrency", "4", "--shutdown-grace", "2",
+              "--module", "tests.acceptance.api_handlers")  # fmt: skip
+    for process in stack.processes.values():
+        process.start()
+    port = free_port()
+    api = start_api(port, tmp_path / "api.log", TICKWHEEL_APPROVAL_KEYS=APPROVAL_KEYS)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        api.send_signal(signal.SIGTERM)
+        api.wait(timeout=20)
+        stack.stop()
+
+
+def _timeline(client: httpx.Client, workflow_id: str) -> dict[str, Any]:
+    answer = client.get(f"/workflows/{workflow_id}")
+    return answer.json() if answer.status_code == 200 else {}
+
+
+def _step(client: httpx.Client, workflow_id: str, step: str) -> dict[str, Any]:
+    return dict(_timeline(client, workflow_id).get("steps", {}).get(step) or {})
+
+
+def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
+    base: str, kafka_bootstrap: str
+) -> None:
+    assert SEED_BODY == SEED_WORKFLOW
+    writer = {"Authorization": f"Bearer {issue_key('acme', 'write')}"}
+    approver = {"Authorization": f"Bearer {issue_key('acme', 'approve')}"}
+    other = {"Authorization": f"Bearer {issue_key('globex', 'admin')}"}
+    with httpx.Client(base_url=base, headers=writer, timeout=60) as client:
+        started = client.post("/workflows", json=SEED_BODY)
+        assert started.status_code == 202, started.text
+        workflow_id = started.json()["workflowId"]
+        assert started.headers["location"] == f"/v1/workflows/{workflow_id}"
+
+        # The first encode attempt is stuck; the operator retries the step.
+        assert wait_until(lambda: _step(client, workflow_id, "encode_480").get("status")
+                          == "running", 120), _timeline(client, workflow_id)  # fmt: skip
+        assert httpx.get(f"{base}/workflows/{workflow_id}", headers=other,
+                         timeout=30).status_code == 404  # fmt: skip
+        listed = httpx.get(f"{base}/workflows", headers=other, timeout=30).json()["items"]
+        assert workflow_id not in [w["workflowId"] for w in listed]
+        assert workflow_id in [w["workflowId"] for w in client.get("/workflows").json()["items"]]
+        retried = client.post(f"/executions/{workflow_id}/steps/encode_480/retry")
+        assert retried.status_code == 202, retried.text
+
+        assert wait_until(lambda: _step(client, workflow_id, "approve").get("status")
+                          == "waiting", 120), _timeline(client, workflow_id)  # fmt: skip
+        encode = _step(client, workflow_id, "encode_480")
+        assert encode["status"] == "succeeded" and encode["attempt"] == 2, encode
+        attempts = [r for r in step_requests(kafka_bootstrap) if r["step_id"] == "encode_480"]
+        assert sorted(r["attempt"] for r in attempts) == [1, 2], attempts
+        assert len({r["execution_id"] for r in attempts}) == 1, "the retry got a new id"
+        assert encode["output"]["execution_id"] == attempts[0]["execution_id"]
+
+        # The operator's link for the approval; a writer key may not decide it.
+        token = WorkflowsClient(kafka_bootstrap, keys={"k1": b"acceptance-secret"}
+                                ).approval_token(workflow_id, "approve")  # fmt: skip
+        decision = {"decision": "approve", "note": "checked the 480p cut"}
+        assert client.post(f"/approvals/{token}", json=decision).status_code == 403
+        assert httpx.post(f"{base}/approvals/{token}", json=decision, headers=other,
+                          timeout=30).status_code == 403  # fmt: skip
+        approved = httpx.post(f"{base}/v1/approvals/{token}", json=decision, headers=approver,
+                              timeout=30)  # fmt: skip
+        assert approved.status_code == 202, approved.text
+        assert approved.json()["workflowId"] == workflow_id
+
+        assert wait_until(lambda: _timeline(client, workflow_id).get("status") == "succeeded",
+                          120), _timeline(client, workflow_id)  # fmt: skip
+        events = _timeline(client, workflow_id)["events"]
+        by_type = {e["event_type"]: e for e in events}
+        assert by_type["step_retried"]["actor"].startswith("api:acme/")
+        assert by_type["approval_approved"]["actor"].startswith("api:acme/"), by_type.keys()
+        again = httpx.post(f"{base}/approvals/{token}", json=decision, headers=approver,
+                           timeout=30)  # fmt: skip
+        assert again.status_code == 409 and again.json()["code"] == "approval-closed"
