@@ -99,6 +99,7 @@ def console_app(backend: Backend) -> FastAPI:
     app.state.backend = backend
     mount(app)
     app.state.console_alerts = lambda _backend: []
+    app.state.console_dead_letters = lambda _request, _backend: []
     return app
 
 

@@ -57,18 +57,27 @@ def _locked(request: Request, exc: Exception) -> HTMLResponse:
 
 def mount(app: FastAPI) -> None:
     """Serve the console from `app` (pages at /console, files at /console/static)."""
-    from tickwheel.services.api.console import actions, alerts, pages, reads, workflows
+    from tickwheel.services.api.console import (
+        actions,
+        alerts,
+        dead_letters,
+        pages,
+        reads,
+        workflows,
+    )
 
     # Where the alerts page reads incidents; a unit test sets its own before the first request.
     app.state.console_alerts = reads.topic_incidents
     app.state.console_workflows = workflows.sdk_workflows
     app.state.console_ack = alerts.send_ack
     app.state.console_disabled = alerts.topic_disabled
+    app.state.console_dead_letters = dead_letters.topic_letters
     guard = [Depends(console_allowed)]
     app.include_router(pages.router, prefix=PREFIX, dependencies=guard)
     app.include_router(actions.router, prefix=PREFIX, dependencies=guard)
     app.include_router(workflows.router, prefix=PREFIX, dependencies=guard)
     app.include_router(alerts.router, prefix=PREFIX, dependencies=guard)
+    app.include_router(dead_letters.router, prefix=PREFIX, dependencies=guard)
     app.add_exception_handler(ConsoleLocked, _locked)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="console-static")
 

@@ -1,4 +1,4 @@
-"""The console's pages (GET): overview, jobs, job, execution, alerts, dead letters.
+"""The console's pages (GET): overview, jobs, job, execution, alerts (dead letters: `dead_letters.py`).
 
 Each handler reads through `reads`, shapes with `models`, draws with `svg`, renders with
 `render`. A failure is an error page naming what went wrong (the API's problem), never a
@@ -70,7 +70,8 @@ def overview(request: Request, b: BackendDep) -> Response:
         with reads.history(b) as h:
             found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
             rows = job_rows(b, h, found)
-            context = overview_model(b.now_ms(), rows, found, h)
+            letters = request.app.state.console_dead_letters(request, b)
+            context = overview_model(b.now_ms(), rows, found, h, letters)
             problems = [p for p in (h.problem, alerts_problem) if p]
         return page(request, "overview.html",
                     {"section": "overview", **context, "problems": problems})  # fmt: skip
@@ -197,19 +198,3 @@ def alerts_page(
         return page(request, "alerts.html", context)
     except Exception as exc:
         return _failed(request, exc, "alerts")
-
-
-@router.get("/dead-letters", response_class=HTMLResponse)
-def dead_letters_page(request: Request, b: BackendDep) -> Response:
-    try:
-        now = b.now_ms()
-        with reads.history(b) as h:
-            letters = reads.dead_letters(h)
-            problems = [h.problem] if h.problem else []
-        for letter in letters:
-            at = reads.to_ms(letter["event_time"])
-            letter["age"] = models.approx_duration(now - at) if at is not None else "?"
-        context = {"section": "dead-letters", "letters": letters, "problems": problems}
-        return page(request, "dead_letters.html", context)
-    except Exception as exc:
-        return _failed(request, exc, "dead-letters")

@@ -113,10 +113,6 @@ def timeline(h: History, execution_id: str) -> dict[str, Any] | None:
     return execution_timeline(h.reader, execution_id)
 
 
-def dead_letters(h: History, limit: int = 200) -> list[dict[str, Any]]:
-    return h.query("console_dead_letters", {"limit": limit})
-
-
 def ready_by_priority(h: History, now_ms: int) -> list[dict[str, Any]]:
     as_of = (_EPOCH + dt.timedelta(milliseconds=now_ms)).isoformat()
     return h.query("console_ready_age", {"as_of": as_of})

@@ -1,6 +1,6 @@
 """The overview page's model: problems first (open alerts, overdue and broken jobs), then the
 history's figures (p99 fire lag over the last hour, the oldest ready execution per priority,
-the oldest dead letter)."""
+the oldest unresolved dead letter)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,13 @@ SEVERITY_ORDER = ("critical", "error", "warning", "info")
 
 
 def overview_model(
-    now_ms: int, rows: Sequence[JobRow], found: Sequence[dict[str, Any]], h: reads.History
+    now_ms: int,
+    rows: Sequence[JobRow],
+    found: Sequence[dict[str, Any]],
+    h: reads.History,
+    letters: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
+    """`letters` are the dead letters with their resolutions: only unresolved ones count."""
     open_alerts = [i for i in found if i.get("state") == "open"]
     open_alerts.sort(key=lambda i: (_severity_rank(i.get("severity")), i.get("opened_at") or 0))
     needing = [r for r in rows if r.status in ("broken", "overdue", "late")]
@@ -30,11 +35,8 @@ def overview_model(
                       "age": approx_duration(now_ms - oldest) if oldest is not None else "?",
                       "execution_id": row["oldest_execution_id"],
                       "job_id": row["oldest_job_id"]})  # fmt: skip
-    letters = reads.dead_letters(h, limit=1000)
-    oldest_letter_ms = min(
-        (m for m in (reads.to_ms(x["event_time"]) for x in letters) if m is not None),
-        default=None,
-    )
+    unresolved = [x for x in letters if not x.get("resolution")]
+    oldest_letter_ms = min((int(x["event_time"]) for x in unresolved), default=None)
     return {
         "open_alerts": open_alerts,
         "needing": needing,
@@ -43,7 +45,7 @@ def overview_model(
         "p99_fire_lag": None if p99 is None else f"{p99} ms",
         "fired_last_hour": fired,
         "ready": ready,
-        "dead_letter_count": len(letters),
+        "dead_letter_count": len(unresolved),
         "oldest_dead_letter": None
         if oldest_letter_ms is None
         else approx_duration(now_ms - oldest_letter_ms),
