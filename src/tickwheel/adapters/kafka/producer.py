@@ -3,6 +3,8 @@ exactly-once paths (the timer's emit + state + offsets in one transaction)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,14 +30,20 @@ class EventProducer:
         if err is not None:
             self._errors.append(f"{msg.topic()}: {err}")
 
-    def send(self, topic: str, key: str | None, value: bytes | None) -> None:
+    def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes | None,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+    ) -> None:
         while True:
             try:
                 self._producer.produce(
                     topic,
                     key=key.encode() if key is not None else None,
                     value=value,
-                    on_delivery=self._on_delivery,
+                    on_delivery=on_delivery or self._on_delivery,
                 )
                 break
             except BufferError:
@@ -50,6 +58,31 @@ class EventProducer:
         if self._errors:
             errors, self._errors = self._errors, []
             raise ProduceFailed("delivery failed: " + "; ".join(errors[:5]))
+
+    def deliver(
+        self, topic: str, key: str | None, value: bytes | None, timeout: float = 30.0
+    ) -> None:
+        """Send one record and wait for its own acknowledgement. Unlike `flush`, which waits
+        until nothing is in flight (other threads' records too), concurrent callers each wait
+        for their record only, and their records share batches. Raises ProduceFailed."""
+        done = threading.Event()
+        failures: list[Any] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                failures.append(err)
+            done.set()
+
+        self.send(topic, key, value, on_delivery=delivered)
+        # A duration, not an instant: the monotonic counter is no clock reading to inject.
+        deadline = time.monotonic() + timeout
+        while not done.is_set():
+            if time.monotonic() > deadline:
+                raise ProduceFailed(f"{topic}: not delivered within {timeout}s")
+            # Short polls: another caller's poll may serve this record's report.
+            self._producer.poll(0.005)
+        if failures:
+            raise ProduceFailed(f"{topic}: delivery failed: {failures[0]}")
 
 
 class TransactionalProducer:
