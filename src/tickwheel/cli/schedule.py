@@ -47,6 +47,12 @@ def register(subparsers: Any) -> None:
         metavar="DURATION",
         help="an interval instead of cron, e.g. 90m (slots at multiples since --phase)",
     )
+    kind.add_argument(
+        "--job",
+        metavar="JOB_ID",
+        help="a stored job's schedule instead, with the holiday calendar it names, both read "
+        "from the cluster (KAFKA_BOOTSTRAP_SERVERS)",
+    )
     cmd.add_argument(
         "--phase",
         default=None,
@@ -149,6 +155,10 @@ def _calendars(args: argparse.Namespace) -> dict[str, Any] | None:
 def run_preview(args: argparse.Namespace) -> int:
     """Handle `tickwheel schedule preview`; returns the exit code."""
     from_ms = int(time.time() * 1000) if args.from_ is None else parse_iso_ms(args.from_, "--from")
+    if args.job is not None:
+        from tickwheel.cli.schedule_job import run_job_preview
+
+        return run_job_preview(args, from_ms)
     specs = [{"cron": c} for c in args.also_cron] + [{"every": e} for e in args.also_every]
     calendar = args.calendar
     if args.calendar_file is not None and calendar is None:
@@ -185,11 +195,12 @@ def run_preview(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     print(describe(schedule))
-    _print_table(rows, zone)
+    print_preview_table(rows, zone)
     return 0
 
 
-def _print_table(rows: list[PreviewRow], zone: str) -> None:
+def print_preview_table(rows: list[PreviewRow], zone: str) -> None:
+    """The preview as a table: UTC, local time with its abbreviation, and the note."""
     print(f"{'UTC':<25} {'local (' + zone + ')':<32} note")
     for row in rows:
         local = f"{row.local} {row.abbreviation}"

@@ -124,6 +124,13 @@ def _note(compiled: CompiledSchedule, zone: ZoneInfo, ms: int) -> str | None:
     return "; ".join(notes) or None
 
 
+def slot_note(compiled: CompiledSchedule, timezone: str, ms: int) -> str | None:
+    """The note `preview` gives slot `ms` of `compiled` (a DST shift, a repeated hour, the
+    calendar moves onto it), for callers that walk the slots themselves (the API's
+    occurrences)."""
+    return _note(compiled, ZoneInfo(timezone), ms)
+
+
 def preview_schedule(
     schedule: Schedule,
     from_ms: int,

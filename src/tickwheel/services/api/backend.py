@@ -6,12 +6,16 @@ test can build the app against the real broker with its own topics (or a fake cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.history import ClosableHistoryReader
+
+if TYPE_CHECKING:
+    from tickwheel.core.calendars import BusinessCalendar
+    from tickwheel.services.api.calendars import CalendarSource
 
 
 class JobsLike(Protocol):
@@ -45,6 +49,20 @@ class Backend:
     open_history: Callable[[], ClosableHistoryReader] = _open_history
     # The tenant a request acts for (set per request by routes_jobs.backend); None: unscoped.
     tenant_id: str | None = None
+    # The holiday calendars jobs are compiled with (services/api/calendars.py): the cluster's
+    # `calendars` topic unless given; made once, so a per-request copy shares it.
+    calendars: CalendarSource | None = None
+
+    def __post_init__(self) -> None:
+        if self.calendars is None:
+            from tickwheel.services.api.calendars import CalendarsView
+
+            self.calendars = CalendarsView(self.bootstrap)
+
+    def known_calendars(self) -> Mapping[str, BusinessCalendar]:
+        """Every calendar on the cluster by name, as the timer follows them."""
+        assert self.calendars is not None  # set in __post_init__
+        return self.calendars.known()
 
     @classmethod
     def from_env(cls, bootstrap: str | None = None) -> Backend:

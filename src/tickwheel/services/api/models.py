@@ -86,6 +86,12 @@ class JobSpec(_Strict):
     enabled: bool | None = None
     labels: dict[str, str] | None = None
     maxRunTime: str | None = None
+    # Several specs, exclusions and a holiday calendar's business-day rule (docs/schedules.md);
+    # checked by the core's validator like every other field.
+    schedules: list[dict[str, Any]] | None = None
+    exclude: list[str] | None = None
+    calendar: str | None = None
+    businessDays: str | None = _enum(("skip", "next", "previous"))
 
 
 class JobPatch(_Strict):
@@ -199,6 +205,8 @@ class PreviewView(BaseModel):
     timezone: str
     description: str
     occurrences: list[PreviewRowView]
+    calendar: str | None = None  # given with ?calendar=: the holiday calendar compiled with
+    businessDays: str | None = None  # the business-day rule (skip with a calendar alone)
 
 
 class CancelBody(_Strict):

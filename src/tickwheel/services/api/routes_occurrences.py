@@ -2,8 +2,10 @@
 
 Past slots (before now) come from the schedule audit over the history (`fired`, `skipped`,
 `missing`, `paused`: decision 0039's statuses); future ones from the job's current schedule
-(`scheduled`, or `paused` while the job is disabled). The history is eventually consistent: a
-slot that fired a moment ago may read `missing` until the history sink has written it.
+(`scheduled`, or `paused` while the job is disabled), compiled with the job's holiday calendar
+as the timer compiles it, each with the preview's `note` where a calendar moved it or the DST
+policy shifted it. The history is eventually consistent: a slot that fired a moment ago may
+read `missing` until the history sink has written it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from tickwheel.core.definition import parse_instant_ms
-from tickwheel.core.record_schedule import compile_record_schedule
+from tickwheel.core.preview import slot_note
 from tickwheel.core.timefmt import format_utc
 from tickwheel.errors import InvalidInput
+from tickwheel.services.api.calendars import compile_job
 from tickwheel.services.api.problems import invalid_input, problem_responses
 from tickwheel.services.api.routes_jobs import BackendDep, JobId
 
@@ -97,10 +100,15 @@ def job_occurrences(
         items, history = _past(b, job_id, from_ms, min(to_ms, now))
     if to_ms > now and len(items) <= limit:
         status = "scheduled" if record.get("enabled", True) else "paused"
-        compiled = compile_record_schedule(record)
+        compiled = compile_job(b, record)
+        zone = record.get("timezone") or "UTC"
         # (now, to) from the grid: `first` is (start, end], so stop a millisecond early.
         for slot in compiled.first(max(from_ms - 1, now), to_ms - 1, limit + 1 - len(items)):
-            items.append({"scheduledTime": format_utc(slot), "status": status})
+            item = {"scheduledTime": format_utc(slot), "status": status}
+            note = slot_note(compiled, zone, slot)
+            if note is not None:
+                item["note"] = note
+            items.append(item)
     return {
         "jobId": job_id,
         "from": format_utc(from_ms),

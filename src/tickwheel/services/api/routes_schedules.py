@@ -14,11 +14,13 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse
 
 from tickwheel.core.describe import describe
-from tickwheel.core.preview import MAX_PREVIEW_COUNT, preview
+from tickwheel.core.preview import MAX_PREVIEW_COUNT
+from tickwheel.core.preview import preview_schedule as preview_rows
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import parse_schedule
 from tickwheel.core.timefmt import format_utc
 from tickwheel.errors import InvalidInput
+from tickwheel.services.api.calendars import uses_calendar
 from tickwheel.services.api.models import (
     PreviewView,
     ScheduleBody,
@@ -51,8 +53,8 @@ SCHEDULE_EXAMPLE = {
 }
 
 
-def schedule_view(record: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    nxt = compile_record_schedule(record).next_after(now_ms)
+def schedule_view(record: dict[str, Any], now_ms: int, calendars: Any = None) -> dict[str, Any]:
+    nxt = compile_record_schedule(record, calendars).next_after(now_ms)
     view = {
         "id": record["jobId"],
         "version": record["version"],
@@ -70,7 +72,9 @@ def _respond(b: Any, record: dict[str, Any], status: int = 200) -> JSONResponse:
     headers = {"ETag": etag(record)}
     if status == 201:
         headers["Location"] = f"/v1/schedules/{record['jobId']}"
-    return JSONResponse(schedule_view(record, b.now_ms()), status_code=status, headers=headers)
+    calendars = b.known_calendars() if uses_calendar(record) else None
+    view = schedule_view(record, b.now_ms(), calendars)
+    return JSONResponse(view, status_code=status, headers=headers)
 
 
 @router.post(
@@ -141,18 +145,46 @@ def preview_schedule(
     cron: Annotated[str, Query(max_length=200, examples=["30 1 * * *"])],
     timezone: Annotated[str, Query(max_length=100, examples=["Europe/London"])] = "UTC",
     count: Annotated[int, Query(ge=1, le=MAX_PREVIEW_COUNT)] = 10,
+    calendar: Annotated[str | None, Query(max_length=64, examples=["uk"])] = None,
+    business_days: Annotated[
+        str | None, Query(alias="businessDays", max_length=20, examples=["previous"])
+    ] = None,
 ) -> dict[str, Any]:
+    """With `calendar` (a name on the cluster's `calendars` topic) and `businessDays` (`skip`,
+    `next`, `previous`), the slots are compiled with that calendar as the timer compiles a job
+    naming it, and a moved slot's note says from which day and why."""
     try:
-        rows = preview(cron, timezone, b.now_ms(), count)
-        text = describe(parse_schedule(cron=cron, timezone=timezone))
+        # The schedule is checked first: bad input is refused before the calendars are read.
+        schedule = parse_schedule(
+            cron=cron, timezone=timezone, calendar=calendar, business_days=business_days
+        )
+        calendars = None if calendar is None else _named_calendar(b, calendar)
+        rows = preview_rows(schedule, b.now_ms(), count, calendars)
+        text = describe(schedule)
     except InvalidInput as exc:
         raise invalid_input(exc, where="query") from None
-    return {
+    answer: dict[str, Any] = {
         "cron": cron,
         "timezone": timezone,
         "description": text,
         "occurrences": [row.as_dict() for row in rows],
     }
+    if calendar is not None:
+        answer["calendar"] = calendar
+    if business_days is not None or calendar is not None:
+        answer["businessDays"] = business_days or "skip"
+    return answer
+
+
+def _named_calendar(b: Any, name: str) -> dict[str, Any]:
+    known = b.known_calendars()
+    if name not in known:
+        raise InvalidInput(
+            "calendar",
+            f"no calendar named {name!r} on the cluster; accepted: one `tickwheel calendars "
+            "list` shows (a job naming a missing calendar has no slot until it is put)",
+        )
+    return {name: known[name]}
 
 
 @router.get(
