@@ -61,6 +61,8 @@ def mount(app: FastAPI) -> None:
         actions,
         alerts,
         dead_letters,
+        execution_actions,
+        operations,
         pages,
         reads,
         workflows,
@@ -72,12 +74,15 @@ def mount(app: FastAPI) -> None:
     app.state.console_ack = alerts.send_ack
     app.state.console_disabled = alerts.topic_disabled
     app.state.console_dead_letters = dead_letters.topic_letters
+    app.state.console_operations = operations.read_operations
     guard = [Depends(console_allowed)]
     app.include_router(pages.router, prefix=PREFIX, dependencies=guard)
     app.include_router(actions.router, prefix=PREFIX, dependencies=guard)
     app.include_router(workflows.router, prefix=PREFIX, dependencies=guard)
     app.include_router(alerts.router, prefix=PREFIX, dependencies=guard)
     app.include_router(dead_letters.router, prefix=PREFIX, dependencies=guard)
+    app.include_router(execution_actions.router, prefix=PREFIX, dependencies=guard)
+    app.include_router(operations.router, prefix=PREFIX, dependencies=guard)
     app.add_exception_handler(ConsoleLocked, _locked)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="console-static")
 

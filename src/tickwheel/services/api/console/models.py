@@ -33,6 +33,10 @@ OVERDUE_KINDS = ("job_overdue",)
 BROKEN_KINDS = ("broken_chain",)
 
 
+#: What an execution's page offers a retry for (a running one is cancelled, not retried).
+RETRYABLE_STATUSES = ("dead_lettered", "failed", "cancelled")
+
+
 class _Unset:
     pass
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tickwheel.sdk.dead_letters import step_workflow
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import models, reads, svg
 from tickwheel.services.api.console.render import error_page, page
@@ -179,7 +180,10 @@ def execution_page(request: Request, b: BackendDep, execution_id: str) -> Respon
                 raise RuntimeError(h.problem)
             timeline = reads.timeline(h, execution_id)
         assert timeline is not None
-        context = {"section": "jobs", "t": timeline, "picture": svg.execution_timeline(timeline)}
+        context = {"section": "jobs", "t": timeline, "picture": svg.execution_timeline(timeline),
+                   "retryable": timeline["status"] in models.RETRYABLE_STATUSES,
+                   "step_of": step_workflow(timeline.get("job_id")),
+                   "retried": request.query_params.get("retried")}  # fmt: skip
         return page(request, "execution.html", context)
     except Exception as exc:
         return _failed(request, exc, "jobs")

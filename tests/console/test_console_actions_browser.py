@@ -1,7 +1,12 @@
-"""Dead letters in the console, end to end (Debian's Chromium through Playwright, the real
-timer, worker, history and API on loopback): an execution out of attempts is dead-lettered,
-its job is fixed, a click on Retry runs it again through the timer and the worker until it
-succeeds; a bulk discard, posted with JavaScript off, resolves the rest with its reason."""
+"""The console's operator actions end to end (Debian's Chromium through Playwright, the real
+timer, worker, orchestrator, watchdog, history and API on loopback):
+
+- an execution out of attempts is dead-lettered, its job is fixed, a click on Retry runs it
+  again through the timer and the worker until it succeeds; a bulk discard, posted with
+  JavaScript off, resolves the rest with its reason;
+- a running execution is cancelled from its page, then retried as a new execution;
+- the overview shows who owns each timer partition, the worker groups and the watchdog's lag.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from tests.console.stack import ConsoleStack, console_stack
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.core.identity import execution_id
 from tickwheel.sdk.dead_letters import DeadLettersClient
 from tickwheel.topology import topic_name
 
@@ -129,3 +135,79 @@ def test_retry_reruns_a_fixed_job_and_a_bulk_discard_resolves_the_rest(
 def _text(url: str) -> str:
     response = httpx.get(url, timeout=10)
     return response.text if response.status_code == 200 else ""
+
+
+def wait_for_page(url: str, marker: str, timeout: float, what: str) -> None:
+    """Until the page at `url` answers 200 with `marker` in it (looked at outside the browser,
+    so a 404 on the way is no console error)."""
+    deadline = time.monotonic() + timeout
+    while marker not in _text(url):
+        assert time.monotonic() < deadline, f"{what} within {timeout} s"
+        time.sleep(1)
+
+
+def test_an_execution_is_cancelled_then_retried_from_its_page(
+    stack: ConsoleStack, driver: Any
+) -> None:
+    created = stack.jobs.create({"jobId": "sleepy", "type": "sleep", "cron": "0 0 1 1 *",
+                                 "maxAttempts": 1, "payload": {"seconds": 120}})  # fmt: skip
+    command = stack.jobs.trigger("sleepy")
+    running = execution_id("sleepy", created["version"], command["requested_at"])
+    url = f"{stack.base}/console/executions/{running}"
+    wait_for_page(url, 'id="execution-status">running<', 120, "the execution running")
+    with chromium(driver) as browser:
+        page, watch = watched_page(browser)
+        page.goto(url)
+        assert page.locator("#retry-form").count() == 0  # a running execution is cancelled
+        page.fill("#cancel-reason", "wrong day")
+        page.click("text=Cancel this execution")
+        page.wait_for_url(re.compile(r"done=cancel"))
+        deadline = time.monotonic() + 120
+        while page.inner_text("#execution-status") != "cancelled":
+            assert time.monotonic() < deadline, "cancelled within 120 s"
+            page.wait_for_timeout(1000)
+            page.reload()
+        screenshot(page, "execution-cancelled")
+        # Fixed (it no longer sleeps), then retried: a new execution that succeeds.
+        stack.jobs.update("sleepy", {"payload": {"seconds": 0}})
+        page.fill("#retry-reason", "shorter sleep")
+        page.click("text=Retry as a new execution")
+        page.wait_for_url(re.compile(r"retried="))
+        retried = page.locator("#retried a").inner_text()
+        assert retried != running
+        wait_for_page(f"{stack.base}/console/executions/{retried}",
+                      'id="execution-status">succeeded<', 120, "the retried execution succeeding")  # fmt: skip
+        page.click("#retried a")
+        page.wait_for_url(re.compile(rf"/executions/{retried}$"))
+        assert page.inner_text("#execution-status") == "succeeded"
+        assert (
+            page.locator("#cancel-form").count() == 0 and page.locator("#retry-form").count() == 0
+        )
+        watch.assert_clean()
+
+
+def test_the_overview_shows_timer_partitions_worker_groups_and_the_watchdog(
+    stack: ConsoleStack, driver: Any
+) -> None:
+    wait_for_page(f"{stack.base}/console/operations", 'id="watchdog-lag"', 120,
+                  "the watchdog's first checkpoint")  # fmt: skip
+    with chromium(driver) as browser:
+        page, watch = watched_page(browser)
+        page.goto(f"{stack.base}/console")
+        # Pulled in by htmx once the page has loaded.
+        page.wait_for_selector("#timer-partitions", timeout=30_000)
+        partitions = page.locator("#timer-partitions tbody tr")
+        assert partitions.count() == 6
+        owned = page.locator('#timer-partitions tr[data-owned="yes"]').count()
+        assert owned == 6, page.inner_text("#timer-partitions")
+        groups = page.inner_text("#worker-groups")
+        assert "default" in groups and "stable" in groups and "/high" in groups
+        assert "behind now" in page.inner_text("#watchdog-lag")
+        screenshot(page, "overview-operations")
+        watch.assert_clean()
+    with chromium(driver, javascript=False) as plain:
+        page, watch = watched_page(plain)
+        page.goto(f"{stack.base}/console")
+        page.click("text=Timer partitions (owner, last checkpoint)")
+        assert page.locator("#timer-partitions tbody tr").count() == 6
+        watch.assert_clean()

@@ -1,0 +1,60 @@
+"""Every console template compiles, and the pure view-models of the pages added for dead
+letters, execution retries and the operations panels shape what they are given."""
+
+from __future__ import annotations
+
+import pytest
+
+from tickwheel.services.api.console.dead_letters import letters_model
+from tickwheel.services.api.console.operations import owners_of
+from tickwheel.services.api.console.render import TEMPLATES, env
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TEMPLATES.glob("*.html")))
+def test_every_template_compiles(name: str) -> None:
+    env.get_template(name)
+
+
+def _letter(letter_id: str, at: int, job_id: str | None, execution: str | None,
+            reason: str, resolution: dict[str, str] | None = None) -> dict[str, object]:  # fmt: skip
+    return {"dead_letter_id": letter_id, "event_time": at, "job_id": job_id,
+            "execution_id": execution, "reason": reason, "resolution": resolution}  # fmt: skip
+
+
+def test_the_letters_model_lists_unresolved_oldest_first_and_counts_by_reason() -> None:
+    letters = [
+        _letter("dlq:b", 2_000, "nightly", "b", "max_attempts_exhausted"),
+        _letter("dlq:a", 1_000, "nightly", "a", "max_attempts_exhausted"),
+        _letter("undecodable:jobs.definitions:0:1", 1_500, None, None, "undecodable: bad magic"),
+        _letter("dlq:c", 500, "__wf/wf-1/0", "c", "permanent_error",
+                {"action": "discarded", "by": "ops"}),
+    ]  # fmt: skip
+    jobs = [{"jobId": "nightly", "type": "http"}]
+    model = letters_model(letters, jobs, 61_000, "unresolved", "")
+    assert [r["dead_letter_id"] for r in model["letters"]] == [
+        "dlq:a", "undecodable:jobs.definitions:0:1", "dlq:b"]  # fmt: skip
+    assert (model["unresolved_count"], model["resolved_count"]) == (3, 1)
+    assert model["reasons"] == [("max_attempts_exhausted", 2), ("undecodable", 1)]
+    first = model["letters"][0]
+    assert (first["job_type"], first["kind"], first["state"]) == ("http", "execution", "unresolved")
+    narrowed = letters_model(letters, jobs, 61_000, "all", "undecodable")
+    assert [r["kind"] for r in narrowed["letters"]] == ["undecodable record"]
+    resolved = letters_model(letters, jobs, 61_000, "resolved", "")["letters"]
+    assert [(r["kind"], r["state"]) for r in resolved] == [("workflow step", "discarded")]
+
+
+def test_owners_are_the_members_assigned_each_partition_of_the_topic() -> None:
+    class TP:
+        def __init__(self, topic: str, partition: int) -> None:
+            self.topic, self.partition = topic, partition
+
+    class Member:
+        def __init__(self, client: str, *assigned: TP) -> None:
+            self.client_id, self.host, self.member_id = client, "/127.0.0.1", f"{client}-id"
+            self.assignment = type("A", (), {"topic_partitions": list(assigned)})()
+
+    group = type("G", (), {"members": [Member("t1", TP("defs", 0), TP("other", 1)),
+                                       Member("t2", TP("defs", 1))]})()  # fmt: skip
+    owners = owners_of([group], "defs")
+    assert {p: o["client_id"] for p, o in owners.items()} == {0: "t1", 1: "t2"}
+    assert owners[0]["host"] == "127.0.0.1"
