@@ -10,6 +10,8 @@ client sends it, so the idempotency record's write is in the figure.
 
 Prints, and writes to bench/reports/api.md. Figures, never pass/fail.
 Run: `.venv/bin/python bench/bench_api.py [--creates N] [--reads M] [--concurrency C]`.
+`--profile N` instead profiles N keyed creates in-process (cProfile through the ASGI test
+client, on C threads) and prints where the time goes.
 """
 
 from __future__ import annotations
@@ -74,12 +76,108 @@ def start_api(port: int, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit(f"the API did not answer within 60 s; see {log}")
 
 
+STAGES = (
+    ("tickwheel.sdk.catalogue", "DefinitionCatalogue", "get"),
+    ("tickwheel.services.api.writes", "SharedEnds", "end"),
+    ("tickwheel.services.api.writes", "AckedJobsClient", "_publish"),
+    ("tickwheel.sdk.jobs", "JobsClient", "create"),
+    ("tickwheel.services.api.topic_view", "TopicView", "publish"),
+    ("tickwheel.services.api.door", "AuditTrail", "record"),
+    ("tickwheel.adapters.kafka.producer", "EventProducer", "flush"),
+    ("tickwheel.adapters.kafka.producer", "EventProducer", "deliver"),
+    ("tickwheel.sdk.jobs", "_module", "validate_job"),
+)
+
+
+def _timed_stages() -> dict[str, list[float]]:
+    """Wrap the create path's stages to add up the wall time each takes (on any thread:
+    cProfile sees only the thread it runs on, and the app runs on the ASGI client's)."""
+    import importlib
+
+    spent: dict[str, list[float]] = {}
+    for module_name, owner, name in STAGES:
+        module = importlib.import_module(module_name)
+        target = module if owner == "_module" else getattr(module, owner)
+        original = getattr(target, name)
+        label = f"{owner}.{name}".removeprefix("_module.")
+        spent[label] = []
+
+        def wrapper(*a: Any, _f: Any = original, _l: str = label, **k: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return _f(*a, **k)
+            finally:
+                spent[_l].append((time.perf_counter() - started) * 1000)
+
+        setattr(target, name, wrapper)
+    return spent
+
+
+def profile_creates(count: int, concurrency: int) -> None:
+    """Where the wall time of `count` keyed creates goes (the app in this process, through
+    the ASGI client), stage by stage, and cProfile of the same run at concurrency 1."""
+    import cProfile
+    import pstats
+
+    from fastapi.testclient import TestClient
+
+    from tickwheel.services.api.app import create_app
+
+    with bench_broker() as broker:
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
+        os.environ["TICKWHEEL_TOPIC_PREFIX"] = "profile."
+        for name in ("READS_PER_S", "READ_BURST", "WRITES_PER_S", "WRITE_BURST"):
+            os.environ[f"TICKWHEEL_API_{name}"] = "1000000"
+        apply_topology(bootstrap=broker.bootstrap)
+        token, _ = create_key("bench", ["write"], bootstrap=broker.bootstrap, now_ms=1)
+        spent = _timed_stages()
+        client = TestClient(create_app(), headers={"Authorization": f"Bearer {token}"})
+        deadline = time.monotonic() + 60
+        while client.get("/v1/jobs/none").status_code == 401 and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+        def post(i: int) -> float:
+            started = time.perf_counter()
+            answer = client.post("/v1/jobs", json={**SPEC, "jobId": f"p-{i}"},
+                                 headers={"Idempotency-Key": f"p-{i}"})  # fmt: skip
+            assert answer.status_code == 201, answer.text
+            return (time.perf_counter() - started) * 1000
+
+        post(-1)  # warm: producers connected, catalogue caught up
+        for values in spent.values():
+            values.clear()
+        started = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            latencies = list(pool.map(post, range(count)))
+        elapsed = time.perf_counter() - started
+        print(f"{count} creates on {concurrency} threads in {elapsed:.2f} s: "
+              f"{count / elapsed:,.0f}/s, p50 {percentile(latencies, 0.5):.1f} ms "
+              f"(load {os.getloadavg()[0]:.1f})")  # fmt: skip
+        print(f"{'stage':<32} {'calls':>6} {'mean ms':>8} {'p99 ms':>8}")
+        for label, values in spent.items():
+            if values:
+                print(f"{label:<32} {len(values):>6} {sum(values) / len(values):>8.2f} "
+                      f"{percentile(values, 0.99):>8.2f}")  # fmt: skip
+        profiler = cProfile.Profile()
+        profiler.enable()
+        # One thread: the app runs on the client's portal thread, which cProfile does not see;
+        # what it sees here is the request's cost on the caller's side only.
+        for i in range(count, count + min(count, 50)):
+            post(i)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", type=int, default=0)
     parser.add_argument("--creates", type=int, default=300)
     parser.add_argument("--reads", type=int, default=600)
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
+    if args.profile:
+        profile_creates(args.profile, args.concurrency)
+        return
     report = Report("HTTP API: creates and reads per second")
     with bench_broker() as broker:
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap

@@ -151,7 +151,11 @@ def from_exception(exc: Exception) -> Problem:
         return invalid_input(exc)
     retry = {"Retry-After": str(RETRY_AFTER_S)}
     # confluent_kafka's KafkaException is matched by name: only the Kafka adapter imports it.
-    if isinstance(exc, BrokerUnreachable | ReadTimedOut) or type(exc).__name__ == "KafkaException":
+    # ProduceFailed too: a write the broker did not acknowledge in time is not the caller's fault.
+    if isinstance(exc, BrokerUnreachable | ReadTimedOut) or type(exc).__name__ in (
+        "KafkaException",
+        "ProduceFailed",
+    ):
         return Problem(503, "kafka-unavailable", str(exc), headers=retry)
     if isinstance(exc, HistoryStoreError):
         return Problem(503, "history-unavailable", str(exc), headers=retry)

@@ -89,10 +89,12 @@ class TopicView:
 
     def publish(self, key: str, value: dict[str, Any]) -> None:
         """Write `value` under `key`, wait for the broker's acknowledgement, and hold it."""
-        if self._producer is None:
-            self._producer = EventProducer(self.bootstrap)
-        self._producer.send(self.topic, key, encode(self.record_name, value))
-        self._producer.flush()
+        with self._lock:
+            if self._producer is None:
+                self._producer = EventProducer(self.bootstrap)
+            producer = self._producer
+        # Its own acknowledgement only: a flush would wait for other requests' records too.
+        producer.deliver(self.topic, key, encode(self.record_name, value))
         with self._lock:
             self._items[key] = value
 
