@@ -48,9 +48,11 @@ run: setup ## start the local stack with example jobs and a live account of what
 
 # Two processes, one test file each at a time (a file's tests share their broker and order).
 PYTEST_PARALLEL := -n 2 --dist loadfile
+# Every full run lists its slowest tests, so the suite's wall time is watched as it grows.
+PYTEST_SLOWEST := --durations=15
 
 test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance)
-	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL)
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) $(PYTEST_SLOWEST)
 
 unit: setup ## run the fast unit tests only
 	$(VENV)/bin/pytest -q tests/unit
