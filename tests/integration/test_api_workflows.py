@@ -18,6 +18,7 @@ from tests.integration.timer_harness import ServiceProcess, wait_until
 from tests.integration.workflow_harness import workflow_env, workflow_events
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.ports.history import QueryResult
 from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.api.workflow_models import SEED_WORKFLOW
 from tickwheel.topology import topic_name
@@ -28,6 +29,16 @@ __all__ = ["connect", "jobs"]  # fixtures, imported for pytest to find
 KEYS = {"k1": b"api-test-secret"}
 APPROVAL_ONLY = {"definitionId": "sign_off", "definitionVersion": 1,
                  "steps": [{"id": "approve", "type": "human_approval", "timeout": "72h"}]}  # fmt: skip
+
+
+class NoExecutions:
+    """A history with no execution in it: every job timeline is not found."""
+
+    def query(self, sql: str, params: Any = None) -> QueryResult:
+        return QueryResult(columns=(), types=())
+
+    def close(self) -> None:
+        pass
 
 
 @pytest.fixture
@@ -49,7 +60,7 @@ def client_for(connect: Connect, flows: WorkflowsClient, kafka_bootstrap: str) -
     """`client_for(tenant, *scopes)`: a client of the app (with the test's approval keys)."""
 
     def make(tenant: str, *scopes: str) -> TestClient:
-        client = connect(key(kafka_bootstrap, tenant, *scopes))
+        client = connect(key(kafka_bootstrap, tenant, *scopes), history=NoExecutions)
         client.app.state.workflows = flows  # type: ignore[attr-defined]
         return client
 
@@ -106,6 +117,12 @@ def test_another_tenants_workflow_is_not_found_anywhere(
     workflow_id = acme.post("/workflows", json=SEED_WORKFLOW).json()["workflowId"]
     assert wait_until(lambda: _visible(acme, workflow_id, "probe", "running"), 60)
     assert workflow_id in [w["workflowId"] for w in acme.get("/workflows").json()["items"]]
+    # Seed 000's GET /executions/{id} of a workflow instance is its timeline.
+    as_execution = acme.get(f"/executions/{workflow_id}")
+    assert as_execution.status_code == 200, as_execution.text
+    assert as_execution.json()["workflowId"] == workflow_id
+    problem(globex.get(f"/executions/{workflow_id}"), 404, "not-found")
+    problem(acme.get("/executions/no-such-thing"), 404, "not-found")
     assert workflow_id not in [w["workflowId"] for w in globex.get("/workflows").json()["items"]]
     for method, path in (
         ("GET", f"/workflows/{workflow_id}"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Path, Request
 from fastapi.responses import JSONResponse
 
 from tickwheel.history import ExecutionNotFound, execution_timeline
@@ -64,10 +64,22 @@ TIMELINE_RESPONSES: dict[int | str, Any] = {
 }
 
 
-@router.get("/executions/{execution_id}", summary="An execution's timeline",
+@router.get("/executions/{execution_id}", summary="An execution's timeline (or, for seed 000, "
+            "a workflow instance's: which step, since when, what failed)",
             responses=TIMELINE_RESPONSES)  # fmt: skip
-def get_execution(b: BackendDep, execution_id: ExecutionId) -> JSONResponse:
-    return _timeline(b, execution_id)
+def get_execution(b: BackendDep, request: Request, execution_id: ExecutionId) -> JSONResponse:
+    try:
+        return _timeline(b, execution_id)
+    except ExecutionNotFound:
+        # Seed 000 calls a workflow instance an execution (its steps are retried under
+        # /executions/{id}/steps): no job execution by that id, so perhaps a workflow's.
+        from tickwheel.sdk.workflows import UnknownWorkflow
+        from tickwheel.services.api.routes_workflows import Caller, read_workflow
+
+        try:
+            return JSONResponse(read_workflow(Caller(request), execution_id))
+        except UnknownWorkflow:
+            raise ExecutionNotFound(execution_id) from None
 
 
 @router.get("/runs/{run_id}", summary="A run's timeline (seed 003: a run is an execution)",
