@@ -42,6 +42,15 @@ from tickwheel.topology import topic_name  # noqa: E402
 ZONES = ["UTC", "Europe/London", "America/New_York", "Asia/Tokyo", "Australia/Sydney"]
 
 
+class TimerRun:
+    """How the benchmark's timer processes run: `sample_dir` samples each one's stacks
+    (bench/sampling.py); `code` runs another revision's `src/` (a `git archive` of it), so two
+    revisions are compared on one broker in one run."""
+
+    sample_dir: Path | None = None
+    code: Path | None = None
+
+
 class Scenario:
     def __init__(self, bootstrap: str, name: str) -> None:
         self.bootstrap = bootstrap
@@ -70,10 +79,18 @@ class Scenario:
             "TICKWHEEL_TIMER_GROUP": f"bench-{uuid.uuid4()}",
             **env,
         }
+        command = [sys.executable, "-m", "tickwheel.services.timer", "--instance", "bench"]
+        if TimerRun.sample_dir is not None:
+            out = TimerRun.sample_dir / f"{self.name}.txt"
+            command[1:2] = [str(ROOT / "bench" / "sampling.py"), "--out", str(out), "-m"]
+        if TimerRun.code is not None:
+            full_env["PYTHONPATH"] = str(TimerRun.code / "src")
+            full_env["TICKWHEEL_SCHEMAS_DIR"] = str(TimerRun.code / "schemas")
+            full_env["TICKWHEEL_TOPOLOGY_FILE"] = str(TimerRun.code / "topology" / "topics.toml")
         with self.log.open("ab") as log:
             self.process = track(
                 subprocess.Popen(
-                    [sys.executable, "-m", "tickwheel.services.timer", "--instance", "bench"],
+                    command,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=full_env,
@@ -250,7 +267,15 @@ def main() -> None:
     parser.add_argument(
         "--burst-jitter", choices=["both", "on", "off"], default="both", help="which bursts to run"
     )
+    parser.add_argument("--sample", type=Path, help="write each timer's stack samples here")
+    parser.add_argument(
+        "--timer-code", type=Path, help="run the timer from this tree's src/ (another revision)"
+    )
+    parser.add_argument("--report", default="timer.md", help="the report's name in bench/reports")
     args = parser.parse_args()
+    TimerRun.sample_dir, TimerRun.code = args.sample, args.timer_code
+    if args.sample is not None:
+        args.sample.mkdir(parents=True, exist_ok=True)
 
     report = Report("Timer benchmarks")
     lag_series: dict[str, list[float]] = {}
@@ -320,7 +345,7 @@ def main() -> None:
             "timer-restore.png", "Restore time against job count", "jobs", "seconds",
         )  # fmt: skip
         report.add(f"\n![restore time against job count]({name})")
-    report.write("timer.md")
+    report.write(args.report)
 
 
 if __name__ == "__main__":

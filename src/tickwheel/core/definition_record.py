@@ -5,7 +5,8 @@ and at restore, so what the SDK refuses never schedules, however it reached the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,21 +77,57 @@ def _shape(
     if record.get("type") == "http":
         return None
     # Field names and values in the record's own order (a decoded record's is the schema's):
-    # cheap to build, and two orders of the same fields are only a cache miss.
-    values = tuple(
-        (tuple(value.items()) if isinstance(value, dict) else freeze_specs(value))
-        for name, value in record.items()
-        if name not in _NOT_SHAPE
-    )
+    # cheap to build, and two orders of the same fields are only a cache miss. The values are
+    # taken in one C call; only the fields the schema makes maps or arrays are frozen (a
+    # container anywhere else fails the hash below: that record is checked uncached).
+    names = tuple(record)
+    plan = _SHAPE_PLANS.get(names)
+    if plan is None:
+        plan = _shape_plan(names)
+    take, containers = plan
+    values = take(record)
+    if containers:
+        thawed = list(values)
+        for at in containers:
+            value = thawed[at]
+            thawed[at] = tuple(value.items()) if isinstance(value, dict) else freeze_specs(value)
+        values = tuple(thawed)
     count_from = None
     if record.get("maxRuns") is not None and record.get("startAt") is None:
         count_from = record.get("createdAt")  # counted from the job's creation (schedules §3)
-    shape = (max_payload_bytes, tuple(allowed_networks), tuple(record), count_from, values)
+    shape = (max_payload_bytes, tuple(allowed_networks), names, count_from, values)
     try:
         hash(shape)
     except TypeError:
         return None
     return shape
+
+
+# The record fields whose values are maps or arrays (labels, schedules, exclude).
+_CONTAINER_FIELDS = frozenset({"labels", "schedules", "exclude"})
+_SHAPE_PLANS: dict[tuple[str, ...], tuple[Callable[[Mapping[str, Any]], tuple[Any, ...]],
+                                          tuple[int, ...]]] = {}  # fmt: skip
+
+
+def _shape_plan(
+    names: tuple[str, ...],
+) -> tuple[Callable[[Mapping[str, Any]], tuple[Any, ...]], tuple[int, ...]]:
+    """For records with these field names, in this order: what takes a record's shape values
+    (as a tuple), and where among them the containers are."""
+    kept = [name for name in names if name not in _NOT_SHAPE]
+    getter = operator.itemgetter(*kept) if kept else None
+
+    def take(record: Mapping[str, Any]) -> tuple[Any, ...]:
+        if getter is None:
+            return ()
+        values = getter(record)
+        return values if len(kept) > 1 else (values,)
+
+    containers = tuple(at for at, name in enumerate(kept) if name in _CONTAINER_FIELDS)
+    plan = (take, containers)
+    if len(_SHAPE_PLANS) < 256:  # a handful of record layouts (one per schema version)
+        _SHAPE_PLANS[names] = plan
+    return plan
 
 
 def _check_identity_and_payload(

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from tickwheel.core.jitter import default_jitter_window_ms
+from tickwheel.core.misfire import MisfireWalk, walk_forward
 from tickwheel.core.period import period_of
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule
@@ -133,6 +134,15 @@ class Emission:
 def shared_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
     """The next slot after `t_ms`: a burst of jobs on one schedule asks it once per slot."""
     return compiled.next_after(t_ms)
+
+
+@lru_cache(maxsize=65_536)
+def shared_walk(
+    compiled: CompiledSchedule, start_ms: int, cutoff_ms: int, policy: str, max_catch_up: int
+) -> MisfireWalk:
+    """A catch-up's walk (frozen, so it can be shared): a restore's million jobs start from a
+    few thousand (schedule, last slot) pairs, and each pair is walked once, not once a job."""
+    return walk_forward(compiled, start_ms, cutoff_ms, policy, max_catch_up)
 
 
 @lru_cache(maxsize=131_072)

@@ -17,7 +17,6 @@ from typing import Any
 
 from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.core.jitter import jitter_offset_ms
-from tickwheel.core.misfire import walk_forward
 from tickwheel.core.overlap import OverlapDecision, decide_overlap
 from tickwheel.services.timer.commands import RejectedCommand, command_slots
 from tickwheel.services.timer.executions import (
@@ -34,6 +33,7 @@ from tickwheel.services.timer.model import (
     belongs_to_a_namesake,
     entry_from_definition,
     shared_next_after,
+    shared_walk,
 )
 from tickwheel.services.timer.occurrences import job_dead_letter, request_record, skipped_event
 from tickwheel.services.timer.ready import ReadyQueue, backlog_bound
@@ -250,7 +250,7 @@ class PartitionTimer:
         start = self._start_after(job)
         if start >= cutoff:
             return emission
-        walk = walk_forward(job.schedule, start, cutoff, job.misfire_policy, job.max_catch_up)
+        walk = shared_walk(job.schedule, start, cutoff, job.misfire_policy, job.max_catch_up)
         # Non-firing slots come first in the walk, then the elided middle, then the fired ones.
         for missed in walk:
             if missed.disposition != "fire":
