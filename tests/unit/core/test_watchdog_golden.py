@@ -247,7 +247,8 @@ def test_an_enabled_job_with_no_future_occurrence_is_a_broken_chain() -> None:
     spec = state.facts.jobs["c"].spec
     assert spec is not None
     # A recurring schedule whose last occurrence has passed (an ended chain).
-    state.facts.jobs["c"].versions[1] = replace(spec, schedule=CompiledOneOff(T0 + 2 * S))
+    ended = replace(spec.profile, schedule=CompiledOneOff(T0 + 2 * S))
+    state.facts.jobs.set_spec("c", replace(spec, profile=ended))
     got = run([(T0 + 10 * S, [])], QUICK, state)
     assert kinds(got) == [("broken_chain", "c", "opened")]
     assert got[0].record()["severity"] == "critical"

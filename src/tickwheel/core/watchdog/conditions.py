@@ -116,6 +116,12 @@ def _job_conditions(
     # Owed: the slots after the one that last succeeded (or after the baseline).
     owed_from = job.last_success_slot if since == "last_success" else baseline
     assert owed_from is not None
+    if spec.profile.unadjusted is not None:
+        shifted = _calendar_deadline(spec.profile.unadjusted, schedule, owed_from, deadline,
+                                     watermark)  # fmt: skip
+        if shifted is None or watermark < shifted:
+            return
+        deadline = shifted
     owed, slots = _owed_slots(schedule, owed_from, watermark)
     if finished and owed == 0:
         return  # past its end with every slot since its baseline done: finished, not late
@@ -144,6 +150,34 @@ def _job_conditions(
         summary=f"{severity}:{latest}", job_id=job_id, tenant_id=spec.tenant_id,
         cause=latest,
     )  # fmt: skip
+
+
+def _calendar_deadline(
+    unadjusted: CompiledSchedule,
+    schedule: CompiledSchedule,
+    owed_from: int,
+    deadline: int,
+    watermark: int,
+) -> int | None:
+    """The deadline of a job that follows a holiday calendar (decision 0107).
+
+    Its interval was declared (and checked) against its schedule with weekends only; the
+    calendar skips or moves slots. By the plain deadline that schedule owed n slots; the
+    deadline moves by as much as the n-th slot the calendar gives comes after the n-th slot
+    it would have been without it: a slot skipped for a holiday is not owed, a moved slot is
+    owed at its moved time. None: the calendar's schedule owes nothing up to `watermark`."""
+    try:
+        n = unadjusted.count(owed_from, deadline)
+        if n < 1:
+            return deadline
+        regular = unadjusted.kth_after(owed_from, n, deadline)
+        actual = schedule.kth_after(owed_from, n, watermark)
+    except TickwheelError:
+        return deadline
+    if actual is None:
+        return None
+    assert regular is not None
+    return deadline + max(0, actual - regular)
 
 
 def _owed_slots(schedule: CompiledSchedule, after: int, watermark: int) -> tuple[int, list[int]]:

@@ -105,12 +105,19 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
 
 def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
     """Forget what no condition can look at again: slots at or before a job's last success,
-    and executions finished longer than `settled_after_ms` ago."""
-    for job in facts.jobs.values():
+    the newest run's length of a job that declares no run time to judge it by, and
+    executions finished longer than `settled_after_ms` ago."""
+    jobs = facts.jobs
+    for job_id in list(jobs.slots):
+        job = jobs[job_id]
         done = job.last_success_slot
-        if done is not None and job.slots:
-            for slot in [s for s in job.slots if s <= done]:
-                del job.slots[slot]
+        if done is not None:
+            job.forget_slots_through(done)
+    for job_id in list(jobs.last_runs):
+        spec = jobs[job_id].spec
+        # Only run_too_short reads it, and run_too_long's resolve evidence (decision 0106).
+        if spec is None or (spec.min_run_ms is None and spec.max_run_ms is None):
+            del jobs.last_runs[job_id]
     for command_id in [c for c, ack in facts.acks.items() if ack.at <= watermark]:
         del facts.acks[command_id]  # applied, or moot: a replay is recognised by the incident
     horizon = watermark - thresholds.settled_after_ms

@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, Literal
 
-from tickwheel.core.watchdog.jobs import VERSIONS_KEPT, JobSpec, job_spec
+from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
+from tickwheel.core.watchdog.jobs import VERSIONS_KEPT, job_spec
+from tickwheel.core.watchdog.table import JobFacts, JobTable, SlotFacts
+
+__all__ = ["Acknowledgement", "ExecutionFacts", "Facts", "JobFacts", "Observed", "SlotFacts"]
 
 # How far along an attempt got; the furthest stage seen wins.
 STAGES = {"requested": 1, "leased": 2, "heartbeat": 2, "failed": 3, "retry_scheduled": 3,
@@ -21,7 +26,7 @@ STAGES = {"requested": 1, "leased": 2, "heartbeat": 2, "failed": 3, "retry_sched
 TAKEN_EVENTS = frozenset({"leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
                           "dead_lettered", "cancelled", "fenced"})  # fmt: skip
 
-InputKind = Literal["definition", "request", "event", "dead_letter", "command"]
+InputKind = Literal["definition", "request", "event", "dead_letter", "command", "calendar"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,80 +52,6 @@ class Acknowledgement:
     by: str
     note: str
     at: int
-
-
-@dataclass(slots=True)
-class SlotFacts:
-    """What happened to one occurrence (job, scheduled time), over all its attempts."""
-
-    attempt: int = 0
-    stage: int = 0  # STAGES of the highest attempt seen
-    dead: bool = False
-    skipped: bool = False
-    worker: str | None = None
-    # The run of the highest attempt that was leased: when it was leased, and when it
-    # succeeded (earliest of each, so a redelivery or another order gives the same).
-    run_attempt: int = 0
-    leased_at: int | None = None
-    succeeded_at: int | None = None
-
-    def ran(self, attempt: int, leased_at: int | None, succeeded_at: int | None) -> None:
-        if attempt > self.run_attempt:
-            self.run_attempt, self.leased_at, self.succeeded_at = attempt, None, None
-        if attempt == self.run_attempt:
-            if leased_at is not None:
-                self.leased_at = min(leased_at, self.leased_at or leased_at)
-            if succeeded_at is not None:
-                self.succeeded_at = min(succeeded_at, self.succeeded_at or succeeded_at)
-
-    def see(self, attempt: int, stage: int, worker: str | None) -> None:
-        if attempt > self.attempt:
-            self.attempt, self.stage, self.worker = attempt, stage, worker
-        elif attempt == self.attempt and stage > self.stage:
-            self.stage = stage
-            self.worker = worker or self.worker
-        elif attempt == self.attempt and stage == self.stage and worker is not None:
-            self.worker = min(worker, self.worker or worker)  # any order gives the same one
-
-
-@dataclass(slots=True)
-class JobFacts:
-    versions: dict[int, JobSpec] = field(default_factory=dict)
-    deleted: bool = False
-    last_success_ms: int | None = None
-    last_success_slot: int | None = None
-    slots: dict[int, SlotFacts] = field(default_factory=dict)
-    # The newest slot whose run's length is known: (slot, attempt, leased at, succeeded at).
-    last_run: tuple[int, int, int, int] | None = None
-    partition: int | None = None  # the timer partition owning the job, when known
-
-    @property
-    def spec(self) -> JobSpec | None:
-        return self.versions[max(self.versions)] if self.versions else None
-
-    def resumed_at_ms(self) -> int | None:
-        """When the current run of enabled versions began after a disabled one, if known."""
-        if not self.versions:
-            return None
-        version = max(self.versions)
-        if not self.versions[version].enabled:
-            return None
-        while version - 1 in self.versions and self.versions[version - 1].enabled:
-            version -= 1
-        before = self.versions.get(version - 1)
-        return self.versions[version].updated_at_ms if before is not None else None
-
-    def disabled_since_ms(self) -> int | None:
-        """When the current run of disabled versions began (as far as the versions kept
-        tell), or None while the job is enabled."""
-        if not self.versions:
-            return None
-        version = max(self.versions)
-        if self.versions[version].enabled:
-            return None
-        while version - 1 in self.versions and not self.versions[version - 1].enabled:
-            version -= 1
-        return self.versions[version].updated_at_ms
 
 
 @dataclass(slots=True)
@@ -152,18 +83,21 @@ class ExecutionFacts:
 
 @dataclass(slots=True)
 class Facts:
-    jobs: dict[str, JobFacts] = field(default_factory=dict)
+    jobs: JobTable = field(default_factory=JobTable)
     executions: dict[str, ExecutionFacts] = field(default_factory=dict)
     # Acknowledgements not yet applied, by command id (applied once the watermark passes them).
     acks: dict[str, Acknowledgement] = field(default_factory=dict)
     # The newest request time seen per timer partition: how far each one has fired.
     partition_fired_ms: dict[int, int] = field(default_factory=dict)
 
+    # The holiday calendars known, by name (the `calendars` topic): the watchdog compiles a
+    # job that follows one with it, as the timer does, and again when it changes.
+    calendars: dict[str, BusinessCalendar] = field(default_factory=dict)
+    # The definition record of each job that follows a calendar, to compile it again then.
+    calendar_sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
     def job(self, job_id: str) -> JobFacts:
-        facts = self.jobs.get(job_id)
-        if facts is None:
-            facts = self.jobs[job_id] = JobFacts()
-        return facts
+        return JobFacts(self.jobs, job_id, self.jobs.row(job_id))
 
     def execution(self, execution_id: str, job_id: str) -> ExecutionFacts:
         facts = self.executions.get(execution_id)
@@ -179,6 +113,8 @@ class Facts:
                 self._definition(observed.key, observed.record)
                 if observed.partition is not None:
                     self.job(observed.key).partition = observed.partition
+            elif observed.kind == "calendar":
+                self._calendar(observed.key, observed.record)
             elif observed.record is None:
                 return
             elif observed.kind == "request":
@@ -198,24 +134,59 @@ class Facts:
 
     def _definition(self, job_id: str, record: Mapping[str, Any] | None) -> None:
         facts = self.job(job_id)
+        table = self.jobs
         if record is None:
             # A delete: whatever the job owed ends with it; a re-create starts afresh.
-            facts.versions.clear()
+            table.history.pop(job_id, None)
+            table.set_spec(job_id, None)
+            self.calendar_sources.pop(job_id, None)
             facts.deleted = True
             return
-        spec = job_spec(job_id, record)
+        spec = job_spec(job_id, record, self.calendars)
         if spec is None:
             return
-        if facts.deleted and facts.versions == {} and spec.version >= 1:
+        current = facts.spec
+        if facts.deleted and current is None and spec.version >= 1:
             facts.deleted = False
-        facts.versions[spec.version] = spec
-        if len(facts.versions) > VERSIONS_KEPT:
-            del facts.versions[min(facts.versions)]
+        kept = table.history.get(job_id)
+        if kept is None and current is not None and current.version != spec.version:
+            kept = table.history[job_id] = {current.version: (current.enabled,
+                                                              current.updated_at_ms)}  # fmt: skip
+        if kept is not None:
+            kept[spec.version] = (spec.enabled, spec.updated_at_ms)
+            if len(kept) > VERSIONS_KEPT:
+                del kept[min(kept)]
+        if current is None or spec.version >= current.version:
+            table.set_spec(job_id, spec)
+            if spec.profile.calendar is not None:
+                self.calendar_sources[job_id] = record
+            else:
+                self.calendar_sources.pop(job_id, None)
+
+    def _calendar(self, name: str, record: Mapping[str, Any] | None) -> None:
+        """A calendar set (or, as a tombstone, removed): each job following it is compiled
+        again from its own definition, as the timer does; a record that is not a calendar
+        (its name differing from its key, say) changes nothing (ValueError, ignored)."""
+        calendar = None if record is None else calendar_from_record(record)
+        if calendar is not None and calendar.name != name:
+            raise ValueError(f"the calendar record keyed {name!r} is named {calendar.name!r}")
+        if self.calendars.get(name) == calendar:
+            return
+        if calendar is None:
+            del self.calendars[name]
+        else:
+            self.calendars[name] = calendar
+        for job_id, source in sorted(self.calendar_sources.items()):
+            if source.get("calendar") != name:
+                continue
+            spec = job_spec(job_id, source, self.calendars)
+            if spec is not None:
+                self.jobs.set_spec(job_id, spec)
 
     def _request(self, request: Mapping[str, Any]) -> None:
         job_id, attempt = str(request["job_id"]), int(request["attempt"])
         slot = int(request["scheduled_time"])
-        self.job(job_id).slots.setdefault(slot, SlotFacts()).see(attempt, STAGES["requested"], None)
+        self.job(job_id).slot(slot).see(attempt, STAGES["requested"], None)
         execution = self.execution(str(request["execution_id"]), job_id)
         requested_at = int(request["requested_at"])
         if attempt > execution.requested_attempt:
@@ -223,9 +194,10 @@ class Facts:
             execution.requested_at_ms = requested_at
         elif attempt == execution.requested_attempt and execution.requested_at_ms is not None:
             execution.requested_at_ms = min(execution.requested_at_ms, requested_at)
-        execution.priority = str(request["priority"])
-        execution.tenant_id = str(request["tenant_id"])
-        execution.job_type = str(request["job_type"])
+        # Interned: a few distinct values, held by every execution (decision 0106).
+        execution.priority = intern(str(request["priority"]))
+        execution.tenant_id = intern(str(request["tenant_id"]))
+        execution.job_type = intern(str(request["job_type"]))
         execution.last_seen_ms = max(execution.last_seen_ms, requested_at)
 
     def _event(self, event: Mapping[str, Any]) -> None:
@@ -233,13 +205,16 @@ class Facts:
         job_id, attempt = str(event["job_id"]), int(event["attempt"])
         at, slot = int(event["event_time"]), int(event["scheduled_time"])
         job = self.job(job_id)
-        slot_facts = job.slots.setdefault(slot, SlotFacts())
+        slot_facts = job.slot(slot)
         if kind == "skipped":
             slot_facts.skipped = True
         elif kind == "dead_lettered":
             slot_facts.dead = True
         elif kind in STAGES:
-            slot_facts.see(attempt, STAGES[kind], event.get("worker_id"))
+            worker = event.get("worker_id")
+            slot_facts.see(
+                attempt, STAGES[kind], intern(worker) if isinstance(worker, str) else None
+            )
         if kind in ("leased", "succeeded"):
             slot_facts.ran(attempt, at if kind == "leased" else None,
                            at if kind == "succeeded" else None)  # fmt: skip
@@ -247,16 +222,14 @@ class Facts:
             if run.leased_at is not None and run.succeeded_at is not None:
                 known = (slot, run.run_attempt, run.leased_at, run.succeeded_at)
                 job.last_run = known if job.last_run is None else max(job.last_run, known)
-        if kind == "succeeded" and (job.last_success_ms is None or at > job.last_success_ms):
-            job.last_success_ms, job.last_success_slot = at, slot
-        elif kind == "succeeded" and at == job.last_success_ms:
-            job.last_success_slot = max(slot, job.last_success_slot or slot)
+        if kind == "succeeded":
+            job.succeeded(at, slot)
         if kind not in TAKEN_EVENTS:
             return
         execution = self.execution(str(event["execution_id"]), job_id)
         execution.taken_attempt = max(execution.taken_attempt, attempt)
-        execution.tenant_id = execution.tenant_id or str(event["tenant_id"])
-        execution.job_type = execution.job_type or str(event["job_type"])
+        execution.tenant_id = execution.tenant_id or intern(str(event["tenant_id"]))
+        execution.job_type = execution.job_type or intern(str(event["job_type"]))
         execution.last_seen_ms = max(execution.last_seen_ms, at)
         if kind == "succeeded":
             execution.succeeded_attempt = max(execution.succeeded_attempt, attempt)

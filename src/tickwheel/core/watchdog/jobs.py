@@ -14,6 +14,7 @@ from itertools import pairwise
 from typing import Any
 
 from tickwheel.core.bounds import CompiledBounded
+from tickwheel.core.calendars import BusinessCalendar
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule
@@ -33,17 +34,15 @@ VERSIONS_KEPT = 32
 
 
 @dataclass(frozen=True, slots=True)
-class JobSpec:
-    """One version of a job's definition, as the watchdog needs it."""
+class JobProfile:
+    """What a definition says that many jobs say alike (type, tenant, schedule, limits, a
+    disable's account): one shared object per distinct profile, so a million jobs on a few
+    thousand schedules hold a few thousand of these (decision 0106)."""
 
-    job_id: str
-    version: int
     job_type: str
     tenant_id: str
     priority: str
     enabled: bool
-    created_at_ms: int
-    updated_at_ms: int
     schedule: CompiledSchedule | None  # None: a one-off, or a schedule that does not compile
     recurring: bool
     timezone: str
@@ -64,14 +63,118 @@ class JobSpec:
     disabled_reason: str | None = None
     review_by_ms: int | None = None
     freshness: Freshness | None = None  # an output freshness check (`freshness`)
+    # The holiday calendar the schedule follows (`calendar`, or `businessDays` alone: ""),
+    # None for a schedule that follows none: what a calendar's change recompiles.
+    calendar: str | None = None
+    # A schedule that follows a calendar, compiled with weekends only: what its interval
+    # was checked against at create (decision 0107). None for every other schedule.
+    unadjusted: CompiledSchedule | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One version of a job's definition, as the watchdog needs it: the few fields each job
+    has of its own, and its shared `JobProfile` (its fields read through)."""
+
+    job_id: str
+    version: int
+    created_at_ms: int
+    updated_at_ms: int
+    profile: JobProfile
+
+    @property
+    def job_type(self) -> str:
+        return self.profile.job_type
+
+    @property
+    def tenant_id(self) -> str:
+        return self.profile.tenant_id
+
+    @property
+    def priority(self) -> str:
+        return self.profile.priority
+
+    @property
+    def enabled(self) -> bool:
+        return self.profile.enabled
+
+    @property
+    def schedule(self) -> CompiledSchedule | None:
+        return self.profile.schedule
+
+    @property
+    def recurring(self) -> bool:
+        return self.profile.recurring
+
+    @property
+    def timezone(self) -> str:
+        return self.profile.timezone
+
+    @property
+    def jitter_ms(self) -> int:
+        return self.profile.jitter_ms
+
+    @property
+    def expected_max_interval_ms(self) -> int | None:
+        return self.profile.expected_max_interval_ms
+
+    @property
+    def starts_at_ms(self) -> int | None:
+        return self.profile.starts_at_ms
+
+    @property
+    def bounded(self) -> bool:
+        return self.profile.bounded
+
+    @property
+    def last_slot_ms(self) -> int | None:
+        return self.profile.last_slot_ms
+
+    @property
+    def max_run_ms(self) -> int | None:
+        return self.profile.max_run_ms
+
+    @property
+    def min_run_ms(self) -> int | None:
+        return self.profile.min_run_ms
+
+    @property
+    def disabled_by(self) -> str | None:
+        return self.profile.disabled_by
+
+    @property
+    def disabled_owner(self) -> str | None:
+        return self.profile.disabled_owner
+
+    @property
+    def disabled_reason(self) -> str | None:
+        return self.profile.disabled_reason
+
+    @property
+    def review_by_ms(self) -> int | None:
+        return self.profile.review_by_ms
+
+    @property
+    def freshness(self) -> Freshness | None:
+        return self.profile.freshness
 
     def finished(self, watermark: int) -> bool:
         """A bounded job whose last slot has come (or that has none): it owes nothing more."""
-        return self.bounded and (self.last_slot_ms is None or self.last_slot_ms <= watermark)
+        profile = self.profile
+        return profile.bounded and (
+            profile.last_slot_ms is None or profile.last_slot_ms <= watermark
+        )
 
 
-def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
+def job_spec(
+    job_id: str,
+    record: Mapping[str, Any],
+    calendars: Mapping[str, BusinessCalendar] | None = None,
+) -> JobSpec | None:
     """The spec of a decoded `JobDefinition` record, or None if it is not one at all.
+
+    `calendars`: the holiday calendars known (by name), as the timer compiles the same record
+    with them; None compiles with weekends only (how validation sees a calendar).
 
     A record whose schedule does not compile still yields a spec (its job exists and owes
     nothing the watchdog can compute): the timer dead-letters such records, the watchdog
@@ -85,27 +188,35 @@ def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
         tenant = str(record["tenantId"])
     except (KeyError, TypeError, ValueError):
         return None
-    compiled = _compiled(record)
+    profile = job_profile(record, job_type, tenant, calendars)
+    # One int object for both when they are equal (a job never edited): 32 B saved per job.
+    return JobSpec(job_id, version, created, created if updated == created else updated, profile)
+
+
+def job_profile(
+    record: Mapping[str, Any],
+    job_type: str,
+    tenant: str,
+    calendars: Mapping[str, BusinessCalendar] | None,
+) -> JobProfile:
+    compiled = _compiled(record, calendars)
     recurring = record.get("runAt") is None and compiled is not None
     jitter_ms = _jitter_ms(compiled, record.get("jitter")) if recurring else 0
-    bounded = isinstance(compiled, CompiledBounded)
     start = record.get("startAt")
-    return JobSpec(
-        job_id=job_id,
-        version=version,
+    calendar = record.get("calendar")
+    follows = calendar is not None or record.get("businessDays") is not None
+    return JobProfile(
         job_type=job_type,
         tenant_id=tenant,
         priority=str(record.get("priority") or "normal"),
         enabled=bool(record.get("enabled", True)),
-        created_at_ms=created,
-        updated_at_ms=updated,
         schedule=compiled,
         recurring=recurring,
         timezone=str(record.get("timezone") or "UTC"),
         jitter_ms=jitter_ms,
         expected_max_interval_ms=_duration(record.get("expectedMaxInterval")),
         starts_at_ms=_instant(start),
-        bounded=bounded,
+        bounded=isinstance(compiled, CompiledBounded),
         last_slot_ms=compiled.last_ms if isinstance(compiled, CompiledBounded) else None,
         max_run_ms=_duration(record.get("maxRunTime")),
         min_run_ms=_duration(record.get("minRunTime")),
@@ -114,6 +225,8 @@ def job_spec(job_id: str, record: Mapping[str, Any]) -> JobSpec | None:
         disabled_reason=_text(record.get("disabledReason")),
         review_by_ms=_instant(record.get("disabledReviewBy")),
         freshness=parse_freshness(record.get("freshness")),
+        calendar=(str(calendar) if calendar is not None else "") if follows else None,
+        unadjusted=_compiled(record, None) if follows and recurring else None,
     )
 
 
@@ -125,11 +238,13 @@ def _instant(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _compiled(record: Mapping[str, Any]) -> CompiledSchedule | None:
-    """The timer's own schedule of the record (cron or interval, bounds and all), shared
-    through its cache; None for a record whose schedule does not compile."""
+def _compiled(
+    record: Mapping[str, Any], calendars: Mapping[str, BusinessCalendar] | None
+) -> CompiledSchedule | None:
+    """The timer's own schedule of the record (cron or interval, bounds, calendars and all),
+    shared through its cache; None for a record whose schedule does not compile."""
     try:
-        return compile_record_schedule(record)
+        return compile_record_schedule(record, calendars)
     except (TickwheelError, ValueError, TypeError):
         return None
 

@@ -84,12 +84,15 @@ class WatchdogService:
             "executions.events": "event",
             "executions.dlq": "dead_letter",
             "watchdog.commands": "command",
+            # Holiday calendars: what a business-day job owed is compiled with them, as the
+            # timer compiles it (a slot skipped for a holiday is not owed).
+            "calendars": "calendar",
             **{f"executions.{p}": "request" for p in ("high", "normal", "low")},
         }
         self.inputs: dict[str, str] = {topic_name(name): kind for name, kind in declared.items()}
         self.schemas = {"definition": "JobDefinition", "event": "ExecutionEvent",
                         "dead_letter": "DeadLetter", "request": "ExecutionRequest",
-                        "command": "Alert"}  # fmt: skip
+                        "command": "Alert", "calendar": "Calendar"}  # fmt: skip
         self.partitions = [
             TopicPartition(topic_name(name), p)
             for name in declared
@@ -233,7 +236,7 @@ class WatchdogService:
                 except UndecodableRecord:
                     self.metrics.undecodable.inc()
                     continue
-            elif kind != "definition":
+            elif kind not in ("definition", "calendar"):
                 continue
             self.state.apply(Observed(kind, text, record, partition))  # type: ignore[arg-type]
 
