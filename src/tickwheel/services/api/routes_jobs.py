@@ -1,8 +1,9 @@
 """`/jobs`: create, read, list, patch, delete, pause, resume, trigger, backfill.
 
-Writes go through `JobsClient`, whose `expectedVersion` check is read-then-write on the
-client side: two writers that both read v3 can both publish v4. The single writer per job
-that makes it linearizable (issue 13 §3) is not built yet; docs/api.md says so.
+Writes go through the backend's jobs client; the API's (`writes.AckedJobsClient`) checks
+`expectedVersion` and publishes under a lock per job, so through one API instance two writers
+that both read v3 cannot both publish v4 (decision 0101). Across instances and producers the
+single writer per job (decision 0099) is not built yet; docs/api.md says so.
 """
 
 from __future__ import annotations

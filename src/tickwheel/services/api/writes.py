@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.producer import EventProducer
@@ -19,9 +20,17 @@ from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.clock import Clock
 from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
 
+# Locks striped by job id: bounded memory, and writes to different jobs rarely share one.
+WRITE_STRIPES = 256
+
 
 class AckedJobsClient(CataloguedJobsClient):
-    """`CataloguedJobsClient` whose writes wait for their own acknowledgement."""
+    """`CataloguedJobsClient` whose writes wait for their own acknowledgement, and whose
+    writes to one job are serialised in this process (decision 0101): a create's check that
+    the id is free, an update's `expectedVersion` check and a delete's existence check are
+    made and published under the job's lock, so two requests through this API instance can
+    never both pass the check. Across API instances and direct producers it is still
+    last-writer-wins until the single writer per partition (decision 0099) judges them."""
 
     def __init__(
         self,
@@ -31,6 +40,27 @@ class AckedJobsClient(CataloguedJobsClient):
     ) -> None:
         super().__init__(bootstrap, clock, catalogue or SharedEndsCatalogue(bootstrap))
         self._producer_lock = threading.Lock()
+        self._stripes = [threading.Lock() for _ in range(WRITE_STRIPES)]
+
+    def _job_lock(self, job_id: str) -> threading.Lock:
+        return self._stripes[hash(job_id) % WRITE_STRIPES]
+
+    def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        job_id = spec.get("jobId")
+        if not isinstance(job_id, str):
+            return super().create(spec)  # a generated id is nobody else's
+        with self._job_lock(job_id):
+            return super().create(spec)
+
+    def update(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]:
+        with self._job_lock(job_id):
+            return super().update(job_id, changes, expected_version)
+
+    def delete(self, job_id: str) -> None:
+        with self._job_lock(job_id):
+            super().delete(job_id)
 
     def _writer(self) -> EventProducer:
         with self._producer_lock:
