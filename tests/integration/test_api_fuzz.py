@@ -29,6 +29,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tickwheel.ports.history import QueryResult
 from tickwheel.sdk.jobs import JobsClient
+from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.api.app import OPENAPI_URL, create_app
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.door import Door
@@ -63,7 +64,9 @@ def api_schema(applied_topology: str, kafka_bootstrap: str, token: str) -> Itera
         jobs=JobsClient(kafka_bootstrap), bootstrap=kafka_bootstrap, open_history=EmptyHistory
     )
     door = Door.open(kafka_bootstrap, backend.clock.now)  # closed after: its views follow topics
-    app = create_app(backend, door)
+    # Approval keys, so a generated token is judged by the verifier, not refused for want of keys.
+    workflows = WorkflowsClient(kafka_bootstrap, keys={"fuzz": b"fuzz-approval-secret"})
+    app = create_app(backend, door, workflows)
     # The key must be known to the app before the run: its key view reads the topic with a
     # bounded wait and then follows it, so on a loaded machine the first read can miss it.
     client = TestClient(app)
@@ -82,6 +85,10 @@ def test_no_5xx_and_every_answer_conforms(
     headers = {"Authorization": f"Bearer {token}"}
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 22
+    labels = {operation.label for operation in operations}
+    assert {"POST /v1/workflows", "GET /v1/workflows/{workflow_id}",
+            "POST /v1/executions/{workflow_id}/steps/{step_id}/retry",
+            "POST /v1/approvals/{token}"} <= labels, sorted(labels)  # fmt: skip
     exercised = 0
     for operation in operations:
 
