@@ -1,12 +1,16 @@
 """The orchestrator against the real broker: instances stay pinned to their version while a
 compatible next version is published and an incompatible one is refused with its reasons;
 inputs it cannot fold are dead-lettered and the partition goes on; a step past its
-expectedDuration raises an alert on `alerts`, resolved when the step ends."""
+expectedDuration raises an alert on `alerts`, resolved when the step ends; a finished
+instance is pruned after the retention (its snapshot tombstoned, the metrics say so) and a late
+input for it is dead-lettered rather than starting it again."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
+from urllib.request import urlopen
 
 import pytest
 
@@ -19,11 +23,14 @@ from tests.integration.workflow_harness import (
     workflow_env,
     workflow_events,
 )
-from tickwheel.adapters.avro import decode
+from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.core.workflow import StepSucceeded
+from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.workflows import IncompatibleDefinition, WorkflowsClient
+from tickwheel.stack.broker import free_port
 from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration
@@ -115,3 +122,72 @@ def test_a_step_past_its_expected_duration_raises_an_alert_cleared_when_it_ends(
     assert (alerts[0]["kind"], alerts[0]["state"]) == ("workflow_step_overdue", "firing")
     assert alerts[-1]["state"] == "resolved"
     assert "step_overdue" in types_of(workflow_events(kafka_bootstrap)[workflow_id])
+
+
+def _dead_letters_of(bootstrap: str, workflow_id: str) -> list[dict[str, Any]]:
+    letters = [decode(r.value, "DeadLetter")[1]
+               for r in read_to_end(topic_name("executions.dlq"), None, bootstrap)
+               if r.value is not None]  # fmt: skip
+    return [d for d in letters if d["source_topic"] == topic_name("workflows.inputs")
+            and d["job_id"] == workflow_id]  # fmt: skip
+
+
+def _last_snapshot_record(bootstrap: str, workflow_id: str) -> Any:
+    last = None
+    for record in read_to_end(topic_name("workflows.state"), None, bootstrap):
+        if record.key == workflow_id:
+            last = record
+    return last
+
+
+def test_a_finished_instance_is_pruned_after_the_retention_and_a_late_input_is_dead_lettered(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    # The orchestrator alone: the test sends the step's outcome as the timer would.
+    port = free_port()
+    env = workflow_env(kafka_bootstrap, applied_topology, TICKWHEEL_METRICS_PORT=str(port),
+                       TICKWHEEL_ORCHESTRATOR_RETENTION="3s")  # fmt: skip
+    running = WorkflowStack(tmp_path, env)
+    running.add("orchestrator", "orchestrator").start()
+    try:
+        flows = WorkflowsClient(kafka_bootstrap)
+        flows.define({"definitionId": "brief", "version": 1,
+                      "steps": [{"id": "only", "type": "noop"}]})  # fmt: skip
+        workflow_id = flows.start("brief", workflow_id="wf-brief")
+        assert wait_until(lambda: "step_scheduled" in types_of(
+            workflow_events(kafka_bootstrap).get(workflow_id, [])), TIMEOUT_S)  # fmt: skip
+        outcome = input_record(workflow_id, StepSucceeded(int(time.time() * 1000), "only", 1),
+                               "timer:step_succeeded:test:1")  # fmt: skip
+        producer = EventProducer(kafka_bootstrap)
+        producer.send(topic_name("workflows.inputs"), workflow_id, encode("WorkflowInput", outcome))
+        producer.flush()
+        assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+
+        def tombstoned() -> bool:
+            last = _last_snapshot_record(kafka_bootstrap, workflow_id)
+            return last is not None and last.value is None
+
+        assert wait_until(tombstoned, TIMEOUT_S)
+        ended_at = workflow_events(kafka_bootstrap)[workflow_id][-1]["event_time"]
+        tombstone = _last_snapshot_record(kafka_bootstrap, workflow_id)
+        # Not before the retention: counted from the last input the finished instance took.
+        assert tombstone.timestamp_ms - ended_at >= 3000, (tombstone.timestamp_ms, ended_at)
+        metrics = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert "tickwheel_orchestrator_pruned_total 1.0" in metrics
+        assert 'tickwheel_orchestrator_instances{state="finished"} 0.0' in metrics
+        assert "tickwheel_orchestrator_transaction_seconds_count" in metrics
+        assert "wf-brief" not in metrics  # aggregates, never a series per instance
+
+        flows.start("brief", workflow_id=workflow_id)  # late: the same id again
+        flows.cancel(workflow_id, actor="ops", reason="too late")
+        assert wait_until(lambda: len(_dead_letters_of(kafka_bootstrap, workflow_id)) == 2,
+                          TIMEOUT_S)  # fmt: skip
+    finally:
+        running.stop()
+    reasons = [d["reason"] for d in _dead_letters_of(kafka_bootstrap, workflow_id)]
+    assert all("'wf-brief' finished and was pruned after the retention of 3s" in r
+               for r in reasons), reasons  # fmt: skip
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    assert types_of(events).count("workflow_started") == 1
+    assert events[-1]["event_type"] == "workflow_succeeded"  # nothing after its end
+    assert _last_snapshot_record(kafka_bootstrap, workflow_id).value is None

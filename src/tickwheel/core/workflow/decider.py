@@ -23,6 +23,10 @@ from tickwheel.core.workflow.template import render
 
 __all__ = ["Decider"]
 
+# json.dumps with keyword arguments builds an encoder per call; an output is measured on
+# every success (the same bytes as json.dumps(output, separators=(",", ":"))).
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
+
 
 class Decider:
     """Emits events into `events`, folding each into `state` at once."""
@@ -74,7 +78,7 @@ class Decider:
 
     def output_problem(self, output: Any) -> str | None:
         try:
-            size = len(json.dumps(output, separators=(",", ":")).encode())
+            size = len(_COMPACT_JSON(output).encode())
         except (TypeError, ValueError):
             return "the output is not JSON data; accepted: a JSON value"
         if self.state.output_bytes + size > MAX_OUTPUT_BYTES:
@@ -135,7 +139,7 @@ class Decider:
     def succeed(self, spec: StepSpec, output: Any, actor: str | None = None,
                 **data: Any) -> None:  # fmt: skip
         st = self.state.steps[spec.id]
-        size = 0 if output is None else len(json.dumps(output, separators=(",", ":")).encode())
+        size = 0 if output is None else len(_COMPACT_JSON(output).encode())
         fired = data.get("fired_timer")
         self.emit("step_succeeded", spec.id, st.attempt, actor, output=output,
                   output_bytes=size, clear_alerts=self.step_alerts(spec.id),

@@ -15,6 +15,7 @@ Step ids are `[A-Za-z0-9_.-]`, so a timer id splits on `:` without ambiguity.
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
 
 from tickwheel.core.identity import EXECUTION_NAMESPACE
 
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 
+@lru_cache(maxsize=65_536)  # pure; asked again on every attempt and every cancel of a step
 def step_execution_id(workflow_id: str, step_id: str, *, compensation: bool = False) -> str:
     """The execution id of a step (or of its compensation), stable across attempts."""
     name = f"wf1:{len(workflow_id.encode())}:{workflow_id}:{step_id}"

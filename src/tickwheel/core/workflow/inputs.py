@@ -157,6 +157,12 @@ INPUTS: dict[str, type[Input]] = {
 }  # fmt: skip
 
 
+# What each kind's JSON may hold (its fields and "kind"), computed once: every input read is
+# checked against it.
+_FIELD_NAMES = {kind: frozenset({"kind", *(f.name for f in fields(cls))})
+                for kind, cls in INPUTS.items()}  # fmt: skip
+
+
 def input_to_json(item: Input) -> dict[str, Any]:
     """The input as a JSON object with its `kind` (golden histories, `workflows.inputs` data)."""
     out = {"kind": item.kind, **asdict(item)}
@@ -170,8 +176,7 @@ def input_from_json(data: dict[str, Any]) -> Input:
     cls = INPUTS.get(str(data.get("kind")))
     if cls is None:
         raise ValueError(f"unknown workflow input kind {data.get('kind')!r}; known: {list(INPUTS)}")
-    names = {f.name for f in fields(cls)}
-    extra = set(data) - names - {"kind"}
+    extra = data.keys() - _FIELD_NAMES[cls.kind]
     if extra:
         raise ValueError(f"{cls.kind} has no field(s) {sorted(extra)}")
     return cls(**{k: v for k, v in data.items() if k != "kind"})

@@ -5,6 +5,7 @@ makes (tests/unit/test_orchestrator_snapshot.py)."""
 from __future__ import annotations
 
 from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from tickwheel.core.workflow.state import StepState, WorkflowState
@@ -13,12 +14,14 @@ __all__ = ["state_from_json", "state_to_json"]
 
 _STEP_FIELD_NAMES = tuple(f.name for f in fields(StepState))
 _STEP_FIELDS = frozenset(_STEP_FIELD_NAMES)
+_STEP_VALUES = attrgetter(*_STEP_FIELD_NAMES)
 
 
 def _step_to_json(step: StepState) -> dict[str, Any]:
     # Not dataclasses.asdict: it deep-copies every output, and outputs are JSON data already
-    # (a snapshot per instance per batch made it most of the orchestrator's time).
-    return {name: getattr(step, name) for name in _STEP_FIELD_NAMES}
+    # (a snapshot per instance per batch made it most of the orchestrator's time); one
+    # attrgetter call reads every field at C speed.
+    return dict(zip(_STEP_FIELD_NAMES, _STEP_VALUES(step), strict=True))
 
 
 def state_to_json(state: WorkflowState) -> dict[str, Any]:

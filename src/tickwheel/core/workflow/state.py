@@ -8,8 +8,8 @@ in `workflows.state` is checked against.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from tickwheel.core.workflow.definition import WorkflowDefinition
 from tickwheel.core.workflow.events import Event
@@ -44,6 +44,19 @@ _WORKFLOW_STATUS = {"workflow_started": "running", "workflow_failing": "stopping
                     "workflow_succeeded": "succeeded", "workflow_failed": "failed",
                     "workflow_cancelled": "cancelled",
                     "workflow_compensated": "compensated"}  # fmt: skip
+
+
+_Record = TypeVar("_Record", "StepState", "WorkflowState")
+
+
+def _with(record: _Record, changes: dict[str, Any]) -> _Record:
+    """`dataclasses.replace` for these two slotted, frozen records (no `__post_init__`, every
+    field in `__init__`): it copies the slots directly, at about half the cost. Every event
+    evolves two of them, and replace was a tenth of the orchestrator's time per input."""
+    new = object.__new__(type(record))
+    for name in type(record).__slots__:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(record, name))
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +136,7 @@ def _evolve_step(step: StepState, event: Event) -> StepState:
         changes["started_at_ms"] = at
     if status in ENDED and step.status not in ENDED:
         changes["ended_at_ms"] = at
-    return replace(step, **changes)
+    return _with(step, changes)
 
 
 def evolve(state: WorkflowState, event: Event) -> WorkflowState:
@@ -145,7 +158,7 @@ def evolve(state: WorkflowState, event: Event) -> WorkflowState:
         steps[event.step] = _evolve_step(state.steps[event.step], event)
         if event.type == "workflow_reopened":
             # Steps stopped by the wind-down run again (as their next attempt).
-            steps = {k: replace(s, status="pending", ended_at_ms=None)
+            steps = {k: _with(s, {"status": "pending", "ended_at_ms": None})
                      if s.status in ("cancelled", "cancelling") else s
                      for k, s in steps.items()}  # fmt: skip
         changes["steps"] = steps
@@ -164,4 +177,4 @@ def evolve(state: WorkflowState, event: Event) -> WorkflowState:
     if raised is not None or data.get("clear_alerts"):
         alerts = state.alerts - set(data.get("clear_alerts", ()))
         changes["alerts"] = alerts | ({raised["alert_id"]} if raised else set())
-    return replace(state, **changes)
+    return _with(state, changes)

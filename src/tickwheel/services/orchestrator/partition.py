@@ -4,20 +4,29 @@ batch the service writes in one transaction (docs/decisions/0059, 0061).
 
 Nothing one input does stops the partition: an input that cannot be read, names no instance
 or no known definition, or makes the fold raise is dead-lettered with the reason.
+
+A finished instance stays in memory (a late outcome or an operator's repair still folds into
+it) until `retention` has passed since the last input it took; then `prune_due` drops it and
+its snapshot is tombstoned in the partition's next transaction (decision 0095). Its id is
+remembered for one more retention, so a late input for it is dead-lettered saying it was
+pruned, never starts it afresh.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.reader import Record
-from tickwheel.core.workflow import WorkflowState, effects, initial_state
+from tickwheel.core.workflow import TERMINAL, WorkflowState, effects, initial_state
 from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.wire import input_of_record
+from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.records import (
@@ -41,6 +50,25 @@ class UnknownDefinition(TickwheelError, LookupError):
         self.definition_id, self.version = definition_id, version
 
 
+class InstancePruned(TickwheelError, LookupError):
+    """An input came for an instance that finished and was pruned after the retention."""
+
+    def __init__(self, workflow_id: str, kind: str, retention_ms: int) -> None:
+        super().__init__(
+            f"workflow instance {workflow_id!r} finished and was pruned after the retention "
+            f"of {format_duration_ms(retention_ms)}; a {kind} for it is not applied (its "
+            "history stays on workflows.events and in ClickHouse)"
+        )
+        self.workflow_id, self.kind = workflow_id, kind
+
+
+# Events that change a step's status: what the metrics count as step transitions.
+STEP_TRANSITIONS = frozenset({
+    "step_scheduled", "sleep_started", "approval_requested", "step_succeeded", "step_failed",
+    "step_skipped", "step_cancelling", "step_cancelled", "step_output_rejected",
+})  # fmt: skip
+
+
 @dataclass
 class Batch:
     """What one transaction of a partition carries (besides its checkpoint)."""
@@ -50,31 +78,88 @@ class Batch:
     states: dict[str, tuple[WorkflowState, int]] = field(default_factory=dict)
     outgoing: list[Outgoing] = field(default_factory=list)
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # instances whose snapshot is tombstoned
     inputs: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.states or self.outgoing or self.dead_letters)
+        return bool(self.events or self.states or self.outgoing or self.dead_letters or self.pruned)
+
+    def step_transitions(self) -> int:
+        return sum(1 for event in self.events if event["event_type"] in STEP_TRANSITIONS)
 
     def snapshot_records(self) -> dict[str, dict[str, Any]]:
         return {wid: snapshot_record(state, at) for wid, (state, at) in self.states.items()}
 
 
 class PartitionOrchestrator:
-    def __init__(self, partition: int, partitions: int, catalog: DefinitionCatalog) -> None:
+    def __init__(
+        self, partition: int, partitions: int, catalog: DefinitionCatalog,
+        retention_ms: int = 7 * 86_400_000,
+    ) -> None:  # fmt: skip
         self.partition = partition
         self.partitions = partitions
         self.catalog = catalog
+        self.retention_ms = retention_ms
         # An instance restored from its snapshot stays JSON text until an input comes for it:
         # most open instances sleep or wait, and a restore should not build their states.
         self.instances: dict[str, WorkflowState | str] = {}
+        # Finished instances still held: when each took its last input (ms, its `at`), and
+        # the same as a heap of (at, id) in prune order (stale entries are skipped).
+        self.finished: dict[str, int] = {}
+        self._prune_order: list[tuple[int, str]] = []
+        # Pruned ids, remembered for one more retention: when each was pruned, in that order.
+        self.pruned: dict[str, int] = {}
+        self._forget_order: deque[tuple[int, str]] = deque()
         self.batch = Batch()
 
-    def load(self, workflow_id: str, snapshot: dict[str, Any] | None) -> None:
-        """During restore: an instance's latest snapshot (None: deleted)."""
+    @property
+    def open_instances(self) -> int:
+        return len(self.instances) - len(self.finished)
+
+    def load(self, workflow_id: str, snapshot: dict[str, Any] | None, now_ms: int = 0) -> None:
+        """During restore: an instance's latest snapshot (None: its tombstone, it was pruned)."""
         if snapshot is None or snapshot.get("state") is None:
             self.instances.pop(workflow_id, None)
+            self.finished.pop(workflow_id, None)
+            if snapshot is None:
+                self._remember_pruned(workflow_id, now_ms)
+            return
+        self.instances[workflow_id] = snapshot["state"]
+        self.pruned.pop(workflow_id, None)
+        self._track(workflow_id, snapshot["status"], int(snapshot["updated_at"]))
+
+    def _track(self, workflow_id: str, status: str, at_ms: int) -> None:
+        if status in TERMINAL:
+            if self.finished.get(workflow_id) != at_ms:
+                self.finished[workflow_id] = at_ms
+                heapq.heappush(self._prune_order, (at_ms, workflow_id))
         else:
-            self.instances[workflow_id] = snapshot["state"]
+            self.finished.pop(workflow_id, None)
+
+    def _remember_pruned(self, workflow_id: str, now_ms: int) -> None:
+        self.pruned[workflow_id] = now_ms
+        self._forget_order.append((now_ms, workflow_id))
+
+    def prune_due(self, now_ms: int) -> int:
+        """Drop the instances finished for `retention` by `now_ms`, their snapshots to be
+        tombstoned with this batch; forget ids pruned a retention ago. Returns how many."""
+        order, pruned = self._prune_order, 0
+        while order and order[0][0] + self.retention_ms <= now_ms:
+            at_ms, workflow_id = heapq.heappop(order)
+            if self.finished.get(workflow_id) != at_ms:
+                continue  # it took another input since (or was reopened): a later entry
+            del self.finished[workflow_id]
+            self.instances.pop(workflow_id, None)
+            self.batch.states.pop(workflow_id, None)
+            self.batch.pruned.append(workflow_id)
+            self._remember_pruned(workflow_id, now_ms)
+            pruned += 1
+        forget = self._forget_order
+        while forget and forget[0][0] + self.retention_ms <= now_ms:
+            at_ms, workflow_id = forget.popleft()
+            if self.pruned.get(workflow_id) == at_ms:
+                del self.pruned[workflow_id]
+        return pruned
 
     def state(self, workflow_id: str) -> WorkflowState | None:
         """The instance's state (built from its snapshot on first use)."""
@@ -117,6 +202,8 @@ class PartitionOrchestrator:
         workflow_id = value["workflow_id"]
         item = input_of_record(value)
         state = self.state(workflow_id)
+        if state is None and workflow_id in self.pruned:
+            raise InstancePruned(workflow_id, item.kind, self.retention_ms)
         if state is None:
             if item.kind != "start":
                 raise ValueError(f"no workflow instance {workflow_id!r} (a {item.kind} for it)")
@@ -144,6 +231,7 @@ class PartitionOrchestrator:
                 )
         self.instances[workflow_id] = state
         batch.states[workflow_id] = (state, item.at_ms)
+        self._track(workflow_id, state.status, item.at_ms)
 
     def _dead_letter(self, record: Record, reason: str, kind: str, now_ms: int) -> None:
         log.error(

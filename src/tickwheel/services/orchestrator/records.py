@@ -39,6 +39,10 @@ from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
 from tickwheel.services.timer.workflow_steps import STEP_KEY_PREFIX
 
 CHECKPOINT_PREFIX = "__partition__/"
+# Built once: json.dumps with keyword arguments builds an encoder per call, and every event,
+# command and snapshot of a batch is encoded (the same text as json.dumps would write).
+_EVENT_DATA_JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
 # A step key is searched among this many suffixes for one on the workflow's own partition;
 # with n partitions one in n fits, so running out is a chance of (1 - 1/n)^1000.
 MAX_KEY_SUFFIX = 1000
@@ -82,7 +86,7 @@ def event_record(
         "event_type": event.type,
         "step_id": event.step,
         "attempt": event.attempt,
-        "data": json.dumps(data, separators=(",", ":"), default=str),
+        "data": _EVENT_DATA_JSON(data),
         "seq": event.seq,
         "actor": event.actor,
         "tenant_id": tenant_id,
@@ -159,7 +163,7 @@ def snapshot_record(state: WorkflowState, now_ms: int) -> dict[str, Any]:
         "definition_version": state.definition_version,
         "status": state.status,
         "seq": state.seq,
-        "state": json.dumps(state_to_json(state), separators=(",", ":")),
+        "state": _COMPACT_JSON(state_to_json(state)),
         "updated_at": now_ms,
         "input_offsets": {},
     }

@@ -56,12 +56,14 @@ class PartitionRestorer:
         catalog: DefinitionCatalog,
         partitions: int,
         now_ms: Callable[[], int],
+        retention_ms: int = 7 * 86_400_000,
     ) -> None:
         self.bootstrap = bootstrap
         self.topics = topics
         self.catalog = catalog
         self.partitions = partitions
         self.now_ms = now_ms
+        self.retention_ms = retention_ms
 
     def restore(self, partition: int) -> PartitionRuntime:
         producer = TransactionalProducer(
@@ -71,7 +73,10 @@ class PartitionRestorer:
         producer.init()
         # No definitions read here: the service read them at start, and reads them again
         # when an input names a version it does not know.
-        orchestrator = PartitionOrchestrator(partition, self.partitions, self.catalog)
+        orchestrator = PartitionOrchestrator(
+            partition, self.partitions, self.catalog, self.retention_ms
+        )
+        now = self.now_ms()
         next_input = 0
         for record in read_to_end(self.topics.state, [partition], self.bootstrap):
             if record.key is None:
@@ -89,5 +94,5 @@ class PartitionRestorer:
                 offsets = snapshot["input_offsets"] if snapshot else {}
                 next_input = int(offsets.get(self.topics.inputs, 0))
                 continue
-            orchestrator.load(record.key, snapshot)
+            orchestrator.load(record.key, snapshot, now)
         return PartitionRuntime(orchestrator, producer, next_input)

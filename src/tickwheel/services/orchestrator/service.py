@@ -9,6 +9,11 @@ batch's events, snapshots, commands to the timer, alerts, dead letters and the c
 (the next input offset) commit together, so a crash anywhere replays the batch from the
 checkpoint into the same state, events and command ids. Any transaction failure drops the
 partition's memory and restores it from Kafka.
+
+The loop reads and folds the next poll while the last poll's transactions commit (decision
+0094); a partition's next batch is handed over only once its previous transaction is
+settled, and a partition whose transaction failed loses what was folded meanwhile with the
+rest of its memory.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 import os
 import time
 from collections import defaultdict
+from concurrent.futures import Future
 from typing import Any
 
 from tickwheel.adapters.kafka.admin import verify_topology
@@ -26,6 +32,7 @@ from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
+from tickwheel.services.orchestrator.metrics import OrchestratorMetrics
 from tickwheel.services.orchestrator.partition import Batch, UnknownDefinition
 from tickwheel.services.orchestrator.restore import (
     OrchestratorTopics,
@@ -33,7 +40,7 @@ from tickwheel.services.orchestrator.restore import (
     PartitionRuntime,
 )
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
-from tickwheel.services.orchestrator.writer import BatchWriter
+from tickwheel.services.orchestrator.writer import BatchWriter, Write, Written
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
@@ -44,6 +51,8 @@ log = logging.getLogger("tickwheel.orchestrator")
 # As the timer: after a fence, wait past the group session timeout before restoring.
 FENCED_RECHECK_S = 30.0
 RESTORE_RETRY_S = 2.0
+# How often the unread inputs of the owned partitions are counted for the lag metric.
+LAG_EVERY_S = 5.0
 
 
 class OrchestratorService:
@@ -74,12 +83,17 @@ class OrchestratorService:
             )
         )  # fmt: skip
         self.restorer = PartitionRestorer(
-            settings.bootstrap, self.topics, self.catalog, self.partition_count, self.now_ms
-        )
+            settings.bootstrap, self.topics, self.catalog, self.partition_count, self.now_ms,
+            settings.retention_ms,
+        )  # fmt: skip
         self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
             self.restorer.restore, name="orchestrator-restore"
         )
-        self.writer = BatchWriter(self.topics, self.now_ms)
+        self.writer = BatchWriter(self.topics)
+        # The one transaction in flight per partition: what it carries and its outcome.
+        self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
+        self.metrics = OrchestratorMetrics()
+        self._lag_due = 0.0
 
     def now_ms(self) -> int:
         self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
@@ -88,6 +102,10 @@ class OrchestratorService:
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
+        if self.settings.metrics_port:
+            self.metrics.serve(
+                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
+            )
         self.catalog.refresh()
         self.consumer.subscribe([self.topics.inputs], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
@@ -100,7 +118,9 @@ class OrchestratorService:
                 self._install_restores()
                 self._fold(messages)
                 self._retry_restores()
+                self._observe()
         finally:
+            self._settle()
             for runtime in self.partitions.values():
                 runtime.producer.flush(self._flush_budget())
             self.partitions.clear()
@@ -124,6 +144,7 @@ class OrchestratorService:
             self.restores.begin(tp.partition)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._settle({tp.partition for tp in partitions})  # their transactions end first
         for tp in partitions:
             self.restore_due.pop(tp.partition, None)
             self.restores.cancel(tp.partition)
@@ -149,8 +170,10 @@ class OrchestratorService:
                 self._restore_failed(result.partition, exc)
                 continue
             self.partitions[runtime.partition] = runtime
+            self.metrics.restore_seconds.observe(time.monotonic() - result.started)
             if runtime.orchestrator.batch:  # dead letters the restore found
-                self._commit(runtime, runtime.orchestrator.take())
+                self._submit([(runtime, runtime.orchestrator.take())])
+                self._settle({runtime.partition})
             log.info(
                 "partition restored",
                 extra={"action": "partition_restored", "partition": runtime.partition,
@@ -182,13 +205,18 @@ class OrchestratorService:
 
     # -- the loop --------------------------------------------------------------------------
     def _fold(self, messages: list[Any]) -> None:
+        """Fold the poll into each partition's next batch, then hand the batches over once
+        the previous poll's transactions are settled (folding overlapped their commits)."""
         now = self.now_ms()
         self._refreshed_this_poll = False
         by_partition: dict[int, list[Any]] = defaultdict(list)
+        oldest: int | None = None
         for msg in messages:
             if not msg.error() and msg.partition() in self.partitions:
                 by_partition[msg.partition()].append(msg)
-        work = []
+        pruned = 0
+        for runtime in self.partitions.values():
+            pruned += runtime.orchestrator.prune_due(now)  # before this poll's inputs
         for partition, batch in by_partition.items():
             runtime = self.partitions[partition]
             for msg in batch:
@@ -197,8 +225,18 @@ class OrchestratorService:
                 self._receive(runtime, msg, now)
                 runtime.next_input = msg.offset() + 1
                 runtime.moved = True
-            work.append((runtime, runtime.orchestrator.take()))
-        self._commit_all(work)
+                stamp = msg.timestamp()[1]  # when it was written (ms; 0 or less: unknown)
+                if stamp > 0 and (oldest is None or stamp < oldest):
+                    oldest = stamp
+        if pruned:
+            self.metrics.pruned.inc(pruned)
+            log.info("finished instances pruned", extra={"action": "instances_pruned",
+                                                         "count": pruned})  # fmt: skip
+        self.metrics.input_lag_seconds.set(max(0, now - oldest) / 1000 if oldest else 0)
+        self._settle()
+        # A partition whose transaction failed was dropped by `_settle`, with what it folded.
+        work = [(runtime, runtime.orchestrator.take()) for runtime in self.partitions.values()]
+        self._submit(work)
 
     def _receive(self, runtime: PartitionRuntime, msg: Any, now: int) -> None:
         record = record_of(msg)
@@ -216,23 +254,57 @@ class OrchestratorService:
             except UnknownDefinition as exc:
                 runtime.orchestrator.refuse(record, str(exc), now)
 
-    def _commit(self, runtime: PartitionRuntime, batch: Batch) -> None:
-        self._commit_all([(runtime, batch)])
-
-    def _commit_all(self, work: list[tuple[PartitionRuntime, Batch]]) -> None:
-        """Each partition's batch in its own transaction; a partition whose transaction
-        failed is dropped and restored from Kafka (after the session timeout if fenced)."""
-        work = [(runtime, batch) for runtime, batch in work if batch or runtime.moved]
-        for (runtime, _batch), outcome in zip(work, self.writer.write_all(work), strict=True):
-            if outcome == "committed":
-                runtime.moved = False
+    def _submit(self, work: list[tuple[PartitionRuntime, Batch]]) -> None:
+        """Each partition's batch to its own transaction, on the writer's pool; a partition
+        with nothing new (no batch, no input read) writes nothing."""
+        at = self.now_ms()
+        for runtime, batch in work:
+            if not (batch or runtime.moved):
                 continue
-            self.partitions.pop(runtime.partition, None)
+            assert runtime.partition not in self.in_flight, "one transaction per partition"
+            runtime.moved = False
+            write = Write(runtime, batch, runtime.next_input, at)
+            self.in_flight[runtime.partition] = (runtime, batch, self.writer.submit(write))
+
+    def _settle(self, partitions: set[int] | None = None) -> None:
+        """Wait for the transactions in flight (of `partitions`, or all); a partition whose
+        transaction failed is dropped and restored from Kafka (after the session timeout if
+        fenced)."""
+        for partition in [p for p in self.in_flight if partitions is None or p in partitions]:
+            runtime, batch, future = self.in_flight.pop(partition)
+            written = future.result()
+            self.metrics.observe_transaction(written.outcome, written.seconds)
+            if written.outcome == "committed":
+                self.metrics.inputs.labels("folded").inc(batch.inputs - len(batch.dead_letters))
+                self.metrics.inputs.labels("dead_lettered").inc(len(batch.dead_letters))
+                self.metrics.events.inc(len(batch.events))
+                self.metrics.step_transitions.inc(batch.step_transitions())
+                continue
+            if self.partitions.get(partition) is not runtime:
+                continue  # revoked meanwhile: nothing of it is ours any more
+            self.partitions.pop(partition, None)
             with contextlib.suppress(KafkaException):
-                self.consumer.pause([TopicPartition(self.topics.inputs, runtime.partition)])
-            self.restore_due[runtime.partition] = time.monotonic() + (
-                FENCED_RECHECK_S if outcome == "fenced" else RESTORE_RETRY_S
+                self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
+            self.restore_due[partition] = time.monotonic() + (
+                FENCED_RECHECK_S if written.outcome == "fenced" else RESTORE_RETRY_S
             )
+
+    def _observe(self) -> None:
+        """The gauges: instances held, partitions served, and now and then the unread inputs."""
+        orchestrators = [runtime.orchestrator for runtime in self.partitions.values()]
+        self.metrics.observe_instances(sum(o.open_instances for o in orchestrators),
+                                       sum(len(o.finished) for o in orchestrators))  # fmt: skip
+        self.metrics.partitions.set(len(self.partitions))
+        if time.monotonic() < self._lag_due:
+            return
+        self._lag_due = time.monotonic() + LAG_EVERY_S
+        unread = 0
+        for runtime in self.partitions.values():
+            tp = TopicPartition(self.topics.inputs, runtime.partition)
+            with contextlib.suppress(KafkaException):
+                _low, high = self.consumer.get_watermark_offsets(tp, cached=True)
+                unread += max(0, high - runtime.next_input)
+        self.metrics.input_lag_records.set(unread)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""The orchestrator's settings, from the environment."""
+"""The orchestrator's settings, from the environment. A bad value stops the service with one
+line naming the variable and what it accepts."""
 
 from __future__ import annotations
 
@@ -6,15 +7,43 @@ import os
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.durations import parse_duration_ms
+from tickwheel.errors import InvalidInput
 from tickwheel.topology import topic_name
+
+RETENTION_VAR = "TICKWHEEL_ORCHESTRATOR_RETENTION"
+DEFAULT_RETENTION = "7d"
+
+
+def _int(name: str, default: str, minimum: int = 1) -> int:
+    text = os.environ.get(name, default)
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise InvalidInput(name, f"{text!r} is not a whole number of at least {minimum}")
+    return value
+
+
+def _retention_ms() -> int:
+    text = os.environ.get(RETENTION_VAR, DEFAULT_RETENTION)
+    value = parse_duration_ms(text, RETENTION_VAR)
+    if value < 1000:
+        raise InvalidInput(RETENTION_VAR, f"{text!r} is under a second; use e.g. '7d', '12h'")
+    return value
 
 
 @dataclass
 class OrchestratorSettings:
     """Environment: TICKWHEEL_ORCHESTRATOR_GROUP (the consumer group),
-    TICKWHEEL_ORCHESTRATOR_MAX_BATCH (inputs per partition transaction, default 500),
+    TICKWHEEL_ORCHESTRATOR_MAX_BATCH (inputs one poll reads, over every owned partition,
+    default 500),
     TICKWHEEL_ORCHESTRATOR_POLL_MS (how long one poll waits for more inputs, default 10: it
-    is on the path of every step-to-step hop)."""
+    is on the path of every step-to-step hop), TICKWHEEL_ORCHESTRATOR_RETENTION (how long a
+    finished instance stays in memory and on workflows.state before it is pruned, default
+    7d: operators can repair a failed instance until then; decision 0095),
+    TICKWHEEL_METRICS_PORT (Prometheus text format, 0 = off, the default)."""
 
     instance: str = "orchestrator"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -23,9 +52,7 @@ class OrchestratorSettings:
             "TICKWHEEL_ORCHESTRATOR_GROUP", topic_name("tickwheel-orchestrator")
         )
     )
-    max_batch: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_ORCHESTRATOR_MAX_BATCH", "500"))
-    )
-    poll_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_ORCHESTRATOR_POLL_MS", "10"))
-    )
+    max_batch: int = field(default_factory=lambda: _int("TICKWHEEL_ORCHESTRATOR_MAX_BATCH", "500"))
+    poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_ORCHESTRATOR_POLL_MS", "10"))
+    retention_ms: int = field(default_factory=_retention_ms)
+    metrics_port: int = field(default_factory=lambda: _int("TICKWHEEL_METRICS_PORT", "0", 0))

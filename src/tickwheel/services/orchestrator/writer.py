@@ -1,14 +1,22 @@
-"""One orchestrator partition's transaction: a batch's events, snapshots, commands, alerts,
-dead letters and the checkpoint, committed together (decision 0061). Several partitions'
-transactions are written at once (each partition has its own producer): the loop waits for
-the slowest commit, not for the sum of them."""
+"""One orchestrator partition's transaction: a batch's events, snapshots, tombstones of pruned
+instances, commands, alerts, dead letters and the checkpoint, committed together (decision
+0061).
+
+Transactions run on a small pool, never on the loop's thread (decision 0094): each partition
+has its own producer, so the partitions of one poll commit concurrently, and the loop reads
+and folds the next poll while they commit. A partition has at most one transaction in
+flight; the service waits for it before it hands that partition's next batch over, and a
+batch carries the checkpoint it was folded up to (taken on the loop's thread), never the
+partition's offset of the moment it is written.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Literal
 
 from tickwheel.adapters.avro import encode
@@ -23,22 +31,35 @@ log = logging.getLogger("tickwheel.orchestrator")
 Outcome = Literal["committed", "fenced", "failed"]
 
 
+@dataclass(frozen=True)
+class Write:
+    """One partition's transaction: `batch`, and `next_input` as its checkpoint."""
+
+    runtime: PartitionRuntime
+    batch: Batch
+    next_input: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class Written:
+    outcome: Outcome
+    seconds: float  # begin to the end of commit (or of the failure)
+
+
 class BatchWriter:
-    def __init__(self, topics: OrchestratorTopics, now_ms: Callable[[], int]) -> None:
+    def __init__(self, topics: OrchestratorTopics, workers: int = 8) -> None:
         self.topics = topics
-        self.now_ms = now_ms
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="orchestrator-tx")
 
-    def write_all(self, work: list[tuple[PartitionRuntime, Batch]]) -> list[Outcome]:
-        """Each (partition, batch) in its own transaction, concurrently; outcomes in order."""
-        if len(work) <= 1:
-            return [self.write(runtime, batch) for runtime, batch in work]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="orchestrator-tx")
-        return list(self._pool.map(lambda item: self.write(*item), work))
+    def submit(self, write: Write) -> Future[Written]:
+        """Start `write` on the pool; the caller keeps one in flight per partition."""
+        return self._pool.submit(self.write, write)
 
-    def write(self, runtime: PartitionRuntime, batch: Batch) -> Outcome:
+    def write(self, write: Write) -> Written:
+        runtime, batch = write.runtime, write.batch
         producer, partition = runtime.producer, runtime.partition
+        started = time.monotonic()
         try:
             producer.begin()
             for event in batch.events:
@@ -46,12 +67,14 @@ class BatchWriter:
                               encode("WorkflowEvent", event))  # fmt: skip
             for workflow_id, snapshot in batch.snapshot_records().items():
                 producer.send(self.topics.state, workflow_id, encode("WorkflowSnapshot", snapshot))
+            for workflow_id in batch.pruned:
+                producer.send(self.topics.state, workflow_id, None)  # tombstone: compacted away
             for out in batch.outgoing:
                 producer.send(topic_name(out.topic), out.key, encode(out.record, out.value))
             for letter in batch.dead_letters:
                 producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
-            checkpoint = checkpoint_record(partition, {self.topics.inputs: runtime.next_input},
-                                           self.now_ms())  # fmt: skip
+            checkpoint = checkpoint_record(partition, {self.topics.inputs: write.next_input},
+                                           write.at_ms)  # fmt: skip
             producer.send(self.topics.state, checkpoint_key(partition),
                           encode("WorkflowSnapshot", checkpoint), partition=partition)  # fmt: skip
             producer.commit()
@@ -65,9 +88,8 @@ class BatchWriter:
             if not fenced:
                 with contextlib.suppress(KafkaException):
                     producer.abort()
-            return "fenced" if fenced else "failed"
-        return "committed"
+            return Written("fenced" if fenced else "failed", time.monotonic() - started)
+        return Written("committed", time.monotonic() - started)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True)
