@@ -259,7 +259,7 @@ def test_a_catch_up_honours_the_overlap_policy_between_the_slots_it_fires() -> N
         emission = timer.finish_restore(now)
         fired[policy] = [r["scheduled_time"] for r in emission.requests]
         skipped = [e["scheduled_time"] for e in emission.events if e["event_type"] == "skipped"]
-        assert sorted(fired[policy] + skipped + list(timer._held.values())) == [
+        assert sorted(fired[policy] + skipped + list(timer.held.values())) == [
             T0 + k * 60_000 for k in range(1, 6)
         ], "every missed slot is fired, held or recorded as skipped"
         state = emission.states["a"]

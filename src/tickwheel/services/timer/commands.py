@@ -1,53 +1,12 @@
-"""What a `TimerCommand` asks of a job, checked before anything is emitted.
+"""Re-exports `tickwheel.core.timer.commands` (decision 0090): what a `TimerCommand` asks of a job,
+checked before anything is emitted."""
 
-A command that cannot be carried out is never consumed into nothing: it raises
-`RejectedCommand` naming why, and the service dead-letters it (in the partition's transaction,
-with the command's topic, partition and offset). A command for a job the timer does not know
-(yet) is the service's to hold: its definition may still be on its way (service.py).
-"""
-
-from __future__ import annotations
-
-from typing import Any
-
-from tickwheel.core.definition import MAX_BACKFILL
-from tickwheel.errors import TickwheelError
-from tickwheel.services.timer.model import JobEntry
-
-COMMAND_KINDS = ("trigger", "backfill")
-
-
-class RejectedCommand(TickwheelError, ValueError):
-    """A timer command that cannot be carried out; `reason` says why, for the dead letter."""
-
-    def __init__(self, command: dict[str, Any], reason: str) -> None:
-        super().__init__(
-            f"command {command.get('command_id')!r} ({command.get('kind')!r}): {reason}"
-        )
-        self.reason = reason
-
-
-def command_slots(job: JobEntry, command: dict[str, Any]) -> tuple[str, list[int]]:
-    """(trigger, slots) the command asks for: a trigger fires once at its request time, a
-    backfill every slot of the job's schedule in (range_start, range_end], at most MAX_BACKFILL.
-    Raises RejectedCommand for an unknown kind or an unusable range."""
-    kind = command.get("kind")
-    if kind == "trigger":
-        return "manual", [command["requested_at"]]
-    if kind == "backfill":
-        start, end = command.get("range_start"), command.get("range_end")
-        if start is None or end is None:
-            raise RejectedCommand(command, "a backfill needs range_start and range_end")
-        if end <= start:
-            raise RejectedCommand(
-                command, f"backfill range ends ({end}) at or before it starts ({start})"
-            )
-        slots = list(job.schedule.first(start, end, MAX_BACKFILL + 1))
-        if len(slots) > MAX_BACKFILL:
-            raise RejectedCommand(
-                command,
-                f"the range holds more than {MAX_BACKFILL} slots of the job's schedule; "
-                "accepted: a range of at most that many slots (split it into several backfills)",
-            )
-        return "backfill", slots
-    raise RejectedCommand(command, f"unknown kind {kind!r}; accepted: {', '.join(COMMAND_KINDS)}")
+from tickwheel.core.definition import MAX_BACKFILL as MAX_BACKFILL
+from tickwheel.core.timer.commands import COMMAND_KINDS as COMMAND_KINDS
+from tickwheel.core.timer.commands import RejectedCommand as RejectedCommand
+from tickwheel.core.timer.commands import command_slots as command_slots
+from tickwheel.core.timer.commands import job_command as job_command
+from tickwheel.core.timer.jobs import JobEntry as JobEntry
+from tickwheel.core.timer.occurrences import skipped_event as skipped_event
+from tickwheel.core.timer.writes import PartitionWrites as PartitionWrites
+from tickwheel.errors import TickwheelError as TickwheelError

@@ -1,43 +1,6 @@
-"""The records the owner of an execution writes about it besides its events: the dead letter of
-an execution that gave up, and the `fenced` record of a write it refused. Pure."""
+"""Re-exports `tickwheel.core.timer.execution_records` (decision 0090): the records the owner of an
+execution writes about it besides its events: the dead letter of an execution that gave up, and
+the `fenced` record of a write it refused."""
 
-from __future__ import annotations
-
-import json
-from typing import Any
-
-
-def execution_dead_letter(
-    request: dict[str, Any], attempt: int, reason: str, error: str | None, now_ms: int
-) -> dict[str, Any]:
-    """The `DeadLetter` of the execution `request` stands for, given up at `attempt`. One per
-    execution: the history sink de-duplicates it if a restore writes it again."""
-    return {
-        "dead_letter_id": f"dlq:{request['execution_id']}",
-        "event_time": now_ms,
-        "reason": reason,
-        "source_topic": f"executions.{request['priority']}",
-        "source_partition": -1,
-        "source_offset": -1,
-        "execution_id": request["execution_id"],
-        "job_id": request["job_id"],
-        "attempt": attempt,
-        "error": error,
-        "payload": request["payload"],
-        "raw_value": None,
-    }
-
-
-def fenced_event(event: dict[str, Any], now_ms: int, current_attempt: int | None) -> dict[str, Any]:
-    """The `fenced` record of a worker's event that was not applied (a stale attempt, a second
-    worker on the same attempt, an execution no longer in flight)."""
-    return {
-        **event,
-        "event_id": f"timer:fenced:{event['event_id']}",
-        "event_time": now_ms,
-        "event_type": "fenced",
-        "reason": f"stale {event['event_type']} of attempt {event['attempt']}",
-        "details": json.dumps({"fenced_event_id": event["event_id"],
-                               "current_attempt": current_attempt,
-                               "fenced_event_type": event["event_type"]}),
-    }  # fmt: skip
+from tickwheel.core.timer.execution_records import execution_dead_letter as execution_dead_letter
+from tickwheel.core.timer.execution_records import fenced_event as fenced_event

@@ -1,234 +1,40 @@
-"""The timer's in-memory view of jobs, and what a tick asks the service to write.
-
-`JobEntry` is the compact form of a definition (a million of them stay in memory);
-`Emission` is what one transaction carries.
-"""
+"""The service's side of the scheduler's job model (decision 0090): the pure parts live in
+`tickwheel.core.timer.jobs` and `.writes`; here a definition is compiled with this process's
+calendar book, and the names the service and its tests use stay importable."""
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-from tickwheel.core.jitter import default_jitter_window_ms
-from tickwheel.core.misfire import MisfireWalk, walk_forward
-from tickwheel.core.period import period_of
-from tickwheel.core.record_schedule import compile_record_schedule
-from tickwheel.core.schedule import CompiledSchedule
-from tickwheel.durations import parse_duration_ms
-from tickwheel.errors import InvalidInput
+from tickwheel.core.timer import jobs as _jobs
+from tickwheel.core.timer.jobs import (
+    CLOCK_SKEW_MS as CLOCK_SKEW_MS,
+)
+from tickwheel.core.timer.jobs import (
+    JobEntry as JobEntry,
+)
+from tickwheel.core.timer.jobs import (
+    belongs_to_a_namesake as belongs_to_a_namesake,
+)
+from tickwheel.core.timer.jobs import (
+    is_a_namesakes_request as is_a_namesakes_request,
+)
+from tickwheel.core.timer.jobs import (
+    shared_next_after as shared_next_after,
+)
+from tickwheel.core.timer.jobs import (
+    shared_period as shared_period,
+)
+from tickwheel.core.timer.jobs import (
+    shared_walk as shared_walk,
+)
+from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.calendars import CALENDARS
 
-
-@dataclass(slots=True)
-class JobEntry:
-    """The compact view of one definition that the timer keeps in memory."""
-
-    job_id: str
-    version: int
-    job_type: str
-    tenant_id: str
-    priority: str
-    payload: str
-    payload_template: str | None
-    max_attempts: int
-    misfire_policy: str
-    max_catch_up: int
-    overlap_policy: str
-    enabled: bool
-    jitter_ms: int
-    updated_at_ms: int
-    created_at_ms: int
-    schedule: CompiledSchedule
-    one_off: bool
-    timezone: str  # the job's zone: what a template's `| date` renders in
-    max_run_seconds: int | None  # the job's `maxRunTime`, written into each request
-    queue: str | None  # its named task queue (None: the default one), written into each request
-    # The last slot taken off the grid (it may still wait in a tenant's ready queue) ...
-    last_scheduled_ms: int | None = None
-    # ... and the last slot emitted or recorded as skipped: what the timer state persists, so
-    # a slot still waiting in memory is never lost by a crash.
-    emitted_ms: int | None = None
-    last_fire_ms: int | None = None
-    # The next slot materialised, in the wheel (handle set) or parked beyond the horizon.
-    next_ms: int | None = None
-    handle: int | None = None
-    entry: int = -1  # what `handle` carries in the wheel: dropped with it when unscheduled
-    # The definition of a job that follows a calendar, kept to compile it again when the
-    # calendar changes (services/timer/calendars.py); None for every other job.
-    calendar_source: dict[str, Any] | None = None
-
-    def same_as(self, other: JobEntry) -> bool:
-        """Whether `other` came from the same definition record (a replay, not a new write)."""
-        return (
-            self.updated_at_ms == other.updated_at_ms
-            and self.schedule == other.schedule
-            and self.enabled == other.enabled
-            and self.payload == other.payload
-            and self.payload_template == other.payload_template
-            and self.job_type == other.job_type
-            and self.tenant_id == other.tenant_id
-            and self.priority == other.priority
-            and self.misfire_policy == other.misfire_policy
-            and self.overlap_policy == other.overlap_policy
-            and self.max_attempts == other.max_attempts
-            and self.max_catch_up == other.max_catch_up
-            and self.jitter_ms == other.jitter_ms
-            and self.timezone == other.timezone
-            and self.max_run_seconds == other.max_run_seconds
-            and self.queue == other.queue
-        )
-
-
-@dataclass
-class Emission:
-    """What one tick (or one command) asks the service to write in one transaction."""
-
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    dead_letters: list[dict[str, Any]] = field(default_factory=list)
-    # Jobs that fired without their state: their requests stand for it until it is written
-    # (services/timer/request_log.py, decision 0008).
-    unsaved: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.requests or self.events or self.states or self.dead_letters)
-
-    def chunks(self, limit: int) -> list[Emission]:
-        """Split into emissions of about `limit` records each, never splitting one job's
-        records (its requests, events and state must commit together)."""
-        by_job: dict[str, Emission] = {}
-        for request in self.requests:
-            by_job.setdefault(request["job_id"], Emission()).requests.append(request)
-        for event in self.events:
-            by_job.setdefault(event["job_id"], Emission()).events.append(event)
-        for letter in self.dead_letters:
-            by_job.setdefault(letter["job_id"] or "", Emission()).dead_letters.append(letter)
-        for job_id, state in self.states.items():
-            by_job.setdefault(job_id, Emission()).states[job_id] = state
-        for job_id in self.unsaved:
-            by_job.setdefault(job_id, Emission()).unsaved.append(job_id)
-        chunks: list[Emission] = []
-        current, size = Emission(), 0
-        for part in by_job.values():
-            if size and size + len(part.requests) + len(part.events) > limit:
-                chunks.append(current)
-                current, size = Emission(), 0
-            current.extend(part)
-            size += len(part.requests) + len(part.events)
-        if current or not chunks:
-            chunks.append(current)
-        return chunks
-
-    def extend(self, other: Emission) -> None:
-        self.requests.extend(other.requests)
-        self.events.extend(other.events)
-        self.states.update(other.states)
-        self.dead_letters.extend(other.dead_letters)
-        self.unsaved.extend(other.unsaved)
-
-
-@lru_cache(maxsize=262_144)
-def shared_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
-    """The next slot after `t_ms`: a burst of jobs on one schedule asks it once per slot."""
-    return compiled.next_after(t_ms)
-
-
-@lru_cache(maxsize=65_536)
-def shared_walk(
-    compiled: CompiledSchedule, start_ms: int, cutoff_ms: int, policy: str, max_catch_up: int
-) -> MisfireWalk:
-    """A catch-up's walk (frozen, so it can be shared): a restore's million jobs start from a
-    few thousand (schedule, last slot) pairs, and each pair is walked once, not once a job."""
-    return walk_forward(compiled, start_ms, cutoff_ms, policy, max_catch_up)
-
-
-@lru_cache(maxsize=131_072)
-def shared_period(compiled: CompiledSchedule, slot_ms: int) -> tuple[int, int]:
-    """Periods are shared by every job on the same schedule and slot (a midnight burst of
-    100,000 jobs asks for one period 100,000 times); finding the previous slot is the dear part."""
-    return period_of(compiled, slot_ms)
-
-
-@lru_cache(maxsize=1_024)
-def _run_seconds(max_run_time: str | None) -> int | None:
-    if not max_run_time:
-        return None
-    return max(1, parse_duration_ms(max_run_time, "maxRunTime") // 1000)
-
-
-@lru_cache(maxsize=65_536)
-def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
-    explicit = parse_duration_ms(jitter, "jitter") if jitter else None
-    return default_jitter_window_ms(period_ms, explicit_ms=explicit)
+# What one partition's next transaction carries (the core calls it PartitionWrites).
+Emission = PartitionWrites
 
 
 def entry_from_definition(record: dict[str, Any]) -> JobEntry:
-    """A JobDefinition record as a JobEntry. The SDK validated it before publishing, but any
-    Kafka client with the schema can publish: what would break a decision is refused here."""
-    if not 1 <= record["maxAttempts"] <= 100:
-        raise InvalidInput("maxAttempts", f"{record['maxAttempts']}; accepted: 1 to 100")
-    if record["maxCatchUp"] < 0:
-        raise InvalidInput("maxCatchUp", f"{record['maxCatchUp']}; accepted: 0 or more")
-    one_off = record.get("runAt") is not None
-    # One function for every kind (cron, interval, one-off, bounded, several specs, calendars),
-    # shared with the SDK; it refuses a record without exactly one of runAt, cron or every.
-    follows_calendar = record.get("calendar") is not None or record.get("businessDays") is not None
-    compiled = compile_record_schedule(record, CALENDARS.known if follows_calendar else None)
-    jitter = _jitter_window(compiled.nominal_period_ms, record.get("jitter"))
-    # Interned: a million jobs share a handful of types, tenants and policies (memory per job).
-    return JobEntry(
-        job_id=record["jobId"],
-        version=record["version"],
-        job_type=sys.intern(record["type"]),
-        tenant_id=sys.intern(record["tenantId"]),
-        priority=sys.intern(record["priority"]),
-        payload=record["payload"],
-        payload_template=record.get("payloadTemplate"),
-        max_attempts=record["maxAttempts"],
-        misfire_policy=sys.intern(record["misfirePolicy"]),
-        max_catch_up=record["maxCatchUp"],
-        overlap_policy=sys.intern(record["overlapPolicy"]),
-        enabled=record["enabled"],
-        jitter_ms=jitter,
-        updated_at_ms=record["updatedAt"],
-        created_at_ms=record["createdAt"],
-        schedule=compiled,
-        one_off=one_off,
-        timezone=sys.intern(record.get("timezone") or "UTC"),
-        max_run_seconds=_run_seconds(record.get("maxRunTime")),
-        queue=record.get("queue"),
-        calendar_source=record if follows_calendar else None,
-    )
-
-
-# Clocks of the producer (createdAt) and of the timer (updated_at) may disagree this much.
-CLOCK_SKEW_MS = 300_000
-
-
-def belongs_to_a_namesake(state: dict[str, Any], job: JobEntry) -> bool:
-    """A state left by a deleted job of the same id (deleted and re-created while nobody
-    owned the partition): more versions than the definition, or older than its creation."""
-    version = int(state.get("job_version") or 0)
-    updated_at = int(state.get("updated_at") or job.created_at_ms)
-    return version > job.version or updated_at < job.created_at_ms - CLOCK_SKEW_MS
-
-
-def is_a_namesakes_request(request: dict[str, Any], job: JobEntry) -> bool:
-    """A request of a deleted job of the same id (deleted and re-created while nobody owned
-    the partition): of a version this job never had, for a slot before this job existed (a
-    cron job's first slot is strictly after its creation), or requested long before."""
-    if request["job_version"] > job.version:
-        return True
-    scheduled = request["trigger"] in ("scheduled", "catch_up")
-    if scheduled and not job.one_off and request["scheduled_time"] <= job.created_at_ms:
-        return True
-    return bool(request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS)
-
-
-def _iso(ms: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
+    """A JobDefinition record as a JobEntry, compiled with the calendars this process knows."""
+    return _jobs.entry_from_definition(record, CALENDARS.known)

@@ -1,111 +1,12 @@
-"""Timer states (the `TimerState` records of `timers.state`): the ones a restore reads back,
-rebuilt where needed from the requests they do not cover yet (decision 0008), and the ones
-a partition writes. Pure: every instant is an argument."""
+"""Re-exports `tickwheel.core.timer.states` (decision 0090): timer states (the `TimerState` records
+of `timers.state`): the ones a restore reads back, rebuilt where needed from the requests they
+do not cover yet (decision 0008), and the ones a partition writes."""
 
-from __future__ import annotations
-
-from typing import Any
-
-from tickwheel.services.timer.executions import ExecutionTracker
-from tickwheel.services.timer.model import (
-    JobEntry,
-    belongs_to_a_namesake,
-    is_a_namesakes_request,
-)
-
-
-class RestoringStates:
-    """The states a restore has read, per job, and the jobs whose state was deleted."""
-
-    def __init__(self) -> None:
-        self.states: dict[str, dict[str, Any]] = {}
-        self.tombstoned: set[str] = set()  # states deleted: read during a restore only
-
-    def load(self, job_id: str, state: dict[str, Any] | None) -> None:
-        if state is None:
-            self.states.pop(job_id, None)
-            self.tombstoned.add(job_id)
-        else:
-            self.states[job_id] = state
-            self.tombstoned.discard(job_id)
-
-    def apply_request(self, request: dict[str, Any], seq: int, job: JobEntry | None) -> bool:
-        """A request from the request topics' tail, written by transaction `seq`, for `job` (its
-        current definition, if any). Applied to its job's state unless that state was written
-        by the same or a later transaction (it has seen the request already). Returns whether it
-        was applied (the job's state is then still to be written)."""
-        job_id = request["job_id"]
-        state = self.states.get(job_id)
-        if state is not None and int(state.get("seq") or 0) >= seq:
-            return False
-        if job is None and state is None and job_id in self.tombstoned:
-            return False  # it finished and its job was deleted: the tombstone says so
-        if job is not None and is_a_namesakes_request(request, job):
-            return False
-        if state is None or (job is not None and belongs_to_a_namesake(state, job)):
-            # This job's first state (a job never saved, or deleted with this request in
-            # flight before anyone wrote it): built from its requests. A namesake's in-flight
-            # executions are kept; its watermark is not this job's.
-            pending = [] if state is None else list(state.get("pending") or [])
-            state = {"job_id": job_id, "job_version": request["job_version"],
-                     "last_scheduled_time": None, "last_fire_time": None,
-                     "updated_at": request["requested_at"], "pending": pending, "seq": 0}  # fmt: skip
-            self.states[job_id] = state
-        if request["trigger"] in ("scheduled", "catch_up"):
-            slot = request["scheduled_time"]
-            if state.get("last_scheduled_time") is None or state["last_scheduled_time"] < slot:
-                state["last_scheduled_time"] = slot
-                state["last_fire_time"] = request["fire_time"]
-        execution_id = request["execution_id"]
-        state["pending"] = [
-            p for p in state.get("pending") or [] if p["execution_id"] != execution_id
-        ]
-        state["pending"].append(ExecutionTracker.queued_entry(request))
-        return True
-
-    def clear(self) -> None:
-        self.states.clear()
-        self.tombstoned.clear()
-
-
-def pending_entries(
-    executions: ExecutionTracker, job_id: str, held_slot: int | None
-) -> list[dict[str, Any]]:
-    """The job's in-flight executions, and its `queue_one` held occurrence, as `pending`."""
-    pending = executions.pending_of(job_id)
-    if held_slot is not None:
-        # queue_one: the occurrence held back until the running one finishes.
-        pending.append(
-            {"timer_id": f"held:{held_slot}", "kind": "manual", "fire_at": held_slot,
-             "execution_id": None, "attempt": 0, "data": None}
-        )  # fmt: skip
-    return pending
-
-
-def job_state(job: JobEntry, pending: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
-    return {
-        "job_id": job.job_id,
-        "job_version": job.version,
-        "last_scheduled_time": job.emitted_ms,
-        "last_fire_time": job.last_fire_ms,
-        "next_scheduled_time": job.next_ms,
-        "updated_at": now_ms,
-        "pending": pending,
-        "input_offsets": {},
-    }
-
-
-def orphan_state(job_id: str, pending: list[dict[str, Any]], now_ms: int) -> dict[str, Any] | None:
-    """The state of a deleted job: a tombstone once nothing of it is in flight."""
-    if not pending:
-        return None
-    return {
-        "job_id": job_id,
-        "job_version": 0,
-        "last_scheduled_time": None,
-        "last_fire_time": None,
-        "next_scheduled_time": None,
-        "updated_at": now_ms,
-        "pending": pending,
-        "input_offsets": {},
-    }
+from tickwheel.core.timer.executions import ExecutionTracker as ExecutionTracker
+from tickwheel.core.timer.jobs import JobEntry as JobEntry
+from tickwheel.core.timer.jobs import request_of_a_predecessor as request_of_a_predecessor
+from tickwheel.core.timer.jobs import state_of_a_predecessor as state_of_a_predecessor
+from tickwheel.core.timer.states import RestoringStates as RestoringStates
+from tickwheel.core.timer.states import job_state as job_state
+from tickwheel.core.timer.states import orphan_state as orphan_state
+from tickwheel.core.timer.states import pending_entries as pending_entries

@@ -1,185 +1,25 @@
-"""The timer's side of workflows, pure: what a workflow command asks of a partition, the
-one-off timers it holds for workflows (sleeps, step deadlines, approval timeouts, delayed
-attempts), and the inputs it owes the orchestrator (docs/decisions/0061).
+"""Re-exports `tickwheel.core.timer.workflow_steps` (decision 0090): the timer's side of workflows,
+pure: what a workflow command asks of a partition, the one-off timers it holds for workflows
+(sleeps, step deadlines, approval timeouts, delayed attempts), and the inputs it owes the
+orchestrator (docs/decisions/0061)."""
 
-A workflow's step executions are executions like a job's (`ExecutionTracker`: lease,
-heartbeat, fencing, dead letter) under a *step key* `__wf/...` as their `job_id` (reserved,
-so no job can have it), whose partition is the workflow's own. Retries are the fold's to
-decide: the timer runs exactly the attempt it is told to, and tells the orchestrator the one
-outcome it accepted for it, in the transaction that accepted it. The timers and delayed
-attempts live in the step key's `TimerState` as `workflow_sleep` entries, so a new owner
-restores them and fires each once.
-"""
-
-from __future__ import annotations
-
-import heapq
-import json
-from dataclasses import dataclass
-from typing import Any
-
-from tickwheel.core.workflow.ids import step_execution_id
-from tickwheel.core.workflow.inputs import (
-    Input,
-    StepCancelled,
-    StepFailed,
-    StepSucceeded,
-    TimerFired,
-)
-from tickwheel.core.workflow.wire import fired_input_id, input_record, outcome_input_id
-
-WORKFLOW_KINDS = ("run_step", "start_timer", "cancel_timer", "cancel_execution")
-STEP_KEY_PREFIX = "__wf/"
-TIMER_KIND = "workflow_sleep"
-# A delayed attempt waits as a timer of this prefix (never a fold timer id: those have none).
-START_PREFIX = "start:"
-
-
-def is_workflow_command(command: dict[str, Any]) -> bool:
-    return command.get("kind") in WORKFLOW_KINDS
-
-
-def is_step(request: dict[str, Any]) -> bool:
-    return request.get("workflow_id") is not None and request.get("step_id") is not None
-
-
-def step_request(command: dict[str, Any], now_ms: int, terms: tuple[int, int]) -> dict[str, Any]:
-    """The `ExecutionRequest` of the attempt a `run_step` command asks for."""
-    attempt = int(command["attempt"])
-    return {
-        "execution_id": command["execution_id"],
-        "job_id": command["job_id"],
-        "job_version": 0,
-        "job_type": command["job_type"],
-        "tenant_id": command.get("tenant_id") or "default",
-        "priority": "normal",
-        "attempt": attempt,
-        "scheduled_time": now_ms,
-        "fire_time": now_ms,
-        "period_start": now_ms,
-        "period_end": None,
-        "payload": command.get("payload") or "{}",
-        "max_attempts": max(1, int(command.get("max_attempts") or 1)),
-        "trigger": "scheduled" if attempt == 1 else "retry",
-        "late": False,
-        "requested_at": now_ms,
-        "lease_seconds": terms[0],
-        "heartbeat_seconds": terms[1],
-        "max_run_seconds": None,
-        "queue": None,
-        "workflow_id": command["workflow_id"],
-        "step_id": command["step_id"],
-    }
-
-
-def _is_compensation(request: dict[str, Any]) -> bool:
-    wf, step = request["workflow_id"], request["step_id"]
-    return bool(request["execution_id"] == step_execution_id(wf, step, compensation=True))
-
-
-def step_outcome(
-    request: dict[str, Any], kind: str, now_ms: int, *, event: dict[str, Any] | None = None,
-    error: str | None = None, permanent: bool = False,
-) -> dict[str, Any]:  # fmt: skip
-    """The `WorkflowInput` telling the workflow what its attempt came to (`kind`: succeeded,
-    failed, cancelled); a success carries the handler's result as the step's output."""
-    step, attempt = request["step_id"], int(request["attempt"])
-    comp = _is_compensation(request)
-    item: Input
-    if kind == "succeeded":
-        details: Any = json.loads(event["details"]) if event and event.get("details") else {}
-        output = details.get("result") if isinstance(details, dict) else None
-        item = StepSucceeded(now_ms, step, attempt, output=output, compensation=comp)
-    elif kind == "cancelled":
-        item = StepCancelled(now_ms, step, attempt, compensation=comp)
-    else:
-        item = StepFailed(now_ms, step, attempt, error=error or "", permanent=permanent,
-                          compensation=comp)  # fmt: skip
-    input_id = outcome_input_id(kind, request["execution_id"], attempt)
-    return input_record(request["workflow_id"], item, input_id)
-
-
-@dataclass(slots=True)
-class OneOff:
-    """A workflow's one-off timer; `request` set for a delayed attempt (started, not fired)."""
-
-    key: str
-    timer_id: str
-    workflow_id: str
-    fire_at: int
-    request: dict[str, Any] | None = None
-
-
-class WorkflowTimers:
-    """One partition's workflow timers, earliest first, and what it owes the next transaction:
-    `inputs` (for workflows.inputs) and `controls` (cancels, for executions.control)."""
-
-    def __init__(self) -> None:
-        self.timers: dict[tuple[str, str], OneOff] = {}
-        self.by_key: dict[str, set[str]] = {}
-        self._heap: list[tuple[int, str, str]] = []
-        self.inputs: list[dict[str, Any]] = []
-        self.controls: list[dict[str, Any]] = []
-
-    def __len__(self) -> int:
-        return len(self.timers)
-
-    def add(self, timer: OneOff) -> None:
-        """Hold `timer` (a repeat of one held already replaces it: ids are deterministic)."""
-        self.timers[(timer.key, timer.timer_id)] = timer
-        self.by_key.setdefault(timer.key, set()).add(timer.timer_id)
-        heapq.heappush(self._heap, (timer.fire_at, timer.key, timer.timer_id))
-
-    def remove(self, key: str, timer_id: str) -> OneOff | None:
-        timer = self.timers.pop((key, timer_id), None)
-        ids = self.by_key.get(key)
-        if ids is not None:
-            ids.discard(timer_id)
-            if not ids:
-                del self.by_key[key]
-        return timer  # its heap entry passes by when it comes due
-
-    def due(self, now_ms: int) -> list[OneOff]:
-        """Timers due at `now_ms`, taken out (the caller fires or starts each once)."""
-        fired = []
-        while self._heap and self._heap[0][0] <= now_ms:
-            fire_at, key, timer_id = heapq.heappop(self._heap)
-            timer = self.timers.get((key, timer_id))
-            if timer is not None and timer.fire_at == fire_at:
-                self.remove(key, timer_id)
-                fired.append(timer)
-        return fired
-
-    def fired_input(self, timer: OneOff) -> dict[str, Any]:
-        item = TimerFired(timer.fire_at, timer.timer_id)
-        input_id = fired_input_id(timer.workflow_id, timer.timer_id, timer.fire_at)
-        return input_record(timer.workflow_id, item, input_id)
-
-    def pending_of(self, key: str) -> list[dict[str, Any]]:
-        """The key's timers as `TimerState` pending entries."""
-        entries = []
-        for timer_id in sorted(self.by_key.get(key, ())):
-            timer = self.timers[(key, timer_id)]
-            data: dict[str, Any] = {"workflow_id": timer.workflow_id}
-            if timer.request is not None:
-                data["request"] = timer.request
-            entries.append({"timer_id": timer_id, "kind": TIMER_KIND, "fire_at": timer.fire_at,
-                            "execution_id": None, "attempt": 0, "data": json.dumps(data)})  # fmt: skip
-        return entries
-
-    def restore(self, key: str, pending: list[dict[str, Any]]) -> None:
-        for entry in pending:
-            if entry["kind"] != TIMER_KIND or not entry.get("data"):
-                continue
-            data = json.loads(entry["data"])
-            self.add(OneOff(key, entry["timer_id"], data["workflow_id"], int(entry["fire_at"]),
-                            data.get("request")))  # fmt: skip
-
-    def owed(self) -> bool:
-        return bool(self.inputs or self.controls)
-
-    def take(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """What the next transaction must carry, handed over once."""
-        inputs, controls = self.inputs, self.controls
-        self.inputs, self.controls = [], []
-        return inputs, controls
+from tickwheel.core.timer.workflow_steps import START_PREFIX as START_PREFIX
+from tickwheel.core.timer.workflow_steps import STEP_KEY_PREFIX as STEP_KEY_PREFIX
+from tickwheel.core.timer.workflow_steps import TIMER_KIND as TIMER_KIND
+from tickwheel.core.timer.workflow_steps import WORKFLOW_KINDS as WORKFLOW_KINDS
+from tickwheel.core.timer.workflow_steps import OneOff as OneOff
+from tickwheel.core.timer.workflow_steps import WorkflowTimers as WorkflowTimers
+from tickwheel.core.timer.workflow_steps import _is_compensation as _is_compensation
+from tickwheel.core.timer.workflow_steps import is_step as is_step
+from tickwheel.core.timer.workflow_steps import is_workflow_command as is_workflow_command
+from tickwheel.core.timer.workflow_steps import step_outcome as step_outcome
+from tickwheel.core.timer.workflow_steps import step_request as step_request
+from tickwheel.core.workflow.ids import step_execution_id as step_execution_id
+from tickwheel.core.workflow.inputs import Input as Input
+from tickwheel.core.workflow.inputs import StepCancelled as StepCancelled
+from tickwheel.core.workflow.inputs import StepFailed as StepFailed
+from tickwheel.core.workflow.inputs import StepSucceeded as StepSucceeded
+from tickwheel.core.workflow.inputs import TimerFired as TimerFired
+from tickwheel.core.workflow.wire import fired_input_id as fired_input_id
+from tickwheel.core.workflow.wire import input_record as input_record
+from tickwheel.core.workflow.wire import outcome_input_id as outcome_input_id

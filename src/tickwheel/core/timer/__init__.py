@@ -1,0 +1,11 @@
+"""The timer's scheduling decisions, pure (decision 0090): one partition's scheduler
+(`partition.PartitionScheduler`) and what it is built from — jobs (`jobs`), the wheel and
+parked slots (`horizon`), the ready queue (`ready`), executions in flight (`executions`,
+`flights`, `step_flights`), catch-up and restore (`catch_up`, `states`, `request_log`), a due
+entry's path to a request (`firing`, `occurrences`), commands (`commands`,
+`workflow_commands`, `workflow_steps`) and what a transaction carries (`writes`).
+
+Nothing here reads a clock, draws from a global random generator, logs or touches Kafka: the
+service (`tickwheel.services.timer`) feeds it records and `now_ms`, and writes what it returns.
+Words are explained in docs/glossary.md ("The timer's own words").
+"""

@@ -1,0 +1,144 @@
+"""A due wheel entry, from the wheel to a request: an execution's deadline (a lease or retry
+time), a dispatch deadline passed without a lease, or a job's slot, which waits in its tenant's
+ready queue (within the job's backlog bound) until a batch fires it under its overlap and
+misfire policies. Pure: `now_ms` is an argument.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tickwheel.core.timer.jobs import JobEntry
+from tickwheel.core.timer.occurrences import skipped_event
+from tickwheel.core.timer.ready import backlog_bound
+from tickwheel.core.timer.writes import PartitionWrites
+
+if TYPE_CHECKING:
+    from tickwheel.core.timer.partition import PartitionScheduler
+
+# While worker events lag behind, an expired lease waits at most this long past its deadline
+# for a heartbeat that may be among them: a worker that is really gone is still replaced.
+MAX_LEASE_HOLD_MS = 60_000
+
+
+def dispatch_due(
+    scheduler: PartitionScheduler, now_ms: int, hold_leases: bool, emission: PartitionWrites
+) -> None:
+    """Requests whose dispatch deadline passed without a lease (most were leased long ago:
+    their entries are stale and pass by)."""
+    while scheduler.dispatch_deadlines and scheduler.dispatch_deadlines[0][0] <= now_ms:
+        deadline, execution_id, attempt = scheduler.dispatch_deadlines[0]
+        if hold_leases and lease_held(scheduler, execution_id, deadline, now_ms):
+            return  # its lease may be among the unread events; later ones wait behind it
+        scheduler.dispatch_deadlines.popleft()
+        try:
+            decision, flight = scheduler.executions.on_deadline(
+                execution_id, attempt, deadline, now_ms
+            )
+            emission.extend(scheduler.carry_out(decision, flight, now_ms))
+        except Exception as exc:
+            scheduler.job_failed(
+                scheduler.job_of(("exec", execution_id)), "tick", exc, now_ms, emission
+            )
+
+
+def on_due(
+    scheduler: PartitionScheduler, entry: int, target: tuple[Any, ...], now_ms: int, hold_leases: bool,
+    emission: PartitionWrites,
+) -> None:  # fmt: skip
+    """A wheel entry came due: an execution's deadline, or a job's slot (which then waits
+    in the ready queue, within the job's backlog bound)."""
+    if target[0] == "exec":
+        _, execution_id, attempt, deadline = target
+        if hold_leases and lease_held(scheduler, execution_id, deadline, now_ms):
+            scheduler.horizon.later(
+                entry, target, now_ms + scheduler.tick_ms
+            )  # looked at next tick
+            return
+        decision, flight = scheduler.executions.on_deadline(execution_id, attempt, deadline, now_ms)
+        emission.extend(scheduler.carry_out(decision, flight, now_ms))
+        return
+    _, job_id, slot = target
+    job = scheduler.jobs.get(job_id)
+    if job is None or job.next_ms != slot:
+        return
+    job.handle = None
+    bound = backlog_bound(job.misfire_policy, job.max_catch_up)
+    for dropped in scheduler.ready.push(job.tenant_id, job_id, slot, bound):
+        # Waiting behind its tenant's cap is an outage for this job: its misfire policy
+        # decides, and what it drops is recorded (and persisted) as skipped.
+        reason = (
+            "misfire:max_catch_up"
+            if job.misfire_policy == "catch_up"
+            else (f"misfire:{job.misfire_policy}:backlog")
+        )
+        emission.events.append(skipped_event(job, dropped, now_ms, reason))
+        if job.emitted_ms is None or job.emitted_ms < dropped:
+            job.emitted_ms = dropped
+        emission.states[job_id] = scheduler.state_of_entry(job, now_ms)
+    # The next slot enters the wheel now, so a slow batch never delays the grid.
+    job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
+    scheduler.materialise(job, now_ms)
+
+
+def lease_held(
+    scheduler: PartitionScheduler, execution_id: str, deadline_ms: int, now_ms: int
+) -> bool:
+    flight = scheduler.executions.in_flight.get(execution_id)
+    return (
+        flight is not None
+        and flight.state != "retry_wait"  # a retry timer is ours alone: it never waits
+        and now_ms - deadline_ms < MAX_LEASE_HOLD_MS
+    )
+
+
+def fire(
+    scheduler: PartitionScheduler, job: JobEntry, slot: int, now_ms: int, emission: PartitionWrites
+) -> None:
+    """Emit one scheduled occurrence, unless the overlap or misfire policy says otherwise."""
+    previous = job.emitted_ms
+    if previous is not None and slot <= previous:
+        return  # superseded while it waited (a resume moved the watermark past it)
+    job.emitted_ms = slot
+    decision = scheduler.overlap_of(job)
+    if job.misfire_policy == "skip" and now_ms - slot > scheduler.misfire_grace_ms:
+        # It waited (behind its tenant's cap) past the grace: missed, as after an outage.
+        emission.events.append(skipped_event(job, slot, now_ms, "misfire:skip:backlog"))
+    elif decision.action == "skip":
+        emission.events.append(skipped_event(job, slot, now_ms, f"overlap:{decision.reason}"))
+    elif decision.action == "queue":
+        scheduler.held[job.job_id] = slot
+    else:
+        fire_ms = slot + scheduler.jitter_of(job, slot)
+        if start_occurrence(scheduler, job, slot, fire_ms, now_ms, "scheduled", previous, emission):
+            job.last_fire_ms = fire_ms
+            # The request stands for the job's state until a quieter tick writes it.
+            emission.unsaved.append(job.job_id)
+            return
+    emission.states[job.job_id] = scheduler.state_of_entry(job, now_ms)
+
+
+def start_occurrence(
+    scheduler: PartitionScheduler, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: str,
+    previous: int | None, emission: PartitionWrites,
+) -> bool:  # fmt: skip
+    """Emit attempt 1 of (job, slot), or record the slot as skipped with the reason it
+    cannot start: a payload that does not render (that job's problem alone), or a state
+    already carrying as many in-flight requests as Kafka allows. Returns whether it fired."""
+    try:
+        request = scheduler.request_for(job, slot, fire_ms, now_ms, trigger, previous)
+    except Exception as exc:
+        scheduler.report(
+            "occurrence_rejected",
+            "an occurrence's request could not be built; the slot is recorded as skipped",
+            {"job_id": job.job_id, "slot": slot, "error": str(exc)},
+        )
+        emission.events.append(skipped_event(job, slot, now_ms, f"invalid_request:{exc}"))
+        return False
+    if not scheduler.executions.has_room(job.job_id, request["payload"]):
+        reason = "overlap" if trigger in ("scheduled", "catch_up") else trigger
+        emission.events.append(skipped_event(job, slot, now_ms, f"{reason}:in_flight_budget"))
+        return False
+    emission.requests.append(request)
+    scheduler.hold_deadline(scheduler.executions.started(request))
+    return True
