@@ -340,7 +340,7 @@ def test_templates_are_well_formed_and_use_only_declared_values_and_helpers() ->
 
 def test_chart_runs_one_deployment_per_service_named_by_its_pod() -> None:
     sources = templates()
-    for service in ("timer", "worker", "history"):
+    for service in ("timer", "worker", "history", "orchestrator", "watchdog", "api"):
         text = sources[f"{service}-deployment.yaml"]
         assert "kind: Deployment" in text
         assert f'command: ["python", "-m", "tickwheel.services.{service}"]' in text
@@ -375,6 +375,49 @@ def test_chart_applies_the_topology_in_a_hook_and_guards_the_timers() -> None:
     assert "containerPort: {{ .Values.timer.metrics.port }}" in sources["timer-deployment.yaml"]
     grace = int(values["worker"]["env"]["TICKWHEEL_WORKER_SHUTDOWN_GRACE_S"])
     assert values["worker"]["terminationGracePeriodSeconds"] > grace
+
+
+def test_chart_serves_the_api_on_its_port_and_probes_what_each_newer_service_serves() -> None:
+    sources, values = templates(), load_yaml((CHART / "values.yaml").read_text())
+    api, service = sources["api-deployment.yaml"], sources["api-service.yaml"]
+    assert "kind: Service" in service and "targetPort: http" in service
+    assert 'include "tickwheel.selectorLabels" (dict "root" . "component" "api")' in service
+    assert "containerPort: {{ .Values.api.port }}" in api
+    # The API refuses TICKWHEEL_API_AUTH=off off loopback, and listens where the Service sends.
+    assert re.search(r'name: TICKWHEEL_API_HOST\s+value: "0.0.0.0"', api)
+    assert "name: TICKWHEEL_API_AUTH" not in api  # keys, the default
+    assert "path: /readyz" in api and "path: /healthz" in api
+    for name in ("orchestrator", "watchdog"):
+        text = sources[f"{name}-deployment.yaml"]
+        port = f"{{{{ .Values.{name}.metrics.port }}}}"
+        assert f"containerPort: {port}" in text
+        assert f"http://127.0.0.1:{port}/metrics" in text  # exec probes: loopback
+    ports = [values[n]["metrics"]["port"] for n in ("timer", "orchestrator", "watchdog")]
+    assert len(set(ports)) == len(ports), ports
+    # Secrets come from secretKeyRef, never plain values.
+    for text in (api, sources["watchdog-deployment.yaml"]):
+        assert re.search(r"name: CLICKHOUSE_URL\s+valueFrom:\s+secretKeyRef:", text)
+    assert re.search(r"name: TICKWHEEL_APPROVAL_KEYS\s+valueFrom:\s+secretKeyRef:", api)
+    assert values["orchestrator"]["env"]["TICKWHEEL_ORCHESTRATOR_RETENTION"] == "7d"
+
+
+def test_compose_runs_the_orchestrator_the_watchdog_and_the_api(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for module in ("orchestrator", "watchdog", "api"):
+        assert by_module(compose, f"tickwheel.services.{module}"), module
+    api = services["api"]
+    assert api["ports"] == ["127.0.0.1:8780:8780"]  # the host's loopback only
+    assert api["environment"]["TICKWHEEL_API_HOST"] == "0.0.0.0"
+    for name, port in (("orchestrator", "9466"), ("watchdog", "9465"), ("api", "8780")):
+        probe = " ".join(services[name]["healthcheck"]["test"])
+        assert f"http://127.0.0.1:{port}/" in probe, name
+    for name in ("watchdog", "api"):  # both read history from the ClickHouse server
+        url = urlsplit(interpolate(services[name]["environment"]["CLICKHOUSE_URL"]))
+        assert (url.hostname, url.port) == ("clickhouse", 8123), name
+        assert services[name]["depends_on"]["clickhouse"]["condition"] == "service_healthy"
+    names = [instance(svc) for svc in tickwheel_services(compose).values() if "command" in svc
+             and "--instance" in svc["command"]]  # fmt: skip
+    assert len(names) == len(set(names)), names
 
 
 # -- both: modules and environment variables --------------------------------------------------
