@@ -47,9 +47,12 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator[ConsoleStack]:
+def console_stack(
+    bootstrap: str, home: Path, *, runs: bool = False, env: dict[str, str] | None = None
+) -> Iterator[ConsoleStack]:
     """The processes up and answering; `runs` adds a timer, a worker, the workflow
-    orchestrator and the watchdog (else no slot of a job ever fires and no workflow moves)."""
+    orchestrator and the watchdog (else no slot of a job ever fires and no workflow moves);
+    `env` adds to (or overrides) the services' environment, e.g. `TICKWHEEL_API_AUTH=keys`."""
     from tickwheel.adapters.kafka.admin import apply_topology
 
     port = free_port()
@@ -66,7 +69,7 @@ def console_stack(bootstrap: str, home: Path, *, runs: bool = False) -> Iterator
         # A dead letter older than a second is an alert (the console's ack test needs one).
         "TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S": "1",
         "TICKWHEEL_APPROVAL_KEYS": "console-test:not-a-real-secret-0123456789",
-    }
+    } | (env or {})
     env = {k: v for k, v in os.environ.items() if k != "CLICKHOUSE_URL"} | settings
     with pytest.MonkeyPatch.context() as patch, ExitStack() as stops:
         for name, value in settings.items():

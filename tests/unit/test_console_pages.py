@@ -269,15 +269,17 @@ def test_job_status_rules() -> None:
     assert models.job_status(base, ok, now, ["job_overdue"])[0] == "overdue"
 
 
-def test_the_console_is_locked_unless_the_api_asks_for_no_key(
+def test_with_keys_required_the_console_asks_to_sign_in_and_changes_nothing(
     client: TestClient, jobs: MemoryJobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make(jobs, "locked")
     monkeypatch.setenv("TICKWHEEL_API_AUTH", "keys")
-    for response in (client.get("/console/jobs"),
-                     client.post("/console/jobs/locked/pause", data={"reason": "x"})):  # fmt: skip
-        assert response.status_code == 403
-        assert "TICKWHEEL_API_AUTH=off" in response.text
+    read = client.get("/console/jobs?q=x", follow_redirects=False)
+    assert read.status_code == 303
+    assert read.headers["location"] == "/console/sign-in?next=%2Fconsole%2Fjobs%3Fq%3Dx"
+    assert 'name="key"' in client.get(read.headers["location"]).text
+    change = client.post("/console/jobs/locked/pause", data={"reason": "x"})
+    assert change.status_code == 401
     assert jobs.get("locked")["version"] == 1
 
 

@@ -21,6 +21,7 @@ from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.models import PAUSE_REASON_LABEL, require_reason
 from tickwheel.services.api.console.pages import job_context, render_jobs
 from tickwheel.services.api.console.render import error_page, one, page, read_form, see_other
@@ -34,7 +35,7 @@ EDITABLE = ("cron", "timezone", "type", "expectedMaxInterval", "maxAttempts")
 
 
 def _backend(request: Request) -> Backend:
-    value: Backend = request.app.state.backend
+    value: Backend = console_backend(request)
     return value
 
 
@@ -232,6 +233,8 @@ async def cancel_execution(request: Request, execution_id: str) -> Response:
     try:
         reason = require_reason(one(form, "reason"))
         job_id = one(form, "jobId") or None
+        if b.tenant_id is not None:  # a key cancels only its own tenant's executions
+            await run_in_threadpool(b.jobs.get, job_id or "")
         await run_in_threadpool(lambda: b.cancel(execution_id, job_id=job_id, reason=reason))
     except Exception as exc:
         return error_page(request, exc, "jobs")

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from tickwheel.core.timefmt import format_utc
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console.access import console_backend, owned
 from tickwheel.services.api.console.models import require_reason
 from tickwheel.services.api.console.render import (
     error_page,
@@ -51,7 +52,7 @@ def send_ack(backend: Backend, incident_id: str, command: dict[str, Any]) -> Non
 def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -> str:
     from tickwheel.cli.alerts import UnknownAlert, ack_command, find_incident
 
-    incident: dict[str, Any] = find_incident(request.app.state.console_alerts(b), wanted)
+    incident: dict[str, Any] = find_incident(owned(b, request.app.state.console_alerts(b)), wanted)
     if incident["state"] != "open":
         raise UnknownAlert(f"incident {incident['incident_id']} is resolved; accepted: an open "
                            "incident")  # fmt: skip
@@ -65,7 +66,7 @@ def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -
 
 @router.post("/alerts/{incident_id}/ack")
 async def ack_alert(request: Request, incident_id: str) -> Response:
-    b: Backend = request.app.state.backend
+    b: Backend = console_backend(request)
     form = await read_form(request)
     try:
         note = require_reason(one(form, "note"))
@@ -94,8 +95,8 @@ def topic_disabled(backend: Backend) -> list[dict[str, Any]]:
 
 
 def _report(request: Request) -> list[dict[str, Any]]:
-    b: Backend = request.app.state.backend
-    rows: list[dict[str, Any]] = request.app.state.console_disabled(b)
+    b: Backend = console_backend(request)
+    rows: list[dict[str, Any]] = owned(b, request.app.state.console_disabled(b))
     now = b.now_ms()
     for row in rows:
         row["overdue_review"] = row.get("review_by") is not None and row["review_by"] < now

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.actions import who
 from tickwheel.services.api.console.models import approx_duration
 from tickwheel.services.api.console.render import error_page, one, page, read_form, see_other
@@ -36,7 +37,7 @@ def topic_letters(request: Request, b: Backend) -> list[dict[str, Any]]:
 
 
 def _backend(request: Request) -> Backend:
-    value: Backend = request.app.state.backend
+    value: Backend = console_backend(request)
     return value
 
 

@@ -19,6 +19,7 @@ from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.dead_letters import DeadLettersClient, step_workflow
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.actions import who
 from tickwheel.services.api.console.render import error_page, one, read_form, see_other
 from tickwheel.services.api.routes_dead_letter_actions import visible_letters
@@ -49,7 +50,7 @@ def retry_execution(
 
 @router.post("/executions/{execution_id}/retry")
 async def retry(request: Request, execution_id: str) -> Response:
-    b: Backend = request.app.state.backend
+    b: Backend = console_backend(request)
     form = await read_form(request)
     try:
         job_id = one(form, "jobId").strip()

@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.models import approx_duration
 from tickwheel.services.api.console.render import error_page, page
 
@@ -181,7 +182,7 @@ def read_operations(b: Backend) -> Operations:
 
 @router.get("/operations", response_class=HTMLResponse)
 async def operations_page(request: Request) -> Response:
-    b: Backend = request.app.state.backend
+    b: Backend = console_backend(request)
     try:
         found = await run_in_threadpool(request.app.state.console_operations, b)
     except Exception as exc:

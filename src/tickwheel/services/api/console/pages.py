@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, Response
 from tickwheel.sdk.dead_letters import step_workflow
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import models, reads, svg
+from tickwheel.services.api.console.access import console_backend, is_operator
 from tickwheel.services.api.console.render import error_page, page
 from tickwheel.services.api.console.summary import overview_model
 
@@ -26,7 +27,7 @@ MAX_GRID_DAYS = 30
 
 
 def backend(request: Request) -> Backend:
-    value: Backend = request.app.state.backend
+    value: Backend = console_backend(request)
     return value
 
 
@@ -72,7 +73,7 @@ def overview(request: Request, b: BackendDep) -> Response:
             found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
             rows = job_rows(b, h, found)
             letters = request.app.state.console_dead_letters(request, b)
-            context = overview_model(b.now_ms(), rows, found, h, letters)
+            context = overview_model(b.now_ms(), rows, found, h, letters, is_operator(b))
             problems = [p for p in (h.problem, alerts_problem) if p]
         return page(request, "overview.html",
                     {"section": "overview", **context, "problems": problems})  # fmt: skip
@@ -172,6 +173,18 @@ def job_page(
         return _failed(request, exc, "jobs")
 
 
+def owner_check(request: Request, b: Backend, timeline: dict[str, Any]) -> None:
+    """A scoped key reads an execution of its own jobs (or workflows) only: another tenant's
+    is as unknown as a job that does not exist (a 404)."""
+    workflow = step_workflow(timeline.get("job_id"))
+    if workflow is not None:
+        from tickwheel.services.api.console.access import workflows_for
+
+        workflows_for(request, request.app.state.console_workflows(b)).get(workflow)
+    else:
+        b.jobs.get(str(timeline.get("job_id")))
+
+
 @router.get("/executions/{execution_id}", response_class=HTMLResponse)
 def execution_page(request: Request, b: BackendDep, execution_id: str) -> Response:
     try:
@@ -180,6 +193,8 @@ def execution_page(request: Request, b: BackendDep, execution_id: str) -> Respon
                 raise RuntimeError(h.problem)
             timeline = reads.timeline(h, execution_id)
         assert timeline is not None
+        if b.tenant_id is not None:
+            owner_check(request, b, timeline)
         context = {"section": "jobs", "t": timeline, "picture": svg.execution_timeline(timeline),
                    "retryable": timeline["status"] in models.RETRYABLE_STATUSES,
                    "step_of": step_workflow(timeline.get("job_id")),

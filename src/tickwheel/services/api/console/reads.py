@@ -140,7 +140,9 @@ def topic_incidents(backend: Backend) -> list[dict[str, Any]]:
 
 def incidents(backend: Backend, source: AlertSource) -> tuple[list[dict[str, Any]], str | None]:
     """The incidents `source` reads, or why they cannot be read."""
+    from tickwheel.services.api.console.access import owned
+
     try:
-        return source(backend), None
+        return owned(backend, source(backend)), None
     except Exception as exc:
         return [], f"the alerts topic is unavailable ({exc})"

@@ -49,6 +49,7 @@ NAV = (
     ("workflows", "Workflows", "/workflows"),
     ("alerts", "Alerts", "/alerts"),
     ("dead-letters", "Dead letters", "/dead-letters"),
+    ("admin", "Admin", "/admin"),
 )
 env.globals["nav"] = NAV
 

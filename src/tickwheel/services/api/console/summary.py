@@ -19,17 +19,20 @@ def overview_model(
     found: Sequence[dict[str, Any]],
     h: reads.History,
     letters: Sequence[dict[str, Any]] = (),
+    operator: bool = True,
 ) -> dict[str, Any]:
-    """`letters` are the dead letters with their resolutions: only unresolved ones count."""
+    """`letters` are the dead letters with their resolutions: only unresolved ones count. The
+    fleet's figures (fire lag, ready work, the operations panel) are the operators' alone:
+    they span every tenant's jobs."""
     open_alerts = [i for i in found if i.get("state") == "open"]
     open_alerts.sort(key=lambda i: (_severity_rank(i.get("severity")), i.get("opened_at") or 0))
     needing = [r for r in rows if r.status in ("broken", "overdue", "late")]
     needing.sort(key=lambda r: (r.rank, r.job_id))
-    lateness = reads.fire_lateness(h, now_ms)
+    lateness = reads.fire_lateness(h, now_ms) if operator else []
     p99 = max((int(r["p99_ms"]) for r in lateness), default=None)
     fired = sum(int(r["occurrences"]) for r in lateness)
     ready = []
-    for row in reads.ready_by_priority(h, now_ms):
+    for row in reads.ready_by_priority(h, now_ms) if operator else []:
         oldest = reads.to_ms(row["oldest_requested_at"])
         ready.append({"priority": row["priority"], "waiting": int(row["waiting"]),
                       "age": approx_duration(now_ms - oldest) if oldest is not None else "?",
@@ -38,6 +41,7 @@ def overview_model(
     unresolved = [x for x in letters if not x.get("resolution")]
     oldest_letter_ms = min((int(x["event_time"]) for x in unresolved), default=None)
     return {
+        "operator": operator,
         "open_alerts": open_alerts,
         "needing": needing,
         "job_count": len(rows),

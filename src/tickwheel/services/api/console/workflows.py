@@ -20,6 +20,7 @@ from tickwheel.core.workflow import parse_definition
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import svg
+from tickwheel.services.api.console.access import console_backend, workflows_for
 from tickwheel.services.api.console.models import approx_duration, require_reason
 from tickwheel.services.api.console.render import error_page, one, page, read_form, see_other
 
@@ -37,8 +38,8 @@ def sdk_workflows(backend: Backend) -> Any:
 
 
 def _client(request: Request) -> Any:
-    b: Backend = request.app.state.backend
-    return request.app.state.console_workflows(b)
+    b: Backend = console_backend(request)
+    return workflows_for(request, request.app.state.console_workflows(b))
 
 
 def dag_steps(
@@ -80,7 +81,7 @@ def workflows_page(request: Request) -> Response:
 
 def workflow_context(request: Request, workflow_id: str) -> dict[str, Any]:
     client = _client(request)
-    b: Backend = request.app.state.backend
+    b: Backend = console_backend(request)
     timeline = client.get(workflow_id)
     document = client.definitions(timeline.definition_id).get(
         (timeline.definition_id, timeline.definition_version)
