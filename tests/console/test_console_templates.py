@@ -58,3 +58,29 @@ def test_owners_are_the_members_assigned_each_partition_of_the_topic() -> None:
     owners = owners_of([group], "defs")
     assert {p: o["client_id"] for p, o in owners.items()} == {0: "t1", 1: "t2"}
     assert owners[0]["host"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "scope"),
+    [("GET", "/jobs", "read"), ("GET", "/dead-letters", "read"), ("GET", "/admin", "admin"),
+     ("POST", "/jobs/x/pause", "write"), ("POST", "/dead-letters/bulk", "admin"),
+     ("POST", "/dead-letters/dlq:1/retry", "admin"), ("POST", "/admin/keys", "admin"),
+     ("POST", "/workflows/w/steps/s/approve", "approve"), ("POST", "/executions/e/retry", "write")],
+)  # fmt: skip
+def test_each_console_request_needs_the_scope_the_api_would_ask(
+    method: str, path: str, scope: str
+) -> None:
+    from tickwheel.services.api.console.access import console_scope
+
+    assert console_scope(method, path) == scope
+
+
+@pytest.mark.parametrize(
+    ("asked", "goes"),
+    [("/console/jobs?q=a", "/console/jobs?q=a"), ("https://evil.example/", "/console"),
+     ("//evil.example/console", "/console"), ("/v1/jobs", "/console")],
+)  # fmt: skip
+def test_after_sign_in_the_browser_goes_only_to_a_console_page(asked: str, goes: str) -> None:
+    from tickwheel.services.api.console.sign_in import _next
+
+    assert _next(asked) == goes
