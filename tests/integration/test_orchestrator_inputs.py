@@ -177,6 +177,9 @@ def test_a_finished_instance_is_pruned_after_the_retention_and_a_late_input_is_d
         assert 'tickwheel_orchestrator_instances{state="finished"} 0.0' in metrics
         assert "tickwheel_orchestrator_transaction_seconds_count" in metrics
         assert "wf-brief" not in metrics  # aggregates, never a series per instance
+        # Its timeline is still there: folded from workflows.events, no snapshot needed.
+        timeline = flows.get(workflow_id)
+        assert (timeline.status, timeline.steps["only"]["status"]) == ("succeeded", "succeeded")
 
         flows.start("brief", workflow_id=workflow_id)  # late: the same id again
         flows.cancel(workflow_id, actor="ops", reason="too late")

@@ -34,6 +34,7 @@ from tickwheel.core.workflow import (
     Approve,
     Cancel,
     CompleteStep,
+    Event,
     Input,
     Reassign,
     Reject,
@@ -41,6 +42,8 @@ from tickwheel.core.workflow import (
     SkipStep,
     Start,
     check_compatible,
+    evolve,
+    initial_state,
     parse_definition,
 )
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
@@ -309,15 +312,40 @@ class WorkflowsClient:
         return state_from_json(json.loads(snapshot["state"]))
 
     def get(self, workflow_id: str) -> WorkflowTimeline:
-        """The instance's timeline: its state now and every event, oldest first."""
-        state = self._state(workflow_id)
+        """The instance's timeline: its state now and every event, oldest first. An instance
+        the orchestrator pruned after its retention (decision 0095) has no snapshot left: its
+        state is folded from its events, which stay on workflows.events."""
         events = self._events(workflow_id)
+        try:
+            state = self._state(workflow_id)
+        except UnknownWorkflow:
+            state = self._state_of_events(workflow_id, events)
         steps = {k: {"status": s.status, "attempt": s.attempt, "round": s.round,
                      "startedAt": s.started_at_ms, "endedAt": s.ended_at_ms,
                      "compensation": s.comp_status or None, "output": s.output}
                  for k, s in state.steps.items()}  # fmt: skip
         return WorkflowTimeline(workflow_id, state.definition_id, state.definition_version,
                                 state.status, steps, events)  # fmt: skip
+
+    def _state_of_events(self, workflow_id: str, events: list[dict[str, Any]]) -> Any:
+        """`evolve` over the instance's recorded events (the fold's own replay), pinned to
+        the definition version they name; UnknownWorkflow when there are none."""
+        if not events:
+            raise UnknownWorkflow("instance", workflow_id)
+        first = events[0]
+        document = self.definitions(first["definition_id"]).get(
+            (first["definition_id"], first["definition_version"])
+        )
+        if document is None:
+            raise UnknownWorkflow(
+                "definition", f"{first['definition_id']} v{first['definition_version']}"
+            )
+        state = initial_state(workflow_id, parse_definition(document))
+        for event in sorted(events, key=lambda e: e["seq"]):
+            state = evolve(state, Event(event["seq"], event["event_type"], event["event_time"],
+                                        event["step_id"], event["attempt"], event["actor"],
+                                        event["data"] or {}))  # fmt: skip
+        return state
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
         """The instance's events, oldest first, `data` as JSON."""
