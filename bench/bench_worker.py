@@ -46,6 +46,12 @@ from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: 
 from tickwheel.topology import topic_name  # noqa: E402
 
 REPORT = Path(__file__).parent / "reports" / "worker.md"
+RUN_LOG_HEADING = "## Run log"
+RUN_LOG_TABLE = (
+    "| when (UTC) | commit | raw loop/s | INFO executions/s (ratio) "
+    "| WARNING executions/s (ratio) | lane CPU µs/execution | load |\n"
+    "| --- | --- | --- | --- | --- | --- | --- |"
+)
 
 
 def noop_request(i: int, at_ms: int) -> dict[str, Any]:
@@ -159,7 +165,7 @@ class _Message:
         return "bench"
 
 
-def cpu_profile(executions: int) -> tuple[float, str]:
+def cpu_profile(executions: int) -> tuple[float, float, str]:
     """The lane's per-execution work in its own thread, as the service runs it: accept
     (decode, queue) a poll's worth of requests, then dispatch them (inline batch: leases,
     handlers, outcomes), with events going to a real producer (not waiting for acks)."""
@@ -185,15 +191,24 @@ def cpu_profile(executions: int) -> tuple[float, str]:
         _Message(encode("ExecutionRequest", noop_request(i, 0)), i) for i in range(executions)
     ]
 
-    def work() -> None:
-        for start in range(0, executions, BATCH):
-            for message in messages[start : start + BATCH]:
+    def work(batch: list[_Message]) -> None:
+        for start in range(0, len(batch), BATCH):
+            for message in batch[start : start + BATCH]:
                 lane._accept(message)
             lane._dispatch()
 
+    # First without the profiler, in CPU seconds of this thread: the machine is shared, and
+    # CPU time is what the lane's own work costs whatever else runs beside it.
+    cpu_started = time.thread_time()
+    work(messages)
+    cpu_us = (time.thread_time() - cpu_started) / executions * 1e6
+    again = [
+        _Message(encode("ExecutionRequest", noop_request(i, 0)), executions + i)
+        for i in range(executions)
+    ]
     profiler = cProfile.Profile()
     started = time.perf_counter()
-    profiler.runcall(work)
+    profiler.runcall(work, again)
     elapsed = time.perf_counter() - started
     publisher.close(30)
     lane.consumer.close()
@@ -201,7 +216,7 @@ def cpu_profile(executions: int) -> tuple[float, str]:
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(14)
     lines = [line for line in out.getvalue().splitlines() if line.strip()]
     first = next(i for i, line in enumerate(lines) if "ncalls" in line)
-    return executions / elapsed, "\n".join(lines[first:])
+    return executions / elapsed, cpu_us, "\n".join(lines[first:])
 
 
 def main() -> None:
@@ -235,14 +250,17 @@ def main() -> None:
             run = end_to_end(bootstrap, args.executions, args.concurrency, level)
             runs.append(run)
             print(json.dumps({k: v for k, v in run.items() if k != "times"}))
-        cpu_rate, profile = cpu_profile(args.profile_executions)
+        cpu_rate, cpu_us, profile = cpu_profile(args.profile_executions)
     finally:
         try:
             stop_all()  # the worker first, while its broker still answers
         finally:
             if broker is not None:
                 broker.stop()
-    print(f"single-thread CPU path: {cpu_rate:,.0f} executions/s")
+    print(
+        f"single-thread CPU path: {cpu_us:.1f} CPU µs per execution; "
+        f"{cpu_rate:,.0f} executions/s under the profiler"
+    )
     print(profile)
 
     charts = [
@@ -258,6 +276,21 @@ def main() -> None:
         for r in runs
     )
     REPORT.parent.mkdir(parents=True, exist_ok=True)
+    previous = REPORT.read_text() if REPORT.exists() else ""
+    log_rows = previous.split(RUN_LOG_HEADING, 1)[1].strip() if RUN_LOG_HEADING in previous else ""
+    log_rows = log_rows.split("\n\n", 1)[0] if log_rows else RUN_LOG_TABLE
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip() or "?"  # fmt: skip
+    by_level = {r["log_level"]: r for r in runs}
+    log_rows += (
+        f"\n| {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} | {commit} | "
+        f"{limits.consume_produce_per_s:,.0f} | "
+        + " | ".join(
+            f"{by_level[lv]['per_s']:,.0f} ({limits.ratio_loop(by_level[lv]['per_s'])})"
+            for lv in ("INFO", "WARNING")
+        )
+        + f" | {cpu_us:.1f} | {os.getloadavg()[0]:.1f} |"
+    )
     REPORT.write_text(
         f"""# Worker benchmark
 
@@ -304,6 +337,15 @@ per execution. What is left per execution is one Avro decode and two encodes (th
 share), building the context and the two events, and the offset bookkeeping; the service
 time (leased → succeeded) is the batch's length. Scaling out is by processes: more worker
 instances (the group spreads the partitions), each its own interpreter.
+
+{RUN_LOG_HEADING}
+
+Every run appends a row (the tables above are the latest run's): the raw loop measured in
+the same run, each log level's executions/s with its ratio to it, the lane's CPU µs per
+no-op execution in one thread without the profiler, and the machine's 1-minute load
+average at the end (2 cores, shared: a load far above 2 means every figure is depressed).
+
+{log_rows}
 """
     )
     print(f"wrote {REPORT}")

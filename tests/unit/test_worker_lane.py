@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tickwheel.adapters.avro import encode
+from tickwheel.adapters.avro import decode, encode
 from tickwheel.clock import FakeClock
 from tickwheel.jobtypes.basic import fail, noop
 from tickwheel.sdk.worker import ExecutionContext, HandlerRegistry, JobType
@@ -52,8 +52,8 @@ class HeldSink(ListSink):
         super().__init__()
         self.held: list[Callable[[str | None], None]] = []
 
-    def publish(self, event: dict[str, Any], on_delivery: Any = None) -> None:
-        self.events.append(event)
+    def publish_record(self, job_id: str, value: bytes, on_delivery: Any = None) -> None:
+        self.events.append(decode(value, "ExecutionEvent")[1])
         if on_delivery is not None:
             self.held.append(on_delivery)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tickwheel.adapters.avro import decode
 from tickwheel.clock import FakeClock
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.executions import cancel_record
@@ -30,12 +31,15 @@ from .test_worker_sdk import request
 
 
 class ListSink:
-    """The event sink port, in memory: records what the lease publishes."""
+    """The event sink port, in memory: records what the lease publishes, decoded by the
+    generic Avro decoder (so every test also checks the worker's own encoding)."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
 
-    def publish(self, event: dict[str, Any], on_delivery: Any = None) -> None:
+    def publish_record(self, job_id: str, value: bytes, on_delivery: Any = None) -> None:
+        event = decode(value, "ExecutionEvent")[1]
+        assert event["job_id"] == job_id  # keyed by job_id: co-partitioned with its timer
         self.events.append(event)
         if on_delivery is not None:
             on_delivery(None)
@@ -65,7 +69,8 @@ def ms(seconds: float) -> int:
 def test_the_lease_is_recorded_with_its_deadline_and_the_attempt() -> None:
     clock, sink = FakeClock(1_800_000_000.0), ListSink()
     acknowledged: list[str | None] = []
-    event = lease_for(clock, sink).start(acknowledged.append)
+    lease_for(clock, sink).start(acknowledged.append)
+    event = sink.events[-1]
     assert acknowledged == [None]
     assert event["event_type"] == "leased"
     assert event["lease_deadline"] == ms(1_800_000_030.0)
@@ -124,7 +129,8 @@ def test_nothing_heartbeats_after_the_outcome() -> None:
     lease.start()
     scheduler.add(lease)
     clock.advance(3)
-    event = lease.finish(Outcome.failed("boom", "retryable"))
+    lease.finish(Outcome.failed("boom", "retryable"))
+    event = sink.events[-1]
     scheduler.remove(lease)
     assert (event["event_type"], event["error"], event["error_kind"]) == (
         "failed",

@@ -21,7 +21,8 @@ from tickwheel.sdk.worker import (
     JobType,
     PermanentError,
 )
-from tickwheel.services.worker.events import Outcome, execution_event, outcome_event
+from tickwheel.services.worker.codec import AttemptEvents
+from tickwheel.services.worker.events import Outcome
 
 log = logging.getLogger("tickwheel.worker")
 
@@ -31,9 +32,11 @@ MAX_TRACEBACK_CHARS = 4000
 
 
 class EventSink(Protocol):
-    def publish(self, event: dict[str, Any], on_delivery: DeliveryCallback | None = None) -> None:
-        """Queue `event` for `executions.events`; `on_delivery(error_or_None)` once the
-        broker acknowledged it (or gave up)."""
+    def publish_record(
+        self, job_id: str, value: bytes, on_delivery: DeliveryCallback | None = None
+    ) -> None:
+        """Queue an encoded `ExecutionEvent` for `executions.events` (key = `job_id`);
+        `on_delivery(error_or_None)` once the broker acknowledged it (or gave up)."""
         ...
 
 
@@ -91,6 +94,7 @@ class AttemptLease:
         self.request = request
         self.terms = terms
         self.worker_id = worker_id
+        self.events = AttemptEvents(request, worker_id)
         self.clock = clock
         self.sink = sink
         self.new_id = new_id
@@ -120,15 +124,17 @@ class AttemptLease:
         """Manual heartbeats closer together than this are merged."""
         return min(1.0, self.terms.heartbeat_seconds / 2)
 
-    def _event(self, event_type: str, now: float, **fields: Any) -> dict[str, Any]:
-        return execution_event(
-            self.request,
-            event_type,
-            worker_id=self.worker_id,
-            event_time_ms=int(now * 1000),
-            unique=self.new_id(),
-            **fields,
+    def _publish(
+        self,
+        event_type: str,
+        now: float,
+        on_delivery: DeliveryCallback | None = None,
+        **fields: Any,
+    ) -> None:
+        value = self.events.encode(
+            event_type, event_time_ms=int(now * 1000), unique=self.new_id(), **fields
         )
+        self.sink.publish_record(self.events.job_key, value, on_delivery)
 
     def _extend(self, now: float) -> int:
         self.deadline_ms = int((now + self.terms.lease_seconds) * 1000)
@@ -136,13 +142,11 @@ class AttemptLease:
         self.next_due = now + self.terms.heartbeat_seconds
         return self.deadline_ms
 
-    def start(self, on_delivery: DeliveryCallback | None = None) -> dict[str, Any]:
+    def start(self, on_delivery: DeliveryCallback | None = None) -> None:
         """Record the lease: a `leased` event with `lease_deadline = now + lease`."""
         with self._lock:
             now = self.clock.now()
-            event = self._event("leased", now, lease_deadline_ms=self._extend(now))
-            self.sink.publish(event, on_delivery)
-            return event
+            self._publish("leased", now, on_delivery, lease_deadline_ms=self._extend(now))
 
     def heartbeat(self, manual: bool = False) -> bool:
         """Extend the lease to `now + lease`; False when finished, or when a manual call
@@ -162,25 +166,18 @@ class AttemptLease:
                            "attempt": self.request["attempt"],
                            "late_ms": int(now * 1000) - self.deadline_ms},
                 )  # fmt: skip
-            self.sink.publish(self._event("heartbeat", now, lease_deadline_ms=self._extend(now)))
+            self._publish("heartbeat", now, lease_deadline_ms=self._extend(now))
             self.heartbeats += 1
             return True
 
-    def finish(
-        self, outcome: Outcome, on_delivery: DeliveryCallback | None = None
-    ) -> dict[str, Any]:
+    def finish(self, outcome: Outcome, on_delivery: DeliveryCallback | None = None) -> None:
         """Report the outcome; no heartbeat follows it."""
         with self._lock:
             self.finished = True
-            event = outcome_event(
-                self.request,
-                outcome,
-                worker_id=self.worker_id,
-                event_time_ms=int(self.clock.now() * 1000),
-                unique=self.new_id(),
-            )
-            self.sink.publish(event, on_delivery)
-            return event
+            self._publish(
+                outcome.event_type, self.clock.now(), on_delivery, error=outcome.error,
+                error_kind=outcome.error_kind, reason=outcome.reason, details=outcome.details,
+            )  # fmt: skip
 
 
 def _error_text(exc: BaseException) -> str:
@@ -275,8 +272,11 @@ def handler_outcome(
 
 def parse_payload(request: dict[str, Any]) -> dict[str, Any]:
     """The request's payload as a JSON object; `PermanentError` if it is not one."""
+    text = request.get("payload") or "{}"
+    if text == "{}":  # most payloads, and every no-op's: no parser needed
+        return {}
     try:
-        payload = json.loads(request.get("payload") or "{}")
+        payload = json.loads(text)
     except ValueError as exc:
         raise PermanentError(f"the payload is not valid JSON: {exc}") from exc
     if not isinstance(payload, dict):

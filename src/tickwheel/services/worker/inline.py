@@ -12,6 +12,7 @@ runs on slots like any other handler (decision 0071).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,12 @@ class InlineAttempt:
 
 def _no_cancel_reason() -> str | None:
     return None
+
+
+# The cancellation signal of every inline context: an inline attempt ends before a cancel
+# request could reach it, and the non-waiting handlers never look at it, so one event that
+# is never set stands in for a fresh one per attempt.
+_NEVER_CANCELLED = threading.Event()
 
 
 class InlineBatch:
@@ -93,5 +100,5 @@ class InlineBatch:
             payload = parse_payload(attempt.request)
         except PermanentError as exc:
             return Outcome.failed(str(exc), "permanent")
-        ctx = ExecutionContext.from_request(attempt.request, payload)
+        ctx = ExecutionContext.from_request(attempt.request, payload, cancel_event=_NEVER_CANCELLED)
         return run_handler(attempt.job_type, ctx, self.clock, _no_cancel_reason)

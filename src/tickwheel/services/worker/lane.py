@@ -21,25 +21,24 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock
-from tickwheel.core.queues import DEFAULT_QUEUE
+from tickwheel.ports.kafka import KafkaMessage
 from tickwheel.sdk.worker import HandlerRegistry
 from tickwheel.services.worker.attempt import EventSink, new_unique
+from tickwheel.services.worker.codec import AttemptEvents
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.coroutines import CoroutineRunner, is_async
-from tickwheel.services.worker.events import execution_event
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, runs_inline
+from tickwheel.services.worker.intake import Pending, RequestIntake
 from tickwheel.services.worker.ledger import LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
+from tickwheel.services.worker.pulling import PullControl
 from tickwheel.services.worker.runner import AttemptRunner
 from tickwheel.services.worker.settings import WorkerSettings, lane_consumer_config
 from tickwheel.services.worker.tenants import TenantQueue
@@ -47,18 +46,9 @@ from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.worker")
 
-PAUSE_AFTER_S = 0.5  # full for this long: pause fetching (short blips only stop consuming)
 # Requests taken per poll while the waiting room is empty and slots are free: the most that can
 # wait here beyond the usual waiting room, since the next poll is only for what has room.
 BATCH = 500
-
-
-@dataclass(frozen=True)
-class Pending:
-    request: dict[str, Any]
-    partition: int
-    offset: int
-    received: float
 
 
 class PriorityLane:
@@ -95,9 +85,6 @@ class PriorityLane:
         self.running_count = 0
         self.running = True
         self._lock = threading.Lock()
-        self._pausing = False
-        self._paused: list[TopicPartition] = []
-        self._full_since: float | None = None
         self._last_commit = 0.0
         self._idle = threading.Condition(self._lock)
         self.runner = AttemptRunner(
@@ -125,6 +112,8 @@ class PriorityLane:
             )  # fmt: skip
         self._thread: threading.Thread | None = None
         self.consumer = consumer or Consumer(lane_consumer_config(settings, priority))
+        self.pulling = PullControl(self.consumer, priority)
+        self.intake = RequestIntake(settings.queue, self.offsets, dead_letters)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -167,21 +156,16 @@ class PriorityLane:
                     if not self.queue and self.running_count < self.capacity:
                         room = BATCH  # what cannot start at once waits, bounded by BATCH
                 if room > 0:
-                    self._set_paused(False)
+                    self.pulling.has_room()
                     messages = self.consumer.consume(min(room, BATCH), 0.1)
+                elif self.pulling.is_full(time.monotonic()):
+                    # Still polled while paused: rebalances and group liveness need it.
+                    messages = self.consumer.consume(1, 0.05)
                 else:
-                    now = time.monotonic()
-                    self._full_since = self._full_since or now
-                    if now - self._full_since >= PAUSE_AFTER_S:
-                        self._set_paused(True)
-                        # Still polled while paused: rebalances and group liveness need it.
-                        messages = self.consumer.consume(1, 0.05)
-                    else:
-                        messages = []
-                        with self._idle:
-                            self._idle.wait(0.05)
-                for msg in messages:
-                    self._accept(msg)
+                    messages = []
+                    with self._idle:
+                        self._idle.wait(0.05)
+                self._accept_all(messages)
                 self._dispatch()
                 self._commit(force=False)
             self._drain()
@@ -195,50 +179,14 @@ class PriorityLane:
             if self.coroutines is not None:
                 self.coroutines.shutdown()
 
-    def _set_paused(self, paused: bool) -> None:
-        if paused and not self._pausing:
-            self._pausing = True
-            self._paused = list(self.consumer.assignment())
-            if self._paused:
-                self.consumer.pause(self._paused)
-            log.info("pool full; stopped pulling",
-                     extra={"action": "lane_paused", "priority": self.priority})  # fmt: skip
-        elif not paused:
-            self._full_since = None
-            if self._pausing:
-                self._pausing = False
-                if self._paused:
-                    self.consumer.resume(self._paused)
-                self._paused = []
-                log.info(
-                    "pulling again", extra={"action": "lane_resumed", "priority": self.priority}
-                )
-
-    def _accept(self, msg: Any) -> None:
-        if msg.error():
-            log.warning(
-                "consume error", extra={"action": "consume_error", "error": str(msg.error())}
-            )
-            return
-        partition, offset = msg.partition(), msg.offset()
-        self.offsets.track(partition, offset)
-        try:
-            _, request = decode(msg.value() or b"", "ExecutionRequest")
-        except UndecodableRecord as exc:
-            key = msg.key().decode(errors="replace") if msg.key() is not None else None
-            self.dead_letters.undecodable(
-                msg.topic(), partition, offset, key, msg.value(), exc.reason
-            )
-            self.offsets.done(partition, offset)
-            return
-        if (request.get("queue") or DEFAULT_QUEUE) != self.settings.queue:
-            # Another queue's: its own workers (their own consumer group) take it.
-            self.offsets.done(partition, offset)
-            return
+    def _accept_all(self, messages: Sequence[KafkaMessage]) -> None:
+        accepted = self.intake.accept(messages, time.monotonic())
         with self._lock:
-            self.queue.push(
-                request["tenant_id"], Pending(request, partition, offset, time.monotonic())
-            )
+            for item in accepted:
+                self.queue.push(item.request["tenant_id"], item)
+
+    def _accept(self, msg: KafkaMessage) -> None:
+        self._accept_all([msg])
 
     def _dispatch(self) -> None:
         """Start waiting requests while there are free slots (tenant caps permitting); the
@@ -311,16 +259,12 @@ class PriorityLane:
     def _skip_cancelled(self, item: Pending) -> None:
         request = item.request
         reason = self.cancels.reason(request["execution_id"]) or "cancel requested"
-        event = execution_event(
-            request,
-            "cancelled",
-            worker_id=self.worker_id,
-            event_time_ms=int(self.clock.now() * 1000),
-            unique=new_unique(),
-            reason=reason,
-            details={"started": False},
-        )
-        self.sink.publish(event, self._delivered(item, "cancelled"))
+        events = AttemptEvents(request, self.worker_id)
+        value = events.encode(
+            "cancelled", event_time_ms=int(self.clock.now() * 1000), unique=new_unique(),
+            reason=reason, details={"started": False},
+        )  # fmt: skip
+        self.sink.publish_record(events.job_key, value, self._delivered(item, "cancelled"))
         log.info(
             "cancelled before it started",
             extra={"action": "execution_skipped_cancelled", "execution_id": request["execution_id"],
@@ -357,9 +301,7 @@ class PriorityLane:
         for tp in partitions:
             self.offsets.assign(tp.partition)
         consumer.incremental_assign(partitions)
-        if self._pausing:
-            consumer.pause(partitions)
-            self._paused.extend(partitions)
+        self.pulling.assigned(partitions)
         log.info(
             "partitions assigned",
             extra={"action": "partitions_assigned", "priority": self.priority,
@@ -378,7 +320,7 @@ class PriorityLane:
         self._commit(force=True)
         for partition in revoked:
             self.offsets.revoke(partition)
-        self._paused = [tp for tp in self._paused if tp.partition not in revoked]
+        self.pulling.revoked(revoked)
         with contextlib.suppress(KafkaException):  # a lost assignment may already be gone
             consumer.incremental_unassign(partitions)
         log.info(

@@ -37,22 +37,23 @@ class EventPublisher(EventProducer):
         self._thread.start()
 
     def publish(self, event: dict[str, Any], on_delivery: DeliveryCallback | None = None) -> None:
-        value = encode("ExecutionEvent", event)
+        """Queue an `ExecutionEvent` given as a dict (the generic encoder)."""
+        self.publish_record(event["job_id"], encode("ExecutionEvent", event), on_delivery)
+
+    def publish_record(
+        self, job_id: str, value: bytes, on_delivery: DeliveryCallback | None = None
+    ) -> None:
+        """Queue an encoded `ExecutionEvent` (key = `job_id`)."""
         if on_delivery is None:  # most events: one shared report, no closure per event
-            self._produce(event["job_id"], value, _report_failure)
+            self._produce(job_id, value, _report_failure)
             return
 
-        def delivered(err: Any, _msg: Any) -> None:
+        def delivered(err: Any, msg: Any) -> None:
             if err is not None:
-                log.error(
-                    "event not delivered",
-                    extra={"action": "event_not_delivered", "event_id": event["event_id"],
-                           "error": str(err)},
-                )  # fmt: skip
-            if on_delivery is not None:
-                on_delivery(None if err is None else str(err))
+                _report_failure(err, msg)
+            on_delivery(None if err is None else str(err))
 
-        self._produce(event["job_id"], value, delivered)
+        self._produce(job_id, value, delivered)
 
     def _produce(self, job_id: str, value: bytes, delivered: Callable[[Any, Any], None]) -> None:
         while True:

@@ -1,0 +1,204 @@
+"""The `ExecutionEvent`s of one attempt, encoded without building a dict per event.
+
+Every event of an attempt (leased, heartbeats, its outcome) repeats the request's fields
+(job, type, tenant, execution, attempt, slot, fire time) and the worker's id; only the event's
+own fields (id, time, type, lease deadline, error, reason, details) change. `AttemptEvents`
+encodes the repeated part once per attempt and writes each event as Avro around it. With the
+generic codec (a dict per event, then fastavro) this was the largest share of a no-op
+execution's cost (bench/reports/worker.md).
+
+The layout is Avro's binary encoding of the current `ExecutionEvent` schema, and it is checked
+against that schema when first used: a new schema version whose fields differ makes
+`fast_layout()` False and every event goes through the generic encoder until this module is
+taught the new layout (`tests/unit/test_worker_codec.py` fails first, and proves the bytes
+identical to `encode("ExecutionEvent", ...)`; decision 0114).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tickwheel.adapters.avro import default_registry, encode
+from tickwheel.services.worker.events import execution_event
+
+_NULL = b"\x00"
+_SOME = b"\x02"  # union branch 1 (the non-null type), zig-zag encoded
+
+EVENT_TYPES = (
+    "requested", "skipped", "leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
+    "dead_lettered", "fenced", "cancelled",
+)  # fmt: skip
+_NULL_LONG = ["null", "long"]
+_NULL_STRING = ["null", "string"]
+# The fields of ExecutionEvent v1, in order, as the schema declares their types.
+EVENT_LAYOUT: tuple[tuple[str, Any], ...] = (
+    ("event_id", "string"),
+    ("event_time", "long"),
+    ("event_type", list(EVENT_TYPES)),  # an enum: its symbols
+    ("job_id", "string"),
+    ("job_type", "string"),
+    ("tenant_id", "string"),
+    ("execution_id", "string"),
+    ("attempt", "int"),
+    ("scheduled_time", "long"),
+    ("fire_time", _NULL_LONG),
+    ("worker_id", _NULL_STRING),
+    ("lease_deadline", _NULL_LONG),
+    ("error", _NULL_STRING),
+    ("error_kind", _NULL_STRING),
+    ("reason", _NULL_STRING),
+    ("details", _NULL_STRING),
+)
+
+
+def _varint(z: int) -> bytes:
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+_SMALL = [bytes((n,)) for n in range(0x80)]
+# Varints of the bits above the lowest 14 of recent instants: epoch milliseconds share them
+# for 16 s, so an event's times cost two bytes and a lookup (bounded; cleared when full).
+_HIGH: dict[int, bytes] = {}
+_HIGH_MAX = 4096
+
+
+def _long(n: int) -> bytes:
+    """An Avro int or long: zig-zag, then a base-128 varint."""
+    z = (n << 1) ^ (n >> 63)
+    if z < 0x80:
+        if z < 0:
+            raise OverflowError(f"{n} does not fit an Avro long")
+        return _SMALL[z]
+    if z < 0x4000:
+        return bytes(((z & 0x7F) | 0x80, z >> 7))
+    if z >> 64:
+        raise OverflowError(f"{n} does not fit an Avro long")
+    high = z >> 14
+    tail = _HIGH.get(high)
+    if tail is None:
+        if len(_HIGH) >= _HIGH_MAX:
+            _HIGH.clear()
+        tail = _HIGH[high] = _varint(high)
+    return bytes(((z & 0x7F) | 0x80, ((z >> 7) & 0x7F) | 0x80)) + tail
+
+
+_TYPE_INDEX = {name: _long(i) for i, name in enumerate(EVENT_TYPES)}
+
+
+def _string(s: str) -> bytes:
+    data = s.encode()
+    size = len(data)
+    return (_SMALL[size << 1] if size < 64 else _long(size)) + data
+
+
+def _opt_string(s: str | None) -> bytes:
+    return _NULL if s is None else _SOME + _string(s)
+
+
+def _opt_long(n: int | None) -> bytes:
+    return _NULL if n is None else _SOME + _long(n)
+
+
+def _declared(avro_type: Any) -> Any:
+    if isinstance(avro_type, dict) and avro_type.get("type") == "enum":
+        return list(avro_type["symbols"])
+    return avro_type
+
+
+@functools.cache
+def fast_layout() -> bool:
+    """True when the current `ExecutionEvent` schema is the layout this module writes."""
+    schema = default_registry().current("ExecutionEvent").schema
+    declared = tuple((f["name"], _declared(f["type"])) for f in schema["fields"])
+    return declared == EVENT_LAYOUT
+
+
+@functools.cache
+def _header() -> bytes:
+    return default_registry().current("ExecutionEvent").header
+
+
+def details_json(details: Mapping[str, Any] | None) -> str | None:
+    """The `details` field as `execution_event` writes it (an outcome's usual details, its
+    duration alone, without the JSON encoder)."""
+    if not details:
+        return None
+    if len(details) == 1 and type(details.get("duration_ms")) is int:
+        return f'{{"duration_ms": {details["duration_ms"]}}}'
+    return json.dumps(details, default=str)
+
+
+class AttemptEvents:
+    """Encodes the events of one attempt of `request` by `worker_id`."""
+
+    __slots__ = ("_id_tail", "_middle", "job_key", "request", "worker_id")
+
+    def __init__(self, request: Mapping[str, Any], worker_id: str) -> None:
+        self.request = request
+        self.worker_id = worker_id
+        self.job_key: str = request["job_id"]
+        self._id_tail = f":{request['execution_id']}:{request['attempt']}:{worker_id}:"
+        self._middle: bytes | None = None
+        if fast_layout():
+            attempt = request["attempt"]  # written as the generic encoder writes an int
+            self._middle = b"".join((
+                _string(request["job_id"]), _string(request["job_type"]),
+                _string(request["tenant_id"]), _string(request["execution_id"]),
+                _long(attempt), _long(request["scheduled_time"]),
+                _opt_long(request["fire_time"]), _opt_string(worker_id),
+            ))  # fmt: skip
+
+    def encode(
+        self,
+        event_type: str,
+        *,
+        event_time_ms: int,
+        unique: str,
+        lease_deadline_ms: int | None = None,
+        error: str | None = None,
+        error_kind: str | None = None,
+        reason: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        """One event's bytes, identical to `encode("ExecutionEvent", execution_event(...))`."""
+        if self._middle is None:
+            return encode("ExecutionEvent", self.as_record(
+                event_type, event_time_ms=event_time_ms, unique=unique,
+                lease_deadline_ms=lease_deadline_ms, error=error, error_kind=error_kind,
+                reason=reason, details=details,
+            ))  # fmt: skip
+        return b"".join((
+            _header(), _string(f"{event_type}{self._id_tail}{unique}"), _long(event_time_ms),
+            _TYPE_INDEX[event_type], self._middle, _opt_long(lease_deadline_ms),
+            _opt_string(error), _opt_string(error_kind), _opt_string(reason),
+            _opt_string(details_json(details)),
+        ))  # fmt: skip
+
+    def as_record(
+        self,
+        event_type: str,
+        *,
+        event_time_ms: int,
+        unique: str,
+        lease_deadline_ms: int | None = None,
+        error: str | None = None,
+        error_kind: str | None = None,
+        reason: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The same event as an `ExecutionEvent` dict (the generic path, and the tests')."""
+        event = execution_event(
+            dict(self.request), event_type, worker_id=self.worker_id,
+            event_time_ms=event_time_ms, unique=unique, lease_deadline_ms=lease_deadline_ms,
+            error=error, error_kind=error_kind, reason=reason,
+            details=dict(details) if details else None,
+        )  # fmt: skip
+        return event

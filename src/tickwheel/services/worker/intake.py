@@ -1,0 +1,68 @@
+"""What a lane does with the records one poll returns, before any of them runs: decode each
+request (an undecodable one goes to the dead-letter topic with its reason, and the lane keeps
+going), leave another queue's requests to that queue's workers, and track every offset so
+that none is committed before its request is safely recorded (`offsets.py`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.core.queues import DEFAULT_QUEUE
+from tickwheel.ports.kafka import KafkaMessage
+from tickwheel.services.worker.offsets import OffsetTracker
+
+log = logging.getLogger("tickwheel.worker")
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A request waiting in the lane for a slot (or for the next inline batch)."""
+
+    request: dict[str, Any]
+    partition: int
+    offset: int
+    received: float  # monotonic seconds, for the wait a slot's start logs
+
+
+class RequestIntake:
+    """Turns consumed records into `Pending` requests for one queue."""
+
+    def __init__(self, queue: str, offsets: OffsetTracker, dead_letters: DeadLetterWriter) -> None:
+        self.queue = queue
+        self.offsets = offsets
+        self.dead_letters = dead_letters
+
+    def accept(self, messages: Iterable[KafkaMessage], received: float) -> list[Pending]:
+        """The requests among `messages` this lane is to run, in order."""
+        accepted: list[Pending] = []
+        for msg in messages:
+            if msg.error():
+                log.warning(
+                    "consume error", extra={"action": "consume_error", "error": str(msg.error())}
+                )
+                continue
+            partition, offset = msg.partition(), msg.offset()
+            assert partition is not None and offset is not None  # a consumed record has both
+            self.offsets.track(partition, offset)
+            try:
+                _, request = decode(msg.value() or b"", "ExecutionRequest")
+            except UndecodableRecord as exc:
+                key = msg.key()
+                self.dead_letters.undecodable(
+                    msg.topic() or "", partition, offset,
+                    key.decode(errors="replace") if key is not None else None, msg.value(),
+                    exc.reason,
+                )  # fmt: skip
+                self.offsets.done(partition, offset)
+                continue
+            if (request.get("queue") or DEFAULT_QUEUE) != self.queue:
+                # Another queue's: its own workers (their own consumer group) take it.
+                self.offsets.done(partition, offset)
+                continue
+            accepted.append(Pending(request, partition, offset, received))
+        return accepted
