@@ -22,6 +22,9 @@ from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge,
 from tickwheel.core.watchdog.parents import PARENT_KINDS, with_parents
 from tickwheel.core.watchdog.runs import RUN_KINDS, run_conditions
 from tickwheel.core.watchdog.thresholds import Thresholds
+from tickwheel.core.watchdog.workflows import KIND as STUCK_KIND
+from tickwheel.core.watchdog.workflows import stuck_steps
+from tickwheel.core.watchdog.workflows import why_clear as why_step_clear
 
 
 @dataclass(slots=True)
@@ -56,6 +59,7 @@ def evaluate(
     current = [*extra, *conditions(state.facts, watermark_ms, thresholds)]
     for job_id in sorted(state.facts.jobs):
         current.extend(run_conditions(job_id, state.facts.jobs[job_id], watermark_ms, thresholds))
+    current.extend(stuck_steps(state.facts.workflows, watermark_ms))
     # Parents first, so a child opened in the same evaluation already names its parent.
     current = with_parents(state.facts, current, watermark_ms, thresholds)
     transitions, changed = advance(
@@ -79,6 +83,8 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
         return {"reason": "fresh_output"}
     if incident.kind == "missed_slots":
         return {"reason": "audit_clean"}
+    if incident.kind == STUCK_KIND:
+        return why_step_clear(facts.workflows, incident.subject)
     if incident.kind in PARENT_KINDS:
         return {"reason": "advancing" if incident.kind == "timer_partition_stalled"
                 else "worker_taking"}  # fmt: skip
@@ -130,3 +136,4 @@ def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
     ]
     for execution_id in settled:
         del facts.executions[execution_id]
+    facts.workflows.prune(horizon)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
 from tickwheel.core.watchdog.jobs import VERSIONS_KEPT, job_spec
+from tickwheel.core.watchdog.steps import WorkflowFacts
 from tickwheel.core.watchdog.table import JobFacts, JobTable, SlotFacts
 
 __all__ = ["Acknowledgement", "ExecutionFacts", "Facts", "JobFacts", "Observed", "SlotFacts"]
@@ -26,7 +27,16 @@ STAGES = {"requested": 1, "leased": 2, "heartbeat": 2, "failed": 3, "retry_sched
 TAKEN_EVENTS = frozenset({"leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
                           "dead_lettered", "cancelled", "fenced"})  # fmt: skip
 
-InputKind = Literal["definition", "request", "event", "dead_letter", "command", "calendar"]
+InputKind = Literal[
+    "definition",
+    "request",
+    "event",
+    "dead_letter",
+    "command",
+    "calendar",
+    "workflow_definition",
+    "workflow_event",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +105,8 @@ class Facts:
     calendars: dict[str, BusinessCalendar] = field(default_factory=dict)
     # The definition record of each job that follows a calendar, to compile it again then.
     calendar_sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Workflow definitions' expected step durations, and the steps of running instances.
+    workflows: WorkflowFacts = field(default_factory=WorkflowFacts)
 
     def job(self, job_id: str) -> JobFacts:
         return JobFacts(self.jobs, job_id, self.jobs.row(job_id))
@@ -129,6 +141,10 @@ class Facts:
                 self._dead_letter(observed.record)
             elif observed.kind == "command":
                 self._command(observed.record)
+            elif observed.kind == "workflow_definition":
+                self.workflows.definition(observed.record)
+            elif observed.kind == "workflow_event":
+                self.workflows.event(observed.record)
         except (KeyError, TypeError, ValueError):
             return
 

@@ -87,12 +87,17 @@ class WatchdogService:
             # Holiday calendars: what a business-day job owed is compiled with them, as the
             # timer compiles it (a slot skipped for a holiday is not owed).
             "calendars": "calendar",
+            # Workflows: a step past its definition's expectedDuration (workflow_step_stuck).
+            "workflows.definitions": "workflow_definition",
+            "workflows.events": "workflow_event",
             **{f"executions.{p}": "request" for p in ("high", "normal", "low")},
         }
         self.inputs: dict[str, str] = {topic_name(name): kind for name, kind in declared.items()}
         self.schemas = {"definition": "JobDefinition", "event": "ExecutionEvent",
                         "dead_letter": "DeadLetter", "request": "ExecutionRequest",
-                        "command": "Alert", "calendar": "Calendar"}  # fmt: skip
+                        "command": "Alert", "calendar": "Calendar",
+                        "workflow_definition": "WorkflowDefinition",
+                        "workflow_event": "WorkflowEvent"}  # fmt: skip
         self.partitions = [
             TopicPartition(topic_name(name), p)
             for name in declared
