@@ -194,13 +194,6 @@ def _link(schema: dict[str, Any]) -> None:
         }  # fmt: skip
 
 
-def _cluster_backend() -> Backend:
-    """`Backend.from_env()` with writes that each wait for their own acknowledgement."""
-    from tickwheel.services.api.writes import AckedJobsClient
-
-    return Backend(jobs=AckedJobsClient())
-
-
 def _workflows_client(backend: Backend) -> Any:
     from tickwheel.sdk.workflows import WorkflowsClient
 
@@ -221,7 +214,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.state.backend = backend = backend or _cluster_backend()
+    app.state.backend = backend = backend or Backend.from_env()
     app.state.workflows = workflows or _workflows_client(backend)
     install(app)
     install_metrics(app)

@@ -66,11 +66,13 @@ class Backend:
 
     @classmethod
     def from_env(cls, bootstrap: str | None = None) -> Backend:
-        """Over the cluster, reading definitions through one catalogue (a watermark request
-        per read instead of a partition scan; the same read-your-writes guarantee)."""
-        from tickwheel.sdk.catalogue import CataloguedJobsClient
+        """Over the cluster, reading definitions through one catalogue (a watermark request,
+        shared by the reads waiting, instead of a partition scan; the same read-your-writes
+        guarantee), each write waiting for its own acknowledgement and serialised per job
+        (decisions 0100, 0101)."""
+        from tickwheel.services.api.writes import AckedJobsClient
 
-        return cls(jobs=CataloguedJobsClient(bootstrap), bootstrap=bootstrap)
+        return cls(jobs=AckedJobsClient(bootstrap), bootstrap=bootstrap)
 
     def now_ms(self) -> int:
         return int(self.clock.now() * 1000)
