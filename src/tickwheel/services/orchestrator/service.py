@@ -33,6 +33,7 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.metrics import OrchestratorMetrics
+from tickwheel.services.orchestrator.notices import ApprovalNotifier
 from tickwheel.services.orchestrator.partition import Batch, UnknownDefinition
 from tickwheel.services.orchestrator.restore import (
     OrchestratorTopics,
@@ -93,6 +94,7 @@ class OrchestratorService:
         # The one transaction in flight per partition: what it carries and its outcome.
         self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
         self.metrics = OrchestratorMetrics()
+        self.notifier = ApprovalNotifier.from_env()  # approval links, once committed
         self._lag_due = 0.0
 
     def now_ms(self) -> int:
@@ -279,6 +281,7 @@ class OrchestratorService:
                 self.metrics.inputs.labels("dead_lettered").inc(len(batch.dead_letters))
                 self.metrics.events.inc(len(batch.events))
                 self.metrics.step_transitions.inc(batch.step_transitions())
+                self.notifier.announce(batch)
                 continue
             if self.partitions.get(partition) is not runtime:
                 continue  # revoked meanwhile: nothing of it is ours any more

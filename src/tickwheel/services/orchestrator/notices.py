@@ -1,0 +1,74 @@
+"""Approval notices: once the transaction that opened an approval round has committed, the
+round's link is logged, one structured line per round (`action: approval_link`), where the
+people on call (or the log pipeline's alerting) see it. The `approval_requested` event on
+`workflows.events` is the durable notice; the link itself — a bearer token — is never written
+to a topic, since every topic lands in ClickHouse for as long as history is kept.
+
+The token is signed with the first key of `TICKWHEEL_APPROVAL_KEYS` for the round's own
+expiry (the round's timeout, else `DEFAULT_APPROVAL_TTL_MS`), so a batch replayed after a crash
+logs the very same link again: the notice is at-least-once, the decision stays single-use.
+`TICKWHEEL_APPROVAL_LINK` makes the link a URL (`https://.../approve?token={token}`); without
+it the line carries the CLI command. Without keys the line says how to sign a link by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval
+from tickwheel.errors import InvalidInput
+from tickwheel.sdk.workflows import DEFAULT_APPROVAL_TTL_MS, approval_keys
+from tickwheel.services.orchestrator.partition import Batch
+
+log = logging.getLogger("tickwheel.orchestrator")
+LINK_VAR = "TICKWHEEL_APPROVAL_LINK"
+
+
+class ApprovalNotifier:
+    def __init__(self, keys: Mapping[str, bytes], link_template: str | None = None) -> None:
+        if link_template is not None and "{token}" not in link_template:
+            raise InvalidInput(LINK_VAR, f"{link_template!r}; accepted: a URL with {{token}}")
+        self.keys = dict(keys)
+        self.link_template = link_template
+
+    @classmethod
+    def from_env(cls) -> ApprovalNotifier:
+        return cls(approval_keys(), os.environ.get(LINK_VAR) or None)
+
+    def notices(self, batch: Batch) -> list[dict[str, Any]]:
+        """One notice per approval round the batch opened: who, what, until when, the link."""
+        found = []
+        for event in batch.events:
+            if event["event_type"] != "approval_requested":
+                continue
+            data = json.loads(event["data"] or "{}")
+            expires = data.get("expires_at_ms") or event["event_time"] + DEFAULT_APPROVAL_TTL_MS
+            notice: dict[str, Any] = {
+                "workflow_id": event["workflow_id"], "step_id": event["step_id"],
+                "round": data["round"], "assignees": data.get("assignees", []),
+                "expires_at_ms": expires,
+            }  # fmt: skip
+            if self.keys:
+                kid, secret = next(iter(self.keys.items()))
+                claim = ApprovalClaim(event["workflow_id"], event["step_id"], data["round"],
+                                      expires)  # fmt: skip
+                token = sign_approval(claim, kid, secret)
+                notice["link"] = (
+                    self.link_template.format(token=token) if self.link_template
+                    else f"tickwheel workflows approve --token {token}"
+                )  # fmt: skip
+            else:
+                notice["link"] = None
+            found.append(notice)
+        return found
+
+    def announce(self, batch: Batch) -> None:
+        for notice in self.notices(batch):
+            message = "approval requested" if notice["link"] else (
+                "approval requested; no TICKWHEEL_APPROVAL_KEYS here, sign a link with "
+                "`tickwheel workflows token`")  # fmt: skip
+            log.info(message, extra={"action": "approval_link", **notice})
