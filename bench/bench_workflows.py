@@ -11,6 +11,11 @@
    instances of a chain of `noop` steps; from a step's `succeeded` (the worker's event time)
    to the next step's request (the timer's `requested_at`), p50/p99.
 
+Every run first measures the raw client's limits on the same broker (`bench/bench_limits.py`)
+and prints the fold figure beside them (as a ratio of the raw transactional produce rate: each
+input becomes about five records), with the load average before each part: the machine is
+shared, so the ratio and the load say what a figure is worth.
+
 Run: `.venv/bin/python bench/bench_workflows.py [--instances N] [--steps K] [--sleeping S]
 [--latency-instances M]`. Writes bench/reports/workflows.md.
 """
@@ -31,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench.bench_limits import measure_limits  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.client import Consumer, TopicPartition  # noqa: E402
@@ -59,6 +65,10 @@ def service(
     env = {**os.environ, "TICKWHEEL_LOG_LEVEL": level}
     return track(subprocess.Popen([sys.executable, "-m", module, "--instance", name, *args],
                                   stdout=log, stderr=subprocess.STDOUT, env=env))  # fmt: skip
+
+
+def load_average() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
 
 
 def fresh_prefix(bootstrap: str) -> None:
@@ -133,6 +143,8 @@ def fold_throughput(bootstrap: str, instances: int, steps: int, logs: Path) -> d
     return {"instances": instances, "steps": steps, "inputs": len(encoded), "seconds": elapsed,
             "instances_per_s": instances / elapsed, "transitions_per_s": instances * steps / elapsed,
             "inputs_per_s": len(encoded) / elapsed, "events": expected,
+            # Written: every event, a command per scheduled step, a snapshot per input at most.
+            "records_per_s": (expected + instances * steps + len(encoded)) / elapsed,
             "cpu_share": cpu / elapsed}  # fmt: skip
 
 
@@ -219,26 +231,34 @@ def main() -> None:
     report.add("")
     with bench_broker() as broker:
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
+        limits = measure_limits(broker.bootstrap)
+        report.add(f"- {limits.describe()} (`bench/bench_limits.py`, same broker, same run; "
+                   f"load average {load_average()})")  # fmt: skip
         if "fold" in parts:
+            load = load_average()
             fold = fold_throughput(broker.bootstrap, args.instances, args.steps, logs)
             report.add(f"- **fold throughput**, one orchestrator, {fold['instances']:,} instances x "
                        f"{fold['steps']} no-op steps ({fold['inputs']:,} inputs, {fold['events']:,} "
                        f"events) in {fold['seconds']:.1f} s: **{fold['transitions_per_s']:,.0f} step "
                        f"transitions/s**, {fold['instances_per_s']:,.0f} instances/s, "
                        f"{fold['inputs_per_s']:,.0f} inputs/s (aim ≥ 2,000 transitions/s); the "
-                       f"orchestrator used {fold['cpu_share']:.0%} of a core meanwhile")  # fmt: skip
+                       f"orchestrator used {fold['cpu_share']:.0%} of a core meanwhile; "
+                       f"{limits.ratio_produce(fold['records_per_s'])} of the raw transactional "
+                       f"produce rate in records written; load average {load}")  # fmt: skip
         if "latency" in parts:
+            load = load_average()
             lat = latency(broker.bootstrap, args.latency_instances, args.steps, logs)
             report.add(f"- **step-to-step latency** (a step's success → the next step's request, "
                        f"through timer, worker and orchestrator), {lat['samples']:,} samples: "
                        f"**p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms**, max "
-                       f"{lat['max_ms']:.0f} ms (aim p99 < 250 ms)")  # fmt: skip
+                       f"{lat['max_ms']:.0f} ms (aim p99 < 250 ms); load average {load}")  # fmt: skip
         if "restore" in parts:
+            load = load_average()
             rest = restore(broker.bootstrap, args.sleeping, logs)
             report.add(f"- **restore**, {rest['sleeping']:,} open instances (sleeping), one "
                        f"orchestrator killed and replaced: every partition serving in "
                        f"**{rest['restore_s']:.1f} s**, RSS {rest['rss_mb']:.0f} MB "
-                       f"(aim < 20 s for 100,000)")  # fmt: skip
+                       f"(aim < 20 s for 100,000); load average {load}")  # fmt: skip
     report.write("workflows.md" if parts == {"fold", "latency", "restore"} else
                  "workflows-partial.md")  # fmt: skip
 
