@@ -11,8 +11,8 @@ import pytest
 from tests.unit.core.test_watchdog_golden import QUICK, T0, S, definition
 from tests.unit.core.test_watchdog_rules import bounded
 from tickwheel.core.definition import validate_definition
-from tickwheel.core.watchdog import WatchdogState, evaluate
-from tickwheel.core.watchdog.freshness import stale_outputs, topics
+from tickwheel.core.watchdog import Observed, WatchdogState, evaluate
+from tickwheel.core.watchdog.freshness import queries, stale_outputs, topics
 from tickwheel.errors import InvalidInput
 
 CHECK = json.dumps({"topic": "orders.out", "warnAfter": "10s", "errorAfter": "30s"})
@@ -61,7 +61,25 @@ def test_the_definition_check_takes_an_object_or_its_text_and_refuses_the_rest()
                        ({"topic": "x", "warnAfter": "2h", "errorAfter": "1h"},
                         "freshness.errorAfter"),
                        ({"topic": "x", "warnAfter": "1h", "sql": "SELECT 1"}, "freshness"),
+                       ({"warnAfter": "1h"}, "freshness"),
+                       ({"sql": "DROP TABLE alerts", "warnAfter": "1h"}, "freshness.sql"),
+                       ({"sql": "SELECT " + "1" * 2_000, "warnAfter": "1h"}, "freshness.sql"),
+                       ({"sql": 7, "warnAfter": "1h"}, "freshness.sql"),
                        ("{not json", "freshness")):  # fmt: skip
         with pytest.raises(InvalidInput) as caught:
             validate_definition({**base, "freshness": bad}, T0)
         assert caught.value.field == field
+
+
+def test_a_sql_check_is_keyed_by_its_query_and_judged_like_a_topic() -> None:
+    sql = "SELECT max(event_time) FROM execution_events WHERE job_id = 'export'"
+    base = {"jobId": "q", "type": "noop", "payload": {}, "cron": "0 2 * * *"}
+    record = validate_definition({**base, "freshness": {"sql": sql, "warnAfter": "10s"}}, T0)
+    state = WatchdogState()
+    state.apply(Observed("definition", "q", record))
+    assert queries(state.facts) == {sql} and topics(state.facts) == set()
+    assert list(stale_outputs(state.facts, {}, T0 + 3600 * S)) == []  # not read: not judged
+    [condition] = stale_outputs(state.facts, {f"sql:{sql}": T0 + 5 * S}, T0 + 20 * S)
+    assert condition.kind == "output_stale" and condition.evidence["sql"] == sql
+    assert condition.evidence["age_ms"] == 15 * S and condition.severity == "warning"
+    assert "freshness query" in condition.message

@@ -84,15 +84,21 @@ def check_disable_account(spec: Mapping[str, Any]) -> int | None:
 
 
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_FRESHNESS_KEYS = frozenset({"topic", "warnAfter", "errorAfter"})
+_FRESHNESS_KEYS = frozenset({"topic", "sql", "warnAfter", "errorAfter"})
+# A freshness query is one SELECT (or WITH ... SELECT) of at most this many characters; what
+# it may read, and for how long, is the history store's read-only guard's business when it
+# runs (decision 0109): refused there, it is logged and judges nothing.
+MAX_FRESHNESS_SQL = 2_000
+_SELECT = re.compile(r"\s*(select|with)\b", re.IGNORECASE)
 
 
 def check_freshness(value: object) -> str | None:
-    """`freshness`: {"topic", "warnAfter", "errorAfter"?} (an object, or its JSON text, as the
-    record stores it) → canonical JSON text for the record; None stays None."""
+    """`freshness`: {"topic" | "sql", "warnAfter", "errorAfter"?} (an object, or its JSON
+    text, as the record stores it) → canonical JSON text for the record; None stays None."""
     if value is None:
         return None
-    example = 'accepted: {"topic": "orders.out", "warnAfter": "2h", "errorAfter": "6h"}'
+    example = ('accepted: {"topic": "orders.out", "warnAfter": "2h", "errorAfter": "6h"} or '
+               '{"sql": "SELECT max(ts) FROM ...", "warnAfter": "2h"}')  # fmt: skip
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -100,9 +106,20 @@ def check_freshness(value: object) -> str | None:
             raise InvalidInput("freshness", f"not JSON; {example}") from None
     if not isinstance(value, dict) or not value.keys() <= _FRESHNESS_KEYS:
         raise InvalidInput("freshness", f"{str(value)[:60]!r}; {example}")
-    topic = value.get("topic")
-    if not isinstance(topic, str) or not _TOPIC_NAME.fullmatch(topic):
+    if ("topic" in value) == ("sql" in value):
+        raise InvalidInput("freshness", f"needs exactly one of topic and sql; {example}")
+    topic, sql = value.get("topic"), value.get("sql")
+    if "topic" in value and (not isinstance(topic, str) or not _TOPIC_NAME.fullmatch(topic)):
         raise InvalidInput("freshness.topic", f"{topic!r}; a Kafka topic name; {example}")
+    if "sql" in value and (
+        not isinstance(sql, str) or len(sql) > MAX_FRESHNESS_SQL or not _SELECT.match(sql)
+    ):
+        raise InvalidInput(
+            "freshness.sql",
+            f"{str(sql)[:40]!r}; accepted: one SELECT of at most {MAX_FRESHNESS_SQL} characters "
+            "whose first column of its first row is the newest output time (a DateTime, or "
+            "epoch milliseconds)",
+        )
     warn = check_duration(value, "warnAfter", "2h")
     error = check_duration(value, "errorAfter", "6h")
     if warn is None or warn <= 0:
@@ -115,9 +132,18 @@ def check_freshness(value: object) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Freshness:
-    topic: str
+    """Where a job's output time is read: a Kafka topic's newest record, or a ClickHouse SQL
+    query over the history store (exactly one of them)."""
+
+    topic: str | None
     warn_after_ms: int
     error_after_ms: int | None
+    sql: str | None = None
+
+    @property
+    def source(self) -> str:
+        """What the probes key the newest output time by: the topic, or `sql:<query>`."""
+        return self.topic if self.topic is not None else f"sql:{self.sql}"
 
 
 def parse_freshness(text: object) -> Freshness | None:
@@ -127,10 +153,14 @@ def parse_freshness(text: object) -> Freshness | None:
     try:
         value = json.loads(text)
         error = value.get("errorAfter")
+        topic, sql = value.get("topic"), value.get("sql")
+        if (topic is None) == (sql is None):
+            return None
         return Freshness(
-            str(value["topic"]),
+            None if topic is None else str(topic),
             parse_duration_ms(value["warnAfter"], "warnAfter"),
             parse_duration_ms(error, "errorAfter") if error is not None else None,
+            sql=None if sql is None else str(sql),
         )
     except (ValueError, KeyError, TypeError, AttributeError, TickwheelError):
         return None

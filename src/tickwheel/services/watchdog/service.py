@@ -33,6 +33,7 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
+from tickwheel.core.watchdog.freshness import queries as output_queries
 from tickwheel.core.watchdog.freshness import stale_outputs
 from tickwheel.core.watchdog.freshness import topics as output_topics
 from tickwheel.core.watchdog.parents import ages
@@ -51,6 +52,7 @@ from tickwheel.services.watchdog.records import (
 )
 from tickwheel.services.watchdog.second_detector import SecondDetector
 from tickwheel.services.watchdog.settings import WatchdogSettings
+from tickwheel.services.watchdog.sql_freshness import SqlFreshnessProbe
 from tickwheel.services.watchdog.webhooks import WebhookDispatcher, WebhookSink, sink_guard
 from tickwheel.topology import topic as declared_topic
 from tickwheel.topology import topic_name
@@ -119,6 +121,7 @@ class WatchdogService:
         self.dispatchers = self._dispatchers(group)
         self.lag_watch = LagWatch(settings.lag_alert_ms)
         self.freshness = FreshnessProbe(settings.bootstrap, group, settings.freshness_every_ms)
+        self.sql_freshness = SqlFreshnessProbe(settings.freshness_every_ms)
         self.audit = SecondDetector(*settings.audit)
 
     def _dispatchers(self, group: str) -> list[WebhookDispatcher]:
@@ -185,6 +188,7 @@ class WatchdogService:
             self.consumer.close()
             self.probe.close()
             self.freshness.close()
+            self.sql_freshness.close()
             self.audit.close()
 
     def stop(self, *_args: Any) -> None:
@@ -269,8 +273,10 @@ class WatchdogService:
         if mark is not None:
             lagging = self.lag_watch.observe(now, mark)
             self.freshness.refresh(output_topics(self.state.facts), now)
+            self.sql_freshness.refresh(output_queries(self.state.facts), now)
+            newest = {**self.freshness.newest, **self.sql_freshness.newest}
             extra = [*([lagging] if lagging else []),
-                     *stale_outputs(self.state.facts, self.freshness.newest, now),
+                     *stale_outputs(self.state.facts, newest, now),
                      *self.audit.conditions(self.state, now, self.settings.thresholds)]  # fmt: skip
             transitions, changed = evaluate(self.state, mark, self.settings.thresholds, extra)
             self.changed |= changed
