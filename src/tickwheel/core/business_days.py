@@ -55,10 +55,13 @@ class CompiledAdjusted(EnumeratedSchedule):
         "_clean_days",
         "_excluders",
         "_exclusions",
+        "_landings",
+        "_lands_directly",
         "_moves",
         "_period",
         "_slot_days",
         "_starts",
+        "_successors",
         "_targets",
         "_uniform",
         "adjustment",
@@ -91,6 +94,11 @@ class CompiledAdjusted(EnumeratedSchedule):
         self._slot_days: dict[int, int] = {}
         self._clean_days: dict[int, bool] = {}
         self._exclusions: dict[int, bool] = {}
+        self._landings: dict[int, int | None] = {}
+        self._successors: dict[int, int | None] = {}
+        # Where a base slot lands, looked up instead of searched: only for `previous` over one
+        # cron with no cron exclusion (see `_landing`).
+        self._lands_directly = self.rule == "previous" and self._uniform and not self._excluders
         digest = "" if calendar is None else calendar.digest
         self.key = (
             f"adjusted-{base.key[0]}",
@@ -178,6 +186,10 @@ class CompiledAdjusted(EnumeratedSchedule):
         slot = self.base.next_after(t_ms)
         if slot is None:
             return None
+        if self._lands_directly:
+            found = self._landed_after(t_ms, slot)
+            if found is not _UNKNOWN:
+                return found  # type: ignore[return-value]
         day_t, day = self._day_of(t_ms), self._slot_day(slot)
         if self._target(day) == day and not self._excluded(slot):
             # The base's next slot stands, and nothing moved lands before it: no slot moves
@@ -191,6 +203,48 @@ class CompiledAdjusted(EnumeratedSchedule):
             ):
                 return slot
         return self._search(t_ms, day_t, slot)
+
+    def _landed_after(self, t_ms: int, slot: int) -> object:
+        """`next_after(t_ms)` looked up, for `previous` over one cron without cron exclusions:
+        the landing of `slot` (the base's next slot after t) if it lands after t, else of the
+        base's next slots in turn (a few at most); `_UNKNOWN` where `_landing`'s rule does not
+        hold for one of them, and the walk (`_search`) decides.
+
+        Why the first of them landing after t is the answer: with `previous`, a slot moves back
+        only, so nothing at or before t lands after t, nor do the slots passed over here (they
+        landed at or before t). Every other slot that lands on the same day as the one found
+        comes from a day of that day's run of non-business days, at the same times of day
+        (`_landing`'s rule): at a later time it lands later; at an earlier time, the found
+        slot's own day had that time too, earlier than it, so at or before t, or passed over."""
+        x: int | None = slot
+        for _ in range(4):
+            if x is None:
+                return None  # the base has no slot left, and every one before landed by t
+            fired = self._landings.get(x, _UNKNOWN)
+            if fired is _UNKNOWN:
+                fired = _remember(self._landings, x, self._landing(x))
+            if fired is None:
+                return _UNKNOWN
+            if t_ms < fired:  # type: ignore[operator]
+                return fired
+            nxt = self._successors.get(x, _UNKNOWN)
+            if nxt is _UNKNOWN:
+                nxt = _remember(self._successors, x, self.base.next_after(x))
+            x = nxt  # type: ignore[assignment]
+        return _UNKNOWN
+
+    def _landing(self, slot: int) -> int | None:
+        """The instant base slot `slot` fires at under `previous`, where every slot of the days
+        landing on its target day keeps the times of day it has (one cron, no cron exclusion,
+        no clock change on those days: `_same_times_until`'s rule); None where that does not
+        hold, or the slot is dropped."""
+        day = self._slot_day(slot)
+        target = self._target(day)
+        if target is None:
+            return None
+        if not all(self._clean(z) for z in range(day, self._stop_day(target))):
+            return None
+        return self._moved(slot, target - day) if target != day else slot
 
     def _search(self, t_ms: int, day_t: int, slot_after_t: int) -> int | None:
         """`next_after` the long way: day by day, every day whose slots may land after t."""
