@@ -14,25 +14,21 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.clock import Clock
-from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
+from tickwheel.sdk.worker import JobType
 from tickwheel.services.worker.attempt import (
     AttemptLease,
     DeliveryCallback,
     EventSink,
     handler_failure,
     handler_outcome,
-    lease_terms,
-    parse_payload,
-    run_limit,
 )
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.events import Outcome
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
-from tickwheel.services.worker.runner import OVERRUN_REASON
+from tickwheel.services.worker.lifecycle import AttemptRun, AttemptServices
 
 log = logging.getLogger("tickwheel.worker")
 
@@ -41,23 +37,10 @@ def is_async(job_type: JobType | None) -> bool:
     return job_type is not None and inspect.iscoroutinefunction(job_type.handler)
 
 
-@dataclass
-class _AsyncRun:
-    """One attempt on the loop; touched only on the loop's thread."""
+class _AsyncRun(AttemptRun):
+    """One attempt on the loop: the shared lifecycle, plus the task its handler runs as."""
 
-    request: dict[str, Any]
-    job_type: JobType
-    on_done: Callable[[], None]
-    lease: AttemptLease | None = None
     task: asyncio.Future[Any] | None = None
-    started: float = 0.0
-    limit: float = 0.0
-    ended: bool = False
-
-    def end(self) -> bool:
-        """True for the first caller only: the handler's return and the run limit race."""
-        first, self.ended = not self.ended, True
-        return first
 
 
 class CoroutineRunner:
@@ -82,6 +65,9 @@ class CoroutineRunner:
         self.worker_id = worker_id
         self.max_run_seconds = max_run_seconds
         self.on_fatal = on_fatal
+        self.services = AttemptServices(
+            sink, cancels, heartbeats, clock, worker_id, max_run_seconds
+        )
         self.started_count = 0
         self.overrun_count = 0
         self._loop = asyncio.new_event_loop()
@@ -96,7 +82,7 @@ class CoroutineRunner:
         on_leased: DeliveryCallback,
         on_done: Callable[[], None],
     ) -> Future[None]:
-        run = _AsyncRun(request, job_type, on_done)
+        run = _AsyncRun(request, job_type, self.services, on_done)
         return asyncio.run_coroutine_threadsafe(self._execute(run, on_leased), self._loop)
 
     def shutdown(self) -> None:
@@ -104,86 +90,52 @@ class CoroutineRunner:
 
     async def _execute(self, run: _AsyncRun, on_leased: DeliveryCallback) -> None:
         try:
-            run.lease = AttemptLease(
-                run.request,
-                lease_terms(run.request, run.job_type),
-                worker_id=self.worker_id,
-                clock=self.clock,
-                sink=self.sink,
-            )
-            run.lease.start(on_leased)
+            lease = run.open(on_leased)
             self.started_count += 1
-            outcome = await self._outcome(run, run.lease)
+            outcome = await self._outcome(run)
             if run.end():
-                run.lease.finish(outcome)
+                lease.finish(outcome)
                 run.on_done()
         except Exception as exc:  # the loop must outlive any bug in one attempt
             log.exception("attempt crashed", extra={"action": "attempt_crashed"})
-            self.on_fatal(f"attempt of {run.request['execution_id']} crashed: {exc}")
+            self.on_fatal(f"attempt of {run.execution_id} crashed: {exc}")
             if run.end():
                 run.on_done()
 
-    async def _outcome(self, run: _AsyncRun, lease: AttemptLease) -> Outcome:
-        request = run.request
-        try:
-            payload = parse_payload(request)
-        except PermanentError as exc:
-            return Outcome.failed(str(exc), "permanent")
-        ctx = ExecutionContext.from_request(
-            request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
-        )
-        run.started = self.clock.now()
-        run.limit = run_limit(request, run.job_type, self.max_run_seconds)
-        run.task = asyncio.ensure_future(run.job_type.handler(ctx))
-        lease.run_deadline = run.started + run.limit
+    async def _outcome(self, run: _AsyncRun) -> Outcome:
+        assert run.job_type is not None
+        ctx = run.context()
+        if isinstance(ctx, Outcome):
+            return ctx
 
         def overran(_lease: AttemptLease) -> None:
             # Called on the heartbeat thread: the ending is decided on the loop's.
-            self._loop.call_soon_threadsafe(self._overran, run, ctx)
+            self._loop.call_soon_threadsafe(self._overran, run)
 
-        lease.on_overrun = overran
-        # A cancel request sets the signal from the control thread; the handler sees it on
-        # ctx.cancelled or awaits ctx.cancel_event through a thread, as a thread's handler does.
-        self.cancels.started(request["execution_id"], ctx.cancel_event)
-        self.heartbeats.add(lease)
         result: Any = None
         failure: Outcome | None = None
-        try:
-            result = await run.task
-        except BaseException as exc:  # failures are data, as on the thread path
-            failure = handler_failure(exc)
-        finally:
-            self.heartbeats.remove(lease)
-            self.cancels.finished(request["execution_id"], ctx.cancel_event)
-        duration_ms = int((self.clock.now() - run.started) * 1000)
-        return handler_outcome(
-            ctx, result, failure, duration_ms, lambda: self.cancels.reason(request["execution_id"])
-        )
+        # A cancel request sets the signal from the control thread; the handler sees it on
+        # ctx.cancelled or awaits ctx.cancel_event through a thread, as a thread's handler does.
+        with run.watched(overran):
+            run.task = asyncio.ensure_future(run.job_type.handler(ctx))
+            try:
+                result = await run.task
+            except BaseException as exc:  # failures are data, as on the thread path
+                failure = handler_failure(exc)
+        return handler_outcome(ctx, result, failure, run.ran_ms(), run.cancel_reason)
 
-    def _overran(self, run: _AsyncRun, ctx: ExecutionContext) -> None:
+    def _overran(self, run: _AsyncRun) -> None:
         """Past its run limit: fail the attempt as retryable, free its slot, cancel its task."""
         if not run.end():
             return  # the handler returned first
-        assert run.lease is not None and run.task is not None
-        ctx.cancel_event.set()
+        assert run.task is not None
         run.task.cancel()
-        ran_ms = int((self.clock.now() - run.started) * 1000)
-        run.lease.finish(
-            Outcome.failed(
-                f"the attempt exceeded its max run time of {run.limit:g}s and was failed so it "
-                "can be retried; its task was cancelled (raise the job's maxRunTime or the "
-                "type's max_run_seconds if it needs longer)",
-                "retryable",
-                reason=OVERRUN_REASON,
-                duration_ms=ran_ms,
-                max_run_seconds=run.limit,
-            )
-        )
+        outcome = run.overrun("its task was cancelled")
         self.overrun_count += 1
         log.warning(
             "attempt overran its max run time; its task is cancelled",
-            extra={"action": "execution_overran", "execution_id": run.request["execution_id"],
+            extra={"action": "execution_overran", "execution_id": run.execution_id,
                    "attempt": run.request["attempt"], "max_run_seconds": run.limit,
-                   "duration_ms": ran_ms},
+                   "duration_ms": outcome.details["duration_ms"]},
         )  # fmt: skip
         run.on_done()

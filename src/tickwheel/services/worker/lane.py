@@ -117,16 +117,20 @@ class PriorityLane:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        self.subscribe()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"lane-{self.priority}", daemon=True
+        )
+        self._thread.start()
+
+    def subscribe(self) -> None:
+        """Join the lane's consumer group (`start` does, then loops on a thread)."""
         self.consumer.subscribe(
             [self.topic],
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_revoke,
         )
-        self._thread = threading.Thread(
-            target=self._loop, name=f"lane-{self.priority}", daemon=True
-        )
-        self._thread.start()
 
     def stop(self) -> None:
         self.running = False
@@ -151,23 +155,7 @@ class PriorityLane:
     def _loop(self) -> None:
         try:
             while self.running:
-                with self._lock:
-                    room = self.max_held - self.running_count - len(self.queue)
-                    if not self.queue and self.running_count < self.capacity:
-                        room = BATCH  # what cannot start at once waits, bounded by BATCH
-                if room > 0:
-                    self.pulling.has_room()
-                    messages = self.consumer.consume(min(room, BATCH), 0.1)
-                elif self.pulling.is_full(time.monotonic()):
-                    # Still polled while paused: rebalances and group liveness need it.
-                    messages = self.consumer.consume(1, 0.05)
-                else:
-                    messages = []
-                    with self._idle:
-                        self._idle.wait(0.05)
-                self._accept_all(messages)
-                self._dispatch()
-                self._commit(force=False)
+                self.step()
             self._drain()
         except Exception as exc:
             log.exception("lane failed", extra={"action": "lane_failed", "priority": self.priority})
@@ -178,6 +166,27 @@ class PriorityLane:
             self.runner.shutdown()
             if self.coroutines is not None:
                 self.coroutines.shutdown()
+
+    def step(self) -> None:
+        """One turn of the loop: poll for what there is room for, start what can start, and
+        commit what is safely recorded (units on the in-memory broker call it by hand)."""
+        with self._lock:
+            room = self.max_held - self.running_count - len(self.queue)
+            if not self.queue and self.running_count < self.capacity:
+                room = BATCH  # what cannot start at once waits, bounded by BATCH
+        if room > 0:
+            self.pulling.has_room()
+            messages = self.consumer.consume(min(room, BATCH), 0.1)
+        elif self.pulling.is_full(time.monotonic()):
+            # Still polled while paused: rebalances and group liveness need it.
+            messages = self.consumer.consume(1, 0.05)
+        else:
+            messages = []
+            with self._idle:
+                self._idle.wait(0.05)
+        self._accept_all(messages)
+        self._dispatch()
+        self._commit(force=False)
 
     def _accept_all(self, messages: Sequence[KafkaMessage]) -> None:
         accepted = self.intake.accept(messages, time.monotonic())

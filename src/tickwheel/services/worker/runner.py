@@ -14,33 +14,20 @@ import logging
 import queue as queues
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.clock import Clock
-from tickwheel.sdk.worker import (
-    ExecutionContext,
-    HandlerRegistry,
-    JobType,
-    PermanentError,
-    UnknownJobType,
-)
-from tickwheel.services.worker.attempt import (
-    AttemptLease,
-    DeliveryCallback,
-    EventSink,
-    lease_terms,
-    parse_payload,
-    run_handler,
-    run_limit,
-)
+from tickwheel.sdk.worker import HandlerRegistry, UnknownJobType
+from tickwheel.services.worker.attempt import DeliveryCallback, EventSink, run_handler
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.events import Outcome
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
+from tickwheel.services.worker.lifecycle import OVERRUN_REASON, AttemptRun, AttemptServices
 
 log = logging.getLogger("tickwheel.worker")
 
-OVERRUN_REASON = "max_run_time_exceeded"
+__all__ = ["NO_HANDLER_REASON", "OVERRUN_REASON", "AttemptRunner", "SlotPool"]
+
 NO_HANDLER_REASON = "no_handler"
 
 
@@ -92,29 +79,6 @@ class SlotPool:
             self._tasks.put(None)
 
 
-@dataclass
-class _Run:
-    """One attempt's claim on its ending: the handler's return and the run limit race for it."""
-
-    request: dict[str, Any]
-    on_done: Callable[[], None]
-    thread: threading.Thread | None = None
-    lease: AttemptLease | None = None
-    ctx: ExecutionContext | None = None
-    started: float = 0.0
-    limit: float = 0.0
-    _ended: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def end(self) -> bool:
-        """True for the first caller only: that one reports the outcome and frees the slot."""
-        with self._lock:
-            if self._ended:
-                return False
-            self._ended = True
-            return True
-
-
 class AttemptRunner:
     """Runs attempts on `capacity` threads. `submit` hands one over with `on_leased` (the
     `leased` event's delivery) and `on_done` (called once, when its slot is free again)."""
@@ -144,6 +108,9 @@ class AttemptRunner:
         self.max_run_seconds = max_run_seconds
         self.on_fatal = on_fatal
         self.priority = priority
+        self.services = AttemptServices(
+            sink, cancels, heartbeats, clock, worker_id, max_run_seconds
+        )
         self.started_count = 0
         self.overrun_count = 0
         self._pool = SlotPool(capacity, name)
@@ -161,7 +128,9 @@ class AttemptRunner:
         on_done: Callable[[], None],
         extra: dict[str, Any] | None = None,
     ) -> None:
-        run = _Run(request, on_done)
+        name = request["job_type"]
+        job_type = self.registry.get(name) if name in self.registry else None
+        run = AttemptRun(request, job_type, self.services, on_done)
         self._pool.submit(lambda: self._execute(run, on_leased, extra or {}))
 
     def shutdown(self) -> None:
@@ -172,11 +141,18 @@ class AttemptRunner:
                 "attempt": request["attempt"], "job_type": request["job_type"],
                 "tenant_id": request["tenant_id"], "priority": self.priority}  # fmt: skip
 
-    def _execute(self, run: _Run, on_leased: DeliveryCallback, extra: dict[str, Any]) -> None:
-        run.thread = threading.current_thread()
+    def _execute(self, run: AttemptRun, on_leased: DeliveryCallback, extra: dict[str, Any]) -> None:
+        thread = threading.current_thread()
         ended_here = False
         try:
-            lease, outcome = self._attempt(run, on_leased, extra)
+            lease = run.open(on_leased)
+            self.started_count += 1
+            log.debug(
+                "execution started",
+                extra={"action": "execution_started", **self._ids(run.request),
+                       "lease_deadline": lease.deadline_ms, **extra},
+            )  # fmt: skip
+            outcome = self._outcome(run, thread)
             if run.end():
                 ended_here = True
                 lease.finish(outcome)
@@ -202,55 +178,14 @@ class AttemptRunner:
             if run.end() or ended_here:
                 run.on_done()
 
-    def _attempt(
-        self, run: _Run, on_leased: DeliveryCallback, extra: dict[str, Any]
-    ) -> tuple[AttemptLease, Outcome]:
-        request = run.request
-        job_type = (
-            self.registry.get(request["job_type"]) if request["job_type"] in self.registry else None
-        )
-        lease = AttemptLease(
-            request,
-            lease_terms(request, job_type),
-            worker_id=self.worker_id,
-            clock=self.clock,
-            sink=self.sink,
-        )
-        run.lease = lease
-        lease.start(on_leased)
-        self.started_count += 1
-        log.debug(
-            "execution started",
-            extra={"action": "execution_started", **self._ids(request),
-                   "lease_deadline": lease.deadline_ms, **extra},
-        )  # fmt: skip
-        return lease, self._outcome(run, job_type, lease)
-
-    def _outcome(self, run: _Run, job_type: JobType | None, lease: AttemptLease) -> Outcome:
-        request = run.request
-        if job_type is None:
-            return self._no_handler(request)
-        try:
-            payload = parse_payload(request)
-        except PermanentError as exc:
-            return Outcome.failed(str(exc), "permanent")
-        ctx = ExecutionContext.from_request(
-            request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
-        )
-        run.ctx = ctx
-        run.started = self.clock.now()
-        run.limit = run_limit(request, job_type, self.max_run_seconds)
-        lease.run_deadline = run.started + run.limit
-        lease.on_overrun = lambda _lease: self._overran(run)
-        self.cancels.started(request["execution_id"], ctx.cancel_event)
-        self.heartbeats.add(lease)
-        try:
-            return run_handler(
-                job_type, ctx, self.clock, lambda: self.cancels.reason(request["execution_id"])
-            )
-        finally:
-            self.heartbeats.remove(lease)
-            self.cancels.finished(request["execution_id"], ctx.cancel_event)
+    def _outcome(self, run: AttemptRun, thread: threading.Thread) -> Outcome:
+        if run.job_type is None:
+            return self._no_handler(run.request)
+        ctx = run.context()
+        if isinstance(ctx, Outcome):
+            return ctx
+        with run.watched(lambda _lease: self._overran(run, thread)):
+            return run_handler(run.job_type, ctx, self.clock, run.cancel_reason)
 
     def _no_handler(self, request: dict[str, Any]) -> Outcome:
         """A type this worker lacks is not the job's fault: a worker of an older release in
@@ -269,33 +204,19 @@ class AttemptRunner:
             handles=list(unknown.known),
         )
 
-    def _overran(self, run: _Run) -> None:
+    def _overran(self, run: AttemptRun, thread: threading.Thread) -> None:
         """Called by the heartbeat thread once the attempt is past its limit (heartbeats for
         it have stopped): fail it as retryable and give its slot back, even if the handler
         never returns."""
         if not run.end():
             return  # the handler returned first
-        assert run.lease is not None and run.ctx is not None
-        run.ctx.cancel_event.set()  # a handler that looks at the signal can still stop cleanly
-        ran_ms = int((self.clock.now() - run.started) * 1000)
-        limit = f"{run.limit:g}"
-        outcome = Outcome.failed(
-            f"the attempt exceeded its max run time of {limit}s and was failed so it can be "
-            "retried; its handler was signalled to cancel (raise the job's maxRunTime or the "
-            "type's max_run_seconds if it needs longer)",
-            "retryable",
-            reason=OVERRUN_REASON,
-            duration_ms=ran_ms,
-            max_run_seconds=run.limit,
-        )
-        run.lease.finish(outcome)
+        outcome = run.overrun("its handler was signalled to cancel")
         self.overrun_count += 1
-        if run.thread is not None:
-            self._pool.abandon(run.thread)
+        self._pool.abandon(thread)
         log.warning(
             "attempt overran its max run time; its slot is freed, its thread left to finish",
             extra={"action": "execution_overran", **self._ids(run.request),
-                   "max_run_seconds": run.limit, "duration_ms": ran_ms,
+                   "max_run_seconds": run.limit, "duration_ms": outcome.details["duration_ms"],
                    "abandoned_threads": self._pool.abandoned},
         )  # fmt: skip
         run.on_done()
