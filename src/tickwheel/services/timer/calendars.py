@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
 
 if TYPE_CHECKING:
-    from tickwheel.services.timer.model import Emission
+    from tickwheel.core.timer.writes import PartitionWrites
     from tickwheel.services.timer.runtime import PartitionRuntime
     from tickwheel.services.timer.scheduler import PartitionTimer
 
@@ -63,13 +63,13 @@ class CalendarBook:
 CALENDARS = CalendarBook()
 
 
-def reapply(timer: PartitionTimer, book: CalendarBook, now_ms: int) -> Emission:
+def reapply(timer: PartitionTimer, book: CalendarBook, now_ms: int) -> PartitionWrites:
     """Recompile, from their own definitions, the jobs of one partition whose calendar the book
     now gives differently; what that decides (states, catch-up) is returned to be written."""
     from tickwheel.core.record_schedule import compile_record_schedule
-    from tickwheel.services.timer.model import Emission
+    from tickwheel.core.timer.writes import PartitionWrites
 
-    emission = Emission()
+    emission = PartitionWrites()
     for job in list(timer.jobs.values()):
         source = job.calendar_source
         if source is None or compile_record_schedule(source, book.known) == job.schedule:

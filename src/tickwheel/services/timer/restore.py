@@ -18,9 +18,9 @@ from typing import Any, Generic, TypeVar
 
 from tickwheel.adapters.kafka.producer import TransactionalProducer
 from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.gate import DeadLetters, RecordGate
 from tickwheel.services.timer.inputs import PartitionInputs
-from tickwheel.services.timer.model import Emission
 from tickwheel.services.timer.records import checkpoint_key
 from tickwheel.services.timer.request_log import SEQ_HEADER, RequestLog
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
@@ -46,7 +46,7 @@ class PartitionRestorer:
         self.inputs = inputs
         self.now_ms = now_ms
 
-    def restore(self, partition: int) -> tuple[PartitionRuntime, Emission]:
+    def restore(self, partition: int) -> tuple[PartitionRuntime, PartitionWrites]:
         """The partition rebuilt and serving, and what its restore must write first (catch-up,
         skips, dead letters). `runtime.definitions_end` is where the live tail starts (-1 for
         an empty partition)."""

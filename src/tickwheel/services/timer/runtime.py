@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.adapters.kafka.producer import TransactionalProducer
-from tickwheel.services.timer.model import Emission
+from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.records import RequestKey
 from tickwheel.services.timer.request_log import RequestLog
 from tickwheel.services.timer.scheduler import PartitionTimer
@@ -68,7 +68,9 @@ class PartitionRuntime:
         self.command_offset: int | None = None  # next offset to read of timers.commands
         self.events_offset: int | None = None  # next offset to read of executions.events
         self.inputs_moved = False  # the checkpoint must be written in the next transaction
-        self.pending_emission = Emission()  # from definition changes and commands since the tick
+        self.pending_emission = (
+            PartitionWrites()
+        )  # from definition changes and commands since the tick
         # Commands waiting (in order) for a definition; the checkpoint stays at the first, so a
         # crash meanwhile reads them again and nothing is lost or applied twice.
         self.held_commands: deque[HeldCommand] = deque()

@@ -30,6 +30,7 @@ from tickwheel.adapters.kafka.client import (
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.logs import configure_logging
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.calendars import CalendarFollower
@@ -37,7 +38,6 @@ from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.metrics import TimerMetrics
-from tickwheel.services.timer.model import Emission
 from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestorer
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 from tickwheel.services.timer.settings import TimerSettings
@@ -93,8 +93,8 @@ class TimerService:
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
         # A partition is assigned paused until its restore (on the restore thread) is installed.
         # The restorer is looked up at each restore, not bound here: a test wraps it.
-        self.restores: BackgroundRestores[tuple[PartitionRuntime, Emission]] = BackgroundRestores(
-            lambda partition: self.restorer.restore(partition)
+        self.restores: BackgroundRestores[tuple[PartitionRuntime, PartitionWrites]] = (
+            BackgroundRestores(lambda partition: self.restorer.restore(partition))
         )
         # Holiday calendars: read to the end on a thread at start, then followed each loop.
         self.calendars = CalendarFollower(settings.bootstrap, dead_letter=self._calendar_rejected)
@@ -206,7 +206,7 @@ class TimerService:
             except Exception as exc:
                 self._restore_failed(result.partition, exc)
 
-    def _serve(self, runtime: PartitionRuntime, emission: Emission, started: float) -> None:
+    def _serve(self, runtime: PartitionRuntime, emission: PartitionWrites, started: float) -> None:
         partition = runtime.partition
         self.partitions[partition] = runtime
         self.inputs.assign(partition, runtime.command_offset, runtime.events_offset)
@@ -323,7 +323,7 @@ class TimerService:
             if runtime.held_commands:
                 self.inbox.release(runtime, now)
             emission = runtime.pending_emission
-            runtime.pending_emission = Emission()
+            runtime.pending_emission = PartitionWrites()
             try:
                 emission.extend(
                     runtime.timer.tick(now, hold_leases=self.inputs.events_behind(partition))
@@ -346,12 +346,12 @@ class TimerService:
             )
             if due:
                 emission.extend(runtime.timer.snapshot(due, now))
-            runtime.timer.settle(emission, now)
+            runtime.timer.refresh_fired_states(emission, now)
             if emission or runtime.inputs_moved:
                 self._commit(runtime, emission)
             self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
 
-    def _commit(self, runtime: PartitionRuntime, emission: Emission) -> bool:
+    def _commit(self, runtime: PartitionRuntime, emission: PartitionWrites) -> bool:
         """Write `emission` in one transaction; on failure the partition's memory is dropped and
         a restore is scheduled. Returns whether it committed."""
         outcome = self.writer.commit(runtime, emission)

@@ -11,8 +11,8 @@ from typing import Literal
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.producer import is_fatal
+from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.metrics import TimerMetrics
-from tickwheel.services.timer.model import Emission
 from tickwheel.services.timer.records import (
     checkpoint_key,
     encode_checkpoint,
@@ -36,7 +36,7 @@ class TransactionWriter:
         self.metrics = metrics
         self.now_ms = now_ms
 
-    def commit(self, runtime: PartitionRuntime, emission: Emission) -> Outcome:
+    def commit(self, runtime: PartitionRuntime, emission: PartitionWrites) -> Outcome:
         """Write `emission` and the checkpoint in one transaction. `fenced`: a newer owner has
         the partition; `failed`: aborted (the caller drops the partition and restores it)."""
         workflows = runtime.timer.workflows
@@ -130,7 +130,7 @@ class TransactionWriter:
         self.metrics.skipped.inc(len(emission.events))
         return "committed"
 
-    def _checkpoint(self, runtime: PartitionRuntime, emission: Emission, seq: int) -> bytes:
+    def _checkpoint(self, runtime: PartitionRuntime, emission: PartitionWrites, seq: int) -> bytes:
         """Where the partition's inputs stand and, on the request topics, where the requests
         of jobs still unsaved after this transaction begin."""
         offsets = runtime.log.checkpoint_offsets(emission.states, emission.unsaved)
