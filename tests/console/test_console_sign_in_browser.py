@@ -130,6 +130,8 @@ def test_each_tenant_sees_only_its_own(stack: ConsoleStack, driver: Any) -> None
                 r.get_attribute("data-letter") for r in page.locator("tr[data-letter]").all()
             ]
             assert letters == [f"dlq:exec-{tenant}"]
+            # A read-and-write key reads its dead letters but is offered no action on them.
+            assert page.locator("#dead-letters button").count() == 0
             screenshot(page, f"signed-in-{tenant}")
             watch.assert_clean()
             # Another tenant's job is as unknown as a job that does not exist.

@@ -85,7 +85,11 @@ def render_letters(request: Request, b: Backend, state: str = "unresolved", reas
                    error: str | None = None, code: int = 200) -> Response:  # fmt: skip
     letters = request.app.state.console_dead_letters(request, b)
     model = letters_model(letters, b.jobs.list(), b.now_ms(), state, reason)
-    context = {"section": "dead-letters", **model, "states": STATES, "error": error}
+    principal = getattr(request.state, "principal", None)
+    # Retrying or discarding needs the admin scope (as on the API): without it, only read.
+    can_act = principal is None or principal.can("admin")
+    context = {"section": "dead-letters", **model, "states": STATES, "error": error,
+               "can_act": can_act}  # fmt: skip
     return page(request, "dead_letters.html", context, status=code)
 
 
