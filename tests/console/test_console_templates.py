@@ -40,7 +40,8 @@ def test_the_letters_model_lists_unresolved_oldest_first_and_counts_by_reason() 
     narrowed = letters_model(letters, jobs, 61_000, "all", "undecodable")
     assert [r["kind"] for r in narrowed["letters"]] == ["undecodable record"]
     resolved = letters_model(letters, jobs, 61_000, "resolved", "")["letters"]
-    assert [(r["kind"], r["state"]) for r in resolved] == [("workflow step", "discarded")]
+    assert [(r["kind"], r["state"], r["workflow"]) for r in resolved] == [
+        ("workflow step", "discarded", "wf-1")]  # fmt: skip
 
 
 def test_owners_are_the_members_assigned_each_partition_of_the_topic() -> None:
@@ -84,3 +85,43 @@ def test_after_sign_in_the_browser_goes_only_to_a_console_page(asked: str, goes:
     from tickwheel.services.api.console.sign_in import _next
 
     assert _next(asked) == goes
+
+
+def test_the_dead_letters_page_offers_retry_only_where_a_retry_can_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import re
+
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from tests.console.fakes import MemoryJobs
+    from tickwheel.clock import FakeClock
+    from tickwheel.sdk.dead_letters import with_resolutions
+    from tickwheel.services.api.backend import Backend
+    from tickwheel.services.api.console import mount
+
+    monkeypatch.setenv("TICKWHEEL_API_AUTH", "off")
+    clock = FakeClock(1_800_000_000)
+    jobs = MemoryJobs(clock)
+    jobs.create({"jobId": "nightly", "type": "noop", "cron": "0 2 * * *", "timezone": "UTC"})
+    letters = with_resolutions([
+        _letter("dlq:a", 1_000, "nightly", "a", "max_attempts_exhausted"),
+        _letter("rejected:timers.commands:0:4", 2_000, "nightly", None, "rejected: bad range"),
+        _letter("dlq:s", 3_000, "__wf/wf-1/0", "s", "permanent_error"),
+    ], {})  # fmt: skip
+    app = FastAPI()
+    app.state.backend = Backend(jobs=jobs, clock=clock)
+    mount(app)
+    app.state.console_dead_letters = lambda _request, _backend: letters
+    with TestClient(app) as client:
+        html = client.get("/console/dead-letters").text
+    rows = dict(
+        re.findall(r'<tr data-letter="([^"]+)" data-state="unresolved">(.*?)</tr>', html, re.S)
+    )
+    assert set(rows) == {"dlq:a", "rejected:timers.commands:0:4", "dlq:s"}
+    assert "/dead-letters/dlq%3Aa/retry" in rows["dlq:a"]
+    assert "Retry" not in rows["rejected:timers.commands:0:4"]
+    assert "would be again unchanged" in rows["rejected:timers.commands:0:4"]
+    assert 'href="/console/workflows/wf-1"' in rows["dlq:s"] and "Retry<" not in rows["dlq:s"]
+    assert all("/discard" in row for row in rows.values())

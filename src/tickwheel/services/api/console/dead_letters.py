@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from tickwheel.errors import InvalidInput
+from tickwheel.sdk.dead_letters import step_workflow
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.actions import who
@@ -53,7 +54,7 @@ def letters_model(
         row = {**letter, "age": approx_duration(now_ms - int(letter["event_time"])),
                "job_type": types.get(letter.get("job_id") or ""),
                "state": resolution["action"] if resolution else "unresolved",
-               "kind": _kind(letter)}  # fmt: skip
+               "kind": _kind(letter), "workflow": step_workflow(letter.get("job_id"))}  # fmt: skip
         rows.append(row)
     counts = Counter(r["state"] == "unresolved" for r in rows)
     shown = [
