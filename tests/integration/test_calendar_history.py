@@ -15,15 +15,23 @@ from typing import Any
 import pytest
 
 from tests.integration.history_sink_fixtures import sink_in_thread, wait_caught_up
-from tickwheel.adapters.avro import decode
+from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.clickhouse import HistorySettings
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.cli import main
 from tickwheel.clock import FakeClock
+from tickwheel.core.calendars import make_calendar, parse_date
+from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.timefmt import parse_iso_ms
-from tickwheel.history import CalendarNotRecorded, calendar_history, open_history_reader
+from tickwheel.history import (
+    CalendarNotRecorded,
+    calendar_history,
+    open_history_reader,
+    schedule_audit,
+)
 from tickwheel.sdk.calendars import delete_calendar, put_calendar
+from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.history.settings import HistorySinkSettings
 from tickwheel.topology import topic_name
 
@@ -34,6 +42,8 @@ PUT_AT = parse_iso_ms("2099-11-02T09:00:00Z", "put") / 1000
 FIRST = ["2099-12-25", "2099-12-28"]
 SECOND = ["2099-12-25", "2099-12-29", "2100-01-01"]  # 12-28 removed; 12-29, 01-01 added
 AGAIN = ["2100-04-12"]
+GULF_JOB = {"jobId": "gulf-daily", "type": "noop", "cron": "0 9 * * *", "timezone": "Asia/Dubai",
+            "calendar": "gulf", "businessDays": "skip", "jitter": "0s"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +73,12 @@ def _record(kafka_bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     clock.advance(3600)
     put_calendar("uk", AGAIN, weekend=(5, 6), bootstrap=kafka_bootstrap, clock=clock)
     put_calendar("gulf", ["2099-12-02"], weekend=(5, 6), bootstrap=kafka_bootstrap, clock=clock)
+    # A job following `gulf`, defined before it was put: the audit reads both back.
+    record = validate_job(dict(GULF_JOB), int(PUT_AT * 1000) - 86_400_000)
+    producer.send(
+        topic_name("jobs.definitions"), GULF_JOB["jobId"], encode("JobDefinition", record)
+    )
+    producer.flush()
     settings = HistorySinkSettings(
         instance="calendar-history",
         bootstrap=kafka_bootstrap,
@@ -146,3 +162,20 @@ def test_the_cli_shows_the_versions_and_refuses_an_unknown_calendar(
         calendar_history(recorded["reader"], "nobody")
     code, out, err = run_cli(["history", "calendars", "Not A Name", *where])
     assert code == 2 and "NAME" in err and err.count("\n") == 1
+
+
+def test_the_schedule_audit_owes_a_calendar_jobs_slots_by_the_recorded_calendar(
+    recorded: dict[str, Any],
+) -> None:
+    start = parse_iso_ms("2099-11-25T00:00:00Z", "from")
+    end = parse_iso_ms("2099-12-06T00:00:00Z", "to")
+    audit = schedule_audit(recorded["reader"], GULF_JOB["jobId"], start, end)
+    owed = [parse_iso_ms(o["scheduled_time"], "slot") for o in audit["occurrences"]]
+    # As the timer compiles the job: Friday-Saturday weekends and 2 December skipped (nothing
+    # fired, so every owed slot reads `missing`).
+    gulf = make_calendar("gulf", [parse_date("2099-12-02", "d")], (5, 6))
+    record = validate_job(dict(GULF_JOB), int(PUT_AT * 1000) - 86_400_000)
+    expected = compile_record_schedule(record, {"gulf": gulf}).occurrences(start - 1, end - 1)
+    assert owed == expected and audit["missing"] == len(expected) > 0
+    days = {o["scheduled_time"][:10] for o in audit["occurrences"]}
+    assert "2099-12-02" not in days and "2099-12-03" in days

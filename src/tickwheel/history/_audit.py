@@ -10,6 +10,13 @@ How the definitions map to expected slots (`expected_slots`): version v is in fo
 `updatedAt` until the next recorded change; it owes the slots of its schedule strictly after
 that instant (a job's first slot is strictly after its creation, as the timer computes it).
 A disabled version owes nothing (its slots are reported as `paused`); a deletion ends the job.
+
+A version is compiled from its recorded record as the timer compiles it (intervals, several
+specs, exclusions, bounds), and one naming a holiday calendar with the calendar's version in
+force at the time (`calendar_events`, decision 0110): a version's span is cut where its
+calendar changed, each part compiled with the calendar then current, so a holiday-moved slot
+is owed where the timer fired it. Before the first recorded version the first is assumed; a
+calendar the history never recorded counts weekends only, as validation does.
 """
 
 from __future__ import annotations
@@ -20,8 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
+from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule, compile_schedule, parse_schedule
-from tickwheel.errors import InvalidInput
+from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.history._queries import run_query
 from tickwheel.history._reader import HistoryReader
 
@@ -51,15 +60,32 @@ def _iso_ms(ms: int) -> str:
     return (_EPOCH + dt.timedelta(milliseconds=ms)).isoformat()
 
 
-def _compile(row: Mapping[str, Any]) -> CompiledSchedule | None:
+#: A calendar's recorded versions: (from when, epoch ms; the calendar, None once deleted).
+CalendarVersions = Sequence[tuple[int, BusinessCalendar | None]]
+
+
+def _definition(row: Mapping[str, Any]) -> dict[str, Any]:
+    if not row.get("definition"):
+        return {}
+    try:
+        value = json.loads(row["definition"])
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _compile(
+    row: Mapping[str, Any], calendars: Mapping[str, BusinessCalendar] | None = None
+) -> CompiledSchedule | None:
     if row["deleted"]:
         return None
-    definition: dict[str, Any] = {}
-    if row.get("definition"):
+    definition = _definition(row)
+    if definition.get("jobId") is not None:
+        # The recorded record itself: the timer's own compile (every schedule field).
         try:
-            definition = json.loads(row["definition"])
-        except ValueError:
-            definition = {}
+            return compile_record_schedule(definition, calendars)
+        except (TickwheelError, KeyError, TypeError, ValueError):
+            pass  # a record older than some field's rules: its cron, as before
     if row["schedule_kind"] == "cron" and row.get("cron"):
         schedule = parse_schedule(
             cron=row["cron"], timezone=row.get("timezone"), dst_policy=definition.get("dstPolicy")
@@ -71,11 +97,31 @@ def _compile(row: Mapping[str, Any]) -> CompiledSchedule | None:
     return compile_schedule(schedule)
 
 
+def _calendar_cuts(
+    name: str | None, versions: Mapping[str, CalendarVersions], lo: int, hi: int
+) -> list[tuple[int, int, Mapping[str, BusinessCalendar] | None]]:
+    """(from, to, calendars) parts of the span (lo, hi]: one per calendar version in force."""
+    recorded = versions.get(name) if name is not None else None
+    if not recorded:
+        return [(lo, hi, None)]
+    parts: list[tuple[int, int, Mapping[str, BusinessCalendar] | None]] = []
+    for index, (since, calendar) in enumerate(recorded):
+        begins = lo if index == 0 else max(lo, since)
+        ends = hi if index + 1 == len(recorded) else min(hi, recorded[index + 1][0])
+        if ends > begins:
+            parts.append((begins, ends, {} if calendar is None else {calendar.name: calendar}))
+    return parts
+
+
 def schedules_in_force(
-    versions: Sequence[Mapping[str, Any]], start_ms: int, end_ms: int
+    versions: Sequence[Mapping[str, Any]],
+    start_ms: int,
+    end_ms: int,
+    calendar_versions: Mapping[str, CalendarVersions] | None = None,
 ) -> list[ScheduleInForce]:
     """The recorded definitions (rows of `job_definition_versions`, oldest first) cut to the
-    window [start_ms, end_ms)."""
+    window [start_ms, end_ms), and where a definition's calendar changed
+    (`calendar_versions`: by name, oldest first)."""
     spans: list[ScheduleInForce] = []
     for index, row in enumerate(versions):
         begins = _to_ms(row["event_time"])
@@ -84,18 +130,44 @@ def schedules_in_force(
         hi = end_ms - 1 if ends is None else min(ends, end_ms - 1)
         if hi <= lo:
             continue
-        spans.append(
-            ScheduleInForce(
-                version=int(row["version"]),
-                from_ms=lo,
-                to_ms=hi,
-                enabled=bool(row["enabled"]) and not row["deleted"],
-                compiled=_compile(row),
-                cron=row.get("cron"),
-                timezone=row.get("timezone"),
+        name = None if row["deleted"] else _definition(row).get("calendar")
+        for part_lo, part_hi, calendars in _calendar_cuts(name, calendar_versions or {}, lo, hi):
+            spans.append(
+                ScheduleInForce(
+                    version=int(row["version"]),
+                    from_ms=part_lo,
+                    to_ms=part_hi,
+                    enabled=bool(row["enabled"]) and not row["deleted"],
+                    compiled=_compile(row, calendars),
+                    cron=row.get("cron"),
+                    timezone=row.get("timezone"),
+                )
             )
-        )
     return spans
+
+
+def recorded_calendars(reader: HistoryReader, names: Sequence[str]) -> dict[str, CalendarVersions]:
+    """Each named calendar's versions as `calendar_events` recorded them (none: left out)."""
+    from tickwheel.history._calendars import CalendarNotRecorded, calendar_history
+
+    out: dict[str, CalendarVersions] = {}
+    for name in sorted(set(names)):
+        try:
+            history = calendar_history(reader, name)
+        except (CalendarNotRecorded, InvalidInput):
+            continue
+        out[name] = [
+            (
+                _to_ms(dt.datetime.fromisoformat(entry["event_time"])),
+                None
+                if entry["deleted"]
+                else calendar_from_record(
+                    {"name": name, "dates": entry["dates"], "weekend": entry["weekend"]}
+                ),
+            )
+            for entry in history
+        ]
+    return out
 
 
 def expected_slots(spans: Sequence[ScheduleInForce]) -> tuple[list[int], list[int]]:
@@ -149,7 +221,9 @@ def schedule_audit(
                 "job", f"the history has no definition of job {job_id!r}; pass --cron to audit "
                 "a schedule anyway"
             )  # fmt: skip
-        spans = schedules_in_force(versions, start_ms, end_ms)
+        names = [n for row in versions if (n := _definition(row).get("calendar")) is not None]
+        calendars = recorded_calendars(reader, names) if names else {}
+        spans = schedules_in_force(versions, start_ms, end_ms, calendars)
     owed, paused = expected_slots(spans)
     rows: list[dict[str, Any]] = []
     slots = sorted(set(owed) | set(paused))
