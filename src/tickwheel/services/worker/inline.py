@@ -21,13 +21,14 @@ from tickwheel.clock import Clock
 from tickwheel.jobtypes.basic import fail, noop
 from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
 from tickwheel.services.worker.attempt import (
-    AttemptLease,
     DeliveryCallback,
     EventSink,
     lease_terms,
+    new_unique,
     parse_payload,
     run_handler,
 )
+from tickwheel.services.worker.codec import AttemptEvents
 from tickwheel.services.worker.events import Outcome
 
 log = logging.getLogger("tickwheel.worker")
@@ -68,22 +69,29 @@ class InlineBatch:
         self.started_count = 0
 
     def run(self, attempts: Sequence[InlineAttempt]) -> int:
-        leases = []
+        # No AttemptLease here: an inline attempt is never heartbeaten, overruns nothing and
+        # ends on this thread, so its two events are written straight from its encoder.
+        encoders = []
         for attempt in attempts:
-            lease = AttemptLease(
-                attempt.request,
-                lease_terms(attempt.request, attempt.job_type),
-                worker_id=self.worker_id,
-                clock=self.clock,
-                sink=self.sink,
-            )
-            lease.start(attempt.on_leased)
-            leases.append(lease)
-        self.started_count += len(leases)
+            events = AttemptEvents(attempt.request, self.worker_id)
+            terms = lease_terms(attempt.request, attempt.job_type)
+            now = self.clock.now()
+            leased = events.encode(
+                "leased", event_time_ms=int(now * 1000), unique=new_unique(),
+                lease_deadline_ms=int((now + terms.lease_seconds) * 1000),
+            )  # fmt: skip
+            self.sink.publish_record(events.job_key, leased, attempt.on_leased)
+            encoders.append(events)
+        self.started_count += len(encoders)
         debug = log.isEnabledFor(logging.DEBUG)
-        for attempt, lease in zip(attempts, leases, strict=True):
+        for attempt, events in zip(attempts, encoders, strict=True):
             outcome = self._outcome(attempt)
-            lease.finish(outcome)
+            value = events.encode(
+                outcome.event_type, event_time_ms=int(self.clock.now() * 1000),
+                unique=new_unique(), error=outcome.error, error_kind=outcome.error_kind,
+                reason=outcome.reason, details=outcome.details,
+            )  # fmt: skip
+            self.sink.publish_record(events.job_key, value)
             if debug:  # the history is the record; a line per execution only when asked for
                 log.debug(
                     f"execution {outcome.event_type}",
@@ -93,7 +101,7 @@ class InlineBatch:
                            "attempt": attempt.request["attempt"], "priority": self.priority,
                            "error": outcome.error},
                 )  # fmt: skip
-        return len(leases)
+        return len(encoders)
 
     def _outcome(self, attempt: InlineAttempt) -> Outcome:
         try:

@@ -6,7 +6,7 @@ set everyone's latency on this worker.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict, deque
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -20,23 +20,32 @@ class TenantQueue(Generic[T]):
         if cap < 1:
             raise ValueError("a tenant cap is at least 1")
         self.cap = cap
-        self._queues: OrderedDict[str, deque[T]] = OrderedDict()
+        self._queues: dict[str, deque[T]] = {}
+        # Tenants with waiting requests, in rotation order. A deque beside a plain dict, not
+        # an OrderedDict: iterating an OrderedDict whose keys come and go cost ~15 µs a pop.
+        self._rotation: deque[str] = deque()
         self._running: Counter[str] = Counter()
         self._size = 0
 
     def push(self, tenant: str, item: T) -> None:
-        self._queues.setdefault(tenant, deque()).append(item)
+        queue = self._queues.get(tenant)
+        if queue is None:
+            queue = self._queues[tenant] = deque()
+            self._rotation.append(tenant)
+        queue.append(item)
         self._size += 1
 
     def pop(self) -> tuple[str, T] | None:
         """The next request of the first tenant (in rotation) below its cap; the tenant then
         moves to the back of the rotation and counts one more running."""
-        for tenant, queue in self._queues.items():
+        for position, tenant in enumerate(self._rotation):
             if self._running[tenant] < self.cap:
+                queue = self._queues[tenant]
                 item = queue.popleft()
                 self._size -= 1
+                del self._rotation[position]
                 if queue:
-                    self._queues.move_to_end(tenant)
+                    self._rotation.append(tenant)
                 else:
                     del self._queues[tenant]
                 self._running[tenant] += 1
@@ -55,7 +64,7 @@ class TenantQueue(Generic[T]):
     def drop(self, predicate: Callable[[T], bool]) -> list[T]:
         """Remove (and return) the waiting requests matching `predicate`."""
         dropped: list[T] = []
-        for tenant in list(self._queues):
+        for tenant in list(self._rotation):
             queue = self._queues[tenant]
             kept = deque(item for item in queue if not predicate(item))
             dropped.extend(item for item in queue if predicate(item))
@@ -63,6 +72,7 @@ class TenantQueue(Generic[T]):
                 self._queues[tenant] = kept
             else:
                 del self._queues[tenant]
+                self._rotation.remove(tenant)
         self._size -= len(dropped)
         return dropped
 
