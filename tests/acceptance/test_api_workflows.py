@@ -60,6 +60,13 @@ def _timeline(client: httpx.Client, workflow_id: str) -> dict[str, Any]:
     return answer.json() if answer.status_code == 200 else {}
 
 
+def _story(client: httpx.Client, workflow_id: str) -> list[Any]:
+    """The timeline's events in short, for a failed assertion's message."""
+    events = _timeline(client, workflow_id).get("events", [])
+    return [(e["event_type"], e.get("step_id"), e.get("attempt"), e.get("actor"), e.get("error"))
+            for e in events]  # fmt: skip
+
+
 def _step(client: httpx.Client, workflow_id: str, step: str) -> dict[str, Any]:
     return dict(_timeline(client, workflow_id).get("steps", {}).get(step) or {})
 
@@ -79,7 +86,7 @@ def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
 
         # The first encode attempt is stuck; the operator retries the step.
         assert wait_until(lambda: _step(client, workflow_id, "encode_480").get("status")
-                          == "running", 120), _timeline(client, workflow_id)  # fmt: skip
+                          == "running", 120), _story(client, workflow_id)  # fmt: skip
         assert httpx.get(f"{base}/workflows/{workflow_id}", headers=other,
                          timeout=30).status_code == 404  # fmt: skip
         listed = httpx.get(f"{base}/workflows", headers=other, timeout=30).json()["items"]
@@ -89,7 +96,7 @@ def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
         assert retried.status_code == 202, retried.text
 
         assert wait_until(lambda: _step(client, workflow_id, "approve").get("status")
-                          == "waiting", 120), _timeline(client, workflow_id)  # fmt: skip
+                          == "waiting", 120), _story(client, workflow_id)  # fmt: skip
         encode = _step(client, workflow_id, "encode_480")
         assert encode["status"] == "succeeded" and encode["attempt"] == 2, encode
         attempts = [r for r in step_requests(kafka_bootstrap) if r["step_id"] == "encode_480"]
@@ -110,7 +117,7 @@ def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
         assert approved.json()["workflowId"] == workflow_id
 
         assert wait_until(lambda: _timeline(client, workflow_id).get("status") == "succeeded",
-                          120), _timeline(client, workflow_id)  # fmt: skip
+                          120), _story(client, workflow_id)  # fmt: skip
         events = _timeline(client, workflow_id)["events"]
         by_type = {e["event_type"]: e for e in events}
         assert by_type["step_retried"]["actor"].startswith("api:acme/")
