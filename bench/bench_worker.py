@@ -65,20 +65,37 @@ def noop_request(i: int, at_ms: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def count_events(bootstrap: str, expected: int, timeout: float) -> float:
-    """Wait until `expected` records are on executions.events; returns the wall time it did."""
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def count_events(
+    bootstrap: str, expected: int, timeout: float, pid: int | None = None
+) -> tuple[float, float | None]:
+    """Wait until `expected` records are on executions.events; returns the wall time it did,
+    and the CPU µs process `pid` spent per record between a fifth of them and the last (start-up
+    and the group join left out; CPU time, so the figure holds on a loaded machine)."""
     topic = topic_name("executions.events")
     consumer = Consumer(consumer_config(f"bench-{uuid.uuid4()}", bootstrap))
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     seen = 0
+    mark: tuple[int, float] | None = None
     deadline = time.monotonic() + timeout
     try:
         while seen < expected:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {seen}/{expected} events after {timeout}s")
             seen += sum(1 for m in consumer.consume(10000, 0.2) if not m.error())
-        return time.monotonic()
+            if pid is not None and mark is None and seen >= expected // 5:
+                mark = (seen, process_cpu_s(pid))
+        done = time.monotonic()
+        per_event_us = None
+        if pid is not None and mark is not None and seen > mark[0]:
+            per_event_us = (process_cpu_s(pid) - mark[1]) / (seen - mark[0]) * 1e6
+        return done, per_event_us
     finally:
         consumer.close()
 
@@ -108,7 +125,7 @@ def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str
         stdout=log, stderr=subprocess.STDOUT, env=env,
     ))  # fmt: skip
     try:
-        done = count_events(bootstrap, 2 * executions, timeout=300)
+        done, per_event_us = count_events(bootstrap, 2 * executions, timeout=300, pid=worker.pid)
     finally:
         stop_process(worker)
     wall_s = done - wall_start
@@ -136,6 +153,8 @@ def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str
         "service_p50_ms": percentile(list(service.values()), 0.5),
         "service_p99_ms": percentile(list(service.values()), 0.99),
         "log": log.name,
+        # Two events per execution: the worker process's CPU per execution, all threads.
+        "worker_cpu_us": 2 * per_event_us if per_event_us is not None else float("nan"),
         "times": {"leased": [t / 1000 for t in leased], "succeeded": [t / 1000 for t in succeeded]},
     }
 
@@ -272,7 +291,7 @@ def main() -> None:
         f"| {r['log_level']} | {r['executions']:,} | {r['concurrency']} | **{r['per_s']:,.0f}** | "
         f"{limits.ratio_loop(r['per_s'])} | "
         f"{r['span_s']:.2f} | {r['wall_s']:.2f} | {r['service_p50_ms']:.0f} / {r['service_p99_ms']:.0f} | "
-        f"{r['publish_per_s']:,.0f} |"
+        f"{r['publish_per_s']:,.0f} | {r['worker_cpu_us']:.0f} |"
         for r in runs
     )
     REPORT.parent.mkdir(parents=True, exist_ok=True)
@@ -303,7 +322,10 @@ N `noop` requests are published to `executions.normal` beforehand; the worker le
 records `succeeded`. Throughput is N over the span from the first `leased` to the last
 `succeeded` event time (the worker's own timestamps), so process start and the consumer
 group join are excluded; "wall" includes them. Service time is leased → succeeded per
-execution. The timer is not involved: fired → leased adds the timer's emit path.
+execution. "Worker CPU" is the worker process's user + system CPU (every thread: lane,
+delivery reports, librdkafka) per execution from a fifth of the events to the last: unlike
+executions/s it hardly moves with what else runs on the machine, so it is the figure to
+compare across runs. The timer is not involved: fired → leased adds the timer's emit path.
 
 The raw limit, measured on the same broker in the same run (`bench/bench_limits.py`): one
 Python process consuming a request, producing two event-sized records and committing
@@ -311,8 +333,8 @@ asynchronously moves **{limits.consume_produce_per_s:,.0f} requests/s**; the rat
 the worker's figure over it. The machine is shared with other engineers' test runs: compare
 ratios, not raw figures, across runs.
 
-| log level | executions | slots | executions/s | ratio to raw loop | span s | wall s | service p50 / p99 ms | publish/s |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| log level | executions | slots | executions/s | ratio to raw loop | span s | wall s | service p50 / p99 ms | publish/s | worker CPU µs/execution |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {rows}
 
 {" ".join(f"![throughput over time]({c})" for c in charts)}
