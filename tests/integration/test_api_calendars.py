@@ -113,6 +113,14 @@ def test_a_jobs_occurrences_follow_its_calendar_and_an_edit_without_a_restart(
     slots = [item["scheduledTime"] for item in again]
     assert UNMOVED in slots and MOVED not in slots
 
+    # A job's nextRun too, in the job and in the list: from 1 August, with the holiday back,
+    # the next slot is the moved one.
+    put_calendar("uk", UK_2026, bootstrap=kafka_bootstrap)
+    client.app.state.backend.clock.set(parse_iso_ms("2026-08-01T00:00:00Z", "now") / 1000)  # type: ignore[attr-defined]
+    assert client.get(f"/v1/jobs/{JOB['jobId']}").json()["nextRun"] == MOVED
+    listed = {j["jobId"]: j for j in client.get("/v1/jobs").json()["items"]}
+    assert listed[JOB["jobId"]]["nextRun"] == MOVED
+
 
 def test_an_unknown_calendar_is_refused_in_the_preview_naming_the_field(
     client: TestClient,

@@ -17,10 +17,10 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Resp
 from fastapi.responses import JSONResponse
 
 from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
-from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.jobs import JobExists
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.calendars import compile_job, uses_calendar
 from tickwheel.services.api.idempotency import derived_job_id
 from tickwheel.services.api.keys import DEFAULT_TENANT
 from tickwheel.services.api.models import (
@@ -93,7 +93,9 @@ def job_response(
     headers = {"ETag": etag(record)}
     if location:
         headers["Location"] = f"/v1/jobs/{record['jobId']}"
-    return JSONResponse(job_view(record, b.now_ms()), status_code=status, headers=headers)
+    calendars = b.known_calendars() if uses_calendar(record) else None
+    view = job_view(record, b.now_ms(), calendars)
+    return JSONResponse(view, status_code=status, headers=headers)
 
 
 def create_record(b: Backend, spec: dict[str, Any], aliases: dict[str, str] | None = None) -> Any:
@@ -200,7 +202,8 @@ def list_jobs(
         query = urlencode({k: v for k, v in given.items() if v is not None}, doseq=True)
         response.headers["Link"] = f'</v1/jobs?{query}>; rel="next"'
     now = b.now_ms()
-    return {"items": [job_view(r, now) for r in page], "nextCursor": next_cursor}
+    calendars = b.known_calendars() if any(uses_calendar(r) for r in page) else None
+    return {"items": [job_view(r, now, calendars) for r in page], "nextCursor": next_cursor}
 
 
 @router.get(
@@ -374,7 +377,7 @@ def backfill_job(
             raise InvalidInput("to", "must be after `from`")
     except InvalidInput as exc:
         raise invalid_input(exc) from None
-    compiled = compile_record_schedule(b.jobs.get(job_id))
+    compiled = compile_job(b, b.jobs.get(job_id))
     slots = len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1))
     if slots > MAX_BACKFILL:
         raise invalid_input(

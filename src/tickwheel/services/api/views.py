@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickwheel.core.describe import describe
@@ -38,9 +38,12 @@ def _template_view(text: str | None) -> Any:
     return parsed if isinstance(parsed, dict) else text
 
 
-def job_view(record: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def job_view(
+    record: dict[str, Any], now_ms: int, calendars: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """A stored definition as the API shows it: the SDK's JSON view, the template as an object,
-    and when it fires next (`nextRun`) or, for a one-off, when it was scheduled for."""
+    and when it fires next (`nextRun`, with the holiday `calendars` as the timer compiles it)
+    or, for a one-off, when it was scheduled for."""
     view = definition_to_spec(record)
     template = _template_view(record.get("payloadTemplate"))
     if template is not None:
@@ -48,7 +51,7 @@ def job_view(record: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if record.get("runAt") is not None:
         view["scheduledFor"] = format_utc(record["runAt"])
     else:
-        nxt = compile_record_schedule(record).next_after(now_ms)
+        nxt = compile_record_schedule(record, calendars).next_after(now_ms)
         if nxt is not None:
             view["nextRun"] = format_utc(nxt)
     view["description"] = describe(record_schedule(record))
