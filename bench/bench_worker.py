@@ -49,8 +49,9 @@ REPORT = Path(__file__).parent / "reports" / "worker.md"
 RUN_LOG_HEADING = "## Run log"
 RUN_LOG_TABLE = (
     "| when (UTC) | commit | raw loop/s | INFO executions/s (ratio) "
-    "| WARNING executions/s (ratio) | lane CPU µs/execution | load |\n"
-    "| --- | --- | --- | --- | --- | --- | --- |"
+    "| WARNING executions/s (ratio) | worker CPU µs/execution (INFO / WARNING) "
+    "| lane CPU µs/execution | load |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- |"
 )
 
 
@@ -296,8 +297,13 @@ def main() -> None:
     )
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     previous = REPORT.read_text() if REPORT.exists() else ""
-    log_rows = previous.split(RUN_LOG_HEADING, 1)[1].strip() if RUN_LOG_HEADING in previous else ""
-    log_rows = log_rows.split("\n\n", 1)[0] if log_rows else RUN_LOG_TABLE
+    # The run log's table is kept and grows; hand-written sections after it are kept too.
+    section = previous.split(RUN_LOG_HEADING, 1)[1] if RUN_LOG_HEADING in previous else ""
+    lines = section.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), len(lines))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    log_rows = "\n".join(lines[start:end]) or RUN_LOG_TABLE
+    notes = "\n".join(lines[end:]).strip()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip() or "?"  # fmt: skip
     by_level = {r["log_level"]: r for r in runs}
@@ -308,6 +314,7 @@ def main() -> None:
             f"{by_level[lv]['per_s']:,.0f} ({limits.ratio_loop(by_level[lv]['per_s'])})"
             for lv in ("INFO", "WARNING")
         )
+        + f" | {by_level['INFO']['worker_cpu_us']:.0f} / {by_level['WARNING']['worker_cpu_us']:.0f}"
         + f" | {cpu_us:.1f} | {os.getloadavg()[0]:.1f} |"
     )
     REPORT.write_text(
@@ -343,8 +350,8 @@ ratios, not raw figures, across runs.
 
 The lane's per-execution path in its own thread, as the service runs it (accept a poll of
 requests: decode and queue; dispatch: the inline batch's leases, handlers and outcomes,
-encoded and produced), profiled with cProfile: **{cpu_rate:,.0f} executions/s** on one core
-under the profiler.
+encoded and produced, acknowledgements not awaited): **{cpu_us:.1f} CPU µs per execution**
+without the profiler; under cProfile, {cpu_rate:,.0f} executions/s.
 
 ```
 {profile}
@@ -354,21 +361,24 @@ Repeated runs vary by about ±20% on this shared machine (other work shares the 
 
 Reading: the worker is CPU-bound in Python on this machine, and shares its two cores with
 the broker (and with the benchmark's own counting consumer). No-ops run inline on the lane
-thread in batches (decision 0071): no thread hand-off, no heartbeat schedule and no log line
-per execution. What is left per execution is one Avro decode and two encodes (the largest
-share), building the context and the two events, and the offset bookkeeping; the service
-time (leased → succeeded) is the batch's length. Scaling out is by processes: more worker
-instances (the group spreads the partitions), each its own interpreter.
+thread in batches (decision 0071): no thread hand-off, no heartbeat schedule, no lease
+object and no log line per execution, and an attempt's events are encoded around its
+request fields once (decision 0114). What is left per execution is the generic Avro decode
+of the request (now the largest single share), the two events, the two produce calls and
+the delivery reports, the handler's context and outcome, and the lane's bookkeeping; the
+service time (leased → succeeded) is the batch's length. Scaling out is by processes: more
+worker instances (the group spreads the partitions), each its own interpreter.
 
 {RUN_LOG_HEADING}
 
 Every run appends a row (the tables above are the latest run's): the raw loop measured in
-the same run, each log level's executions/s with its ratio to it, the lane's CPU µs per
-no-op execution in one thread without the profiler, and the machine's 1-minute load
+the same run, each log level's executions/s with its ratio to it, the worker process's CPU
+µs per execution (all threads), the lane's CPU µs per no-op execution in one thread without
+the profiler (real producer, acknowledgements not awaited), and the machine's 1-minute load
 average at the end (2 cores, shared: a load far above 2 means every figure is depressed).
 
 {log_rows}
-"""
+{chr(10) + notes + chr(10) if notes else ""}"""
     )
     print(f"wrote {REPORT}")
 
