@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tickwheel.sdk.worker import ExecutionContext, job
+from tickwheel.sdk.worker import ExecutionContext, PermanentError, job
 
-# Bounds the stuck first attempt if no retry ever comes (the test's own wait is shorter).
-STUCK_S = 120
+RETRIED_PREFIX = "wf-retry-"
 
 
 @job("probe_source")
@@ -18,11 +17,8 @@ def probe_source(ctx: ExecutionContext) -> dict[str, Any]:
 
 @job("encode")
 def encode(ctx: ExecutionContext) -> dict[str, Any]:
-    """The first attempt hangs (heartbeating) until it is cancelled, as a stuck encoder does;
-    a later attempt — an operator's retry — finishes at once."""
-    if ctx.attempt == 1:
-        for _ in range(STUCK_S):
-            if ctx.wait(1.0):
-                ctx.raise_if_cancelled()
-            ctx.heartbeat()
+    """An instance named `wf-retry-*` fails its first attempt for good, as a broken encoder
+    does; a later attempt — an operator's retry — succeeds, as does every other instance's."""
+    if (ctx.workflow_id or "").startswith(RETRIED_PREFIX) and ctx.attempt == 1:
+        raise PermanentError("encoder crashed on the source")
     return {"encoded": "480p", "attempt": ctx.attempt, "execution_id": ctx.execution_id}

