@@ -350,3 +350,23 @@ def test_a_change_posted_from_another_site_is_refused(client: TestClient, jobs: 
     done = client.post("/console/jobs/guarded/pause", data=form, headers=own,
                        follow_redirects=False)  # fmt: skip
     assert done.status_code == 303 and jobs.get("guarded")["version"] == 2
+
+
+def test_a_business_day_job_shows_the_slots_its_calendar_gives() -> None:
+    """The console's next runs and next-run column are the timer's: the last business day of
+    August 2026 at 18:00 London under UK bank holidays is Friday 28 (Monday 31 is a holiday)."""
+    from tickwheel.core.calendars import make_calendar, parse_date
+
+    uk = make_calendar("uk", [parse_date("2026-08-31", "dates")])
+    record = {"jobId": "payout", "version": 1, "cron": "0 18 L * *",
+              "timezone": "Europe/London", "calendar": "uk", "businessDays": "previous",
+              "enabled": True, "createdAt": 0, "labels": {}}  # fmt: skip
+    start = int(dt.datetime(2026, 8, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    moved = int(dt.datetime(2026, 8, 28, 17, tzinfo=dt.UTC).timestamp() * 1000)  # 18:00 BST
+    [first] = models.next_occurrences(record, start, 1, calendars={"uk": uk})
+    assert first.scheduled_ms == moved and first.note and "holiday" in first.note
+    row = models.job_row(record, models.JobOutcome(), start, calendars={"uk": uk})
+    assert row.next_utc == models.format_utc(moved)
+    # Without the calendar the 31st stands: the calendar is what moved it.
+    [plain] = models.next_occurrences(record, start, 1)
+    assert plain.scheduled_ms == moved + 3 * 24 * HOUR_MS

@@ -18,9 +18,9 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
-from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.calendars import compile_job
 from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.models import PAUSE_REASON_LABEL, require_reason
 from tickwheel.services.api.console.pages import job_context, render_jobs
@@ -174,7 +174,7 @@ def _backfill(b: Backend, job_id: str, start: str, end: str, dry_run: bool) -> s
     to_ms = parse_instant_ms(end, "to")
     if to_ms <= from_ms:
         raise InvalidInput("to", "must be after `from`")
-    compiled = compile_record_schedule(b.jobs.get(job_id))
+    compiled = compile_job(b, b.jobs.get(job_id))  # with its calendar, as the timer fires it
     slots = len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1))
     if slots > MAX_BACKFILL:
         raise InvalidInput("from", f"the range holds more than {MAX_BACKFILL} slots; accepted: "

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tickwheel.core.calendars import BusinessCalendar
 from tickwheel.core.describe import describe
 from tickwheel.core.errors import InvalidSchedule
-from tickwheel.core.preview import PreviewRow, preview
+from tickwheel.core.preview import PreviewRow, preview_schedule
 from tickwheel.core.record_schedule import compile_record_schedule, record_schedule
 from tickwheel.core.timefmt import format_local, format_utc
 from tickwheel.durations import parse_duration_ms
@@ -92,12 +93,17 @@ def approx_duration(ms: int) -> str:
     return " ".join(parts)
 
 
-def _next_ms(record: Mapping[str, Any], now_ms: int) -> int | None:
+# The holiday calendars by name, as the timer follows them (None: weekends only): a job on a
+# business-day rule shows the slots the timer fires, not the ones its cron alone names.
+Calendars = Mapping[str, BusinessCalendar] | None
+
+
+def _next_ms(record: Mapping[str, Any], now_ms: int, calendars: Calendars = None) -> int | None:
     if record.get("runAt") is not None:
         run_at: int = record["runAt"]
         return run_at if run_at > now_ms else None
     try:
-        return compile_record_schedule(dict(record)).next_after(now_ms)
+        return compile_record_schedule(dict(record), calendars).next_after(now_ms)
     except (InvalidSchedule, InvalidInput, ValueError):
         return None
 
@@ -177,7 +183,7 @@ ScheduleMemo = dict[tuple[Any, ...], ScheduleFacts]
 
 
 def _schedule_facts(
-    record: Mapping[str, Any], now_ms: int, memo: ScheduleMemo | None
+    record: Mapping[str, Any], now_ms: int, memo: ScheduleMemo | None, calendars: Calendars
 ) -> ScheduleFacts:
     key = schedule_key(record) if memo is not None else ()
     if memo is not None and key in memo:
@@ -186,7 +192,7 @@ def _schedule_facts(
         words = describe(record_schedule(dict(record)))
     except (InvalidSchedule, InvalidInput, ValueError):
         words = str(record.get("cron") or record.get("every") or "?")
-    nxt = _next_ms(record, now_ms)
+    nxt = _next_ms(record, now_ms, calendars)
     zone = ZoneInfo(str(record.get("timezone") or "UTC"))
     facts = ScheduleFacts(
         nxt,
@@ -205,10 +211,11 @@ def job_row(
     now_ms: int,
     open_alert_kinds: Iterable[str] = (),
     memo: ScheduleMemo | None = None,
+    calendars: Calendars = None,
 ) -> JobRow:
     """One line of the jobs page; `memo` shares schedule work between the rows of a page."""
     zone = str(record.get("timezone") or "UTC")
-    facts = _schedule_facts(record, now_ms, memo)
+    facts = _schedule_facts(record, now_ms, memo, calendars)
     status, why = job_status(record, outcome, now_ms, open_alert_kinds, facts.next_ms)
     labels = dict(record.get("labels") or {})
     since = None
@@ -252,16 +259,16 @@ def filter_rows(
     return sorted((r for r in rows if matches(r)), key=lambda r: (r.rank, r.job_id))
 
 
-def next_occurrences(record: Mapping[str, Any], now_ms: int, count: int = 10) -> list[PreviewRow]:
-    """The next `count` slots as the timer fires them (before jitter), with DST notes."""
-    if record.get("runAt") is not None or not record.get("cron"):
+def next_occurrences(
+    record: Mapping[str, Any], now_ms: int, count: int = 10, calendars: Calendars = None
+) -> list[PreviewRow]:
+    """The next `count` slots as the timer fires them (before jitter), with DST notes and the
+    calendar's moves: every spec, exclusion and business-day rule the definition holds."""
+    if record.get("runAt") is not None:
         return []
     try:
-        return preview(
-            record["cron"], record.get("timezone"), now_ms, count,
-            dst_policy=record.get("dstPolicy"),
-        )  # fmt: skip
-    except (InvalidSchedule, InvalidInput):
+        return preview_schedule(record_schedule(dict(record)), now_ms, count, calendars)
+    except (InvalidSchedule, InvalidInput, ValueError):
         return []
 
 

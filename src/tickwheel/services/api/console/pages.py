@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from tickwheel.sdk.dead_letters import step_workflow
 from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.calendars import uses_calendar
 from tickwheel.services.api.console import models, reads, svg
 from tickwheel.services.api.console.access import console_backend, is_operator
 from tickwheel.services.api.console.render import error_page, page
@@ -57,11 +58,19 @@ def job_rows(
     outcomes = reads.job_outcomes(history)
     kinds = _alert_kinds_by_job(found)
     memo: models.ScheduleMemo = {}
+    records = b.jobs.list()
+    # Read once a page, and only when a job names a calendar (most pages need none).
+    calendars = b.known_calendars() if any(uses_calendar(r) for r in records) else None
     rows = [
         models.job_row(
-            r, outcomes.get(r["jobId"], models.JobOutcome()), now, kinds.get(r["jobId"], ()), memo
+            r,
+            outcomes.get(r["jobId"], models.JobOutcome()),
+            now,
+            kinds.get(r["jobId"], ()),
+            memo,
+            calendars,
         )
-        for r in b.jobs.list()
+        for r in records
     ]
     return rows
 
@@ -128,7 +137,9 @@ def job_context(request: Request, b: Backend, job_id: str, days: int) -> dict[st
         outcomes = reads.job_outcomes(h)
         found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
         kinds = _alert_kinds_by_job(found).get(job_id, set())
-        row = models.job_row(record, outcomes.get(job_id, models.JobOutcome()), now, kinds)
+        calendars = b.known_calendars() if uses_calendar(record) else None
+        row = models.job_row(record, outcomes.get(job_id, models.JobOutcome()), now, kinds,
+                             calendars=calendars)  # fmt: skip
         versions = models.version_diffs(reads.job_versions(h, job_id))
         grid = grid_counts = None
         recurring = record.get("runAt") is None
@@ -148,7 +159,7 @@ def job_context(request: Request, b: Backend, job_id: str, days: int) -> dict[st
     return {
         "section": "jobs", "job": record, "row": row, "days": days,
         "definition": models.definition_view(record),
-        "next_runs": models.next_occurrences(record, now),
+        "next_runs": models.next_occurrences(record, now, calendars=calendars),
         "versions": versions, "grid": grid, "grid_counts": grid_counts,
         "problem_slots": problem_slots[:200], "executions": executions,
         "problems": problems, "recurring": recurring, "slot_statuses": svg.SLOT_STATUSES,
