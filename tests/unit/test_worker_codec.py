@@ -62,7 +62,9 @@ def test_an_attempts_events_are_the_generic_encoders_bytes(
     events = AttemptEvents(req, worker_id)
     value = events.encode(event_type, **fields)
     assert value == generic(req, event_type, worker_id, **fields)
-    assert events.as_record(event_type, **fields) == decode(value, "ExecutionEvent")[1]
+    assert decode(value, "ExecutionEvent")[1] == execution_event(
+        req, event_type, worker_id=worker_id, **fields
+    )
 
 
 def test_every_long_boundary_encodes_as_avro_does() -> None:
@@ -87,3 +89,15 @@ def test_a_long_that_does_not_fit_is_refused_like_the_generic_encoder() -> None:
             _long(too_big)
         with pytest.raises(UnencodableRecord):
             generic(request(), "leased", "w", event_time_ms=too_big, unique="u")
+
+
+def test_a_layout_it_was_not_taught_falls_back_to_the_generic_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tickwheel.services.worker import codec
+
+    monkeypatch.setattr(codec, "fast_layout", lambda: False)  # as a new schema version would
+    fields: dict[str, Any] = dict(event_time_ms=1_800_000_000_000, unique="u1",
+                                  details={"duration_ms": 3})  # fmt: skip
+    value = AttemptEvents(request(), "w1").encode("succeeded", **fields)
+    assert value == generic(request(), "succeeded", "w1", **fields)

@@ -169,11 +169,12 @@ class AttemptEvents:
         details: Mapping[str, Any] | None = None,
     ) -> bytes:
         """One event's bytes, identical to `encode("ExecutionEvent", execution_event(...))`."""
-        if self._middle is None:
-            return encode("ExecutionEvent", self.as_record(
-                event_type, event_time_ms=event_time_ms, unique=unique,
-                lease_deadline_ms=lease_deadline_ms, error=error, error_kind=error_kind,
-                reason=reason, details=details,
+        if self._middle is None:  # a schema this module was not taught: the generic path
+            return encode("ExecutionEvent", execution_event(
+                dict(self.request), event_type, worker_id=self.worker_id,
+                event_time_ms=event_time_ms, unique=unique, lease_deadline_ms=lease_deadline_ms,
+                error=error, error_kind=error_kind, reason=reason,
+                details=dict(details) if details else None,
             ))  # fmt: skip
         return b"".join((
             _header(), _string(f"{event_type}{self._id_tail}{unique}"), _long(event_time_ms),
@@ -181,24 +182,3 @@ class AttemptEvents:
             _opt_string(error), _opt_string(error_kind), _opt_string(reason),
             _opt_string(details_json(details)),
         ))  # fmt: skip
-
-    def as_record(
-        self,
-        event_type: str,
-        *,
-        event_time_ms: int,
-        unique: str,
-        lease_deadline_ms: int | None = None,
-        error: str | None = None,
-        error_kind: str | None = None,
-        reason: str | None = None,
-        details: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The same event as an `ExecutionEvent` dict (the generic path, and the tests')."""
-        event = execution_event(
-            dict(self.request), event_type, worker_id=self.worker_id,
-            event_time_ms=event_time_ms, unique=unique, lease_deadline_ms=lease_deadline_ms,
-            error=error, error_kind=error_kind, reason=reason,
-            details=dict(details) if details else None,
-        )  # fmt: skip
-        return event
