@@ -35,12 +35,11 @@ VERSIONS_KEPT = 32
 
 @dataclass(frozen=True, slots=True)
 class JobProfile:
-    """What a definition says that many jobs say alike (type, tenant, schedule, limits, a
+    """What a definition says that many jobs say alike (type, schedule, limits, a
     disable's account): one shared object per distinct profile, so a million jobs on a few
     thousand schedules hold a few thousand of these (decision 0106)."""
 
     job_type: str
-    tenant_id: str
     priority: str
     enabled: bool
     schedule: CompiledSchedule | None  # None: a one-off, or a schedule that does not compile
@@ -80,15 +79,13 @@ class JobSpec:
     version: int
     created_at_ms: int
     updated_at_ms: int
+    # Not in the profile: tenants times schedules would leave few jobs sharing one.
+    tenant_id: str
     profile: JobProfile
 
     @property
     def job_type(self) -> str:
         return self.profile.job_type
-
-    @property
-    def tenant_id(self) -> str:
-        return self.profile.tenant_id
 
     @property
     def priority(self) -> str:
@@ -188,15 +185,15 @@ def job_spec(
         tenant = str(record["tenantId"])
     except (KeyError, TypeError, ValueError):
         return None
-    profile = job_profile(record, job_type, tenant, calendars)
+    profile = job_profile(record, job_type, calendars)
     # One int object for both when they are equal (a job never edited): 32 B saved per job.
-    return JobSpec(job_id, version, created, created if updated == created else updated, profile)
+    updated = created if updated == created else updated
+    return JobSpec(job_id, version, created, updated, tenant, profile)
 
 
 def job_profile(
     record: Mapping[str, Any],
     job_type: str,
-    tenant: str,
     calendars: Mapping[str, BusinessCalendar] | None,
 ) -> JobProfile:
     compiled = _compiled(record, calendars)
@@ -207,7 +204,6 @@ def job_profile(
     follows = calendar is not None or record.get("businessDays") is not None
     return JobProfile(
         job_type=job_type,
-        tenant_id=tenant,
         priority=str(record.get("priority") or "normal"),
         enabled=bool(record.get("enabled", True)),
         schedule=compiled,

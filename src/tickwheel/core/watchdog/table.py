@@ -72,6 +72,10 @@ class JobTable(Mapping[str, "JobFacts"]):
         self._profile = array("i")  # -1: no definition (a job known from its events only)
         self._partition = array("h")  # -1: not known
         self._deleted = array("b")
+        # Tenants by number (a few distinct ones, held by every job): never freed.
+        self._tenant = array("i")
+        self._tenants: list[str] = []
+        self._tenant_numbers: dict[str, int] = {}
         # Profiles by number, shared by every job that says the same; one no job uses any
         # more is freed, its number reused, so edits do not grow the table.
         self._profiles: list[JobProfile | None] = []
@@ -111,6 +115,7 @@ class JobTable(Mapping[str, "JobFacts"]):
             self._profile.append(-1)
             self._partition.append(-1)
             self._deleted.append(0)
+            self._tenant.append(-1)
         return row
 
     def spec(self, row: int, job_id: str) -> JobSpec | None:
@@ -119,7 +124,9 @@ class JobTable(Mapping[str, "JobFacts"]):
             return None
         profile = self._profiles[number]
         assert profile is not None
-        return JobSpec(job_id, self._version[row], self._created[row], self._updated[row], profile)
+        tenant = self._tenants[self._tenant[row]]
+        return JobSpec(job_id, self._version[row], self._created[row], self._updated[row], tenant,
+                       profile)  # fmt: skip
 
     def set_spec(self, job_id: str, spec: JobSpec | None) -> None:
         """Make `spec` the job's newest version (None: it has none, e.g. after a delete)."""
@@ -130,6 +137,11 @@ class JobTable(Mapping[str, "JobFacts"]):
         else:
             self._version[row], self._created[row] = spec.version, spec.created_at_ms
             self._updated[row] = spec.updated_at_ms
+            tenant = self._tenant_numbers.get(spec.tenant_id)
+            if tenant is None:
+                tenant = self._tenant_numbers[spec.tenant_id] = len(self._tenants)
+                self._tenants.append(spec.tenant_id)
+            self._tenant[row] = tenant
             self._profile[row] = self._take_profile(spec.profile)
         if old >= 0:
             self._drop_profile(old)
