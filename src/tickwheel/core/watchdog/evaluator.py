@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tickwheel.core.watchdog.conditions import Condition, conditions
 from tickwheel.core.watchdog.facts import Facts, Observed
@@ -114,16 +114,20 @@ def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
     the newest run's length of a job that declares no run time to judge it by, and
     executions finished longer than `settled_after_ms` ago."""
     jobs = facts.jobs
+    before = len(jobs.slots)
     for job_id in list(jobs.slots):
         job = jobs[job_id]
         done = job.last_success_slot
         if done is not None:
             job.forget_slots_through(done)
+    jobs.slots = _compacted(jobs.slots, before)
+    before = len(jobs.last_runs)
     for job_id in list(jobs.last_runs):
         spec = jobs[job_id].spec
         # Only run_too_short reads it, and run_too_long's resolve evidence (decision 0106).
         if spec is None or (spec.min_run_ms is None and spec.max_run_ms is None):
             del jobs.last_runs[job_id]
+    jobs.last_runs = _compacted(jobs.last_runs, before)
     for command_id in [c for c, ack in facts.acks.items() if ack.at <= watermark]:
         del facts.acks[command_id]  # applied, or moot: a replay is recognised by the incident
     horizon = watermark - thresholds.settled_after_ms
@@ -136,4 +140,14 @@ def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
     ]
     for execution_id in settled:
         del facts.executions[execution_id]
+    facts.executions = _compacted(facts.executions, len(facts.executions) + len(settled))
     facts.workflows.prune(horizon)
+
+
+_Value = TypeVar("_Value")
+
+
+def _compacted(table: dict[str, _Value], before: int) -> dict[str, _Value]:
+    """`table` copied when most of it was just deleted: a dict never shrinks on deletion, so
+    after a burst (a million slots in flight, then succeeded) it would keep its peak size."""
+    return dict(table) if before > 2 * len(table) + 1024 else table
