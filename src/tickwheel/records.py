@@ -209,7 +209,7 @@ class ExecutionControl(TypedDict):
 
     # Unique id of this control record.
     control_id: str
-    # The execution it applies to (every attempt of it).
+    # The execution it applies to: the attempts `attempt` names (every attempt when it is null).
     execution_id: str
     # The execution's job, when the sender knows it; null when absent.
     job_id: str | None
@@ -221,6 +221,10 @@ class ExecutionControl(TypedDict):
     requested_at: int
     # Why, in the requester's words; null when absent.
     reason: str | None
+    # Cancel only attempts up to and including this one (a workflow stopping the running attempt
+    # before it retries the step: the retry's higher attempt must run); null: every attempt, as
+    # in v1.
+    attempt: int | None
 
 
 ExecutionEventType = Literal[

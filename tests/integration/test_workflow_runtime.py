@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.timer_harness import wait_until
+from tests.integration.timer_harness import execution_events, wait_until
 from tests.integration.workflow_harness import (
     APPROVAL_KEYS,
     WorkflowStack,
@@ -262,3 +262,34 @@ def test_a_dead_lettered_compensation_blocks_the_instance_with_an_alert_until_sk
     assert (skipped["step_id"], skipped["actor"]) == ("book", "ops@example.com")
     assert wait_until(lambda: workflow_alerts(kafka_bootstrap, workflow_id)[-1]["state"] == "resolved",
                       TIMEOUT_S)  # fmt: skip
+
+
+def test_retrying_a_running_step_stops_its_attempt_and_runs_the_next(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    """End to end: retrying a running step stops attempt 1 and attempt 2 (same execution id)
+    runs and succeeds. The cancel names its attempt, so a worker that reads the cancel before
+    the retry's request does not take the retry for cancelled; that order is a race here, and
+    is driven deterministically by the lane's unit test on the in-memory Kafka."""
+    flows = WorkflowsClient(kafka_bootstrap)
+    flows.define({"definitionId": "retry-running", "version": 1,
+                  "steps": [_task("slow", job_type="wf_hold_first"), _task("then", "slow")]})  # fmt: skip
+    workflow_id = flows.start("retry-running")
+
+    def slow_leased() -> bool:
+        ids = {r["execution_id"] for r in step_requests(kafka_bootstrap)
+               if r["workflow_id"] == workflow_id and r["step_id"] == "slow"}  # fmt: skip
+        return any(e["event_type"] == "leased" and e["execution_id"] in ids
+                   for e in execution_events(kafka_bootstrap))  # fmt: skip
+
+    assert wait_until(slow_leased, TIMEOUT_S)
+    flows.retry_step(workflow_id, "slow", actor="ops@example.com")
+    assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
+    assert status_of(workflow_events(kafka_bootstrap)[workflow_id]) == "succeeded"
+    slow = [r for r in step_requests(kafka_bootstrap)
+            if r["workflow_id"] == workflow_id and r["step_id"] == "slow"]  # fmt: skip
+    assert [r["attempt"] for r in slow] == [1, 2] and len({r["execution_id"] for r in slow}) == 1
+    ran = [
+        e for e in execution_events(kafka_bootstrap) if e["execution_id"] == slow[0]["execution_id"]
+    ]
+    assert ("succeeded", 2) in {(e["event_type"], e["attempt"]) for e in ran}, ran

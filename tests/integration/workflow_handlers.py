@@ -23,3 +23,13 @@ def fail(ctx: ExecutionContext) -> dict[str, Any]:
             raise PermanentError(f"wf_fail: attempt {ctx.attempt} fails for good")
         raise RetryableError(f"wf_fail: attempt {ctx.attempt} fails")
     return {"attempt": ctx.attempt}
+
+
+@job("wf_hold_first")
+def hold_first(ctx: ExecutionContext) -> dict[str, Any]:
+    """Attempt 1 runs until it is cancelled (up to a minute); a later attempt returns at once:
+    a step retried while it runs."""
+    if ctx.attempt == 1:
+        ctx.wait(60)
+        ctx.raise_if_cancelled()
+    return {"attempt": ctx.attempt}

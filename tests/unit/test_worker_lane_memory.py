@@ -179,3 +179,15 @@ def test_a_request_cancelled_before_it_starts_is_reported_cancelled_and_committe
     (cancelled,) = [e for e in lane.events() if e["execution_id"] == "doomed"]
     assert cancelled["reason"] == "operator asked"
     lane.close()
+
+
+def test_a_cancel_of_one_attempt_skips_it_and_runs_the_step_retried_after_it() -> None:
+    """A workflow stops attempt 1 of a step and retries it as attempt 2 (same execution id):
+    when both reach the lane after the cancel, attempt 1 is skipped and attempt 2 runs."""
+    lane = Lane()
+    lane.cancels.cancel("step", "workflow", attempt=1)
+    lane.offer(request(execution_id="step", attempt=1), request(execution_id="step", attempt=2))
+    lane.step_until(lambda: lane.committed() == 2)
+    reported = [(e["event_type"], e["attempt"]) for e in lane.events()]
+    assert sorted(reported) == [("cancelled", 1), ("leased", 2), ("succeeded", 2)]
+    lane.close()

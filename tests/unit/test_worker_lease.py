@@ -234,6 +234,23 @@ def test_cancellations_are_remembered_within_a_bound_and_signal_running_attempts
     assert cancels.cancel("e4") == 0
 
 
+def test_a_cancel_naming_an_attempt_stops_it_and_earlier_ones_never_a_later_one() -> None:
+    """A workflow stops the running attempt 1 of a step, then retries the step: attempt 2
+    has the same execution id and must run (it was skipped as cancelled before)."""
+    cancels = CancelRegistry()
+    first, retry = threading.Event(), threading.Event()
+    cancels.started("step", first, attempt=1)
+    assert cancels.cancel("step", "workflow", attempt=1) == 1 and first.is_set()
+    assert cancels.is_cancelled("step", 1) and not cancels.is_cancelled("step", 2)
+    cancels.finished("step", first)
+    cancels.started("step", retry, attempt=2)
+    assert not retry.is_set()
+    assert cancels.cancel("step", "workflow", attempt=1) == 0  # a repeat reaches no later one
+    # A cancel of the whole execution (the SDK's, attempt null) reaches every attempt.
+    assert cancels.cancel("step", "operator") == 1 and retry.is_set()
+    assert cancels.is_cancelled("step", 7)
+
+
 def test_a_cancel_record_needs_an_execution_id() -> None:
     record = cancel_record("exec-9", now_ms=5, job_id="j", reason="r", control_id="c")
     assert record == {"control_id": "c", "execution_id": "exec-9", "job_id": "j",

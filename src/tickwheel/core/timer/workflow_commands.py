@@ -78,7 +78,7 @@ def _cancel_execution(
     if flight is None or flight.attempt != attempt:
         return
     control_id = f"wf-cancel:{execution_id}:{attempt}"
-    timer.workflows.controls.append(cancel_control(control_id, execution_id, key, now_ms))
+    timer.workflows.controls.append(cancel_control(control_id, execution_id, key, now_ms, attempt))
     if flight.state == "queued":
         decision = timer.executions.cancel_queued(execution_id, now_ms)
         emission.extend(timer.apply_decision(decision, now_ms))
@@ -95,8 +95,13 @@ def fire_workflow_timers(timer: PartitionScheduler, now_ms: int, emission: Parti
         emission.states[due.key] = timer.state_of(due.key, now_ms)
 
 
-def cancel_control(control_id: str, execution_id: str, key: str, now_ms: int) -> dict[str, Any]:
+def cancel_control(
+    control_id: str, execution_id: str, key: str, now_ms: int, attempt: int
+) -> dict[str, Any]:
     """The `ExecutionControl` that tells the worker holding the attempt to stop (the same
-    record the SDK's `cancel` publishes; its id names the attempt, so a repeat is one)."""
+    record the SDK's `cancel` publishes; its id names the attempt, so a repeat is one). It
+    reaches that attempt and earlier ones only: a step retried after it runs as a later
+    attempt under the same execution id, which this cancel must not stop."""
     return {"control_id": control_id, "execution_id": execution_id, "job_id": key,
-            "kind": "cancel", "requested_at": now_ms, "reason": "workflow"}  # fmt: skip
+            "kind": "cancel", "requested_at": now_ms, "reason": "workflow",
+            "attempt": attempt}  # fmt: skip

@@ -23,48 +23,72 @@ log = logging.getLogger("tickwheel.worker")
 
 
 class CancelRegistry:
-    """The last `capacity` cancelled execution ids (with their reasons), and the cancellation
-    signals of the attempts running here. Thread-safe."""
+    """The last `capacity` cancelled execution ids (with their reasons and the highest attempt
+    each cancel reaches), and the cancellation signals of the attempts running here.
+    Thread-safe.
+
+    A cancel may name an attempt: it stops that attempt and the earlier ones, never a later
+    one (a workflow stops the running attempt of a step and then retries the step under the
+    same `execution_id`: the retry's attempt must run). A cancel without one stops them all."""
 
     def __init__(self, capacity: int = 100_000) -> None:
         self.capacity = capacity
-        self._cancelled: OrderedDict[str, str | None] = OrderedDict()
-        self._running: dict[str, set[threading.Event]] = {}
+        # execution id -> (reason, the highest attempt cancelled; None: every attempt)
+        self._cancelled: OrderedDict[str, tuple[str | None, int | None]] = OrderedDict()
+        self._running: dict[str, dict[threading.Event, int | None]] = {}
         self._lock = threading.Lock()
 
-    def cancel(self, execution_id: str, reason: str | None = None) -> int:
-        """Remember the cancellation and signal the running attempts; returns how many."""
+    @staticmethod
+    def _reaches(up_to: int | None, attempt: int | None) -> bool:
+        return up_to is None or attempt is None or attempt <= up_to
+
+    def cancel(
+        self, execution_id: str, reason: str | None = None, attempt: int | None = None
+    ) -> int:
+        """Remember the cancellation and signal the running attempts it reaches; returns how
+        many."""
         with self._lock:
-            self._cancelled[execution_id] = reason
+            known = self._cancelled.get(execution_id)
+            up_to = attempt
+            if known is not None:
+                up_to = None if known[1] is None or attempt is None else max(known[1], attempt)
+            self._cancelled[execution_id] = (reason, up_to)
             self._cancelled.move_to_end(execution_id)
             while len(self._cancelled) > self.capacity:
                 self._cancelled.popitem(last=False)
-            signals = list(self._running.get(execution_id, ()))
+            running = self._running.get(execution_id, {})
+            signals = [signal for signal, a in running.items() if self._reaches(up_to, a)]
         for signal in signals:
             signal.set()
         return len(signals)
 
-    def is_cancelled(self, execution_id: str) -> bool:
+    def is_cancelled(self, execution_id: str, attempt: int | None = None) -> bool:
         with self._lock:
-            return execution_id in self._cancelled
+            known = self._cancelled.get(execution_id)
+            return known is not None and self._reaches(known[1], attempt)
 
     def reason(self, execution_id: str) -> str | None:
         with self._lock:
-            return self._cancelled.get(execution_id)
+            known = self._cancelled.get(execution_id)
+            return known[0] if known is not None else None
 
-    def started(self, execution_id: str, signal: threading.Event) -> None:
-        """An attempt started; a cancellation already known signals it at once."""
+    def started(
+        self, execution_id: str, signal: threading.Event, attempt: int | None = None
+    ) -> None:
+        """An attempt started; a cancellation already known that reaches it signals it at
+        once."""
         with self._lock:
-            self._running.setdefault(execution_id, set()).add(signal)
-            known = execution_id in self._cancelled
-        if known:
+            self._running.setdefault(execution_id, {})[signal] = attempt
+            known = self._cancelled.get(execution_id)
+            reached = known is not None and self._reaches(known[1], attempt)
+        if reached:
             signal.set()
 
     def finished(self, execution_id: str, signal: threading.Event) -> None:
         with self._lock:
             signals = self._running.get(execution_id)
             if signals is not None:
-                signals.discard(signal)
+                signals.pop(signal, None)
                 if not signals:
                     del self._running[execution_id]
 
@@ -164,7 +188,9 @@ class ControlListener:
             return
         self.received += 1
         if control["kind"] == "cancel":
-            signalled = self.cancels.cancel(control["execution_id"], control.get("reason"))
+            signalled = self.cancels.cancel(
+                control["execution_id"], control.get("reason"), control.get("attempt")
+            )
             log.info(
                 "cancellation received",
                 extra={"action": "cancel_received", "execution_id": control["execution_id"],

@@ -213,7 +213,7 @@ class PriorityLane:
                     key = (item.request["execution_id"], item.request["attempt"])
                     name = item.request["job_type"]
                     job_type = self.registry.get(name) if name in self.registry else None
-                    if self.cancels.is_cancelled(key[0]):
+                    if self.cancels.is_cancelled(key[0], key[1]):
                         action = "cancelled"
                     elif not self.ledger.take(key):
                         action = "duplicate"

@@ -110,7 +110,7 @@ class AttemptRun:
         self.limit = run_limit(self.request, self.job_type, s.max_run_seconds)
         lease.run_deadline = self.started + self.limit
         lease.on_overrun = on_overrun
-        s.cancels.started(self.execution_id, signal)
+        s.cancels.started(self.execution_id, signal, int(self.request["attempt"]))
         s.heartbeats.add(lease)
         try:
             yield
