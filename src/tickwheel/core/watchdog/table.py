@@ -266,6 +266,8 @@ class JobFacts:
 
     def resumed_at_ms(self) -> int | None:
         """When the current run of enabled versions began after a disabled one, if known."""
+        if self.job_id not in self._table.history:
+            return None  # one version known: nothing before it to have resumed from
         versions = self._history()
         if not versions:
             return None
