@@ -163,11 +163,12 @@ def test_a_killed_watchdog_restarts_without_a_duplicate_open(
     try:
         timer.start()
         worker.start()
-        publish_jobs(
-            kafka_bootstrap,
-            [spec(healthy), spec(stuck, priority="low")],
-            int(time.time() * 1000),
-        )
+        # The stuck job is created once the pipeline flows (the healthy job has succeeded): a
+        # timer still restoring on a loaded machine would fire its slots after the deadline,
+        # and the evidence would rightly say "never fired" instead of "fired, not started".
+        publish_jobs(kafka_bootstrap, [spec(healthy)], int(time.time() * 1000))
+        assert wait_until(lambda: healthy in succeeded_jobs(kafka_bootstrap), 60, 1.0)
+        publish_jobs(kafka_bootstrap, [spec(stuck, priority="low")], int(time.time() * 1000))
         first.start()
 
         def stuck_open() -> bool:
