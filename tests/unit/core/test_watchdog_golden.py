@@ -347,3 +347,23 @@ def test_an_evaluation_never_goes_back_in_event_time() -> None:
     state.apply(definition("j"))
     assert evaluate(state, T0 + 7 * S, QUICK)[0]
     assert evaluate(state, T0 + 3 * S, QUICK) == ([], set())
+
+
+def test_a_dead_letter_an_operator_retried_or_discarded_stops_counting() -> None:
+    """A retry runs as a new execution and a discard runs nothing, so only the resolution
+    (executions.dlq.resolutions) can clear the letter's age; read before or after it."""
+    slot = T0
+    dead = event("j", slot, "dead_lettered", T0 + S, attempt=3, tenant="t1")
+    resolved = Observed("dead_letter_resolution", "dlq:x", {
+        "resolution_id": "r1", "dead_letter_id": "dlq:x", "event_time": T0 + 62 * S,
+        "action": "discarded", "by": "ops", "note": None, "job_id": "j",
+        "execution_id": execution_id("j", 1, slot), "tenant_id": "t1",
+    })  # fmt: skip
+    got = run([(T0 + 60 * S, [definition("j", emi="1d"), dead]), (T0 + 61 * S, [])], QUICK)
+    assert kinds(got) == [("dead_letter_age", "t1/noop", "opened")]
+    more = run([(T0 + 62 * S, [resolved]), (T0 + 63 * S, [])], QUICK,
+               _replay([definition("j", emi="1d"), dead], T0 + 61 * S))  # fmt: skip
+    assert ("dead_letter_age", "t1/noop", "resolved") in kinds(more)
+    # Read in the other order (the resolution first), the letter never counts.
+    early = run([(T0 + 63 * S, [definition("j", emi="1d"), resolved, dead])], QUICK)
+    assert "dead_letter_age" not in {kind for kind, _, _ in kinds(early)}

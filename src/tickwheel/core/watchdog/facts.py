@@ -32,6 +32,7 @@ InputKind = Literal[
     "request",
     "event",
     "dead_letter",
+    "dead_letter_resolution",
     "command",
     "calendar",
     "workflow_definition",
@@ -78,6 +79,9 @@ class ExecutionFacts:
     dead_attempt: int = 0
     dead_at_ms: int | None = None
     succeeded_attempt: int = 0
+    # When an operator retried or discarded its dead letter (executions.dlq.resolutions;
+    # a retry runs as a new execution, so nothing of this one would ever clear it).
+    resolved_at_ms: int | None = None
     last_seen_ms: int = 0
 
     @property
@@ -86,9 +90,11 @@ class ExecutionFacts:
 
     @property
     def dead_unresolved(self) -> bool:
-        return self.dead_at_ms is not None and (
-            max(self.requested_attempt, self.succeeded_attempt) <= self.dead_attempt
-        )
+        if self.dead_at_ms is None:
+            return False
+        if self.resolved_at_ms is not None and self.resolved_at_ms >= self.dead_at_ms:
+            return False
+        return max(self.requested_attempt, self.succeeded_attempt) <= self.dead_attempt
 
 
 @dataclass(slots=True)
@@ -139,6 +145,8 @@ class Facts:
                 self._event(observed.record)
             elif observed.kind == "dead_letter":
                 self._dead_letter(observed.record)
+            elif observed.kind == "dead_letter_resolution":
+                self._resolution(observed.record)
             elif observed.kind == "command":
                 self._command(observed.record)
             elif observed.kind == "workflow_definition":
@@ -259,6 +267,20 @@ class Facts:
         execution = self.execution(str(execution_id), str(job_id))
         at = int(dead_letter["event_time"])
         self._dead(execution, int(dead_letter.get("attempt") or 1), at)
+        execution.last_seen_ms = max(execution.last_seen_ms, at)
+
+    def _resolution(self, resolution: Mapping[str, Any]) -> None:
+        """An operator's retry or discard of a dead letter: its execution stops counting as
+        dead-lettered (the newest resolution wins, whatever order they are read in)."""
+        execution_id, job_id = resolution.get("execution_id"), resolution.get("job_id")
+        if execution_id is None:
+            return  # the letter of a record nobody could read: no execution to clear
+        known = self.executions.get(str(execution_id))
+        if known is None and job_id is None:
+            return
+        execution = known or self.execution(str(execution_id), str(job_id))
+        at = int(resolution["event_time"])
+        execution.resolved_at_ms = max(execution.resolved_at_ms or at, at)
         execution.last_seen_ms = max(execution.last_seen_ms, at)
 
     def _command(self, command: Mapping[str, Any]) -> None:

@@ -85,6 +85,8 @@ class WatchdogService:
             "jobs.definitions": "definition",
             "executions.events": "event",
             "executions.dlq": "dead_letter",
+            # An operator's retry or discard: the letter stops counting (decision 0102).
+            "executions.dlq.resolutions": "dead_letter_resolution",
             "watchdog.commands": "command",
             # Holiday calendars: what a business-day job owed is compiled with them, as the
             # timer compiles it (a slot skipped for a holiday is not owed).
@@ -97,6 +99,7 @@ class WatchdogService:
         self.inputs: dict[str, str] = {topic_name(name): kind for name, kind in declared.items()}
         self.schemas = {"definition": "JobDefinition", "event": "ExecutionEvent",
                         "dead_letter": "DeadLetter", "request": "ExecutionRequest",
+                        "dead_letter_resolution": "DeadLetterResolution",
                         "command": "Alert", "calendar": "Calendar",
                         "workflow_definition": "WorkflowDefinition",
                         "workflow_event": "WorkflowEvent"}  # fmt: skip
