@@ -39,6 +39,12 @@ def _times(f: CronFields) -> str:
         return "every second"
     if len(f.hours) == 24 and len(f.minutes) == 60 and f.seconds == (0,):
         return "every minute"
+    if len(f.hours) == 24 and len(f.minutes) == 60:  # a six-field cron: by the second
+        every = _step(f.seconds, 60)
+        if every and f.seconds[0] == 0:
+            return f"every {every} seconds"
+        unit = "second" if len(f.seconds) == 1 else "seconds"
+        return f"every minute at {unit} " + _list([str(s) for s in f.seconds])
     step = _step(f.minutes, 60)
     if len(f.hours) == 24 and step and f.seconds == (0,) and f.minutes[0] == 0:
         return f"every {step} minutes"
@@ -49,7 +55,8 @@ def _times(f: CronFields) -> str:
         shown = [f"{h:02d}:{m:02d}" + (f":{s:02d}" if sec else "") for h in f.hours
                  for m in f.minutes for s in f.seconds]  # fmt: skip
         return "at " + _list(shown)
-    return (f"at minute(s) {_list([str(m) for m in f.minutes])} of hour(s) "
+    seconds = "" if f.seconds == (0,) else f"at second(s) {_list([str(s) for s in f.seconds])} of "
+    return (f"{seconds or 'at '}minute(s) {_list([str(m) for m in f.minutes])} of hour(s) "
             f"{_list([str(h) for h in f.hours])}")  # fmt: skip
 
 

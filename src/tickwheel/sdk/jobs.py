@@ -261,7 +261,12 @@ class JobsClient:
         if to_ms <= from_ms:
             raise InvalidInput("to", "must be after --from")
         current = self.get(job_id)
-        compiled = compile_schedule(schedule_of(current))
+        calendars = None
+        if current.get("calendar") is not None:  # counted as the timer emits: with its calendar
+            from tickwheel.sdk.calendars import load_calendars
+
+            calendars = load_calendars(bootstrap=self.bootstrap)
+        compiled = compile_schedule(schedule_of(current), calendars)
         if len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1)) > MAX_BACKFILL:
             # The timer would refuse it (and dead-letter the command): say so here, before.
             raise InvalidInput(

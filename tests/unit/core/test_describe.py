@@ -23,6 +23,13 @@ CASES: list[tuple[dict[str, Any], str]] = [
     (dict(every="1h", max_runs=3, start_at="2026-01-01T00:00Z"),
      "every hour, starting 2026-01-01T00:00:00Z, at most 3 runs"),
     (dict(run_at="2030-01-01T09:00:00+01:00"), "once, at 2030-01-01T08:00:00Z"),
+    # Six fields: the seconds are said, not read as "every minute" of every hour.
+    (dict(cron="*/3 * * * * *"), "every 3 seconds"),
+    (dict(cron="15,45 * * * * *"), "every minute at seconds 15 and 45"),
+    (dict(cron="10 0,30 9 * * *"), "at 09:00:10 and 09:30:10 every day"),
+    (dict(cron="5 */7 3-5 * * *"),
+     "at second(s) 5 of minute(s) 0, 7, 14, 21, 28, 35, 42, 49 and 56 of hour(s) 3, 4 and 5 "
+     "every day"),
 ]  # fmt: skip
 
 
