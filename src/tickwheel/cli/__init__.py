@@ -23,22 +23,23 @@ from collections.abc import Sequence
 
 from tickwheel.errors import InvalidInput, TickwheelError
 
-# Order is the order in `tickwheel --help`.
-COMMAND_GROUPS: list[str] = [
-    "tickwheel.cli.stack",
-    "tickwheel.cli.topology",
-    "tickwheel.cli.jobs",
-    "tickwheel.cli.schedule",
-    "tickwheel.cli.calendars",
-    "tickwheel.cli.history",
-    "tickwheel.cli.worker",
-    "tickwheel.cli.executions",
-    "tickwheel.cli.workflows",
-    "tickwheel.cli.alerts",
-    "tickwheel.cli.dead_letters",
-    "tickwheel.services.api.keys",
-    "tickwheel.cli.demo",
-]
+# Each command and the module that registers it; the order is the order in `tickwheel --help`.
+COMMANDS: dict[str, str] = {
+    "stack": "tickwheel.cli.stack",
+    "topology": "tickwheel.cli.topology",
+    "jobs": "tickwheel.cli.jobs",
+    "schedule": "tickwheel.cli.schedule",
+    "calendars": "tickwheel.cli.calendars",
+    "history": "tickwheel.cli.history",
+    "worker": "tickwheel.cli.worker",
+    "executions": "tickwheel.cli.executions",
+    "workflows": "tickwheel.cli.workflows",
+    "alerts": "tickwheel.cli.alerts",
+    "dead-letters": "tickwheel.cli.dead_letters",
+    "api-keys": "tickwheel.services.api.keys",
+    "demo": "tickwheel.cli.demo",
+}
+COMMAND_GROUPS: list[str] = list(COMMANDS.values())
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -56,8 +57,10 @@ exit status:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `tickwheel` parser with every command group registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The `tickwheel` parser with every command group registered, or only the group of the
+    command `only` (what `main` builds when it knows the command: a verb imports what it uses,
+    not every other group's modules)."""
     parser = argparse.ArgumentParser(
         prog="tickwheel",
         description="tickwheel: a Kafka-native job scheduler and durable workflow engine.",
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name in COMMAND_GROUPS:
+    for module_name in [COMMANDS[only]] if only in COMMANDS else COMMAND_GROUPS:
         module = importlib.import_module(module_name)
         module.register(subparsers)
     return parser
@@ -118,7 +121,11 @@ def run_handler(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `tickwheel` with `argv` (default: the process's arguments); returns the exit code."""
-    args = build_parser().parse_args(argv)  # exits 2 on a usage error, with argparse's message
+    words = list(sys.argv[1:] if argv is None else argv)
+    # A known command first: only its group is registered. Anything else (`--help`, a typo)
+    # gets the whole parser, so the list of commands and argparse's messages are complete.
+    only = words[0] if words and words[0] in COMMANDS else None
+    args = build_parser(only).parse_args(words)  # exits 2 on a usage error, with argparse's message
     return run_handler(args)
 
 
