@@ -273,3 +273,37 @@ class DeadLettersClient:
         producer = EventProducer(self.bootstrap)
         producer.send(self.topic, record["dead_letter_id"], encode("DeadLetterResolution", record))
         producer.flush(10.0)
+
+
+def retry_execution(
+    client: DeadLettersClient, letters: list[dict[str, Any]], execution_id: str, job_id: str,
+    *, by: str, note: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """A new execution of `job_id` for the finished `execution_id` (decision 0102): through
+    the execution's unresolved dead letter if it has one (the letter is then `retried`), else
+    a trigger of its job. `letters` are those the caller may act on, with their resolutions
+    (`with_resolutions`). Raises InvalidInput for a workflow step's execution (its workflow
+    retries it) and AlreadyResolved when its letter was retried or discarded already (what
+    it stood for was dealt with; another retry would run it twice). Returns the new
+    `execution_id`, the trigger's `command_id`, the `dead_letter_id` gone through (or None)
+    and `via` (`dead-letter` or `trigger`)."""
+    from tickwheel.errors import InvalidInput
+
+    workflow = step_workflow(job_id)
+    if workflow is not None:
+        raise InvalidInput("execution", f"a step of workflow {workflow!r}; accepted: retry the "
+                           "step on its workflow")  # fmt: skip
+    own = [d for d in letters if d.get("execution_id") == execution_id]
+    letter = next((d for d in own if not d.get("resolution")), None)
+    if letter is None and own:
+        raise AlreadyResolved(own[-1]["resolution"])
+    if letter is not None:
+        done = client.retry(letter["dead_letter_id"], by=by, note=note, letters=[letter])
+        return {"execution_id": done["retry_execution_id"], "command_id": done["retry_command_id"],
+                "dead_letter_id": letter["dead_letter_id"], "via": "dead-letter"}  # fmt: skip
+    version = int(client.jobs.get(job_id)["version"])
+    command = client.jobs.trigger(job_id)
+    # The timer names a trigger's execution after the command's instant (decision 0013).
+    new_id = execution_id_of(job_id, version, int(command["requested_at"]))
+    return {"execution_id": new_id, "command_id": command["command_id"], "dead_letter_id": None,
+            "via": "trigger"}  # fmt: skip

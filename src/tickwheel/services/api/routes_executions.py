@@ -1,4 +1,5 @@
-"""`/executions` (seed 000) and `/runs` (seed 003): one execution's timeline, and cancel.
+"""`/executions` (seed 000) and `/runs` (seed 003): one execution's timeline, cancel, and a
+run's retry (a new execution, through its dead letter as the console's retry goes: 0102).
 
 The timeline is read from the history store, as `tickwheel executions get` does: eventually
 consistent, so an execution the history sink has not written yet is a 404 for a moment.
@@ -13,8 +14,15 @@ from fastapi import APIRouter, Body, Path, Request
 from fastapi.responses import JSONResponse
 
 from tickwheel.history import ExecutionNotFound, execution_timeline
+from tickwheel.sdk.dead_letters import AlreadyResolved, DeadLettersClient, retry_execution
 from tickwheel.services.api.models import CancelBody, CancelView
-from tickwheel.services.api.problems import problem_responses
+from tickwheel.services.api.problems import Problem, problem_responses
+from tickwheel.services.api.routes_dead_letter_actions import (
+    RetryBody,
+    _by,
+    problem_of,
+    visible_letters,
+)
 from tickwheel.services.api.routes_jobs import BackendDep, _json
 from tickwheel.services.api.tenancy import owner_of
 
@@ -149,3 +157,52 @@ def _may_cancel(b: Any, execution_id: str, job_id: str | None) -> None:
         return  # the history is away; the job named is the tenant's
     if job_id is not None and timeline.get("job_id") not in (None, job_id):
         raise ExecutionNotFound(execution_id)
+
+
+#: A run's statuses that a retry answers with a new execution; the others are refused (409).
+RETRYABLE = ("failed", "dead_lettered", "cancelled")
+RETRY_EXAMPLE = {
+    "runId": TIMELINE_EXAMPLE["execution_id"],
+    "jobId": "nightly-reconcile",
+    "executionId": "0d3e5a47-8b1c-5f2e-9a6d-4c7b8e1f2a30",
+    "commandId": "9a7c7d0e-51f4-4c0e-8f7a-2f4b1c0d9e11",
+    "via": "dead-letter",
+    "deadLetterId": f"dlq:{TIMELINE_EXAMPLE['execution_id']}",
+}
+
+
+def _retry_run(request: Request, b: Any, run_id: str, note: str | None, by: str | None) -> Any:
+    timeline = read_timeline(b, run_id)  # unknown, or another tenant's: 404
+    status = timeline.get("status")
+    if status not in RETRYABLE:
+        code = "run-succeeded" if status == "succeeded" else "run-not-finished"
+        raise Problem(409, code, f"run {run_id!r} is {status}; accepted: a run that failed, was "
+                      f"dead-lettered or was cancelled", runStatus=status)  # fmt: skip
+    client = DeadLettersClient(b.bootstrap, b.clock, jobs=b.jobs, tenant_id=b.tenant_id)
+    try:
+        done = retry_execution(client, visible_letters(request, b), run_id,
+                               str(timeline.get("job_id") or ""), by=_by(request, by), note=note)  # fmt: skip
+    except AlreadyResolved as exc:
+        raise problem_of(exc) from None
+    return JSONResponse(status_code=202, content={
+        "runId": run_id, "jobId": timeline.get("job_id"), "executionId": done["execution_id"],
+        "commandId": done["command_id"], "via": done["via"], "deadLetterId": done["dead_letter_id"],
+    })  # fmt: skip
+
+
+@router.post("/runs/{run_id}/retry", status_code=202,
+             summary="Retry a failed, dead-lettered or cancelled run: a new execution of its job, "
+             "through its dead letter if it has one (decision 0102)",
+             responses={202: {"description": "The new execution asked of the job's timer",
+                              "content": {"application/json": {"example": RETRY_EXAMPLE}}},
+                        **problem_responses(404, 409, 422, 503)})  # fmt: skip
+def retry_run(
+    request: Request,
+    b: BackendDep,
+    run_id: ExecutionId,
+    body: Annotated[
+        RetryBody | None,
+        Body(openapi_examples={"note": {"value": {"note": "upstream fixed"}}}),
+    ] = None,
+) -> Any:
+    return _retry_run(request, b, run_id, body.note if body else None, body.by if body else None)

@@ -3,8 +3,10 @@
 An execution is retried as its dead letter is (decision 0102): its job is triggered for a new
 execution with fresh attempts. When the execution has an unresolved dead letter, the retry
 goes through it (`DeadLettersClient.retry`), so the letter is marked retried too; a cancelled
-or failed execution without one simply triggers its job. A workflow step's execution is
-retried by its workflow, never here (the workflow's fold decides its steps).
+or failed execution without one simply triggers its job, and one whose letter was resolved
+already is refused. A workflow step's execution is retried by its workflow, never here (the
+workflow's fold decides its steps). `POST /runs/{id}/retry` shares the logic
+(`tickwheel.sdk.dead_letters.retry_execution`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.errors import InvalidInput
-from tickwheel.sdk.dead_letters import DeadLettersClient, step_workflow
+from tickwheel.sdk.dead_letters import DeadLettersClient
+from tickwheel.sdk.dead_letters import retry_execution as shared_retry
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.actions import who
@@ -30,22 +32,13 @@ router = APIRouter(include_in_schema=False)
 def retry_execution(
     request: Request, b: Backend, execution_id: str, job_id: str, by: str, note: str | None
 ) -> dict[str, Any]:
-    """A new execution of `job_id` for `execution_id`: through its unresolved dead letter if it
-    has one, else a trigger. Returns the new execution's id and how it was asked for."""
-    workflow = step_workflow(job_id)
-    if workflow is not None:
-        raise InvalidInput("execution", f"a step of workflow {workflow!r}; accepted: retry the "
-                           "step on its workflow's page")  # fmt: skip
-    letter = next((d for d in visible_letters(request, b)
-                   if d.get("execution_id") == execution_id and not d.get("resolution")), None)  # fmt: skip
-    if letter is not None:
-        client = DeadLettersClient(b.bootstrap, b.clock, jobs=b.jobs, tenant_id=b.tenant_id)
-        done = client.retry(letter["dead_letter_id"], by=by, note=note, letters=[letter])
-        return {"execution_id": done["retry_execution_id"], "via": "its dead letter"}
-    version = int(b.jobs.get(job_id)["version"])
-    command = b.jobs.trigger(job_id)
-    return {"execution_id": execution_id_of(job_id, version, int(command["requested_at"])),
-            "via": "a trigger of its job"}  # fmt: skip
+    """A new execution of `job_id` for `execution_id`, as `POST /runs/{id}/retry` asks for one
+    (`tickwheel.sdk.dead_letters.retry_execution`), over the letters this tenant may act on."""
+    client = DeadLettersClient(b.bootstrap, b.clock, jobs=b.jobs, tenant_id=b.tenant_id)
+    done = shared_retry(client, visible_letters(request, b), execution_id, job_id, by=by,
+                        note=note)  # fmt: skip
+    via = "its dead letter" if done["via"] == "dead-letter" else "a trigger of its job"
+    return {**done, "via": via}
 
 
 @router.post("/executions/{execution_id}/retry")
