@@ -6,14 +6,20 @@ updates or resolves an incident is `lifecycle`'s business.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.schedule import CompiledSchedule
 from tickwheel.core.watchdog.facts import Facts, JobFacts, SlotFacts
-from tickwheel.core.watchdog.jobs import effective_interval
+from tickwheel.core.watchdog.jobs import (
+    BUCKET_MS,
+    JobProfile,
+    effective_interval,
+    profile_interval,
+)
+from tickwheel.core.watchdog.table import NONE, JobTable
 from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.errors import TickwheelError
 
@@ -41,16 +47,106 @@ class Condition:
     suppressed_by: str | None = None
 
 
-def conditions(facts: Facts, watermark: int, thresholds: Thresholds) -> Iterator[Condition]:
-    """Every condition true at `watermark`, in a deterministic order."""
+def conditions(
+    facts: Facts, watermark: int, thresholds: Thresholds, order: Iterable[str] | None = None
+) -> Iterator[Condition]:
+    """Every condition true at `watermark`, in a deterministic order. `order`: the job ids
+    sorted, if the caller has them already."""
+    yield from job_conditions(facts.jobs, watermark, thresholds, order)
+    yield from _dead_letter_ages(facts, watermark, thresholds)
+    yield from _ready_ages(facts, watermark, thresholds)
+
+
+def job_conditions(
+    jobs: JobTable, watermark: int, thresholds: Thresholds, order: Iterable[str] | None = None
+) -> Iterator[Condition]:
+    """Broken chain and overdue, job by job in job id order.
+
+    The hot loop reads the table's columns, not a view per job (decision 0093): what a job's
+    profile decides (recurring, enabled, its next occurrence, whether it is finished, its
+    interval for jobs created in the same month) is worked out once per profile per
+    evaluation, and a job whose deadline (its latest baseline plus that interval) has not
+    come is passed over with a few array reads. Every other job — past its deadline, or of a
+    profile with a broken chain — goes through `_job_conditions`, which decides as before:
+    the test only skips jobs for which that function would yield nothing."""
     # Jobs share schedules (a million jobs, a few thousand schedules): each schedule's next
     # occurrence after the watermark is computed once per evaluation.
     upcoming: dict[CompiledSchedule, int | None] = {}
-    for job_id in sorted(facts.jobs):
-        job = facts.jobs[job_id]
-        yield from _job_conditions(job_id, job, watermark, thresholds, upcoming)
-    yield from _dead_letter_ages(facts, watermark, thresholds)
-    yield from _ready_ages(facts, watermark, thresholds)
+    rows, profile_of, deleted, created, success_ms, profiles = jobs.columns()
+    history = jobs.history
+    grace_ms = thresholds.derived_grace_ms
+    judged: dict[int, _Judged | None] = {}
+    for job_id in sorted(jobs) if order is None else order:
+        row = rows[job_id]
+        number = profile_of[row]
+        if number < 0 or deleted[row]:
+            continue  # no definition, or deleted: nothing owed
+        if number in judged:
+            judgement = judged[number]
+        else:
+            profile = profiles[number]
+            assert profile is not None
+            judgement = judged[number] = _judge(profile, watermark, upcoming)
+        if judgement is None:
+            continue  # one-off, disabled, or a schedule that does not compile
+        if not judgement.broken:
+            made = created[row]
+            bucket = made // BUCKET_MS
+            intervals = judgement.intervals
+            if bucket in intervals:
+                interval_ms = intervals[bucket]
+            else:
+                found = profile_interval(judgement.profile, made, grace_ms)
+                interval_ms = intervals[bucket] = None if found is None else found.ms
+            if interval_ms is None:
+                continue
+            # The baseline, as _job_conditions takes it: the latest of these.
+            baseline = made
+            if job_id in history:
+                resumed = JobFacts(jobs, job_id, row).resumed_at_ms()
+                if resumed is not None and resumed > baseline:
+                    baseline = resumed
+            starts = judgement.profile.starts_at_ms
+            if starts is not None and starts > baseline:
+                baseline = starts
+            success = success_ms[row]
+            if success != NONE and success > baseline:
+                baseline = success
+            if watermark < baseline + interval_ms:
+                continue  # not due: the common case, nothing to raise
+        yield from _job_conditions(job_id, JobFacts(jobs, job_id, row), watermark, thresholds,
+                                   upcoming)  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Judged:
+    """What one profile decides at one watermark, for every job that has it."""
+
+    profile: JobProfile
+    broken: bool  # no future occurrence and not finished: every such job has a broken chain
+    # createdAt // BUCKET_MS → the interval (ms) of its jobs, None: they owe nothing.
+    intervals: dict[int, int | None]
+
+
+def _judge(
+    profile: JobProfile, watermark: int, upcoming_of: dict[CompiledSchedule, int | None]
+) -> _Judged | None:
+    """None for a profile whose jobs can raise neither condition (as `_job_conditions`)."""
+    schedule = profile.schedule
+    if not profile.recurring or not profile.enabled or schedule is None:
+        return None
+    if schedule in upcoming_of:
+        upcoming = upcoming_of[schedule]
+    else:
+        try:
+            upcoming = schedule.next_after(watermark)
+        except TickwheelError:
+            upcoming = None
+        upcoming_of[schedule] = upcoming
+    finished = profile.bounded and (
+        profile.last_slot_ms is None or profile.last_slot_ms <= watermark
+    )
+    return _Judged(profile, upcoming is None and not finished, {})
 
 
 def diagnose(slot: int, facts: SlotFacts | None, fire_time: int, watermark: int) -> str:

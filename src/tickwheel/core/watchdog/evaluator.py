@@ -20,7 +20,7 @@ from tickwheel.core.watchdog.conditions import Condition, conditions
 from tickwheel.core.watchdog.facts import Facts, Observed
 from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge, advance
 from tickwheel.core.watchdog.parents import PARENT_KINDS, with_parents
-from tickwheel.core.watchdog.runs import RUN_KINDS, run_conditions
+from tickwheel.core.watchdog.runs import RUN_KINDS, all_run_conditions
 from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.core.watchdog.workflows import KIND as STUCK_KIND
 from tickwheel.core.watchdog.workflows import stuck_steps
@@ -56,9 +56,9 @@ def evaluate(
     if state.watermark is not None and watermark_ms <= state.watermark:
         return [], set()
     state.watermark = watermark_ms
-    current = [*extra, *conditions(state.facts, watermark_ms, thresholds)]
-    for job_id in sorted(state.facts.jobs):
-        current.extend(run_conditions(job_id, state.facts.jobs[job_id], watermark_ms, thresholds))
+    order = sorted(state.facts.jobs)
+    current = [*extra, *conditions(state.facts, watermark_ms, thresholds, order)]
+    current.extend(all_run_conditions(state.facts.jobs, order, watermark_ms, thresholds))
     current.extend(stuck_steps(state.facts.workflows, watermark_ms))
     # Parents first, so a child opened in the same evaluation already names its parent.
     current = with_parents(state.facts, current, watermark_ms, thresholds)

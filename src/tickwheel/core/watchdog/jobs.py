@@ -277,19 +277,32 @@ class Interval:
 def effective_interval(spec: JobSpec, grace_ms: int = DEFAULT_GRACE_MS) -> Interval | None:
     """`expectedMaxInterval` if declared, else the schedule's largest gap (plus the largest
     DST shift of its zone, its jitter window and a grace); None for what owes nothing."""
-    if not spec.recurring or spec.schedule is None:
+    return profile_interval(spec.profile, spec.created_at_ms, grace_ms)
+
+
+# Month-wide buckets keep the cache small: jobs created the same month share an answer (a
+# derived interval depends on the job only through createdAt // BUCKET_MS).
+BUCKET_MS = 30 * DAY_MS
+
+
+def profile_interval(
+    profile: JobProfile, created_at_ms: int, grace_ms: int = DEFAULT_GRACE_MS
+) -> Interval | None:
+    """`effective_interval` of a job with `profile` created at `created_at_ms`: the same
+    answer for every job of a profile created in the same `BUCKET_MS`."""
+    schedule = profile.schedule
+    if not profile.recurring or schedule is None:
         return None
-    if spec.expected_max_interval_ms is not None:
-        return Interval(spec.expected_max_interval_ms, derived=False)
-    # Month-wide buckets keep the cache small: jobs created the same month share an answer.
-    bucket = spec.created_at_ms // (30 * DAY_MS) * (30 * DAY_MS)
+    if profile.expected_max_interval_ms is not None:
+        return Interval(profile.expected_max_interval_ms, derived=False)
+    bucket = created_at_ms // BUCKET_MS * BUCKET_MS
     # A bounded schedule's gaps are its base schedule's: the bounds only cut slots off.
-    base = spec.schedule.base if isinstance(spec.schedule, CompiledBounded) else spec.schedule
+    base = schedule.base if isinstance(schedule, CompiledBounded) else schedule
     gap = largest_gap_ms(base, bucket)
     if gap is None:
         return None
-    shift = largest_dst_shift_ms(spec.timezone, bucket)
-    return Interval(gap + shift + spec.jitter_ms + max(grace_ms, gap // 2), derived=True)
+    shift = largest_dst_shift_ms(profile.timezone, bucket)
+    return Interval(gap + shift + profile.jitter_ms + max(grace_ms, gap // 2), derived=True)
 
 
 @lru_cache(maxsize=65_536)

@@ -11,14 +11,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tickwheel.core.watchdog.conditions import Condition
 from tickwheel.core.watchdog.facts import JobFacts
+from tickwheel.core.watchdog.jobs import JobProfile
+from tickwheel.core.watchdog.table import JobTable
 from tickwheel.core.watchdog.thresholds import Thresholds
 
 RUN_KINDS = ("run_too_long", "run_too_short", "disabled_past_review")
+
+
+def all_run_conditions(
+    jobs: JobTable, order: Iterable[str], watermark: int, thresholds: Thresholds
+) -> Iterator[Condition]:
+    """`run_conditions` of every job in `order`, a view made only for a job whose profile
+    can raise one at `watermark` (decided once per profile, decision 0093)."""
+    rows, profile_of, deleted, _, _, profiles = jobs.columns()
+    relevant: dict[int, bool] = {}
+    for job_id in order:
+        row = rows[job_id]
+        number = profile_of[row]
+        if number < 0 or deleted[row]:
+            continue
+        may = relevant.get(number)
+        if may is None:
+            profile = profiles[number]
+            assert profile is not None
+            may = relevant[number] = _may_raise(profile, watermark)
+        if may:
+            yield from run_conditions(job_id, JobFacts(jobs, job_id, row), watermark, thresholds)
+
+
+def _may_raise(profile: JobProfile, watermark: int) -> bool:
+    """False when `run_conditions` yields nothing for any job of `profile` at `watermark`."""
+    if not profile.enabled:
+        return profile.review_by_ms is not None and watermark >= profile.review_by_ms
+    return profile.max_run_ms is not None or profile.min_run_ms is not None
 
 
 def run_conditions(

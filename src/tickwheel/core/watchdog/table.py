@@ -12,8 +12,9 @@ the same attributes the per-job object had (decision 0106).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tickwheel.core.watchdog.jobs import JobProfile, JobSpec
 
@@ -53,6 +54,17 @@ class SlotFacts:
             self.worker = worker or self.worker
         elif attempt == self.attempt and stage == self.stage and worker is not None:
             self.worker = min(worker, self.worker or worker)  # any order gives the same one
+
+
+class Columns(NamedTuple):
+    """Read-only views of a `JobTable`'s columns (`JobTable.columns`); never written to."""
+
+    rows: Mapping[str, int]  # job id → row
+    profile: array[int]  # row → profile number (-1: no definition)
+    deleted: array[int]
+    created: array[int]
+    success_ms: array[int]  # NONE: no success known
+    profiles: Sequence[JobProfile | None]  # profile number → profile
 
 
 def _known(value: int) -> int | None:
@@ -168,6 +180,12 @@ class JobTable(Mapping[str, "JobFacts"]):
             del self._profile_numbers[profile]
             self._profiles[number] = None
             self._free_profiles.append(number)
+
+    def columns(self) -> Columns:
+        """The columns an evaluation's hot loop reads directly, without a view per job: only
+        the jobs a cheap test cannot clear get a `JobFacts` (decision 0093)."""
+        return Columns(self._rows, self._profile, self._deleted, self._created,
+                       self._success_ms, self._profiles)  # fmt: skip
 
     def profiles(self) -> list[JobProfile]:
         """The distinct profiles in use (for a bench, or a metric)."""
