@@ -12,8 +12,9 @@ in Debian's Chromium (Playwright):
 Time to first byte is the navigation's `responseStart - requestStart` (the server's work:
 reads, view-models, SVG, template); full render is `loadEventEnd` (HTML parsed, CSS and htmx
 loaded, laid out). Medians of a few loads after one warm-up. Figures, never pass/fail.
-Prints and writes bench/reports/console.md.
-Run: `.venv/bin/python bench/bench_console.py [--jobs N] [--days N] [--loads N]`.
+Prints and writes bench/reports/console.md; with `--append LABEL`, adds the run to the end of
+the report as a section named LABEL instead (before/after comparisons keep both).
+Run: `.venv/bin/python bench/bench_console.py [--jobs N] [--days N] [--loads N] [--append LABEL]`.
 """
 
 from __future__ import annotations
@@ -131,7 +132,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--loads", type=int, default=3)
+    parser.add_argument("--append", metavar="LABEL", default=None,
+                        help="append the run to the report as a section LABEL")  # fmt: skip
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     os.environ["TICKWHEEL_API_AUTH"] = "off"
     clock = FakeClock(NOW_S)
     jobs = MemoryJobs(clock)
@@ -178,9 +182,23 @@ def main() -> int:
         f"- full render (load event): **{grid['render_ms']:.0f} ms**",
         f"- HTML: {grid['bytes'] / 1024:.0f} KiB",
     ]
+    if args.append is not None:
+        lines[:3] = [
+            f"### {args.append}",
+            "",
+            f"python {platform.python_version()}, {os.cpu_count()} cores, medians of "
+            f"{args.loads} loads after a warm-up; load average {load_before:.1f} at the start, "
+            f"{load:.1f} at the end",
+        ]
+        lines = [line.replace("## ", "#### ", 1) if line.startswith("## ") else line
+                 for line in lines]  # fmt: skip
     text = "\n".join(lines) + "\n"
     print(text)
-    REPORT.write_text(text)
+    if args.append is None:
+        REPORT.write_text(text)
+    else:
+        with REPORT.open("a", encoding="utf-8") as report:
+            report.write("\n" + text)
     return 0
 
 

@@ -6,7 +6,6 @@ cell are unit-tested without a broker, a history store or a browser (decision 00
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from tickwheel.core.record_schedule import compile_record_schedule, record_sched
 from tickwheel.core.timefmt import format_local, format_utc
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
+from tickwheel.history._audit import AuditedWindow
 from tickwheel.services.api.console.svg import Slot
 
 #: The chips of the jobs page, in the order "problems first" sorts them.
@@ -272,25 +272,21 @@ def next_occurrences(
         return []
 
 
-def grid_slots(audit: Mapping[str, Any], late_after_ms: int = LATE_AFTER_MS) -> list[Slot]:
-    """The audit's occurrences (`tickwheel.history.schedule_audit`) as grid cells: a fired
-    slot is `failed` when dead-lettered, `late` when its request left over `late_after_ms`
-    after its fire time; a slot with no `requested` event stays `missing`."""
+def grid_slots(audit: AuditedWindow, late_after_ms: int = LATE_AFTER_MS) -> list[Slot]:
+    """The audit's occurrences (`tickwheel.history` `audit_window`, the values behind
+    `schedule_audit`) as grid cells: a fired slot is `failed` when dead-lettered, `late` when
+    its request left over `late_after_ms` after its fire time; a slot with no `requested`
+    event stays `missing`."""
     slots: list[Slot] = []
-    for row in audit.get("occurrences") or ():
-        status = row["status"]
+    for row in audit.slots:
+        status = row.status
         if status == "fired":
-            if row.get("outcome") == "dead_lettered":
+            if row.outcome == "dead_lettered":
                 status = "failed"
-            elif (row.get("lateness_ms") or 0) > late_after_ms:
+            elif (row.lateness_ms or 0) > late_after_ms:
                 status = "late"
-        at = _iso_ms(row["scheduled_time"])
-        slots.append(Slot(at, status, row.get("execution_id")))
+        slots.append(Slot(row.slot_ms, status, row.execution_id))
     return slots
-
-
-def _iso_ms(text: str) -> int:
-    return int(dt.datetime.fromisoformat(text).timestamp() * 1000)
 
 
 def status_counts(slots: Iterable[Slot]) -> dict[str, int]:

@@ -20,8 +20,8 @@ from tickwheel.history import (
     HistoryReader,
     execution_timeline,
     run_query,
-    schedule_audit,
 )
+from tickwheel.history._audit import AuditedWindow, audit_window
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.models import JobOutcome
 
@@ -91,13 +91,15 @@ def job_versions(h: History, job_id: str) -> list[dict[str, Any]]:
     return run_query(h.reader, "job_definition_versions", {"job_id": job_id}).as_dicts()
 
 
-def audit(h: History, job_id: str, start_ms: int, end_ms: int) -> dict[str, Any] | None:
-    """The schedule audit over the window, or None when the history cannot say (no store,
-    or no recorded definition of the job yet: the sink has not caught up)."""
+def audit(h: History, job_id: str, start_ms: int, end_ms: int) -> AuditedWindow | None:
+    """The schedule audit over the window (`schedule_audit`'s slots as values: no ISO text
+    per slot, which a month of a per-minute job pays 43,200 times), or None when the history
+    cannot say (no store, or no recorded definition of the job yet: the sink has not caught
+    up)."""
     if h.reader is None:
         return None
     try:
-        return schedule_audit(h.reader, job_id, start_ms, end_ms)
+        return audit_window(h.reader, job_id, start_ms, end_ms)
     except Exception as exc:
         h.problem = f"no occurrence grid yet ({exc})"
         return None
