@@ -12,13 +12,9 @@ from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.services.timer.codec import encode_request, encode_timer_state
 from tickwheel.services.timer.metrics import TimerMetrics
-from tickwheel.services.timer.records import (
-    checkpoint_key,
-    encode_checkpoint,
-    encode_state,
-    request_key,
-)
+from tickwheel.services.timer.records import checkpoint_key, encode_checkpoint, request_key
 from tickwheel.services.timer.request_log import SEQ_HEADER, first_offset_recorder
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 
@@ -54,7 +50,7 @@ class TransactionWriter:
             partition = runtime.partition
             for request in emission.requests:
                 # Each request is encoded once: its job's state below carries the same bytes.
-                raw = encode("ExecutionRequest", request)
+                raw = encode_request(request)  # the generic encoder's bytes (decision 0116)
                 encoded.setdefault(request["job_id"], {})[request_key(request)] = raw
                 topic = self.topics.requests[request["priority"]]
                 on_delivery = None
@@ -85,7 +81,9 @@ class TransactionWriter:
                     self.topics.state,
                     job_id,
                     # Any state of a job covers every request it was sent: its cached bytes go.
-                    None if state is None else encode_state(state, encoded.pop(job_id, {}), seq),
+                    None
+                    if state is None
+                    else encode_timer_state(state, encoded.pop(job_id, {}), seq),
                 )
             producer.send(
                 self.topics.state,
