@@ -64,7 +64,7 @@ test-acc: setup ## run the acceptance tests (the CLI in subprocesses, as a user 
 	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) tests/acceptance
 
 test-chaos: setup ## run the fault tests (SIGKILL/SIGSTOP of real processes)
-	$(VENV)/bin/pytest -q tests/integration -m chaos
+	$(VENV)/bin/pytest -q tests/chaos tests/integration -m chaos
 
 lint: setup ## ruff, ruff format, mypy and the import rules
 	$(VENV)/bin/ruff check .

@@ -19,7 +19,7 @@ import fastavro
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.integration.test_timer_chaos import (
+from tests.chaos.test_timer_chaos import (
     _assert_exactly_once,
     _wait_until_every_job_passes,
 )

@@ -19,16 +19,15 @@ from typing import Any
 
 import pytest
 
-from tickwheel.adapters.clickhouse import ChdbHistoryStore, HistorySettings
-from tickwheel.history import open_history_reader, read_owner
-
-from .history_sink_fixtures import (
+from tests.integration.history_sink_fixtures import (
     SinkProcess,
     build_scenario,
     documented_answers,
     run_cli,
     wait_caught_up,
 )
+from tickwheel.adapters.clickhouse import ChdbHistoryStore, HistorySettings
+from tickwheel.history import open_history_reader, read_owner
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(240)]
 

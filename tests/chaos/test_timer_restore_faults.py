@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_timer_bad_records import _canaries
+from tests.chaos.test_timer_bad_records import _canaries
 from tests.integration.timer_harness import emitted_requests, publish_jobs, wait_until
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.services.timer.service import TimerService

@@ -1,0 +1,3 @@
+"""Fault tests: real service processes SIGKILLed and SIGSTOPped, invariants checked from the
+recorded history (marker `chaos`). Their harnesses live beside the integration tests they share
+(`tests/integration/timer_harness.py`, `workflow_harness.py`, `history_sink_fixtures.py`)."""
