@@ -22,8 +22,13 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from tickwheel.adapters.avro import default_registry, encode
+from tickwheel.adapters.avro.binary import NULL as _NULL
+from tickwheel.adapters.avro.binary import SOME as _SOME
+from tickwheel.adapters.avro.binary import write_long as _long
+from tickwheel.adapters.avro.binary import write_opt_long as _opt_long
+from tickwheel.adapters.avro.binary import write_opt_string as _opt_string
+from tickwheel.adapters.avro.binary import write_string as _string
 from tickwheel.services.timer.records import RequestKey, encode_state, request_key
-from tickwheel.services.worker.codec import _NULL, _SOME, _long, _opt_long, _opt_string, _string
 
 _NO_DEFAULT = "<required>"
 _NULL_LONG = ("null", "long")

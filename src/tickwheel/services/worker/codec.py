@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tickwheel.adapters.avro import default_registry, encode
+from tickwheel.adapters.avro.binary import write_long as _long
+from tickwheel.adapters.avro.binary import write_opt_long as _opt_long
+from tickwheel.adapters.avro.binary import write_opt_string as _opt_string
+from tickwheel.adapters.avro.binary import write_string as _string
 from tickwheel.services.worker.events import execution_event
-
-_NULL = b"\x00"
-_SOME = b"\x02"  # union branch 1 (the non-null type), zig-zag encoded
 
 EVENT_TYPES = (
     "requested", "skipped", "leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
@@ -54,57 +55,7 @@ EVENT_LAYOUT: tuple[tuple[str, Any], ...] = (
 )
 
 
-def _varint(z: int) -> bytes:
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-_SMALL = [bytes((n,)) for n in range(0x80)]
-# Varints of the bits above the lowest 14 of recent instants: epoch milliseconds share them
-# for 16 s, so an event's times cost two bytes and a lookup (bounded; cleared when full).
-_HIGH: dict[int, bytes] = {}
-_HIGH_MAX = 4096
-
-
-def _long(n: int) -> bytes:
-    """An Avro int or long: zig-zag, then a base-128 varint."""
-    z = (n << 1) ^ (n >> 63)
-    if z < 0x80:
-        if z < 0:
-            raise OverflowError(f"{n} does not fit an Avro long")
-        return _SMALL[z]
-    if z < 0x4000:
-        return bytes(((z & 0x7F) | 0x80, z >> 7))
-    if z >> 64:
-        raise OverflowError(f"{n} does not fit an Avro long")
-    high = z >> 14
-    tail = _HIGH.get(high)
-    if tail is None:
-        if len(_HIGH) >= _HIGH_MAX:
-            _HIGH.clear()
-        tail = _HIGH[high] = _varint(high)
-    return bytes(((z & 0x7F) | 0x80, ((z >> 7) & 0x7F) | 0x80)) + tail
-
-
 _TYPE_INDEX = {name: _long(i) for i, name in enumerate(EVENT_TYPES)}
-
-
-def _string(s: str) -> bytes:
-    data = s.encode()
-    size = len(data)
-    return (_SMALL[size << 1] if size < 64 else _long(size)) + data
-
-
-def _opt_string(s: str | None) -> bytes:
-    return _NULL if s is None else _SOME + _string(s)
-
-
-def _opt_long(n: int | None) -> bytes:
-    return _NULL if n is None else _SOME + _long(n)
 
 
 def _declared(avro_type: Any) -> Any:
