@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
-import decimal
-import ipaddress
 import json
 import sys
-import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from tickwheel.cli import history_calendars
+from tickwheel.cli.history_output import print_json, print_table
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.history import QueryResult
 
@@ -36,8 +34,6 @@ if TYPE_CHECKING:
 # tests/acceptance/test_cli_conventions.py checks that the two agree.
 CLICKHOUSE_URL_VAR = "CLICKHOUSE_URL"
 HISTORY_DIR_VAR = "TICKWHEEL_HISTORY_DIR"
-
-_MAX_CELL_WIDTH = 60
 
 
 def add_location_flags(parser: argparse.ArgumentParser) -> None:
@@ -343,61 +339,3 @@ def run_workflows(args: argparse.Namespace) -> int:
             sys.stdout,
         )  # fmt: skip
     return 0
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(
-        value, uuid.UUID | decimal.Decimal | ipaddress.IPv4Address | ipaddress.IPv6Address
-    ):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, list | tuple | set):
-        return [_json_value(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): _json_value(item) for key, item in value.items()}
-    return value
-
-
-def print_json(result: QueryResult, out: TextIO) -> None:
-    """The rows as a JSON array of `{column: value}` objects; instants in ISO 8601."""
-    rows = [{key: _json_value(value) for key, value in row.items()} for row in result.as_dicts()]
-    json.dump(rows, out, indent=2, ensure_ascii=False)
-    out.write("\n")
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    text = str(_json_value(value)) if not isinstance(value, str) else value
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= _MAX_CELL_WIDTH else text[: _MAX_CELL_WIDTH - 1] + "…"
-
-
-def print_table(result: QueryResult, out: TextIO) -> None:
-    """An aligned text table with a row count; numbers right-aligned."""
-    cells = [[_cell(value) for value in row] for row in result.rows]
-    widths = [len(name) for name in result.columns]
-    for row in cells:
-        widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
-    numeric = [
-        any(t.startswith(prefix) for prefix in ("Int", "UInt", "Float", "Decimal"))
-        for t in (column_type.removeprefix("Nullable(") for column_type in result.types)
-    ]
-
-    def line(values: list[str]) -> str:
-        parts = [
-            value.rjust(width) if is_number else value.ljust(width)
-            for value, width, is_number in zip(values, widths, numeric, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    if result.columns:
-        out.write(line(list(result.columns)) + "\n")
-        out.write("  ".join("-" * width for width in widths) + "\n")
-        for row in cells:
-            out.write(line(row) + "\n")
-    count = len(result.rows)
-    out.write(f"({count} row{'s' if count != 1 else ''})\n")
