@@ -29,11 +29,11 @@ from typing import Any
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.reader import Record
+from tickwheel.core.timer.request_log import RequestLog
+from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.metrics import TimerMetrics
-from tickwheel.services.timer.model import Emission
-from tickwheel.services.timer.request_log import RequestLog
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.services.timer.writer import TransactionWriter
@@ -129,7 +129,7 @@ def burst(
     while emitted < jobs and loops < 100_000:
         loops += 1
         for runtime in runtimes.values():
-            emission: Emission = runtime.timer.tick(now)
+            emission: PartitionWrites = runtime.timer.tick(now)
             due = runtime.log.states_due(
                 fired=len(emission.requests),
                 backlog=runtime.timer.backlog,
@@ -139,7 +139,7 @@ def burst(
             )
             if due:
                 emission.extend(runtime.timer.snapshot(due, now))
-            runtime.timer.settle(emission, now)
+            runtime.timer.refresh_fired_states(emission, now)
             emitted += len(emission.requests)
             if emission:
                 assert writer.commit(runtime, emission) == "committed"

@@ -22,8 +22,8 @@ from tests.console.browser import chromium, playwright, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.core.timer.execution_records import execution_dead_letter
 from tickwheel.services.api.keys import create_key, list_keys
-from tickwheel.services.timer.execution_records import execution_dead_letter
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -17,6 +17,7 @@ from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.cli import main
 from tickwheel.core.identity import execution_id
+from tickwheel.core.timer.execution_records import execution_dead_letter
 from tickwheel.sdk.dead_letters import (
     AlreadyResolved,
     DeadLettersClient,
@@ -26,7 +27,6 @@ from tickwheel.sdk.dead_letters import (
 )
 from tickwheel.sdk.jobs import JobsClient
 from tickwheel.services.api.models import SEED_CRON
-from tickwheel.services.timer.execution_records import execution_dead_letter
 from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration

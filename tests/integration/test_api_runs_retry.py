@@ -17,9 +17,9 @@ from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.core.identity import execution_id
+from tickwheel.core.timer.execution_records import execution_dead_letter
 from tickwheel.sdk.dead_letters import read_resolutions
 from tickwheel.services.api.models import SEED_CRON
-from tickwheel.services.timer.execution_records import execution_dead_letter
 from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration

@@ -188,7 +188,7 @@ def test_json_nesting_is_not_a_placeholder() -> None:
 
 def test_the_timer_compiles_interval_and_bounded_jobs_like_the_core() -> None:
     from tickwheel.core.record_schedule import compile_record_schedule
-    from tickwheel.services.timer.model import entry_from_definition
+    from tickwheel.core.timer.jobs import entry_from_definition
 
     now = 1_767_225_600_000
     record = validate_definition(

@@ -10,9 +10,9 @@ from typing import Any
 
 from tests.unit.test_timer_executions import LEASE_MS, _worker_event
 from tests.unit.test_timer_scheduler import T0
+from tickwheel.core.timer.executions import LEASE_GRACE_MS
 from tickwheel.core.workflow import step_execution_id
 from tickwheel.core.workflow.wire import input_of_record
-from tickwheel.services.timer.executions import LEASE_GRACE_MS
 from tickwheel.services.timer.scheduler import PartitionTimer
 
 KEY = "__wf/wf-1/0"

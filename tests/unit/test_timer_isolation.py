@@ -11,8 +11,9 @@ import pytest
 
 from tests.unit.test_timer_executions import LEASE_MS, _worker_event
 from tests.unit.test_timer_scheduler import T0, _job
-from tickwheel.services.timer.commands import MAX_BACKFILL, RejectedCommand
-from tickwheel.services.timer.executions import LEASE_GRACE_MS
+from tickwheel.core.definition import MAX_BACKFILL
+from tickwheel.core.timer.commands import RejectedCommand
+from tickwheel.core.timer.executions import LEASE_GRACE_MS
 from tickwheel.services.timer.scheduler import PartitionTimer
 
 DISPATCH_MS = 600_000

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from tickwheel.core.timer.request_log import MAX_UNSAVED_AGE_MS, RequestLog
 from tickwheel.sdk.jobs import validate_job
-from tickwheel.services.timer.request_log import MAX_UNSAVED_AGE_MS, RequestLog
 from tickwheel.services.timer.scheduler import PartitionTimer
 
 T0 = 1_800_000_000_000  # 2027-01-15T08:00:00Z
@@ -58,7 +58,7 @@ def test_a_state_built_before_a_fire_in_the_same_transaction_is_rebuilt() -> Non
     emission = timer.on_execution_event(_leased(first, T0 + 10_100), T0 + 10_100)
     emission.extend(timer.tick(T0 + 20_000))
     assert emission.unsaved == ["a"]
-    timer.settle(emission, T0 + 20_000)
+    timer.refresh_fired_states(emission, T0 + 20_000)
     state = emission.states["a"]
     assert emission.unsaved == [] and state is not None
     assert state["last_scheduled_time"] == T0 + 20_000, "the state covers the fire it rides with"
@@ -133,7 +133,7 @@ def test_a_job_deleted_before_its_first_state_keeps_its_execution_tracked() -> N
     assert orphan is not None and len(orphan["pending"]) == 1
 
 
-def test_a_recreated_jobs_replayed_fire_is_not_mistaken_for_its_namesakes() -> None:
+def test_a_recreated_jobs_replayed_fire_is_not_mistaken_for_its_predecessors() -> None:
     # The old incarnation (version 3) left a state; the job was deleted and re-created
     # (version 1, created later) while nobody owned the partition, then fired unsaved.
     recreated_at = T0 + 5_000

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tickwheel.core.timer.partition import MISFIRE_GRACE_MS
 from tickwheel.sdk.jobs import validate_job
-from tickwheel.services.timer.scheduler import MISFIRE_GRACE_MS, PartitionTimer
+from tickwheel.services.timer.scheduler import PartitionTimer
 
 T0 = 1_800_000_000_000  # 2027-01-15T08:00:00Z, a whole minute
 
@@ -182,7 +183,7 @@ def test_a_resume_is_persisted_so_a_new_owner_does_not_owe_the_paused_slots() ->
     assert all(r["scheduled_time"] > resume_at for r in emission.requests)
 
 
-def test_a_state_left_by_a_deleted_namesake_is_ignored() -> None:
+def test_a_state_left_by_a_deleted_predecessor_is_ignored() -> None:
     now = T0 + 86_400_000
     timer = _timer(now)
     timer.load_definition("a", _job("a", now=now - 10_000, runAt="2027-01-16T07:59:55Z"))
@@ -233,8 +234,8 @@ def test_catch_up_is_committed_in_bounded_chunks_that_never_split_a_job() -> Non
 def test_definitions_that_would_break_a_decision_are_refused() -> None:
     import pytest
 
+    from tickwheel.core.timer.jobs import entry_from_definition
     from tickwheel.errors import InvalidInput
-    from tickwheel.services.timer.model import entry_from_definition
 
     good = _job("a", cron="* * * * *")
     for broken in (

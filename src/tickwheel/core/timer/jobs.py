@@ -180,8 +180,3 @@ def request_of_a_predecessor(request: dict[str, Any], job: JobEntry) -> bool:
     if scheduled and not job.one_off and request["scheduled_time"] <= job.created_at_ms:
         return True
     return bool(request["requested_at"] < job.created_at_ms - CLOCK_SKEW_MS)
-
-
-# The names these rules had in the service ("namesake": a job that shares the id).
-belongs_to_a_namesake = state_of_a_predecessor
-is_a_namesakes_request = request_of_a_predecessor

@@ -342,8 +342,6 @@ class PartitionScheduler:
                 unsaved.append(job_id)
         emission.unsaved = unsaved
 
-    settle = refresh_fired_states  # its name in the service's code
-
     def snapshot(self, job_ids: list[str], now_ms: int) -> PartitionWrites:
         """The current states of `job_ids` (unsaved jobs written by a quieter tick)."""
         return PartitionWrites(states={job_id: self.state_of(job_id, now_ms) for job_id in job_ids})

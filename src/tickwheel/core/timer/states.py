@@ -44,7 +44,7 @@ class RestoringStates:
             return False
         if state is None or (job is not None and state_of_a_predecessor(state, job)):
             # This job's first state (a job never saved, or deleted with this request in
-            # flight before anyone wrote it): built from its requests. A namesake's in-flight
+            # flight before anyone wrote it): built from its requests. A predecessor's in-flight
             # executions are kept; its watermark is not this job's.
             pending = [] if state is None else list(state.get("pending") or [])
             state = {"job_id": job_id, "job_version": request["job_version"],

@@ -23,7 +23,7 @@ class PartitionWrites:
     states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     # Jobs that fired without their state: their requests stand for it until it is written
-    # (services/timer/request_log.py, decision 0008).
+    # (core/timer/request_log.py, decision 0008).
     unsaved: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:

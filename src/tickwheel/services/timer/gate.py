@@ -13,8 +13,8 @@ from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.reader import Record, decode_key
 from tickwheel.core.definition_record import check_definition_record
+from tickwheel.core.timer.commands import RejectedCommand
 from tickwheel.errors import InvalidInput
-from tickwheel.services.timer.commands import RejectedCommand
 from tickwheel.services.timer.records import decode_state
 
 log = logging.getLogger("tickwheel.timer")

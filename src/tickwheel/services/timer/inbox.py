@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwheel.adapters.kafka.reader import Record
+from tickwheel.core.timer.workflow_steps import is_workflow_command
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
-from tickwheel.services.timer.workflow_steps import is_workflow_command
 
 log = logging.getLogger("tickwheel.timer")
 

@@ -18,11 +18,11 @@ from typing import Any, Generic, TypeVar
 
 from tickwheel.adapters.kafka.producer import TransactionalProducer
 from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.core.timer.request_log import SEQ_HEADER, RequestLog
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.gate import DeadLetters, RecordGate
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.records import checkpoint_key
-from tickwheel.services.timer.request_log import SEQ_HEADER, RequestLog
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.services.timer.settings import TimerSettings

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.adapters.kafka.producer import TransactionalProducer
+from tickwheel.core.timer.request_log import RequestLog
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.records import RequestKey
-from tickwheel.services.timer.request_log import RequestLog
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 

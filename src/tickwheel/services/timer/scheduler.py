@@ -7,8 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tickwheel.core.timer.firing import MAX_LEASE_HOLD_MS as MAX_LEASE_HOLD_MS
-from tickwheel.core.timer.partition import MISFIRE_GRACE_MS as MISFIRE_GRACE_MS
 from tickwheel.core.timer.partition import PartitionScheduler
 from tickwheel.services.timer.calendars import CALENDARS
 

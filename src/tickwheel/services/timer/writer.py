@@ -11,11 +11,11 @@ from typing import Literal
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.producer import is_fatal
+from tickwheel.core.timer.request_log import SEQ_HEADER, first_offset_recorder
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.services.timer.codec import encode_request, encode_timer_state
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.records import checkpoint_key, encode_checkpoint, request_key
-from tickwheel.services.timer.request_log import SEQ_HEADER, first_offset_recorder
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 
 log = logging.getLogger("tickwheel.timer")
