@@ -1,12 +1,12 @@
 """Every console template compiles, and the pure view-models of the pages added for dead
-letters, execution retries and the operations panels shape what they are given."""
+letters and execution retries shape what they are given (the operations panel's are in
+`tests/unit/test_console_groups.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tickwheel.services.api.console.dead_letters import letters_model
-from tickwheel.services.api.console.operations import owners_of
 from tickwheel.services.api.console.render import TEMPLATES, env
 
 
@@ -42,23 +42,6 @@ def test_the_letters_model_lists_unresolved_oldest_first_and_counts_by_reason() 
     resolved = letters_model(letters, jobs, 61_000, "resolved", "")["letters"]
     assert [(r["kind"], r["state"], r["workflow"]) for r in resolved] == [
         ("workflow step", "discarded", "wf-1")]  # fmt: skip
-
-
-def test_owners_are_the_members_assigned_each_partition_of_the_topic() -> None:
-    class TP:
-        def __init__(self, topic: str, partition: int) -> None:
-            self.topic, self.partition = topic, partition
-
-    class Member:
-        def __init__(self, client: str, *assigned: TP) -> None:
-            self.client_id, self.host, self.member_id = client, "/127.0.0.1", f"{client}-id"
-            self.assignment = type("A", (), {"topic_partitions": list(assigned)})()
-
-    group = type("G", (), {"members": [Member("t1", TP("defs", 0), TP("other", 1)),
-                                       Member("t2", TP("defs", 1))]})()  # fmt: skip
-    owners = owners_of([group], "defs")
-    assert {p: o["client_id"] for p, o in owners.items()} == {0: "t1", 1: "t2"}
-    assert owners[0]["host"] == "127.0.0.1"
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,12 @@ Where each fact comes from (no service is asked anything it does not already pub
   it stands is its last checkpoint in `timers.state` (`__partition__/p`, written in every
   timer transaction: `updated_at` and the transaction sequence `seq`), read from the tail of
   that partition.
-- **Worker groups**: every consumer group named like the workers' (`tickwheel-workers`,
-  `tickwheel-workers-<queue>`), described: state, members (client id = `<worker>/<priority>`,
-  host) and how many request partitions each holds.
+- **Consumer groups and their lag** (`tickwheel.adapters.kafka.groups`, plain values): every
+  group named like the workers' (`tickwheel-workers`, `tickwheel-workers-<queue>`), the history
+  sink's (`TICKWHEEL_HISTORY_GROUP`) and the watchdog's webhook cursors
+  (`tickwheel-watchdog-webhook-<sink>`): state, members (client id = `<worker>/<priority>`,
+  host, partitions held) and, per partition, committed offset against the partition's end —
+  the records the group has still to take.
 - **The watchdog's lag**: its checkpoint in `watchdog.state` (`__checkpoint__`): the event-time
   watermark it evaluated at, its last transaction, and its inputs' positions, compared with the
   inputs' end offsets (records not yet read).
@@ -21,9 +24,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -33,6 +36,9 @@ from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.models import approx_duration
 from tickwheel.services.api.console.render import error_page, page
+
+if TYPE_CHECKING:  # the Kafka client is loaded when the panel is first read, not on import
+    from tickwheel.adapters.kafka.groups import GroupLag, GroupMember
 
 router = APIRouter(include_in_schema=False)
 #: How many of a state partition's last records are searched for its checkpoint (written in
@@ -47,43 +53,63 @@ class Operations:
 
     timer_partitions: list[dict[str, Any]] = field(default_factory=list)
     worker_groups: list[dict[str, Any]] = field(default_factory=list)
+    service_groups: list[dict[str, Any]] = field(default_factory=list)
     watchdog: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
 
 
-def _groups(bootstrap: str | None, wanted: Callable[[str], bool]) -> list[Any]:
-    """Descriptions of the consumer groups whose id `wanted` accepts."""
-    from tickwheel.adapters.kafka.admin import admin_client
+def _service_groups() -> dict[str, str]:
+    """The groups, besides the workers' and the webhook sinks', whose committed offsets say
+    how far a service has read: id -> role. (The timer commits none: its progress is its
+    checkpoint in `timers.state`, shown per partition.)"""
+    from tickwheel.topology import topic_name
 
-    admin = admin_client(bootstrap, quiet=True)
-    listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_S).result(ADMIN_TIMEOUT_S)
-    ids = sorted(g.group_id for g in listed.valid if wanted(g.group_id))
-    if not ids:
-        return []
-    futures = admin.describe_consumer_groups(ids, request_timeout=ADMIN_TIMEOUT_S)
-    return [futures[i].result(ADMIN_TIMEOUT_S) for i in ids]
-
-
-def _state_name(group: Any) -> str:
-    state = getattr(group, "state", None)
-    return str(getattr(state, "name", state) or "unknown").lower()
+    history = os.environ.get("TICKWHEEL_HISTORY_GROUP", "").strip() or topic_name(
+        "tickwheel-history"
+    )
+    return {history: "history sink"}
 
 
-def member_view(member: Any) -> dict[str, Any]:
-    partitions = [(tp.topic, tp.partition) for tp in member.assignment.topic_partitions]
-    return {"client_id": member.client_id, "host": member.host.lstrip("/"),
-            "member_id": member.member_id, "partitions": partitions}  # fmt: skip
+def timer_group() -> str:
+    from tickwheel.topology import topic_name
+
+    return os.environ.get("TICKWHEEL_TIMER_GROUP") or topic_name("tickwheel-timer")
 
 
-def owners_of(groups: Iterable[Any], topic: str) -> dict[int, dict[str, Any]]:
-    """Partition → the member assigned it, over the groups' descriptions."""
+def group_role(group_id: str, named: dict[str, str]) -> tuple[str, str] | None:
+    """(role, what it serves) of a tickwheel group: a queue's workers, the history sink, a
+    watchdog webhook sink's cursor, the timer; None for a group that is not tickwheel's."""
+    from tickwheel.topology import topic_name
+
+    workers, watchdog = topic_name("tickwheel-workers"), topic_name("tickwheel-watchdog")
+    if group_id == workers or group_id.startswith(workers + "-"):
+        return "worker", group_id[len(workers) + 1 :] or "default"
+    if group_id.startswith(watchdog + "-webhook-"):
+        return "watchdog", "webhook sink " + group_id[len(watchdog) + len("-webhook-") :]
+    if group_id in named:
+        return named[group_id], named[group_id]
+    return None
+
+
+def group_view(group: GroupLag, role: str, serves: str) -> dict[str, Any]:
+    """One group's row: members and lag in words (a group with no member is not reading)."""
+    behind = [p for p in group.partitions if p.lag]
+    return {"group_id": group.group_id, "state": group.state, "role": role, "queue": serves,
+            "members": [member_view(m) for m in group.members], "lag": group.lag,
+            "uncommitted": group.uncommitted, "partitions": len(group.partitions),
+            "behind": sorted(behind, key=lambda p: -(p.lag or 0))[:5]}  # fmt: skip
+
+
+def member_view(member: GroupMember) -> dict[str, Any]:
+    return {"client_id": member.client_id, "host": member.host, "member_id": member.member_id,
+            "partitions": list(member.partitions)}  # fmt: skip
+
+
+def owners_of(groups: Iterable[GroupLag], topic: str) -> dict[int, dict[str, Any]]:
+    """Partition -> the member assigned it, over the groups."""
     owners: dict[int, dict[str, Any]] = {}
     for group in groups:
-        for member in group.members:
-            view = member_view(member)
-            for assigned_topic, partition in view["partitions"]:
-                if assigned_topic == topic:
-                    owners[partition] = view
+        owners.update({p: member_view(m) for p, m in group.owners(topic).items()})
     return owners
 
 
@@ -100,13 +126,13 @@ def _last_record(reader: Any, topic: str, partition: int, key: str) -> tuple[Any
     return found, high
 
 
-def timer_partitions(bootstrap: str | None, reader: Any, now_ms: int) -> list[dict[str, Any]]:
+def timer_partitions(
+    owners: dict[int, dict[str, Any]], reader: Any, now_ms: int
+) -> list[dict[str, Any]]:
     from tickwheel.adapters.avro import decode
     from tickwheel.topology import topic_name
 
     definitions, states = topic_name("jobs.definitions"), topic_name("timers.state")
-    group = os.environ.get("TICKWHEEL_TIMER_GROUP") or topic_name("tickwheel-timer")
-    owners = owners_of(_groups(bootstrap, lambda g: g == group), definitions)
     rows = []
     for partition in range(reader.partition_count(definitions)):
         record, _ = _last_record(reader, states, partition, f"__partition__/{partition}")
@@ -118,17 +144,18 @@ def timer_partitions(bootstrap: str | None, reader: Any, now_ms: int) -> list[di
     return rows
 
 
-def worker_groups(bootstrap: str | None) -> list[dict[str, Any]]:
-    from tickwheel.topology import topic_name
-
-    prefix = topic_name("tickwheel-workers")
-    rows = []
-    for group in _groups(bootstrap, lambda g: g == prefix or g.startswith(prefix + "-")):
-        members = [member_view(m) for m in group.members]
-        rows.append({"group_id": group.group_id, "state": _state_name(group),
-                     "queue": group.group_id[len(prefix) + 1 :] or "default",
-                     "members": sorted(members, key=lambda m: m["client_id"])})  # fmt: skip
-    return rows
+def consumer_groups(
+    groups: Iterable[GroupLag],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the workers' groups, the other services' groups), each a row with its lag."""
+    named = _service_groups()
+    workers: list[dict[str, Any]] = []
+    services: list[dict[str, Any]] = []
+    for group in groups:
+        role = group_role(group.group_id, named)
+        if role is not None:
+            (workers if role[0] == "worker" else services).append(group_view(group, *role))
+    return workers, services
 
 
 def watchdog_lag(reader: Any, now_ms: int) -> dict[str, Any] | None:
@@ -158,19 +185,30 @@ def _unread(name: str, exc: Exception) -> str:
 def read_operations(b: Backend) -> Operations:
     """Every panel's facts; a fact that cannot be read is a problem, never an exception."""
     from tickwheel.adapters.kafka.broker_clients import KafkaPartitionReader
+    from tickwheel.adapters.kafka.groups import describe_groups
+    from tickwheel.topology import topic_name
 
     now = b.now_ms()
     found = Operations()
+    named, timer = _service_groups(), timer_group()
+    groups: list[GroupLag] = []
+    try:
+        groups = describe_groups(
+            b.bootstrap,
+            lambda g: g == timer or group_role(g, named) is not None,
+            ADMIN_TIMEOUT_S,
+        )
+    except Exception as exc:
+        found.problems.append(_unread("consumer groups", exc))
     reader = KafkaPartitionReader(b.bootstrap, timeout=10.0)
     try:
         try:
-            found.timer_partitions = timer_partitions(b.bootstrap, reader, now)
+            owners = owners_of([g for g in groups if g.group_id == timer],
+                               topic_name("jobs.definitions"))  # fmt: skip
+            found.timer_partitions = timer_partitions(owners, reader, now)
         except Exception as exc:
             found.problems.append(_unread("timer partitions", exc))
-        try:
-            found.worker_groups = worker_groups(b.bootstrap)
-        except Exception as exc:
-            found.problems.append(_unread("worker groups", exc))
+        found.worker_groups, found.service_groups = consumer_groups(groups)
         try:
             found.watchdog = watchdog_lag(reader, now)
         except Exception as exc:
