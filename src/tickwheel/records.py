@@ -375,6 +375,45 @@ class IdempotencyRecord(TypedDict):
     request_id: str
 
 
+JobCommandKind = Literal["create", "update", "delete"]
+
+
+class JobCommand(TypedDict):
+    """A request to change one job, judged by the single writer that owns the job's partition
+    (topic jobs.commands, key = job_id, co-partitioned with jobs.definitions;
+    docs/decisions/0099, 0126). The judge answers every command with one JobVerdict."""
+
+    # Unique id of the command; its verdict carries it.
+    command_id: str
+    # The job the command is for (the key).
+    job_id: str
+    # create: only if no job has the id; update and delete: only if the job exists (and is at
+    # expected_version when one is given).
+    kind: JobCommandKind
+    # The version the writer read; null: any version.
+    expected_version: int | None
+    # For create and update: the JobDefinition as the writer validated it, in the wire format of
+    # jobs.definitions (single-object encoding). The judge sets its version, createdAt and
+    # updatedAt. Null for delete.
+    definition: bytes | None
+    # The tenant the writer acts for; null: unscoped (the SDK, the CLI). An update or delete of
+    # another tenant's job is answered not_found.
+    tenant_id: str | None
+    # tenant_id/idempotency_key of the HTTP request, null without a key.
+    idempotency_slot: str | None
+    # The request's fingerprint (IdempotencyRecord.fingerprint), null without a key.
+    fingerprint: str | None
+    # JSON {status, body, headers, request_id}: the answer to record on api.idempotency, in the
+    # verdict's transaction, if the command is accepted; null: nothing to record.
+    idempotency_answer: str | None
+    # When the command was issued: UTC instant as epoch milliseconds (plain long, no
+    # logicalType: see docs/decisions/0020).
+    requested_at: int
+    # The writer's instance id (informational: every waiter follows jobs.verdicts and picks its
+    # own command ids).
+    reply_to: str | None
+
+
 MisfirePolicy = Literal["catch_up", "coalesce", "skip"]
 
 
@@ -501,6 +540,46 @@ class JobDefinition(TypedDict):
     # "errorAfter": duration}; the watchdog raises output_stale past them. Null: none (added in
     # v7).
     freshness: str | None
+
+
+JobVerdictOutcome = Literal[
+    "created",
+    "updated",
+    "deleted",
+    "exists",
+    "not_found",
+    "version_conflict",
+    "invalid",
+]
+
+
+class JobVerdict(TypedDict):
+    """The single writer's answer to one JobCommand (topic jobs.verdicts, one partition, key =
+    command_id), written in the same transaction as the definition it accepted
+    (docs/decisions/0099, 0126)."""
+
+    # The command judged.
+    command_id: str
+    # The command's job.
+    job_id: str
+    # created, updated, deleted: accepted and written; exists: a create of a job that exists;
+    # not_found: no such job (or another tenant's); version_conflict: the job is not at
+    # expected_version; invalid: the command could not be read (detail says why).
+    outcome: JobVerdictOutcome
+    # The job's version after the verdict (the new one when accepted, the existing one when
+    # refused); null: no job.
+    current_version: int | None
+    # The job's definition after the verdict, as on jobs.definitions (the written one when
+    # accepted, the existing one when refused); null: none or deleted.
+    definition: bytes | None
+    # When it was judged: UTC instant as epoch milliseconds (plain long, no logicalType: see
+    # docs/decisions/0020).
+    judged_at: int
+    # True when the command's idempotency_answer was written to api.idempotency in this
+    # verdict's transaction.
+    idempotency_recorded: bool
+    # Why, for invalid; null otherwise.
+    detail: str | None
 
 
 TimerCommandKind = Literal[
@@ -767,7 +846,11 @@ __all__ = [
     "ExecutionRequest",
     "ExecutionTrigger",
     "IdempotencyRecord",
+    "JobCommand",
+    "JobCommandKind",
     "JobDefinition",
+    "JobVerdict",
+    "JobVerdictOutcome",
     "MisfirePolicy",
     "OverlapPolicy",
     "PendingTimer",
