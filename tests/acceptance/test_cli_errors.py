@@ -20,7 +20,7 @@ BOUND_S = 10.0
 VERBS = [
     ("jobs", "list"),
     ("jobs", "get", "some-job"),
-    ("jobs", "create", "--json",
+    ("jobs", "create", "--definition",
      json.dumps({"type": "noop", "cron": "*/5 * * * *", "timezone": "Europe/London"})),
     ("jobs", "trigger", "some-job"),
     ("executions", "cancel", "some-execution"),
@@ -85,7 +85,7 @@ def test_a_bad_definition_is_still_refused_before_the_broker_is_looked_for(
     tmp_path: Path,
 ) -> None:
     result, _ = run_cli(
-        tmp_path, "jobs", "create", "--json", json.dumps({"type": "noop", "cron": "61 * * * *"}),
+        tmp_path, "jobs", "create", "--definition", json.dumps({"type": "noop", "cron": "61 * * * *"}),
         bootstrap=f"127.0.0.1:{free_port()}",
     )  # fmt: skip
     assert result.returncode == 2

@@ -71,7 +71,7 @@ def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> Non
 
         env_bootstrap = f"127.0.0.1:{port}"
         created = subprocess.run(
-            [sys.executable, "-m", "tickwheel.cli", "jobs", "create", "--json",
+            [sys.executable, "-m", "tickwheel.cli", "jobs", "create", "--definition",
              json.dumps({"jobId": "kept", "type": "noop", "cron": "0 9 * * 1-5", "timezone": "Europe/Paris"})],
             capture_output=True, text=True, timeout=60, check=False,
             env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": env_bootstrap, "TICKWHEEL_TOPIC_PREFIX": ""},
@@ -94,6 +94,26 @@ def test_stack_up_status_down_and_up_again_keeps_the_data(tmp_path: Path) -> Non
         )  # fmt: skip
         assert got.returncode == 0, got.stderr
         assert json.loads(got.stdout)["timezone"] == "Europe/Paris"
+
+        cli_env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+                   "TICKWHEEL_TOPIC_PREFIX": ""}  # fmt: skip
+        changes = json.dumps({"cron": "0 10 * * 1-5"})
+        updated = subprocess.run(
+            [sys.executable, "-m", "tickwheel.cli", "jobs", "update", "kept", "--definition",
+             changes, "--expected-version", "1", "--json"],
+            capture_output=True, text=True, timeout=60, check=False, env=cli_env,
+        )  # fmt: skip
+        assert updated.returncode == 0, updated.stderr
+        answer = json.loads(updated.stdout)
+        assert (answer["version"], answer["cron"]) == (2, "0 10 * * 1-5")
+        stale = subprocess.run(
+            [sys.executable, "-m", "tickwheel.cli", "jobs", "update", "kept", "--definition",
+             changes, "--expected-version", "1"],
+            capture_output=True, text=True, timeout=60, check=False, env=cli_env,
+        )  # fmt: skip
+        assert stale.returncode != 0
+        assert "expectedVersion" in stale.stderr and "Traceback" not in stale.stderr
+        assert len(stale.stderr.strip().splitlines()) == 1, stale.stderr
     finally:
         tickwheel(tmp_path, "stack", "down")
 
@@ -122,7 +142,7 @@ def test_bad_definitions_are_refused_before_anything_is_published(
 ) -> None:
     # No broker is needed: validation happens before the client connects.
     result = subprocess.run(
-        [sys.executable, "-m", "tickwheel.cli", "jobs", "create", "--json", json.dumps(spec)],
+        [sys.executable, "-m", "tickwheel.cli", "jobs", "create", "--definition", json.dumps(spec)],
         capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"},
     )  # fmt: skip

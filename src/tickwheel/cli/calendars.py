@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
         description="Remove calendar NAME. Jobs that name it do not fire until it is put again.",
     )
     delete.add_argument("name", metavar="NAME")
+    delete.add_argument("--json", action="store_true", help="print the answer as JSON")
     delete.set_defaults(handler=_delete)
 
 
@@ -135,5 +136,8 @@ def _delete(args: argparse.Namespace) -> int:
     from tickwheel.sdk.calendars import delete_calendar
 
     delete_calendar(args.name, bootstrap=connect())
-    print(f"calendar {args.name} deleted")
+    if args.json:
+        print(json.dumps({"deleted": args.name}))
+    else:
+        print(f"calendar {args.name} deleted")
     return 0

@@ -1,4 +1,8 @@
-"""`tickwheel jobs create|get|list|pause|resume|delete|trigger|backfill|disabled`."""
+"""`tickwheel jobs create|get|list|update|pause|resume|delete|trigger|backfill|disabled`.
+
+Every verb prints its answer (the definition, the command it sent) with `--json`, and a line
+for people without; a definition comes in with `--file PATH` (`-` reads standard input) or
+`--definition JSON`, never through `--json`, which only ever asks for JSON out."""
 
 from __future__ import annotations
 
@@ -18,10 +22,23 @@ def register(subparsers: Any) -> None:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = verbs.add_parser("create", help="publish a new job definition")
-    source = create.add_mutually_exclusive_group(required=True)
-    source.add_argument("--file", help="a JSON job definition ('-' reads standard input)")
-    source.add_argument("--json", dest="inline", help="the JSON job definition itself")
+    _document_source(create, "a JSON job definition")
+    create.add_argument("--json", action="store_true", help="print JSON (the default)")
     create.set_defaults(handler=_create)
+
+    update = verbs.add_parser(
+        "update", help="change fields of a job (a JSON object of the fields to change)"
+    )
+    update.add_argument("job_id")
+    _document_source(update, 'a JSON object of the fields to change, e.g. {"cron": "0 3 * * *"}')
+    update.add_argument(
+        "--expected-version",
+        type=int,
+        metavar="N",
+        help="refuse unless the job is at version N (exit 1 naming expectedVersion)",
+    )
+    update.add_argument("--json", action="store_true", help="print JSON (the default)")
+    update.set_defaults(handler=_update)
 
     get = verbs.add_parser("get", help="the current definition of a job")
     get.add_argument("job_id")
@@ -40,6 +57,7 @@ def register(subparsers: Any) -> None:
     ):
         sub = verbs.add_parser(verb, help=help_text)
         sub.add_argument("job_id")
+        sub.add_argument("--json", action="store_true", help="print the answer as JSON")
         sub.set_defaults(handler=_simple, verb_name=verb)
         if verb == "pause":  # a disable's account (`jobs disabled`, the watchdog's review alert)
             sub.add_argument("--owner", help="who answers for the disabled job (disabledOwner)")
@@ -63,7 +81,14 @@ def register(subparsers: Any) -> None:
         "--from", dest="start", required=True, help="ISO 8601 instant with offset"
     )
     backfill.add_argument("--to", dest="end", required=True, help="ISO 8601 instant with offset")
+    backfill.add_argument("--json", action="store_true", help="print the command as JSON")
     backfill.set_defaults(handler=_backfill)
+
+
+def _document_source(parser: argparse.ArgumentParser, what: str) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--file", metavar="PATH", help=f"{what} ('-' reads standard input)")
+    source.add_argument("--definition", metavar="JSON", help=f"{what}, inline")
 
 
 def _client() -> Any:
@@ -77,12 +102,14 @@ def _print(document: Any) -> None:
     print(json.dumps(document, indent=2, sort_keys=True))
 
 
-def _create(args: argparse.Namespace) -> int:
-    if args.inline is not None:
-        text = args.inline
+def _read_document(args: argparse.Namespace) -> Any:
+    """The JSON object given by --definition or --file (`-`: standard input), or InvalidInput."""
+    if args.definition is not None:
+        text, flag = args.definition, "--definition"
     elif args.file == "-":
-        text = sys.stdin.read()
+        text, flag = sys.stdin.read(), "--file"
     else:
+        flag = "--file"
         try:
             with open(args.file, encoding="utf-8") as handle:
                 text = handle.read()
@@ -93,17 +120,33 @@ def _create(args: argparse.Namespace) -> int:
                 "--file", f"{args.file!r} is not UTF-8 text; accepted: a JSON file"
             ) from None
     try:
-        spec = json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             "definition",
             f'not valid JSON ({exc}); accepted: a JSON object, e.g. {{"type": "noop", ...}}',
         ) from None
+    if not isinstance(document, dict):
+        raise InvalidInput(flag, f"a JSON {type(document).__name__}; accepted: a JSON object")
+    return document
+
+
+def _create(args: argparse.Namespace) -> int:
+    spec = _read_document(args)
     from tickwheel.sdk.jobs import definition_to_spec, validate_job
 
     # A bad definition is refused before any broker is asked (or found missing).
     validate_job(spec, int(time.time() * 1000))
     _print(definition_to_spec(_client().create(spec)))
+    return 0
+
+
+def _update(args: argparse.Namespace) -> int:
+    changes = _read_document(args)
+    from tickwheel.sdk.jobs import definition_to_spec
+
+    record = _client().update(args.job_id, changes, args.expected_version)
+    _print(definition_to_spec(record))
     return 0
 
 
@@ -146,11 +189,20 @@ def _simple(args: argparse.Namespace) -> int:
     else:
         result = getattr(client, args.verb_name)(args.job_id)
     if args.verb_name == "delete":
-        print(f"deleted {args.job_id}")
+        answer: Any = {"deleted": args.job_id}
+        line = f"deleted {args.job_id}"
     elif args.verb_name == "trigger":
-        print(f"trigger requested for {args.job_id} (command {result['command_id']})")
+        answer = result
+        line = f"trigger requested for {args.job_id} (command {result['command_id']})"
     else:
-        print(f"{args.verb_name}d {args.job_id} (version {result['version']})")
+        from tickwheel.sdk.jobs import definition_to_spec
+
+        answer = definition_to_spec(result)
+        line = f"{args.verb_name}d {args.job_id} (version {result['version']})"
+    if args.json:
+        _print(answer)
+    else:
+        print(line)
     return 0
 
 
@@ -166,5 +218,8 @@ def _backfill(args: argparse.Namespace) -> int:
     command = _client().backfill(
         args.job_id, parse_instant_ms(args.start, "--from"), parse_instant_ms(args.end, "--to")
     )
-    print(f"backfill requested for {args.job_id} (command {command['command_id']})")
+    if args.json:
+        _print(command)
+    else:
+        print(f"backfill requested for {args.job_id} (command {command['command_id']})")
     return 0
