@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,35 +25,15 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from tickwheel.adapters.clickhouse import _embedded
 from tickwheel.adapters.clickhouse._limits import QueryLimits
-from tickwheel.adapters.clickhouse._migrations import (
-    default_topology_dir,
-    load_migrations,
-    pending,
-    validate_retention,
+from tickwheel.adapters.clickhouse._migrate import apply_migrations
+from tickwheel.adapters.clickhouse._migrations import validate_retention
+from tickwheel.adapters.clickhouse._reads import explain, in_step, lock_reader, run_query
+from tickwheel.adapters.clickhouse._writes import (
+    insert_encoded_body,
+    insert_encoded_file,
+    insert_rows,
 )
-from tickwheel.adapters.clickhouse._sql import check_read_only, split_statements
-from tickwheel.ports.history import (
-    HistoryQueryError,
-    HistoryQueryRejected,
-    HistoryStoreError,
-    QueryResult,
-)
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_READONLY_ERROR_CODE = 164  # ClickHouse's READONLY
-#: The `readonly` level of reader sessions: 1 refuses writes, DDL, `file()`/`url()`, and any
-#: change of setting, so a query cannot lift the caps set before it (2 would let it:
-#: decision 0051 supersedes 0032 on this point).
-_READER_READONLY = "1"
-_RESYNC_SENTINEL = "tickwheel:in-step"
-_RESYNC_ATTEMPTS = 3
-
-
-def _lock_reader(reader: Client, limits: QueryLimits) -> None:
-    """Put the caps on the reader's session, then make it read-only, which freezes them."""
-    for key, value in limits.session_settings().items():
-        reader.set_client_setting(key, value)
-    reader.set_client_setting("readonly", _READER_READONLY)
+from tickwheel.ports.history import HistoryStoreError, QueryResult
 
 
 class _ClientHistoryStore:
@@ -121,33 +100,11 @@ class _ClientHistoryStore:
     def migrate(self) -> list[str]:
         """Apply pending migrations in version order; return the names applied."""
         self._check_open()
-        ddl_dir = self._ddl_dir or default_topology_dir()
-        migrations = load_migrations(ddl_dir / "migrations")
-        bootstrap = split_statements((ddl_dir / "schema_migrations.sql").read_text("utf-8"))
         with self._migrate_lock, self._write_lock:
-            try:
-                for statement in bootstrap:
-                    self._writer.command(statement)
-                recorded = self._writer.query(
-                    "SELECT version, name, checksum FROM schema_migrations FINAL"
-                ).result_rows
-                applied = {int(row[0]): (str(row[1]), str(row[2])) for row in recorded}
-                todo = pending(migrations, applied)
-                for migration in todo:
-                    for statement in migration.statements(self._retention):
-                        self._writer.command(statement)
-                    # Recorded only once every statement succeeded; statements are
-                    # IF NOT EXISTS, so an interrupted migration simply runs again.
-                    self._writer.insert(
-                        "schema_migrations",
-                        [[migration.version, migration.name, migration.checksum]],
-                        column_names=["version", "name", "checksum"],
-                    )
-            except ClickHouseError as exc:
-                raise HistoryStoreError(
-                    f"migrating the history store {self._location} failed: {exc}"
-                ) from exc
-        return [migration.name for migration in todo]
+            return apply_migrations(
+                self._writer, ddl_dir=self._ddl_dir, retention=self._retention,
+                location=self._location,
+            )  # fmt: skip
 
     def insert(
         self,
@@ -157,73 +114,56 @@ class _ClientHistoryStore:
     ) -> None:
         """Insert one batch; with `dedup_token`, a repeat of the same token is dropped."""
         self._check_open()
-        if not _IDENTIFIER.match(table):
-            raise HistoryStoreError(f"{table!r} is not a table name (letters, digits, _)")
-        if not rows:
-            return
-        columns = list(rows[0])
-        expected = set(columns)
-        for index, row in enumerate(rows):
-            if set(row) != expected:
-                raise HistoryStoreError(
-                    f"insert into {table}: row {index} has columns {sorted(row)}, the first row "
-                    f"has {sorted(expected)}; every row of a batch must have the same columns"
-                )
-        # Column-major, as the native format is: the client then writes each column as it
-        # is instead of pivoting the rows again (decision 0072).
-        data = [[row[column] for row in rows] for column in columns]
-        # Synchronous insert: the sink commits Kafka offsets only after this returns, so the
-        # batch must be in a part by then, not in an async-insert buffer.
-        settings: dict[str, Any] = {"async_insert": 0}
-        if dedup_token is not None:
-            settings["insert_deduplication_token"] = dedup_token
         with self._write_lock:
-            try:
-                self._writer.insert(
-                    table, data, column_names=columns, settings=settings, column_oriented=True
-                )
-            except (ClickHouseError, TypeError, ValueError) as exc:
-                raise HistoryStoreError(f"insert into {table} failed: {exc}") from exc
+            insert_rows(self._writer, table, rows, dedup_token)
+
+    def insert_encoded(
+        self,
+        table: str,
+        columns: Sequence[str],
+        select: str,
+        structure: str,
+        data: bytes,
+        input_format: str = "Avro",
+        dedup_token: str | None = None,
+    ) -> None:
+        """Insert encoded records that ClickHouse decodes itself (`data` in `input_format`,
+        read with `structure`), each row of `columns` computed by the `select` list; with
+        `dedup_token`, a repeat of the same token is dropped. The sink's fast path: no Python
+        value per field (decision 0123)."""
+        self._check_open()
+        with self._write_lock:
+            self._insert_encoded(table, columns, select, structure, data, input_format,
+                                 dedup_token)  # fmt: skip
+
+    def _insert_encoded(
+        self,
+        table: str,
+        columns: Sequence[str],
+        select: str,
+        structure: str,
+        data: bytes,
+        input_format: str,
+        dedup_token: str | None,
+    ) -> None:
+        insert_encoded_body(
+            self._writer, table, columns, select, structure, data, input_format, dedup_token
+        )
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Run one read-only statement on the reader session; bind `{name:Type}` params."""
         self._check_open()
-        check_read_only(sql, params)
         with self._read_lock:
             try:
-                result = self._reader.query(sql, parameters=dict(params or {}))
+                return run_query(self._reader, sql, params)
             except ClickHouseError as exc:
                 self._resync_reader()
-                code = getattr(exc, "code", None)
-                if code == _READONLY_ERROR_CODE:
-                    raise HistoryQueryRejected(
-                        sql, "ClickHouse refused it in readonly mode (settings are fixed too)"
-                    ) from exc
-                capped = self._limits.explain(code)
-                if capped is not None:
-                    raise HistoryQueryError(sql, capped) from exc
-                raise HistoryQueryError(sql, f"the history query failed: {exc}") from exc
-        return QueryResult(
-            columns=tuple(result.column_names),
-            types=tuple(column_type.name for column_type in result.column_types),
-            rows=[tuple(row) for row in result.result_rows],
-        )
+                raise explain(sql, exc, self._limits) from exc
 
     def _resync_reader(self) -> None:
-        """Bring the reader back in step after a query failed part-way through its result.
-
-        Observed with chDB 26.9 through clickhouse-connect 1.12: when a query fails after
-        its first blocks (a row cap, a timeout, `throwIf`), the next query on that client
-        returns the failed query's remaining rows instead of its own answer. A sentinel
-        query absorbs them; if the client stays out of step, it is replaced.
-        """
-        for _ in range(_RESYNC_ATTEMPTS):
-            try:
-                rows = self._reader.query(f"SELECT '{_RESYNC_SENTINEL}'").result_rows
-            except ClickHouseError:
-                continue
-            if [tuple(row) for row in rows] == [(_RESYNC_SENTINEL,)]:
-                return
+        """Bring the reader back in step after a failed query, or replace it (`in_step`)."""
+        if in_step(self._reader):
+            return
         replacement = self._reopen_reader()
         if replacement is None:
             raise HistoryStoreError(
@@ -289,7 +229,7 @@ class ChdbHistoryStore(_ClientHistoryStore):
                 # system.settings (~2,000 rows), which a row cap given there would refuse.
                 reader = self._connect(directory, None)
                 try:
-                    _lock_reader(reader, limits)
+                    lock_reader(reader, limits)
                 except BaseException:
                     reader.close()
                     raise
@@ -331,11 +271,25 @@ class ChdbHistoryStore(_ClientHistoryStore):
     def _reopen_reader(self) -> Client | None:
         reader = self._connect(self._directory, None)
         try:
-            _lock_reader(reader, self.limits)
+            lock_reader(reader, self.limits)
         except BaseException:
             reader.close()
             raise
         return reader
+
+    def _insert_encoded(
+        self,
+        table: str,
+        columns: Sequence[str],
+        select: str,
+        structure: str,
+        data: bytes,
+        input_format: str,
+        dedup_token: str | None,
+    ) -> None:
+        insert_encoded_file(
+            self._writer, table, columns, select, structure, data, input_format, dedup_token
+        )
 
     def _after_close(self) -> None:
         _embedded.release(self._directory)
@@ -380,7 +334,7 @@ class ClickHouseServerHistoryStore(_ClientHistoryStore):
             try:
                 current = reader.server_settings.get("readonly")
                 if current is None or current.value == "0":
-                    _lock_reader(reader, limits)
+                    lock_reader(reader, limits)
                 # else: a user the server already makes read-only cannot change settings
                 # (readonly = 1) or cannot lock them (2); its profile must carry the caps.
             except BaseException:
