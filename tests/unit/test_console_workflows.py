@@ -132,3 +132,33 @@ def test_an_unknown_instance_is_a_404_page(client: TestClient) -> None:
     page = client.get("/console/workflows/nope")
     assert page.status_code == 404
     assert "nope" in page.text
+
+
+def test_a_tenants_key_decides_and_retries_only_its_own_workflows_steps(
+    flows: FakeWorkflows,
+) -> None:
+    from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval
+    from tickwheel.services.api.console.access import ScopedWorkflows
+
+    flows.document = {**flows.document, "tenantId": "acme"}
+    # A decision carries a token, not a workflow id: the tenant must own the token's workflow.
+    token = sign_approval(ApprovalClaim("wf-1", "sign-off", 1, NOW_MS + 60_000), "k1", b"secret")
+    acme = ScopedWorkflows(flows, "acme")
+    acme.approve(token, actor="console:ana", note="fine")
+    acme.retry_step("wf-1", "s197", actor="console:ana")
+    assert flows.sent == [("approve", token, "console:ana", "fine"),
+                          ("retry", "wf-1", "s197", "console:ana")]  # fmt: skip
+    globex = ScopedWorkflows(flows, "globex")
+    refused = [
+        lambda: globex.approve(token, actor="console:eve", note="mine now"),
+        lambda: globex.reject(token, actor="console:eve", note="mine now"),
+        lambda: globex.approval_token("wf-1", "sign-off"),
+        lambda: globex.retry_step("wf-1", "s197", actor="console:eve"),
+        lambda: globex.get("wf-1"),
+        lambda: acme.approve("not-a-token", actor="console:ana", note="?"),
+    ]
+    for call in refused:
+        with pytest.raises(UnknownWorkflow):
+            call()
+    assert len(flows.sent) == 2
+    assert globex.list() == [] and [r["workflowId"] for r in acme.list()] == ["wf-1"]
