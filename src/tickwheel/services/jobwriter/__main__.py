@@ -1,0 +1,3 @@
+from tickwheel.services.jobwriter.service import main
+
+main()

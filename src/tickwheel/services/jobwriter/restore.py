@@ -1,0 +1,68 @@
+"""Rebuild one partition's judge from Kafka: fence the previous owner (the transactional id is
+the partition's), then read partition p of `jobs.definitions` (read_committed) into the
+catalogue. Runs on the restore thread (`BackgroundRestores`, the timer's and the
+orchestrator's); the commands partition stays paused until the result is installed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.ports.kafka import KafkaClients, TransactionalWriter
+from tickwheel.services.jobwriter.judge import PartitionJudge
+from tickwheel.topology import topic_name
+
+
+@dataclass(frozen=True)
+class JobWriterTopics:
+    commands: str
+    definitions: str
+    verdicts: str
+    idempotency: str
+    dlq: str
+
+    @classmethod
+    def declared(cls) -> JobWriterTopics:
+        return cls(topic_name("jobs.commands"), topic_name("jobs.definitions"),
+                   topic_name("jobs.verdicts"), topic_name("api.idempotency"),
+                   topic_name("executions.dlq"))  # fmt: skip
+
+
+def transactional_id(partition: int) -> str:
+    return f"{topic_name('tickwheel-jobwriter')}-p{partition}"
+
+
+class PartitionRuntime:
+    """One owned partition: its judge, its transactional producer, the next command to read
+    and where the follower of jobs.definitions starts."""
+
+    def __init__(
+        self, judge: PartitionJudge, producer: TransactionalWriter[Any], definitions_end: int
+    ) -> None:
+        self.partition = judge.partition
+        self.judge = judge
+        self.producer = producer
+        self.definitions_end = definitions_end
+        self.next_command = -1  # set when installed, from the group's committed offset
+
+
+class PartitionRestorer:
+    def __init__(self, clients: KafkaClients[Any], topics: JobWriterTopics, ttl_ms: int) -> None:
+        self.clients = clients
+        self.topics = topics
+        self.ttl_ms = ttl_ms
+
+    def restore(self, partition: int) -> PartitionRuntime:
+        producer = self.clients.transactional(transactional_id(partition))
+        # Fences the previous owner and waits out its open transaction before we read.
+        producer.init()
+        judge = PartitionJudge(partition, self.ttl_ms)
+        reader = self.clients.reader()
+        end = reader.watermarks(self.topics.definitions, partition)[1]
+        for record in reader.read_to_end(self.topics.definitions, [partition]):
+            judge.load(record.key if record.key_is_text else None, record.value)
+            end = max(end, record.offset + 1)
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+        return PartitionRuntime(judge, producer, end)

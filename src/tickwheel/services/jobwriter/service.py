@@ -1,0 +1,259 @@
+"""The single writer of job definitions (docs/decisions/0099, 0126): a consumer group on
+`jobs.commands`; the owner of partition p judges p's commands in log order against its
+catalogue of p's definitions, and writes each poll's verdicts and accepted changes in one
+transaction per partition, with the commands' offsets.
+
+Built as the orchestrator is (decision 0061): on assignment the partition is paused, the
+restore thread fences the previous owner (`<prefix>tickwheel-jobwriter-p<N>`) and reads the
+partition of `jobs.definitions` (read_committed) into the catalogue; then the loop seeks to
+the group's committed offset and resumes. A transaction that fails drops the partition and
+restores it from Kafka, so no verdict ever outlives its effect, nor an effect its verdict.
+
+A follower consumer (assigned by hand, read_committed) reads the owned partitions of
+`jobs.definitions` from where the restore ended and folds what direct producers wrote (records
+without the writer's header): last writer wins, and the next command is judged against it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+import uuid
+from collections import defaultdict
+from concurrent.futures import Future
+from typing import Any
+
+from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.logs import configure_logging
+from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage
+from tickwheel.services.jobwriter.judge import Batch
+from tickwheel.services.jobwriter.restore import (
+    JobWriterTopics,
+    PartitionRestorer,
+    PartitionRuntime,
+)
+from tickwheel.services.jobwriter.settings import JobWriterSettings
+from tickwheel.services.jobwriter.writer import BatchWriter, Written
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.services.timer.gate import record_of
+from tickwheel.services.timer.restore import BackgroundRestores
+
+log = logging.getLogger("tickwheel.jobwriter")
+
+# As the timer and the orchestrator: after a fence, wait past the session timeout.
+FENCED_RECHECK_S = 30.0
+RESTORE_RETRY_S = 2.0
+
+
+class JobWriterService:
+    def __init__(
+        self,
+        settings: JobWriterSettings,
+        clients: KafkaClients[Any],
+        clock: Clock | None = None,
+        deadline: ShutdownDeadline | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.deadline = deadline
+        self.topics = JobWriterTopics.declared()
+        self.running = True
+        self.partitions: dict[int, PartitionRuntime] = {}
+        self.restore_due: dict[int, float] = {}
+        self.consumer: GroupConsumer[Any] = clients.consumer(
+            settings.group_id,
+            **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
+               "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 5,
+               "group.instance.id": f"{settings.group_id}-{settings.instance}"},
+        )  # fmt: skip
+        self.follower: GroupConsumer[Any] = clients.consumer(
+            f"{settings.group_id}-follower-{uuid.uuid4()}", **{"fetch.wait.max.ms": 5}
+        )
+        self.restorer = PartitionRestorer(clients, self.topics, settings.command_ttl_ms)
+        self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
+            self.restorer.restore, name="jobwriter-restore"
+        )
+        self.writer = BatchWriter(self.topics, self.consumer)
+        self.judged: dict[str, int] = defaultdict(int)  # by outcome, since start
+
+    def now_ms(self) -> int:
+        return int(self.clock.now() * 1000)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self.consumer.subscribe([self.topics.commands], on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
+        log.info("jobwriter started", extra={"action": "jobwriter_started",
+                                             "instance": self.settings.instance})  # fmt: skip
+
+    def run(self) -> None:
+        from tickwheel.adapters.kafka.admin import verify_topology
+
+        verify_topology(bootstrap=self.settings.bootstrap)
+        self.start()
+        try:
+            while self.running:
+                self.step(self.settings.poll_ms / 1000)
+        finally:
+            self.close()
+
+    def step(self, timeout_s: float = 0.0) -> None:
+        """One poll: install finished restores, fold direct writes, judge the commands read,
+        commit each partition's transaction, retry failed restores."""
+        messages = self.consumer.consume(self.settings.max_batch, timeout_s)
+        self._install_restores()
+        self._follow()
+        self._judge(messages)
+        self._retry_restores()
+
+    def stop(self, *_args: Any) -> None:
+        self.running = False
+        self.restores.stop()
+        if self.deadline is not None:
+            self.deadline.arm(KAFKA_BUDGET_S)
+
+    def close(self) -> None:
+        self.restores.stop()
+        self.partitions.clear()
+        self.writer.close()
+        with contextlib.suppress(RuntimeError, KafkaException):
+            self.follower.close()
+        with contextlib.suppress(RuntimeError, KafkaException):
+            self.consumer.close()
+
+    # -- rebalancing -----------------------------------------------------------------------
+    def _on_assign(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
+        consumer.incremental_assign(partitions)
+        consumer.pause(partitions)  # until restored: nothing is judged before the fence
+        for tp in partitions:
+            self.restores.begin(tp.partition)
+
+    def _on_revoke(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
+        for tp in partitions:
+            self.restore_due.pop(tp.partition, None)
+            self.restores.cancel(tp.partition)
+            self._drop(tp.partition)
+        with contextlib.suppress(KafkaException):
+            consumer.incremental_unassign(partitions)
+
+    def _drop(self, partition: int) -> None:
+        runtime = self.partitions.pop(partition, None)
+        if runtime is None:
+            return
+        with contextlib.suppress(KafkaException, RuntimeError):
+            self.follower.incremental_unassign([TopicPartition(self.topics.definitions, partition)])
+        log.info("partition dropped", extra={"action": "partition_dropped",
+                                             "partition": partition})  # fmt: skip
+
+    def _install_restores(self) -> None:
+        for result in self.restores.finished():
+            runtime = result.value
+            if result.error is not None or runtime is None:
+                self._restore_failed(result.partition, result.error or RuntimeError("no result"))
+                continue
+            partition = runtime.partition
+            try:
+                tp = TopicPartition(self.topics.commands, partition)
+                committed = self.consumer.committed([tp], timeout=10)[0].offset
+                runtime.next_command = max(0, committed)
+                self.consumer.seek(TopicPartition(self.topics.commands, partition,
+                                                  runtime.next_command))  # fmt: skip
+                self.follower.incremental_assign([TopicPartition(
+                    self.topics.definitions, partition, runtime.definitions_end)])  # fmt: skip
+                self.consumer.resume([tp])
+            except KafkaException as exc:
+                self._restore_failed(partition, exc)
+                continue
+            self.partitions[partition] = runtime
+            log.info("partition restored", extra={
+                "action": "partition_restored", "partition": partition,
+                "definitions": len(runtime.judge.catalogue), "next_command": runtime.next_command,
+                "seconds": round(time.monotonic() - result.started, 3)})  # fmt: skip
+
+    def _restore_failed(
+        self, partition: int, exc: Exception, wait_s: float = RESTORE_RETRY_S
+    ) -> None:
+        log.error("restore failed; trying again", extra={
+            "action": "restore_failed", "partition": partition, "error": repr(exc)})  # fmt: skip
+        self._drop(partition)
+        with contextlib.suppress(KafkaException):
+            self.consumer.pause([TopicPartition(self.topics.commands, partition)])
+        self.restore_due[partition] = time.monotonic() + wait_s
+
+    def _retry_restores(self) -> None:
+        if not self.restore_due:
+            return
+        owned = {tp.partition for tp in self.consumer.assignment()}
+        for partition, due in list(self.restore_due.items()):
+            if partition not in owned or partition in self.partitions:
+                del self.restore_due[partition]
+            elif time.monotonic() >= due and not self.restores.under_way(partition):
+                del self.restore_due[partition]
+                self.restores.begin(partition)
+
+    # -- the loop --------------------------------------------------------------------------
+    def _follow(self) -> None:
+        """Fold what direct producers wrote to the owned partitions of jobs.definitions."""
+        if not self.partitions:
+            return
+        for msg in self.follower.consume(10_000, 0):
+            runtime = self.partitions.get(msg.partition() or 0)
+            if msg.error() or runtime is None:
+                continue
+            if runtime.judge.fold_direct(record_of(msg)):
+                log.info("direct write folded", extra={
+                    "action": "direct_write_folded", "partition": runtime.partition,
+                    "offset": msg.offset()})  # fmt: skip
+
+    def _judge(self, messages: list[KafkaMessage] | Any) -> None:
+        now = self.now_ms()
+        by_partition: dict[int, list[KafkaMessage]] = defaultdict(list)
+        for msg in messages:
+            partition = msg.partition()
+            if not msg.error() and partition in self.partitions:
+                by_partition[partition].append(msg)
+        in_flight: list[tuple[PartitionRuntime, Batch, Future[Written]]] = []
+        for partition, batch in by_partition.items():
+            runtime = self.partitions[partition]
+            for msg in batch:
+                offset = msg.offset() or 0
+                if offset < runtime.next_command:
+                    continue  # fetched before the seek took effect
+                runtime.judge.receive(record_of(msg), now)
+                runtime.next_command = offset + 1
+            taken = runtime.judge.take()
+            if taken.commands:
+                in_flight.append((runtime, taken,
+                                  self.writer.submit(runtime, taken, runtime.next_command)))  # fmt: skip
+        for runtime, taken, future in in_flight:
+            written = future.result()
+            if written.outcome == "committed":
+                for outcome, count in taken.outcomes.items():
+                    self.judged[outcome] += count
+                continue
+            if self.partitions.get(runtime.partition) is not runtime:
+                continue  # revoked meanwhile
+            self._restore_failed(runtime.partition, RuntimeError(written.outcome),
+                                 FENCED_RECHECK_S if written.outcome == "fenced"
+                                 else RESTORE_RETRY_S)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from tickwheel.adapters.kafka.broker_clients import BrokerClients
+
+    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.jobwriter")
+    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "jobwriter"),
+                        help="this instance's name in the group (env TICKWHEEL_INSTANCE)")  # fmt: skip
+    args = parser.parse_args(argv)
+    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+
+    def build(deadline: ShutdownDeadline) -> JobWriterService:
+        settings = JobWriterSettings(instance=args.instance)
+        return JobWriterService(settings, BrokerClients(settings.bootstrap), deadline=deadline)
+
+    serve(log, "jobwriter", build)
