@@ -381,7 +381,14 @@ _COORDINATOR_NOT_READY = (
 
 
 def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
-    """True when `group` has committed every record of `topics` (non-transactional topics)."""
+    """True when `group` has committed every record of `topics`.
+
+    A committed offset below the high watermark is not enough to say "behind": on a
+    transactional topic the last offsets are commit markers, which take an offset but are no
+    record, so a sink that has written everything commits one past its last record and
+    stays below the watermark for good. Where the two differ, a `read_committed` reader
+    started at the committed offset tells: a record there means behind, the partition's end
+    (EOF) with none means caught up."""
     consumer = Consumer(consumer_config(group, bootstrap))
     try:
         metadata = consumer.list_topics(timeout=10)
@@ -397,13 +404,47 @@ def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
                 return False
             raise
         committed = {(tp.topic, tp.partition): tp.offset for tp in answer}
+        unsure: list[TopicPartition] = []
         for tp in partitions:
             _low, high = consumer.get_watermark_offsets(tp, timeout=10)
-            if high > 0 and committed[(tp.topic, tp.partition)] < high:
-                return False
-        return True
+            offset = committed[(tp.topic, tp.partition)]
+            if high <= 0 or offset >= high:
+                continue
+            if offset < 0:
+                return False  # records there, and nothing committed
+            unsure.append(TopicPartition(tp.topic, tp.partition, offset))
     finally:
         consumer.close()
+    return not unsure or _only_markers_after(bootstrap, unsure)
+
+
+def _only_markers_after(
+    bootstrap: str, starts: list[TopicPartition], timeout: float = 10.0
+) -> bool:
+    """True if no committed record lies at or after each of `starts` (read_committed, to
+    each partition's end): what is left there is transaction markers or aborted records."""
+    reader = Consumer(
+        consumer_config(
+            f"caught-up-probe-{os.getpid()}", bootstrap,
+            **{"enable.partition.eof": True, "enable.auto.commit": False},
+        )
+    )  # fmt: skip
+    try:
+        reader.assign(starts)
+        waiting = {(tp.topic, tp.partition) for tp in starts}
+        deadline = time.monotonic() + timeout
+        while waiting and time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is None:
+                return False  # a record the group has not committed
+            if error.code() == KafkaError._PARTITION_EOF:
+                waiting.discard((message.topic(), message.partition()))
+        return not waiting
+    finally:
+        reader.close()
 
 
 def wait_caught_up(bootstrap: str, group: str, timeout: float = 60.0) -> None:

@@ -16,9 +16,11 @@ from tickwheel.adapters.kafka.admin import apply_topology
 from tickwheel.adapters.kafka.client import Consumer
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
-from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
 from tickwheel.services.history.sink import HistorySink
 from tickwheel.topology import topic_name
+
+from .history_sink_fixtures import group_caught_up
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -68,6 +70,56 @@ def test_the_lag_counts_what_is_not_written_and_falls_to_zero(
         assert sink.stats.rows == EVENTS and sink.stats.lag_records == 0
         sink.step(idle_timeout_s=0.2)  # idle: nothing has arrived that is not written
         assert (sink.stats.lag_records, sink.stats.lag_ms) == (0, 0)
+    finally:
+        consumer.close()
+        store.close()
+
+
+def test_a_group_that_wrote_every_transactional_record_counts_as_caught_up(
+    kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixtures' `group_caught_up` on a transactional topic: each transaction's commit
+    marker takes an offset after its records, so the sink's committed offset (one past its
+    last record) stays below the high watermark; written everything must still read as done,
+    and a record left unwritten must still read as behind."""
+    monkeypatch.setenv("TICKWHEEL_TOPIC_PREFIX", f"txn{uuid.uuid4().hex[:8]}.")
+    apply_topology(bootstrap=kafka_bootstrap)
+    topic = topic_name("executions.events")
+    producer = TransactionalProducer(f"caught-up-{uuid.uuid4().hex[:8]}", kafka_bootstrap)
+    producer.init()
+
+    def publish(first: int, count: int) -> None:
+        producer.begin()
+        for n in range(first, first + count):
+            event = _event(n)
+            producer.send(topic, str(event["job_id"]), encode("ExecutionEvent", event))
+        producer.commit()
+
+    for first in range(0, 60, 20):
+        publish(first, 20)
+    group = f"txn-{uuid.uuid4().hex[:8]}"
+    assert not group_caught_up(kafka_bootstrap, group, [topic])  # nothing committed yet
+    store = ChdbHistoryStore(Path(tempfile.mkdtemp(prefix="txn-")) / "history")
+    store.migrate()
+    consumer = Consumer(consumer_config(group, kafka_bootstrap))
+    sink = HistorySink(store, consumer, DeadLetterWriter(kafka_bootstrap), max_batch=1000,
+                       max_wait_s=0.05)  # fmt: skip
+    sink.subscribe()
+    try:
+        deadline = time.monotonic() + 60
+        while sink.stats.rows < 60 and time.monotonic() < deadline:
+            sink.step(idle_timeout_s=0.2)
+        assert sink.stats.rows == 60
+        ends = [
+            consumer.get_watermark_offsets(tp, timeout=10)[1]
+            for tp in consumer.committed(consumer.assignment(), timeout=10)
+        ]
+        committed = [tp.offset for tp in consumer.committed(consumer.assignment(), timeout=10)]
+        # The situation the helper has to see through: committed below the watermark.
+        assert any(0 <= c < end for c, end in zip(committed, ends, strict=True))
+        assert group_caught_up(kafka_bootstrap, group, [topic])
+        publish(60, 1)  # one more record, not written
+        assert not group_caught_up(kafka_bootstrap, group, [topic])
     finally:
         consumer.close()
         store.close()
