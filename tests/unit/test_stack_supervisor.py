@@ -50,3 +50,15 @@ def test_stop_kills_what_ignores_sigterm_and_stops_everything_in_one_bound(
     assert sum("did not stop" in e for e in events) == 3, events
     assert not any("polite" in e and "did not stop" in e for e in events)
     assert all(s.state == "stopped" and s.pid is None for s in stack.statuses.values())
+
+
+def test_the_stack_runs_the_single_writer_before_the_api() -> None:
+    from tickwheel.stack.services import service_specs
+
+    specs = service_specs(StackOptions(), "127.0.0.1:9092")
+    roles = [spec.role for spec in specs]
+    assert "jobwriter" in roles
+    assert roles.index("jobwriter") < roles.index("api")
+    writer = next(spec for spec in specs if spec.role == "jobwriter")
+    assert writer.command[1:] == ["-m", "tickwheel.services.jobwriter", "--instance", "jobwriter"]
+    assert "jobwriter" not in [s.role for s in service_specs(StackOptions(jobwriter=False), "x")]

@@ -6,6 +6,9 @@ Layout under the stack home (`TICKWHEEL_HOME`, default `./.tickwheel`):
   logs/<name>.log   one log per process
   stack/status.json what runs now: role, pid, state, restarts
   stack/supervisor.pid
+
+What it runs is `stack/services.py`; its status, a detached start and a stop from outside are
+`stack/control.py` (re-exported here, where the CLI and the demo find them).
 """
 
 from __future__ import annotations
@@ -16,107 +19,55 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tickwheel.errors import StackError
 from tickwheel.paths import state_home
 from tickwheel.stack.broker import BrokerConfig, LocalKafka, broker_serves_metadata
+from tickwheel.stack.control import (
+    _signal,
+    pid_alive,
+    pid_path,
+    read_status,
+    stack_dir,
+    start_detached,
+    status_path,
+    stop,
+)
+from tickwheel.stack.services import (
+    STOP_BROKER_S,
+    STOP_SERVICES_S,
+    ProcessSpec,
+    ProcessStatus,
+    StackOptions,
+    service_specs,
+)
+
+__all__ = [
+    "STOP_BROKER_S",
+    "STOP_SERVICES_S",
+    "ProcessSpec",
+    "ProcessStatus",
+    "StackOptions",
+    "Supervisor",
+    "external_bootstrap",
+    "pid_alive",
+    "pid_path",
+    "read_status",
+    "service_specs",
+    "stack_dir",
+    "start_detached",
+    "status_path",
+    "stop",
+]
 
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
-# A service's stop is bounded by its handler grace (the worker's 20 s) plus Kafka's share
-# (10 s, decision 0050); one still running past this is killed, never left behind.
-STOP_SERVICES_S = 35.0
-STOP_BROKER_S = 30.0
-
-
-@dataclass
-class ProcessSpec:
-    name: str
-    role: str
-    command: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class ProcessStatus:
-    name: str
-    role: str
-    pid: int | None
-    state: str  # starting | running | restarting | stopped | failed
-    restarts: int = 0
-    started_at: float | None = None
-    log: str = ""
-
-
-@dataclass
-class StackOptions:
-    timers: int = 1
-    workers: int = 1
-    history: bool = True
-    watchdog: bool = True
-    orchestrator: bool = True
-    api: bool = True
-    api_port: int = 8780
-    kafka_port: int = 9092
-    controller_port: int = 9093
-
-
-def stack_dir() -> Path:
-    return state_home() / "stack"
-
-
-def status_path() -> Path:
-    return stack_dir() / "status.json"
-
-
-def pid_path() -> Path:
-    return stack_dir() / "supervisor.pid"
 
 
 def external_bootstrap() -> str | None:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-
-
-def service_specs(options: StackOptions, bootstrap: str) -> list[ProcessSpec]:
-    """The tickwheel services the stack runs. Each service is `python -m services.<name>`-style
-    entry point of the `tickwheel` package; the list grows as services land."""
-    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "TICKWHEEL_API_PORT": str(options.api_port)}
-    specs: list[ProcessSpec] = []
-    for module, role, count in _service_modules(options):
-        for index in range(count):
-            name = f"{role}-{index + 1}" if count > 1 else role
-            specs.append(
-                ProcessSpec(
-                    name=name,
-                    role=role,
-                    command=[sys.executable, "-m", module, "--instance", name],
-                    env=env,
-                )
-            )
-    return specs
-
-
-def _service_modules(options: StackOptions) -> list[tuple[str, str, int]]:
-    """(module, role, instances) for each service that exists today."""
-    available: list[tuple[str, str, int]] = []
-    candidates = [
-        ("tickwheel.services.timer", "timer", options.timers),
-        ("tickwheel.services.worker", "worker", options.workers),
-        ("tickwheel.services.history", "history", 1 if options.history else 0),
-        # One owner (decision 0056): a second would fence the first.
-        ("tickwheel.services.watchdog", "watchdog", 1 if options.watchdog else 0),
-        # One is enough locally; more share the partitions (each fences its predecessor).
-        ("tickwheel.services.orchestrator", "orchestrator", 1 if options.orchestrator else 0),
-        ("tickwheel.services.api", "api", 1 if options.api else 0),
-    ]
-    import importlib.util
-
-    for module, role, count in candidates:
-        if count > 0 and importlib.util.find_spec(module) is not None:
-            available.append((module, role, count))
-    return available
 
 
 class Supervisor:
@@ -282,112 +233,6 @@ class Supervisor:
         tmp = status_path().with_suffix(".tmp")
         tmp.write_text(json.dumps(document, indent=2))
         tmp.replace(status_path())
-
-
-def read_status() -> dict[str, Any]:
-    """The stack's status, with each recorded pid checked against the live process table."""
-    if not status_path().exists():
-        return {"running": False, "processes": [], "broker": {"healthy": False}}
-    document: dict[str, Any] = json.loads(status_path().read_text())
-    supervisor = document.get("supervisor_pid")
-    document["running"] = isinstance(supervisor, int) and pid_alive(supervisor)
-    for process in document["processes"]:
-        if process["pid"] and not pid_alive(process["pid"]):
-            process["state"] = "dead"
-    if not document["running"]:
-        for process in document["processes"]:
-            if process["state"] != "dead":
-                process["state"] = "stopped"
-    document["broker"] = {
-        "bootstrap_servers": document.get("bootstrap_servers"),
-        "healthy": document["running"] and broker_serves_metadata(document["bootstrap_servers"]),
-    }
-    return document
-
-
-def _signal(pid: int, signum: int, group: bool) -> None:
-    """Children run in sessions of their own (pid == process group id)."""
-    try:
-        if group:
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is not alive for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def start_detached(options: StackOptions, timeout: float = 120.0) -> dict[str, Any]:
-    """Start a supervisor in its own session and wait until the topology is applied."""
-    if pid_path().exists() and pid_alive(int(pid_path().read_text() or 0)):
-        raise StackError(f"the stack is already running (supervisor pid {pid_path().read_text()})")
-    stack_dir().mkdir(parents=True, exist_ok=True)
-    status_path().unlink(missing_ok=True)
-    log = (stack_dir() / "supervisor.log").open("ab")
-    command = [
-        sys.executable,
-        "-m",
-        "tickwheel.stack.supervisor",
-        json.dumps(asdict(options)),
-    ]
-    child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise StackError(
-                f"the stack supervisor exited with {child.returncode}; "
-                f"see {stack_dir() / 'supervisor.log'}"
-            )
-        if status_path().exists():
-            status = read_status()
-            if status.get("topology_applied"):
-                return status
-        time.sleep(0.3)
-    raise StackError(f"the stack did not come up within {timeout}s")
-
-
-def stop(timeout: float = STOP_SERVICES_S + STOP_BROKER_S + 15) -> list[int]:
-    """Stop the supervisor (which stops its children within its bounds); past `timeout` kill
-    it, then kill any child left behind, and wait until none is alive."""
-    stopped: list[int] = []
-    if pid_path().exists():
-        pid = int(pid_path().read_text() or 0)
-        if pid and pid_alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while pid_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if pid_alive(pid):
-                _signal(pid, signal.SIGKILL, group=False)
-            stopped.append(pid)
-        pid_path().unlink(missing_ok=True)
-    left: list[int] = []
-    if status_path().exists():
-        document = json.loads(status_path().read_text())
-        for process in document.get("processes", []):
-            pid = process.get("pid")
-            if pid and pid_alive(pid):
-                _signal(pid, signal.SIGKILL, group=True)
-                stopped.append(pid)
-                left.append(pid)
-    deadline = time.monotonic() + 10
-    while any(pid_alive(pid) for pid in left) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return stopped
 
 
 def _main() -> None:
