@@ -207,14 +207,17 @@ class _Message:
 
 def test_the_follower_keeps_the_last_good_calendar_and_dead_letters_a_bad_record() -> None:
     from tickwheel.adapters.avro import encode
+    from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryClients, MemoryPartitionReader
     from tickwheel.core.calendars import calendar_record
     from tickwheel.services.timer.calendars import CalendarBook, CalendarFollower
 
     book = CalendarBook()
     rejected: list[tuple[Any, Exception]] = []
+    broker = MemoryBroker()
     follower = CalendarFollower(
-        "127.0.0.1:1", "calendars", book, dead_letter=lambda r, e: rejected.append((r, e))
-    )
+        MemoryClients(broker), MemoryPartitionReader(broker), "calendars", book,
+        dead_letter=lambda r, e: rejected.append((r, e)),
+    )  # fmt: skip
     try:
         good = calendar_record("uk", [parse_date("2027-01-29", "d")], version=1, now_ms=START)
         assert follower._apply(_Message(b"uk", encode("Calendar", good), 0))

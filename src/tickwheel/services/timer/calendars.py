@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
 
 if TYPE_CHECKING:
+    from tickwheel.adapters.kafka.client import TopicPartition
     from tickwheel.core.timer.writes import PartitionWrites
+    from tickwheel.ports.kafka import KafkaClients, PartitionReader
     from tickwheel.services.timer.runtime import PartitionRuntime
     from tickwheel.services.timer.scheduler import PartitionTimer
 
@@ -88,22 +90,20 @@ class CalendarFollower:
 
     def __init__(
         self,
-        bootstrap: str | None,
+        clients: KafkaClients[TopicPartition],
+        reader: PartitionReader,
         topic: str | None = None,
         book: CalendarBook = CALENDARS,
         dead_letter: Callable[[Any, Exception], None] | None = None,
     ) -> None:
-        from tickwheel.adapters.kafka.client import Consumer
-        from tickwheel.adapters.kafka.config import consumer_config
         from tickwheel.topology import topic_name
 
         self.topic = topic or topic_name("calendars")
         self.book = book
         self.dead_letter = dead_letter
+        self.reader = reader  # where the topic ends
         # No group: every timer reads every calendar, and no offset is ever committed.
-        self.consumer = Consumer(
-            consumer_config(f"tickwheel-timer-calendars-{uuid.uuid4()}", bootstrap)
-        )
+        self.consumer = clients.consumer(f"tickwheel-timer-calendars-{uuid.uuid4()}")
         self._applied: dict[int, tuple[int, int]] = {}  # partition -> (runtime id, generation)
         self._loader: threading.Thread | None = None
         self._closing = False
@@ -119,10 +119,8 @@ class CalendarFollower:
     def load(self, timeout_s: float = LOAD_TIMEOUT_S) -> None:
         """Read the topic to its end (then `poll` takes over)."""
         from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, TopicPartition
-        from tickwheel.adapters.kafka.reader import watermarks
 
-        tp = TopicPartition(self.topic, 0)
-        _, high = watermarks(self.consumer, tp)
+        _, high = self.reader.watermarks(self.topic, 0)
         self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         deadline = time.monotonic() + timeout_s
         position = 0
@@ -130,7 +128,7 @@ class CalendarFollower:
             for msg in self.consumer.consume(500, 0.5):
                 if not msg.error():
                     self._apply(msg)
-                    position = msg.offset() + 1
+                    position = (msg.offset() or 0) + 1
         log.info(
             "calendars read",
             extra={"action": "calendars_loaded", "calendars": len(self.book.known),

@@ -15,6 +15,7 @@ from tickwheel.adapters.kafka.reader import Record, decode_key
 from tickwheel.core.definition_record import check_definition_record
 from tickwheel.core.timer.commands import RejectedCommand
 from tickwheel.errors import InvalidInput
+from tickwheel.ports.kafka import ReadRecord
 from tickwheel.services.timer.records import decode_state
 
 log = logging.getLogger("tickwheel.timer")
@@ -40,7 +41,9 @@ class RecordGate:
         self.max_payload_bytes = max_payload_bytes
         self.now_ms = now_ms
 
-    def decode(self, record: Record, expected: str, rejects: DeadLetters) -> dict[str, Any] | None:
+    def decode(
+        self, record: ReadRecord, expected: str, rejects: DeadLetters
+    ) -> dict[str, Any] | None:
         """A record decoded (a TimerState with its requests), or dead-lettered into `rejects`."""
         try:
             if expected == "TimerState":
@@ -50,7 +53,7 @@ class RecordGate:
             rejects.append(self.dead_letter(record, exc.reason, "undecodable"))
             return None
 
-    def usable_key(self, record: Record, rejects: DeadLetters) -> bool:
+    def usable_key(self, record: ReadRecord, rejects: DeadLetters) -> bool:
         """Keys are job ids, so one that is not UTF-8 belongs to no job: dead-lettered, live and
         at restore alike (it used to pass live and stop the next restore)."""
         if record.key_is_text:
@@ -74,12 +77,12 @@ class RecordGate:
                 "partitioner other than Kafka's default (murmur2)",
             )
 
-    def rejection(self, record: Record, exc: Exception) -> dict[str, Any]:
+    def rejection(self, record: ReadRecord, exc: Exception) -> dict[str, Any]:
         """The dead letter of a decodable but unacceptable record."""
         reason = exc.reason if isinstance(exc, RejectedCommand) else str(exc) or repr(exc)
         return self.dead_letter(record, reason, "rejected")
 
-    def dead_letter(self, record: Record, reason: str, kind: str) -> dict[str, Any]:
+    def dead_letter(self, record: ReadRecord, reason: str, kind: str) -> dict[str, Any]:
         log.error(
             f"{kind} record sent to the dead-letter topic",
             extra={"action": "record_dead_lettered", "topic": record.topic,

@@ -16,6 +16,7 @@ from typing import Any
 
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.timer.workflow_steps import is_workflow_command
+from tickwheel.ports.kafka import ReadRecord
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
 
@@ -44,7 +45,7 @@ class CommandInbox:
         self.definitions_end = definitions_end
         self.definitions_read = definitions_read
 
-    def receive(self, runtime: PartitionRuntime, record: Record, now: int) -> None:
+    def receive(self, runtime: PartitionRuntime, record: ReadRecord, now: int) -> None:
         rejects = runtime.pending_emission.dead_letters
         command = None
         if record.value is not None:

@@ -7,32 +7,32 @@ written in the same transaction as what they caused (decision 0004).
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from collections.abc import Sequence
 
-from tickwheel.adapters.kafka.client import (
-    OFFSET_BEGINNING,
-    Consumer,
-    KafkaException,
-    TopicPartition,
-)
-from tickwheel.adapters.kafka.config import consumer_config
-from tickwheel.adapters.kafka.reader import watermarks
+from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, KafkaException, TopicPartition
+from tickwheel.ports.kafka import KafkaClients, KafkaMessage, PartitionReader
 
 # Unread worker events beyond this make lease expiries wait (scheduler.tick, hold_leases).
 EVENTS_LAG_LIMIT = 2_000
 
 
 class PartitionInputs:
-    def __init__(self, group_id: str, bootstrap: str, commands: str, events: str) -> None:
+    def __init__(
+        self,
+        clients: KafkaClients[TopicPartition],
+        reader: PartitionReader,
+        group_id: str,
+        commands: str,
+        events: str,
+    ) -> None:
+        """`reader` answers where partitions end: on a cluster its probe is a consumer never
+        assigned anything, so it answers at once (a consumer with assignments answers behind
+        its fetch long-poll, half a second a question)."""
         self.commands, self.events = commands, events
-        self._consumer = Consumer(
-            consumer_config(
-                f"{group_id}-inputs-unused", bootstrap, **{"enable.auto.offset.store": False}
-            )
+        self._consumer = clients.consumer(
+            f"{group_id}-inputs-unused", **{"enable.auto.offset.store": False}
         )
-        # Never assigned anything, so it answers where partitions end at once (a consumer with
-        # assignments answers behind its fetch long-poll, half a second a question).
-        self._probe = Consumer(consumer_config(f"{group_id}-watermarks-unused", bootstrap))
+        self._reader = reader
 
     def assign(self, partition: int, commands: int | None, events: int | None) -> None:
         def start(offset: int | None) -> int:
@@ -51,12 +51,12 @@ class PartitionInputs:
                 [TopicPartition(self.commands, partition), TopicPartition(self.events, partition)]
             )
 
-    def consume(self, limit: int) -> list[Any]:
-        return list(self._consumer.consume(limit, 0))
+    def consume(self, limit: int) -> Sequence[KafkaMessage]:
+        return self._consumer.consume(limit, 0)
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(low, high) offsets of any topic's partition, asked of the broker."""
-        return watermarks(self._probe, TopicPartition(topic, partition))
+        return self._reader.watermarks(topic, partition)
 
     def events_behind(self, partition: int) -> bool:
         """Whether worker events of `partition` wait unread beyond EVENTS_LAG_LIMIT (from what
@@ -71,4 +71,3 @@ class PartitionInputs:
 
     def close(self) -> None:
         self._consumer.close()
-        self._probe.close()

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from tickwheel.adapters.kafka.producer import TransactionalProducer
-from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.core.timer.request_log import SEQ_HEADER, RequestLog
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.ports.kafka import KafkaClients, PartitionReader, ReadRecord
 from tickwheel.services.timer.gate import DeadLetters, RecordGate
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.records import checkpoint_key
@@ -39,20 +39,22 @@ class PartitionRestorer:
         gate: RecordGate,
         inputs: PartitionInputs,
         now_ms: Callable[[], int],
+        clients: KafkaClients[TopicPartition],
+        reader: PartitionReader,
     ) -> None:
         self.settings = settings
         self.topics = topics
         self.gate = gate
         self.inputs = inputs
         self.now_ms = now_ms
+        self.clients = clients
+        self.reader = reader
 
     def restore(self, partition: int) -> tuple[PartitionRuntime, PartitionWrites]:
         """The partition rebuilt and serving, and what its restore must write first (catch-up,
         skips, dead letters). `runtime.definitions_end` is where the live tail starts (-1 for
         an empty partition)."""
-        producer = TransactionalProducer(
-            f"{topic_name('tickwheel-timer')}-p{partition}", self.settings.bootstrap
-        )
+        producer = self.clients.transactional(f"{topic_name('tickwheel-timer')}-p{partition}")
         # Fences the previous owner and waits out its open transaction (if any) before we read.
         producer.init()
         # Retry jitter is seeded from the OS here, and injected into the core.
@@ -79,7 +81,7 @@ class PartitionRestorer:
         highest timer transaction number seen (ours continue from it)."""
         input_offsets: dict[str, int] = {}
         seq = 0
-        for record in read_to_end(self.topics.state, [partition], self.settings.bootstrap):
+        for record in self.reader.read_to_end(self.topics.state, [partition]):
             if record.key is None or not self.gate.usable_key(record, rejects):
                 continue
             state = None
@@ -96,7 +98,7 @@ class PartitionRestorer:
 
     def _load_definitions(self, timer: PartitionTimer, partition: int, rejects: DeadLetters) -> int:
         end = -1
-        for record in read_to_end(self.topics.definitions, [partition], self.settings.bootstrap):
+        for record in self.reader.read_to_end(self.topics.definitions, [partition]):
             end = record.offset + 1
             if record.key is None or not self.gate.usable_key(record, rejects):
                 continue
@@ -139,9 +141,7 @@ class PartitionRestorer:
                     extra={"action": "request_log_truncated", "partition": partition,
                            "topic": topic, "checkpoint": start, "low": low},
                 )  # fmt: skip
-            for record in read_to_end(
-                topic, [partition], self.settings.bootstrap, from_offsets={partition: start}
-            ):
+            for record in self.reader.read_to_end(topic, [partition], {partition: start}):
                 if record.value is None or record.offset >= ends[topic]:
                     continue
                 if not self.gate.usable_key(record, rejects):
@@ -149,7 +149,7 @@ class PartitionRestorer:
                 request: dict[str, Any] | None = self.gate.decode(
                     record, "ExecutionRequest", rejects
                 )
-                written_by = record.header(SEQ_HEADER)
+                written_by = _header(record, SEQ_HEADER)
                 if request is None or written_by is None:
                     continue
                 try:
@@ -162,6 +162,13 @@ class PartitionRestorer:
         return RequestLog(
             seq, ends, replayed_from=replayed_from, replayed=replayed, now_ms=self.now_ms()
         )
+
+
+def _header(record: ReadRecord, name: str) -> bytes | None:
+    for key, value in record.headers:
+        if key == name:
+            return value
+    return None
 
 
 T = TypeVar("T")
@@ -183,11 +190,16 @@ class BackgroundRestores(Generic[T]):
     """Restores on a thread of their own, one after another, so that the loop keeps serving the
     partitions it has while a large one is read (issue 16, B7). Each restore has a
     generation: a revoke (or a newer restore of the same partition) makes its result stale.
-    The timer and the orchestrator both restore this way."""
+    The timer and the orchestrator both restore this way. `inline`: no thread, each restore
+    runs in the loop's own thread when it asks what `finished` (the in-memory tier, whose
+    broker is one thread's)."""
 
-    def __init__(self, restore: Callable[[int], T], name: str = "timer-restore") -> None:
+    def __init__(
+        self, restore: Callable[[int], T], name: str = "timer-restore", inline: bool = False
+    ) -> None:
         self._restore = restore
         self._name = name
+        self._inline = inline
         self._requests: queue.Queue[tuple[int, int]] = queue.Queue()
         self._results: queue.Queue[RestoreResult[T]] = queue.Queue()
         self._current: dict[int, int] = {}
@@ -199,7 +211,7 @@ class BackgroundRestores(Generic[T]):
         self._generation += 1
         self._current[partition] = self._generation
         self._requests.put((partition, self._generation))
-        if self._thread is None:
+        if self._thread is None and not self._inline:
             self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
             self._thread.start()
 
@@ -212,6 +224,8 @@ class BackgroundRestores(Generic[T]):
 
     def finished(self) -> list[RestoreResult[T]]:
         """Restores done since the last call (stale ones left out), failures included."""
+        while self._inline and not self._stopped and not self._requests.empty():
+            self._run(*self._requests.get_nowait())
         done: list[RestoreResult[T]] = []
         while True:
             try:
@@ -231,11 +245,14 @@ class BackgroundRestores(Generic[T]):
             partition, generation = self._requests.get()
             if partition < 0 or self._stopped:
                 return
-            if self._current.get(partition) != generation:
-                continue  # revoked (or superseded) before its turn came
-            result: RestoreResult[T] = RestoreResult(partition, generation, time.monotonic())
-            try:
-                result.value = self._restore(partition)
-            except Exception as exc:  # a broker hiccup, or worse: the loop decides
-                result.error = exc
-            self._results.put(result)
+            self._run(partition, generation)
+
+    def _run(self, partition: int, generation: int) -> None:
+        if self._current.get(partition) != generation:
+            return  # revoked (or superseded) before its turn came
+        result: RestoreResult[T] = RestoreResult(partition, generation, time.monotonic())
+        try:
+            result.value = self._restore(partition)
+        except Exception as exc:  # a broker hiccup, or worse: the loop decides
+            result.error = exc
+        self._results.put(result)

@@ -6,9 +6,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwheel.adapters.kafka.producer import TransactionalProducer
+from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.core.timer.request_log import RequestLog
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.ports.kafka import TransactionalWriter
 from tickwheel.services.timer.records import RequestKey
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
@@ -53,7 +54,7 @@ class PartitionRuntime:
         self,
         partition: int,
         timer: PartitionTimer,
-        producer: TransactionalProducer,
+        producer: TransactionalWriter[TopicPartition],
         definitions_end: int,
         log: RequestLog,
     ) -> None:

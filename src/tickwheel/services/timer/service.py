@@ -22,17 +22,12 @@ import time
 from typing import Any
 
 from tickwheel.adapters.kafka.admin import verify_topology
-from tickwheel.adapters.kafka.client import (
-    Consumer,
-    KafkaException,
-    TopicPartition,
-)
-from tickwheel.adapters.kafka.config import consumer_config
-from tickwheel.adapters.kafka.reader import Record
+from tickwheel.adapters.kafka.broker_clients import BrokerClients
+from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.timer.writes import PartitionWrites
-from tickwheel.logs import configure_logging
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.ports.kafka import GroupConsumer, KafkaClients, ReadRecord
+from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
 from tickwheel.services.timer.calendars import CalendarFollower
 from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
@@ -59,8 +54,17 @@ class TimerService:
         settings: TimerSettings,
         clock: Clock | None = None,
         deadline: ShutdownDeadline | None = None,
+        clients: KafkaClients[TopicPartition] | None = None,
+        inline: bool = False,
     ) -> None:
+        """`clients`: where the Kafka clients come from (the cluster of `settings.bootstrap`
+        unless given: `MemoryClients` for the in-memory tier). `inline`: restores and the
+        calendars' first read run in the loop's own thread, not threads of their own (the
+        in-memory broker is one thread's)."""
         self.settings = settings
+        self.inline = inline
+        self.clients = clients if clients is not None else BrokerClients(settings.bootstrap)
+        self.reader = self.clients.reader()
         self.deadline = deadline  # armed by stop(): past it the process exits (decision 0050)
         self.clock = clock or SystemClock()
         self.topics = TimerTopics()
@@ -73,31 +77,30 @@ class TimerService:
         self.running = True
         # The group decides which definitions partitions we own. Static membership: a restarted
         # instance with the same name gets its partitions back without waiting for a rebalance.
-        self.consumer = Consumer(
-            consumer_config(
-                settings.group_id,
-                settings.bootstrap,
-                **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
-                   "heartbeat.interval.ms": 1000,
-                   "group.instance.id": f"{settings.group_id}-{settings.instance}"},
-            )
+        self.consumer = self.clients.consumer(
+            settings.group_id,
+            **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
+               "heartbeat.interval.ms": 1000,
+               "group.instance.id": f"{settings.group_id}-{settings.instance}"},
         )  # fmt: skip
         self.inputs = PartitionInputs(
-            settings.group_id, settings.bootstrap, self.topics.commands, self.topics.events
+            self.clients, self.reader, settings.group_id, self.topics.commands, self.topics.events
         )
         partition_count = declared_topic("jobs.definitions").partitions
         self.gate = RecordGate(partition_count, settings.max_payload_bytes, self.now_ms)
         self.restorer = PartitionRestorer(
-            settings, self.topics, self.gate, self.inputs, self.now_ms
+            settings, self.topics, self.gate, self.inputs, self.now_ms, self.clients, self.reader
         )
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
         # A partition is assigned paused until its restore (on the restore thread) is installed.
         # The restorer is looked up at each restore, not bound here: a test wraps it.
         self.restores: BackgroundRestores[tuple[PartitionRuntime, PartitionWrites]] = (
-            BackgroundRestores(lambda partition: self.restorer.restore(partition))
+            BackgroundRestores(lambda partition: self.restorer.restore(partition), inline=inline)
         )
         # Holiday calendars: read to the end on a thread at start, then followed each loop.
-        self.calendars = CalendarFollower(settings.bootstrap, dead_letter=self._calendar_rejected)
+        self.calendars = CalendarFollower(
+            self.clients, self.reader, dead_letter=self._calendar_rejected
+        )
         self.inbox = CommandInbox(
             self.gate,
             self.topics.commands,
@@ -105,7 +108,7 @@ class TimerService:
             definitions_read=self._definitions_read,
         )
 
-    def _calendar_rejected(self, record: Record, exc: Exception) -> None:
+    def _calendar_rejected(self, record: ReadRecord, exc: Exception) -> None:
         # One instance writes it: the owner of partition 0 (every instance reads calendars).
         if 0 in self.partitions:
             self.partitions[0].pending_emission.dead_letters.append(
@@ -120,7 +123,19 @@ class TimerService:
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
-        self.calendars.start()
+        self.start()
+        try:
+            while self.running:
+                self.step()
+        finally:
+            self.close()
+
+    def start(self) -> None:
+        """Join the group and start reading the calendars; `step` then serves what it owns."""
+        if self.inline:
+            self.calendars.load()
+        else:
+            self.calendars.start()
         if self.settings.metrics_port:
             self.metrics.serve(
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
@@ -134,23 +149,29 @@ class TimerService:
         log.info(
             "timer started", extra={"action": "timer_started", "instance": self.settings.instance}
         )
-        try:
-            while self.running:
-                self._poll(self.settings.tick_ms / 1000)
-                self._install_restores()
-                self.calendars.poll()
-                self.calendars.follow(self.partitions, self.now_ms())
-                self._tick_all()
-                self._retry_restores()
-        finally:
-            # No transaction is ever open between polls: what a stop abandons, the broker
-            # aborts, and the heir restores from what was committed.
-            for runtime in self.partitions.values():
-                runtime.producer.flush(self._flush_budget())
-            self.partitions.clear()  # the revoke callback in close() has nothing to flush
-            self.consumer.close()
-            self.inputs.close()
-            self.calendars.close()
+
+    def step(self) -> None:
+        """One turn of the loop: read, serve restored partitions, follow the calendars, tick
+        and commit every owned partition."""
+        self._poll(self.settings.tick_ms / 1000)
+        self._install_restores()
+        self.calendars.poll()
+        self.calendars.follow(self.partitions, self.now_ms())
+        self._tick_all()
+        self._retry_restores()
+
+    def close(self) -> None:
+        # No transaction is ever open between polls: what a stop abandons, the broker
+        # aborts, and the heir restores from what was committed.
+        for runtime in self.partitions.values():
+            runtime.producer.flush(self._flush_budget())
+        self.partitions.clear()  # the revoke callback in close() has nothing to flush
+        self.consumer.close()
+        self.inputs.close()
+        self.calendars.close()
+        close_reader = getattr(self.reader, "close", None)  # the cluster's has a probe to close
+        if close_reader is not None:
+            close_reader()
 
     def stop(self, *_args: Any) -> None:
         self.running = False
@@ -163,7 +184,9 @@ class TimerService:
         return min(5.0, remaining)
 
     # -- rebalancing -----------------------------------------------------------------------
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(
+        self, consumer: GroupConsumer[TopicPartition], partitions: list[TopicPartition]
+    ) -> None:
         """Definitions partitions are assigned paused and restored on the restore thread; the
         live tail starts where the restore stopped reading (`_install_restores`)."""
         consumer.incremental_assign(partitions)
@@ -174,7 +197,9 @@ class TimerService:
         for tp in ours:
             self._begin_restore(tp.partition)
 
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(
+        self, consumer: GroupConsumer[TopicPartition], partitions: list[TopicPartition]
+    ) -> None:
         for tp in partitions:
             if tp.topic == self.definitions:
                 runtime = self.partitions.pop(tp.partition, None)
@@ -270,14 +295,15 @@ class TimerService:
 
     # -- the loop --------------------------------------------------------------------------
     def _poll(self, timeout: float) -> None:
-        messages = self.consumer.consume(1000, timeout)
+        messages = list(self.consumer.consume(1000, timeout))
         if self.partitions:
-            messages = messages + self.inputs.consume(1000)
+            messages.extend(self.inputs.consume(1000))
         now = self.now_ms()
         for msg in messages:
-            if msg.error():
+            partition = msg.partition()
+            if msg.error() or partition is None:
                 continue
-            runtime = self.partitions.get(msg.partition())
+            runtime = self.partitions.get(partition)
             if runtime is None:
                 continue
             record = record_of(msg)
@@ -291,7 +317,7 @@ class TimerService:
                 # transaction, and the loop goes on.
                 rejects.append(self.gate.rejection(record, exc))
 
-    def _apply_record(self, runtime: PartitionRuntime, record: Record, now: int) -> None:
+    def _apply_record(self, runtime: PartitionRuntime, record: ReadRecord, now: int) -> None:
         rejects = runtime.pending_emission.dead_letters
         if record.topic == self.definitions:
             if record.key is None:
@@ -369,20 +395,3 @@ class TimerService:
         self.partitions.pop(runtime.partition, None)
         self.inputs.unassign(runtime.partition)
         self.restore_due[runtime.partition] = time.monotonic() + retry_in_s
-
-
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.timer")
-    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "timer"))
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-    # A burst allocates a few dicts per occurrence, nearly all acyclic: young collections every
-    # 700 allocations (the default) cost a 300,000-job burst a seventh of its speed.
-    gc.set_threshold(100_000, 50, 100)
-    serve(
-        log,
-        "timer",
-        lambda deadline: TimerService(TimerSettings(instance=args.instance), deadline=deadline),
-    )
