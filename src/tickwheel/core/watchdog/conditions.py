@@ -12,14 +12,10 @@ from typing import Any
 
 from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.schedule import CompiledSchedule
+from tickwheel.core.watchdog.deadlines import Deadlines
 from tickwheel.core.watchdog.facts import Facts, JobFacts, SlotFacts
-from tickwheel.core.watchdog.jobs import (
-    BUCKET_MS,
-    JobProfile,
-    effective_interval,
-    profile_interval,
-)
-from tickwheel.core.watchdog.table import NONE, JobTable
+from tickwheel.core.watchdog.jobs import JobProfile, effective_interval
+from tickwheel.core.watchdog.table import JobTable
 from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.errors import TickwheelError
 
@@ -60,7 +56,8 @@ def conditions(
 def job_conditions(
     jobs: JobTable, watermark: int, thresholds: Thresholds, order: Iterable[str] | None = None
 ) -> Iterator[Condition]:
-    """Broken chain and overdue, job by job in job id order.
+    """Broken chain and overdue, job by job in job id order (`order`: the jobs the deadline
+    wheel visits, decision 0133, or every job).
 
     The hot loop reads the table's columns, not a view per job (decision 0093): what a job's
     profile decides (recurring, enabled, its next occurrence, whether it is finished, its
@@ -72,9 +69,8 @@ def job_conditions(
     # Jobs share schedules (a million jobs, a few thousand schedules): each schedule's next
     # occurrence after the watermark is computed once per evaluation.
     upcoming: dict[CompiledSchedule, int | None] = {}
-    rows, profile_of, deleted, created, success_ms, profiles = jobs.columns()
-    history = jobs.history
-    grace_ms = thresholds.derived_grace_ms
+    rows, profile_of, deleted, _, _, profiles = jobs.columns()
+    deadlines = Deadlines(jobs, thresholds.derived_grace_ms)
     judged: dict[int, _Judged | None] = {}
     for job_id in sorted(jobs) if order is None else order:
         row = rows[job_id]
@@ -90,29 +86,8 @@ def job_conditions(
         if judgement is None:
             continue  # one-off, disabled, or a schedule that does not compile
         if not judgement.broken:
-            made = created[row]
-            bucket = made // BUCKET_MS
-            intervals = judgement.intervals
-            if bucket in intervals:
-                interval_ms = intervals[bucket]
-            else:
-                found = profile_interval(judgement.profile, made, grace_ms)
-                interval_ms = intervals[bucket] = None if found is None else found.ms
-            if interval_ms is None:
-                continue
-            # The baseline, as _job_conditions takes it: the latest of these.
-            baseline = made
-            if job_id in history:
-                resumed = JobFacts(jobs, job_id, row).resumed_at_ms()
-                if resumed is not None and resumed > baseline:
-                    baseline = resumed
-            starts = judgement.profile.starts_at_ms
-            if starts is not None and starts > baseline:
-                baseline = starts
-            success = success_ms[row]
-            if success != NONE and success > baseline:
-                baseline = success
-            if watermark < baseline + interval_ms:
+            deadline = deadlines.of(job_id, row)
+            if deadline is None or watermark < deadline:
                 continue  # not due: the common case, nothing to raise
         yield from _job_conditions(job_id, JobFacts(jobs, job_id, row), watermark, thresholds,
                                    upcoming)  # fmt: skip
@@ -124,8 +99,6 @@ class _Judged:
 
     profile: JobProfile
     broken: bool  # no future occurrence and not finished: every such job has a broken chain
-    # createdAt // BUCKET_MS → the interval (ms) of its jobs, None: they owe nothing.
-    intervals: dict[int, int | None]
 
 
 def _judge(
@@ -146,7 +119,7 @@ def _judge(
     finished = profile.bounded and (
         profile.last_slot_ms is None or profile.last_slot_ms <= watermark
     )
-    return _Judged(profile, upcoming is None and not finished, {})
+    return _Judged(profile, upcoming is None and not finished)
 
 
 def diagnose(slot: int, facts: SlotFacts | None, fire_time: int, watermark: int) -> str:

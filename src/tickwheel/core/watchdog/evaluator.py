@@ -22,6 +22,7 @@ from tickwheel.core.watchdog.lifecycle import Incident, Transition, acknowledge,
 from tickwheel.core.watchdog.parents import PARENT_KINDS, with_parents
 from tickwheel.core.watchdog.runs import RUN_KINDS, all_run_conditions
 from tickwheel.core.watchdog.thresholds import Thresholds
+from tickwheel.core.watchdog.wheel import DeadlineWheel
 from tickwheel.core.watchdog.workflows import KIND as STUCK_KIND
 from tickwheel.core.watchdog.workflows import stuck_steps
 from tickwheel.core.watchdog.workflows import why_clear as why_step_clear
@@ -35,6 +36,9 @@ class WatchdogState:
     facts: Facts = field(default_factory=Facts)
     incidents: dict[str, Incident] = field(default_factory=dict)
     watermark: int | None = None
+    # Which jobs an evaluation looks at (decision 0133); None: every job, the full scan the
+    # wheel is tested against.
+    wheel: DeadlineWheel | None = field(default_factory=DeadlineWheel)
 
     def apply(self, observed: Observed) -> None:
         self.facts.apply(observed)
@@ -56,9 +60,13 @@ def evaluate(
     if state.watermark is not None and watermark_ms <= state.watermark:
         return [], set()
     state.watermark = watermark_ms
-    order = sorted(state.facts.jobs)
-    current = [*extra, *conditions(state.facts, watermark_ms, thresholds, order)]
-    current.extend(all_run_conditions(state.facts.jobs, order, watermark_ms, thresholds))
+    if state.wheel is None:
+        job_order = run_order = sorted(state.facts.jobs)
+    else:
+        job_order, run_order = state.wheel.visit(state.facts.jobs, watermark_ms,
+                                                 thresholds.derived_grace_ms)  # fmt: skip
+    current = [*extra, *conditions(state.facts, watermark_ms, thresholds, job_order)]
+    current.extend(all_run_conditions(state.facts.jobs, run_order, watermark_ms, thresholds))
     current.extend(stuck_steps(state.facts.workflows, watermark_ms))
     # Parents first, so a child opened in the same evaluation already names its parent.
     current = with_parents(state.facts, current, watermark_ms, thresholds)

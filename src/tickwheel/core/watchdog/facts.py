@@ -159,6 +159,7 @@ class Facts:
     def _definition(self, job_id: str, record: Mapping[str, Any] | None) -> None:
         facts = self.job(job_id)
         table = self.jobs
+        table.touch(job_id)  # an older version too: it can move when the job was resumed
         if record is None:
             # A delete: whatever the job owed ends with it; a re-create starts afresh.
             table.history.pop(job_id, None)

@@ -100,6 +100,9 @@ class JobTable(Mapping[str, "JobFacts"]):
         self.history: dict[str, dict[int, tuple[bool, int]]] = {}
         self.slots: dict[str, dict[int, SlotFacts]] = {}
         self.last_runs: dict[str, tuple[int, int, int, int]] = {}
+        # The jobs whose definition changed since the deadline wheel last looked (None: no
+        # wheel follows this table yet, so nothing is recorded).
+        self.touched: set[str] | None = None
 
     # -- Mapping ---------------------------------------------------------------------------
     def __getitem__(self, job_id: str) -> JobFacts:
@@ -143,6 +146,7 @@ class JobTable(Mapping[str, "JobFacts"]):
     def set_spec(self, job_id: str, spec: JobSpec | None) -> None:
         """Make `spec` the job's newest version (None: it has none, e.g. after a delete)."""
         row = self.row(job_id)
+        self.touch(job_id)
         old = self._profile[row]
         if spec is None:
             self._profile[row] = -1
@@ -157,6 +161,15 @@ class JobTable(Mapping[str, "JobFacts"]):
             self._profile[row] = self._take_profile(spec.profile)
         if old >= 0:
             self._drop_profile(old)
+
+    def touch(self, job_id: str) -> None:
+        """Its deadline may have moved other than later (an edit, a version's history)."""
+        if self.touched is not None:
+            self.touched.add(job_id)
+
+    def profile_number(self, profile: JobProfile) -> int | None:
+        """The number `profile` is held under, None when no job has it."""
+        return self._profile_numbers.get(profile)
 
     def _take_profile(self, profile: JobProfile) -> int:
         number = self._profile_numbers.get(profile)
