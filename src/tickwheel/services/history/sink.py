@@ -12,25 +12,26 @@ dead-letter topic with its topic/partition/offset, and the sink keeps going.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
-from tickwheel.adapters.kafka.client import Consumer, KafkaError, KafkaException, TopicPartition
-from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
+from tickwheel.adapters.kafka.client import KafkaError, KafkaException, TopicPartition
 from tickwheel.clock import SystemClock
 from tickwheel.ports.history import HistoryStore, HistoryStoreError
+from tickwheel.ports.kafka import GroupConsumer
 from tickwheel.services.history import calendar_rows, rows
+from tickwheel.services.history.batch import Batch
+from tickwheel.services.history.columnar import EncodedInsert, EncodedKind, Frame, encoded_kinds
+from tickwheel.services.history.columnar import dedup_token as encoded_token
 from tickwheel.services.history.rows import Source, UnstorableRecord
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.history")
 
-PartitionKey = tuple[str, int]
 Converter = Callable[[Mapping[str, Any], Source], dict[str, Any]]
 TombstoneConverter = Callable[[str, Source], dict[str, Any]]
 
@@ -88,76 +89,6 @@ def default_routes() -> dict[str, Route]:
     return {topic_name(name): route for name, route in routes.items()}
 
 
-def _ranges_text(ranges: Mapping[PartitionKey, tuple[int, int]]) -> str:
-    return ";".join(f"{t}/{p}/{a}-{b}" for (t, p), (a, b) in sorted(ranges.items()))
-
-
-@dataclass
-class Batch:
-    """Records read since the last commit, grouped by table, with the offsets they span."""
-
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    # Every record read, decodable or not: what the commit moves past.
-    offsets: dict[PartitionKey, tuple[int, int]] = field(default_factory=dict)
-    # Per table, the ranges of the records it holds: what its dedup token names.
-    table_ranges: dict[str, dict[PartitionKey, tuple[int, int]]] = field(default_factory=dict)
-    size: int = 0
-    newest_ms: int = 0  # the newest Kafka timestamp among its records
-
-    @staticmethod
-    def _widen(ranges: dict[PartitionKey, tuple[int, int]], key: PartitionKey, offset: int) -> None:
-        # Twice per record: comparisons, not min/max calls (offsets mostly arrive in order).
-        span = ranges.get(key)
-        if span is None:
-            ranges[key] = (offset, offset)
-        elif offset > span[1]:
-            ranges[key] = (span[0], offset)
-        elif offset < span[0]:
-            ranges[key] = (offset, span[1])
-
-    def note(self, topic: str, partition: int, offset: int) -> None:
-        self._widen(self.offsets, (topic, partition), offset)
-        self.size += 1
-
-    def add(self, table: str, row: dict[str, Any]) -> None:
-        self.rows.setdefault(table, []).append(row)
-        key = (row["source_topic"], row["source_partition"])
-        self._widen(self.table_ranges.setdefault(table, {}), key, row["source_offset"])
-
-    def drop(self, partitions: Iterable[PartitionKey]) -> int:
-        """Forget the records of revoked partitions (their new owner reads them again)."""
-        gone = set(partitions)
-        dropped = 0
-        for key in gone & set(self.offsets):
-            del self.offsets[key]
-        for table, table_rows in list(self.rows.items()):
-            kept = [r for r in table_rows if (r["source_topic"], r["source_partition"]) not in gone]
-            dropped += len(table_rows) - len(kept)
-            if kept:
-                self.rows[table] = kept
-            else:
-                del self.rows[table]
-            ranges = self.table_ranges.get(table, {})
-            for key in gone & set(ranges):
-                del ranges[key]
-        return dropped
-
-    def dedup_token(self, table: str) -> str:
-        """The insert deduplication token of `table`'s rows: a digest of their offset ranges
-        and of the rows' event ids. The same records delivered again give the same token; a
-        topic recreated from scratch (offsets reused by different records) does not."""
-        digest = hashlib.sha256(
-            f"{table}|{_ranges_text(self.table_ranges.get(table, {}))}".encode()
-        )
-        for row in self.rows.get(table, []):
-            digest.update(b"|")
-            digest.update(str(row.get("event_id", "")).encode())
-        return f"tickwheel-history:{table}:{digest.hexdigest()[:40]}"
-
-    def commit_offsets(self) -> list[TopicPartition]:
-        return [TopicPartition(t, p, last + 1) for (t, p), (_first, last) in self.offsets.items()]
-
-
 @dataclass
 class SinkStats:
     records: int = 0
@@ -176,14 +107,34 @@ class SinkStats:
         return dict(self.__dict__)
 
 
+class DeadLetters(Protocol):
+    """Where a record nothing can store goes (`DeadLetterWriter`; a list in unit tests)."""
+
+    def undecodable(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: str | None,
+        raw: bytes | None,
+        reason: str,
+        kind: str = "undecodable",
+    ) -> None: ...
+
+
 class HistorySink:
-    """One consumer, one store. `step()` reads one batch, writes it, and commits it."""
+    """One consumer, one store. `step()` reads one batch, writes it, and commits it.
+
+    With a store that can insert encoded records (`EncodedInsert`: both ClickHouse backends)
+    and `encoded` left on, execution events and requests of the current schema version take
+    the fast path (`columnar.py`); everything else, and any batch the fast insert refuses,
+    takes the row path."""
 
     def __init__(
         self,
         store: HistoryStore,
-        consumer: Consumer,
-        dead_letters: DeadLetterWriter,
+        consumer: GroupConsumer[TopicPartition],
+        dead_letters: DeadLetters,
         *,
         routes: Mapping[str, Route] | None = None,
         max_batch: int = 5000,
@@ -191,8 +142,11 @@ class HistorySink:
         after_insert: Callable[[int], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now_ms: Callable[[], int] | None = None,
+        encoded: bool = True,
     ) -> None:
         self.store = store
+        self._encoded_store = store if encoded and isinstance(store, EncodedInsert) else None
+        self._kinds: dict[str, EncodedKind] = encoded_kinds() if self._encoded_store else {}
         self.consumer = consumer
         self.dead_letters = dead_letters
         self.routes = dict(routes or default_routes())
@@ -235,7 +189,10 @@ class HistorySink:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 break
-            for message in self.consumer.consume(min(self.max_batch - batch.size, 1000), timeout):
+            messages = self.consumer.consume(min(self.max_batch - batch.size, 1000), timeout)
+            if not messages:
+                break  # the wait is over (a client that never blocks: nothing more there)
+            for message in messages:
                 self._accept(batch, message)
         if batch.offsets:
             self.write(batch)
@@ -256,12 +213,20 @@ class HistorySink:
         route = self.routes.get(topic)
         if route is None:
             return
+        timestamp_ms = int(message.timestamp()[1])
+        if timestamp_ms > batch.newest_ms:
+            batch.newest_ms = timestamp_ms
+        value = message.value()
+        kind = self._kinds.get(route.schema)
+        if kind is not None and value is not None and value.startswith(kind.header):
+            batch.add_encoded(kind, message)
+            return
+        self._accept_row(batch, route, message, Source(topic, partition, offset, timestamp_ms))
+
+    def _accept_row(self, batch: Batch, route: Route, message: Any, source: Source) -> None:
         raw_key = message.key()
         key = raw_key.decode("utf-8", errors="replace") if raw_key is not None else None
         value = message.value()
-        source = Source(topic, partition, offset, int(message.timestamp()[1]))
-        if source.timestamp_ms > batch.newest_ms:
-            batch.newest_ms = source.timestamp_ms
         if value is None:
             # Only a compacted topic's tombstone means something (a deletion of a definition
             # or a calendar); elsewhere a tombstone carries nothing to record.
@@ -297,11 +262,22 @@ class HistorySink:
     # -- write, then commit ----------------------------------------------------------------
     def write(self, batch: Batch) -> None:
         """Insert every table's rows, then commit the batch's offsets (never the other way)."""
+        frame_tables: dict[str, list[tuple[Frame, int]]] = {}
+        for frame in batch.frames.values():
+            for index, target in enumerate(frame.kind.tables):
+                frame_tables.setdefault(target.table, []).append((frame, index))
         written = 0
-        for table in sorted(batch.rows, key=_table_rank):
-            table_rows = batch.rows[table]
-            self._insert(table, table_rows, batch.dedup_token(table))
-            written += len(table_rows)
+        framed: dict[str, bytes] = {}
+        inserted: set[str] = set()
+        for table in sorted(set(batch.rows) | set(frame_tables), key=_table_rank):
+            for frame, index in frame_tables.get(table, []):
+                if frame.kind.schema in batch.frames:  # not fallen back to the row path
+                    written += self._insert_frame(batch, frame, index, framed)
+            written += self._insert_rows(batch, table)
+            inserted.add(table)
+        # Rows of a table already passed, from a frame that fell back after its first table.
+        for table in sorted(set(batch.rows) - inserted, key=_table_rank):
+            written += self._insert_rows(batch, table)
         self.stats.batches += 1
         self.stats.rows += written
         self.stats.last_batch_rows = written
@@ -318,6 +294,45 @@ class HistorySink:
                 "offset commit failed; the batch will be delivered again",
                 extra={"action": "history_commit_failed", "error": str(exc)},
             )
+
+    def _insert_rows(self, batch: Batch, table: str) -> int:
+        table_rows = batch.rows.get(table, [])
+        if table_rows:
+            self._insert(table, table_rows, batch.dedup_token(table))
+        return len(table_rows)
+
+    def _insert_frame(
+        self, batch: Batch, frame: Frame, index: int, framed: dict[str, bytes]
+    ) -> int:
+        """One table of a frame through the fast path; if the store refuses it, every record
+        of the frame goes to the row path instead, which stores what it can and dead-letters
+        the rest."""
+        store = self._encoded_store
+        assert store is not None  # frames exist only with an encoding store
+        kind = frame.kind
+        data = framed.get(kind.schema)
+        if data is None:
+            data = framed[kind.schema] = kind.frame(frame.messages)
+        table = kind.tables[index]
+        try:
+            store.insert_encoded(table.table, table.columns, table.select, kind.structure, data,
+                                 dedup_token=encoded_token(table.table, data))  # fmt: skip
+            return len(frame.messages)
+        except HistoryStoreError as exc:
+            # After its first table, the rows of the earlier ones are inserted again: copies
+            # with the same event ids, which FINAL and uniqExact collapse (decision 0030).
+            log.warning(
+                "the fast insert refused a batch; its records go through the row path",
+                extra={"action": "history_fast_path_refused", "table": table.table,
+                       "records": len(frame.messages), "error": str(exc)[:500]},
+            )  # fmt: skip
+        del batch.frames[kind.schema]
+        for message in frame.messages:
+            route = self.routes[message.topic()]
+            source = Source(message.topic(), message.partition(), message.offset(),
+                            int(message.timestamp()[1]))  # fmt: skip
+            self._accept_row(batch, route, message, source)
+        return 0
 
     def _measure_lag(self, batch: Batch | None = None) -> None:
         """Records behind on the assigned partitions after `batch`: each one's cached high

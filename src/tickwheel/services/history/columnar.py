@@ -1,0 +1,247 @@
+"""The sink's fast path for its two high-volume record kinds (decision 0123): the Avro bodies
+of `ExecutionEvent`s and `ExecutionRequest`s go to ClickHouse as they are, in an Avro
+container that ClickHouse decodes in C++, and each table's row is computed by a SELECT list
+that is the SQL twin of `rows.execution_event_row`, `rows.execution_request_row` and
+`rows.requested_event_row`. Python touches no field of these records: per record it slices
+the body, appends where it was read (topic, partition, offset) and a check value, and frames
+it as one container block.
+
+What the row path refuses, this path must not store: every row is checked in the SELECT
+(instants within what `DateTime64(3)` holds, text valid UTF-8, and the check value read back
+where it was written, which catches a body with bytes missing or to spare, since each record
+is its own block), and a failed check fails the whole insert with `throwIf`. The sink then
+writes that batch's records through the row path, which dead-letters the bad one and stores
+the rest. Only records of the schema's current version take this path (an older version's
+defaults are the Avro reader's business, not ClickHouse's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from tickwheel.adapters.avro import HEADER_SIZE
+from tickwheel.adapters.avro._registry import default_registry
+from tickwheel.adapters.avro.binary import write_long, write_string
+from tickwheel.services.history.rows import MAX_STORABLE_MS, MIN_STORABLE_MS
+
+#: The value written after each record and checked by the SELECT: a body with bytes missing
+#: or to spare shifts it, and the insert fails instead of storing a misread row.
+CHECK_VALUE = 0x5EED_7A11_C0DE
+_CHECK = write_long(CHECK_VALUE)
+#: Avro container sync marker: any 16 bytes, the same in the header and after each block.
+_SYNC = b"tickwheel-sink\x00\x01"
+_ONE_RECORD = write_long(1)
+_EXTRA_FIELDS = (
+    {"name": "tw_source_topic", "type": "string"},
+    {"name": "tw_source_partition", "type": "int"},
+    {"name": "tw_source_offset", "type": "long"},
+    {"name": "tw_check", "type": "long"},
+)
+_EXTRA_STRUCTURE = (
+    "tw_source_topic String, tw_source_partition Int32, tw_source_offset Int64, tw_check Int64"
+)
+
+
+@runtime_checkable
+class EncodedInsert(Protocol):
+    """A history store that can insert records ClickHouse decodes itself (both ClickHouse
+    backends can; the in-memory store cannot, and the sink then uses the row path alone)."""
+
+    def insert_encoded(
+        self,
+        table: str,
+        columns: Sequence[str],
+        select: str,
+        structure: str,
+        data: bytes,
+        input_format: str = "Avro",
+        dedup_token: str | None = None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class EncodedTable:
+    """One table a record kind fills: its columns, and the SELECT list computing them."""
+
+    table: str
+    columns: tuple[str, ...]
+    select: str
+
+
+@dataclass(frozen=True)
+class EncodedKind:
+    """A record kind on the fast path: the single-object header of its current version, the
+    container header announcing that version's fields plus the sink's, and its tables."""
+
+    schema: str
+    header: bytes
+    container_header: bytes
+    structure: str
+    tables: tuple[EncodedTable, ...]
+
+    def frame(self, messages: Iterable[Any]) -> bytes:
+        """An Avro container with one block per message: its body, then where it was read
+        and the check value (a record's bytes followed by more fields is the encoding of
+        the record extended by those fields)."""
+        prefixes: dict[tuple[str, int], bytes] = {}
+        parts = [self.container_header]
+        for message in messages:
+            topic, partition = message.topic(), message.partition()
+            prefix = prefixes.get((topic, partition))
+            if prefix is None:
+                prefix = prefixes[(topic, partition)] = write_string(topic) + write_long(partition)
+            record = message.value()[HEADER_SIZE:] + prefix + write_long(message.offset()) + _CHECK
+            parts.append(_ONE_RECORD + write_long(len(record)) + record + _SYNC)
+        return b"".join(parts)
+
+
+def dedup_token(table: str, data: bytes) -> str:
+    """The insert's token: the framed data names every record's place and bytes, so the same
+    records delivered again in the same cut give the same token, and offsets reused by other
+    records (a topic recreated) do not."""
+    digest = hashlib.sha256(table.encode())
+    digest.update(data)
+    return f"tickwheel-history:{table}:avro:{digest.hexdigest()[:40]}"
+
+
+def _container_header(schema: Mapping[str, Any]) -> bytes:
+    extended = {**schema, "fields": [*schema["fields"], *_EXTRA_FIELDS]}
+    meta = {"avro.schema": json.dumps(extended).encode(), "avro.codec": b"null"}
+    out = bytearray(b"Obj\x01")
+    out += write_long(len(meta))
+    for key, value in meta.items():
+        out += write_string(key) + write_long(len(value)) + value
+    return bytes(out + write_long(0) + _SYNC)
+
+
+def _instant(column: str) -> str:
+    return f"fromUnixTimestamp64Milli({column}, 'UTC')"
+
+
+def _in_range(column: str, nullable: bool = False) -> str:
+    check = f"{column} BETWEEN {MIN_STORABLE_MS} AND {MAX_STORABLE_MS}"
+    return f"({column} IS NULL OR {check})" if nullable else check
+
+
+def _utf8(columns: Iterable[str]) -> str:
+    return " AND ".join(f"isValidUTF8(ifNull({c}, ''))" for c in columns)
+
+
+def _guarded(first_column: str, valid: str) -> str:
+    # throwIf returns 0 when the condition is false; the sum keeps the column's value and
+    # makes ClickHouse evaluate the check for every row.
+    return (
+        f"if(throwIf(NOT ({valid} AND tw_check = {CHECK_VALUE}), "
+        f"'tickwheel: a record the row path must judge') = 0, {first_column}, {first_column})"
+    )
+
+
+_SOURCE = ("tw_source_topic", "tw_source_partition", "tw_source_offset")
+_EVENT_COLUMNS = (
+    "event_id", "event_time", "event_type", "job_id", "job_type", "tenant_id", "execution_id",
+    "attempt", "scheduled_time", "fire_time", "worker_id", "lease_deadline", "error_kind",
+    "error", "reason", "details", "source_topic", "source_partition", "source_offset",
+)  # fmt: skip
+
+
+def _execution_events() -> EncodedKind:
+    valid = " AND ".join((
+        _in_range("event_time"), _in_range("scheduled_time"),
+        _in_range("fire_time", nullable=True), _in_range("lease_deadline", nullable=True),
+        _utf8(("event_id", "event_type", "job_id", "job_type", "tenant_id", "execution_id",
+               "worker_id", "error", "error_kind", "reason", "details")),
+    ))  # fmt: skip
+    select = ", ".join((
+        _guarded("event_id", valid), _instant("event_time"), "event_type", "job_id",
+        "job_type", "tenant_id", "execution_id", "toUInt32(greatest(attempt, 0))",
+        _instant("scheduled_time"), _instant("fire_time"), "worker_id",
+        _instant("lease_deadline"), "error_kind", "error", "reason",
+        "if(ifNull(details, '') = '', '{}', details)", *_SOURCE,
+    ))  # fmt: skip
+    structure = (
+        "event_id String, event_time Int64, event_type String, job_id String, job_type String, "
+        "tenant_id String, execution_id String, attempt Int32, scheduled_time Int64, "
+        "fire_time Nullable(Int64), worker_id Nullable(String), lease_deadline Nullable(Int64), "
+        "error Nullable(String), error_kind Nullable(String), reason Nullable(String), "
+        f"details Nullable(String), {_EXTRA_STRUCTURE}"
+    )
+    return _kind(
+        "ExecutionEvent", structure, EncodedTable("execution_events", _EVENT_COLUMNS, select)
+    )
+
+
+def _execution_requests() -> EncodedKind:
+    valid = " AND ".join((
+        _in_range("requested_at"), _in_range("scheduled_time"), _in_range("fire_time"),
+        _in_range("period_start"), _in_range("period_end", nullable=True),
+        _utf8(("execution_id", "job_id", "job_type", "tenant_id", "priority", "trigger",
+               "payload")),
+    ))  # fmt: skip
+    requests = EncodedTable(
+        "execution_requests",
+        ("event_id", "event_time", "execution_id", "job_id", "job_version", "job_type",
+         "tenant_id", "priority", "attempt", "trigger", "late", "scheduled_time", "fire_time",
+         "period_start", "period_end", "max_attempts", "lease_seconds", "heartbeat_seconds",
+         "payload", "source_topic", "source_partition", "source_offset"),
+        ", ".join((
+            _guarded("concat('request:', execution_id, ':', toString(attempt))", valid),
+            _instant("requested_at"), "execution_id", "job_id",
+            "toUInt64(greatest(job_version, 0))", "job_type", "tenant_id", "priority",
+            "toUInt32(greatest(attempt, 0))", "trigger", "late", _instant("scheduled_time"),
+            _instant("fire_time"), _instant("period_start"), _instant("period_end"),
+            "toUInt32(greatest(max_attempts, 0))", "toUInt32(greatest(lease_seconds, 0))",
+            "toUInt32(greatest(heartbeat_seconds, 0))", "if(payload = '', '{}', payload)",
+            *_SOURCE,
+        )),
+    )  # fmt: skip
+    # The `requested` event each request stands for (decision 0007; tickwheel.events).
+    requested = EncodedTable(
+        "execution_events",
+        _EVENT_COLUMNS,
+        ", ".join((
+            _guarded("concat('timer:requested:', execution_id, ':', toString(attempt))", valid),
+            _instant("requested_at"), "'requested'", "job_id", "job_type", "tenant_id",
+            "execution_id", "toUInt32(greatest(attempt, 0))", _instant("scheduled_time"),
+            _instant("fire_time"), "CAST(NULL, 'Nullable(String)')",
+            "CAST(NULL, 'Nullable(DateTime64(3, \\'UTC\\'))')", "CAST(NULL, 'Nullable(String)')",
+            "CAST(NULL, 'Nullable(String)')", "concat(trigger, if(late, ':late', ''))", "'{}'",
+            *_SOURCE,
+        )),
+    )  # fmt: skip
+    structure = (
+        "execution_id String, job_id String, job_version Int64, job_type String, "
+        "tenant_id String, priority String, attempt Int32, scheduled_time Int64, "
+        "fire_time Int64, period_start Int64, period_end Nullable(Int64), payload String, "
+        "max_attempts Int32, trigger String, late Bool, requested_at Int64, "
+        f"lease_seconds Int32, heartbeat_seconds Int32, {_EXTRA_STRUCTURE}"
+    )
+    return _kind("ExecutionRequest", structure, requests, requested)
+
+
+def _kind(schema: str, structure: str, *tables: EncodedTable) -> EncodedKind:
+    current = default_registry().current(schema)
+    return EncodedKind(
+        schema=schema,
+        header=current.header,
+        container_header=_container_header(current.schema),
+        structure=structure,
+        tables=tables,
+    )
+
+
+def encoded_kinds() -> dict[str, EncodedKind]:
+    """The record kinds on the fast path, by schema name."""
+    return {kind.schema: kind for kind in (_execution_events(), _execution_requests())}
+
+
+@dataclass
+class Frame:
+    """The records of one kind read since the last commit, kept as the messages they came
+    in (the row path reads them again if the fast insert fails)."""
+
+    kind: EncodedKind
+    messages: list[Any] = field(default_factory=list)
