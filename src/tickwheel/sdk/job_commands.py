@@ -40,6 +40,8 @@ SEEN_KEPT = 100_000  # verdicts of this writer's commands kept for `status`
 WRITES_VAR = "TICKWHEEL_JOB_WRITES"
 WRITE_PATHS = ("auto", "commands", "direct")
 JUDGE_GROUP = "tickwheel-jobwriter"
+# How long `auto` trusts what it learnt about the judge while it saw none.
+JUDGE_RECHECK_S = 10.0
 
 
 class VerdictPending(TickwheelError, TimeoutError):
@@ -86,7 +88,7 @@ def write_path() -> str:
     return value
 
 
-def judge_running(bootstrap: str | None, timeout: float = 5.0) -> bool:
+def judge_running(bootstrap: str | None, timeout: float = 2.0) -> bool:
     """Whether the single writer's consumer group has a member (what `auto` decides by)."""
     from tickwheel.adapters.kafka.admin import admin_client
 
@@ -241,3 +243,47 @@ class JobCommandWriter:
         self._stop.set()
         self._thread.join(timeout=10)
         self._consumer.close()
+
+
+class WritePath:
+    """Which path a client's job writes take (`auto`, `commands`, `direct`; None reads
+    TICKWHEEL_JOB_WRITES), and the command writer once commands are used."""
+
+    def __init__(
+        self, bootstrap: str | None, clock: Clock, path: str | None = None, wait_s: float = WAIT_S
+    ) -> None:
+        self.bootstrap, self.clock, self.wait_s = bootstrap, clock, wait_s
+        self.path = path or write_path()
+        if self.path not in WRITE_PATHS:
+            raise InvalidInput("write_path", f"{path!r}; accepted: {', '.join(WRITE_PATHS)}")
+        self._writer: JobCommandWriter | None = None
+        self._asked_at: float | None = None  # monotonic; None: never asked
+
+    def commands(self) -> bool:
+        """Whether the next write goes through the judge."""
+        if self.path != "auto":
+            return self.path == "commands"
+        if self._writer is not None:
+            return True  # once the judge was seen, every write waits for its verdicts
+        # A duration, not an instant: the monotonic counter is no clock reading to inject.
+        now = time.monotonic()
+        if self._asked_at is not None and now - self._asked_at < JUDGE_RECHECK_S:
+            return False
+        self._asked_at = now
+        if not judge_running(self.bootstrap):
+            return False
+        self.writer()
+        return True
+
+    def writer(self) -> JobCommandWriter:
+        if self._writer is None:
+            self._writer = JobCommandWriter(self.bootstrap, clock=self.clock, wait_s=self.wait_s)
+        return self._writer
+
+    def status(self, command_id: str) -> Verdict | str | None:
+        return None if self._writer is None else self._writer.status(command_id)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
