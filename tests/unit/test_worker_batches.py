@@ -15,6 +15,7 @@ from typing import Any
 from tickwheel.clock import FakeClock
 from tickwheel.jobtypes import builtin_registry
 from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
+from tickwheel.services.worker.attempt import AllDelivered
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.coroutines import CoroutineRunner, is_async
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
@@ -46,20 +47,20 @@ def test_only_the_builtin_non_waiting_handlers_run_inline() -> None:
 def test_an_inline_batch_records_every_lease_before_any_handler_runs() -> None:
     builtins = builtin_registry()
     sink = ListSink()
-    acknowledged: list[str] = []
+    acknowledged: list[str | None] = []
     batch = InlineBatch(sink=sink, clock=FakeClock(1_800_000_000.0), worker_id="w", priority="n")
     attempts = [
         InlineAttempt(request(execution_id=f"e{i}", job_type=name, payload=payload),
-                      builtins.get(name), lambda _err, i=i: acknowledged.append(f"e{i}"))
+                      builtins.get(name))
         for i, (name, payload) in enumerate([
             ("noop", "{}"), ("fail", '{"mode": "permanent"}'), ("fail", '{"times": 0}'),
             ("noop", "[1]"),
         ])
     ]  # fmt: skip
-    assert batch.run(attempts) == 4 and batch.started_count == 4
+    assert batch.run(attempts, acknowledged.append) == 4 and batch.started_count == 4
     assert sink.types()[:4] == ["leased"] * 4  # every lease before the first outcome
     outcomes = {e["execution_id"]: e for e in sink.events[4:]}
-    assert acknowledged == ["e0", "e1", "e2", "e3"]
+    assert acknowledged == [None]  # one report, once all four leases are acknowledged
     assert outcomes["e0"]["event_type"] == "succeeded"
     assert (outcomes["e1"]["event_type"], outcomes["e1"]["error_kind"]) == ("failed", "permanent")
     assert outcomes["e2"]["event_type"] == "succeeded"  # fails the first 0 attempts
@@ -176,3 +177,36 @@ def test_an_async_handler_past_its_limit_is_failed_retryable_and_its_task_cancel
     assert [e["event_type"] for e in h.events_of(hung)] == ["leased", "failed"]
     assert h.done == [hung] and h.fatal == []
     h.runner.shutdown()
+
+
+def test_a_batch_is_reported_durable_once_every_lease_is_and_never_after_a_failure() -> None:
+    reports: list[str | None] = []
+    each = AllDelivered(3, reports.append)
+    each(None)
+    each(None)
+    assert reports == []  # two of three acknowledged: not yet
+    each(None)
+    assert reports == [None]
+    failing = AllDelivered(3, reports.append)
+    failing(None)
+    failing("broker down")
+    failing(None)
+    failing("again")
+    assert reports == [None, "broker down"]  # the failure once, and no success after it
+
+
+def test_a_batchs_leases_release_its_offsets_and_the_redeliveries_held_behind_them() -> None:
+    offsets = OffsetTracker()
+    fatal: list[str] = []
+    ledger = LeaseLedger(offsets, fatal.append)
+    offsets.assign(0)
+    offsets.track_all([(0, 10), (0, 11), (0, 12)])
+    keys = [("a", 1), ("b", 1)]
+    assert ledger.take_all([*keys, ("a", 1)]) == [True, True, False]
+    ledger.duplicate(("b", 1), 0, 12)  # redelivered before its lease is durable
+    report = ledger.delivered_all(keys, [(0, 10), (0, 11)])
+    assert offsets.committable() == {0: 10}
+    report(None)
+    assert offsets.committable() == {0: 13} and fatal == []
+    ledger.delivered_all([("c", 1)], [(0, 13)])("timed out")
+    assert fatal == ["leased event of a batch of 1 not delivered: timed out"]

@@ -17,6 +17,7 @@ from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryConsumer, Memory
 from tickwheel.clock import FakeClock
 from tickwheel.jobtypes import builtin_registry
 from tickwheel.sdk.worker import ExecutionContext, HandlerRegistry, JobType
+from tickwheel.services.worker.attempt import RecordBatches
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
@@ -30,7 +31,7 @@ MAX_STEPS = 1000  # every wait below is bounded by a count of loop turns (and so
 TURN_WAIT_S = 0.005  # between turns, for what a slot thread does meanwhile
 
 
-class BrokerSink:
+class BrokerSink(RecordBatches):
     """The worker's event sink on the in-memory broker: each event is appended to
     `executions.events` (keyed by job), and its acknowledgement held until `acknowledge()`
     when `hold` is set (the broker has not confirmed the lease yet)."""

@@ -14,7 +14,7 @@ from tickwheel.clock import FakeClock
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.executions import cancel_record
 from tickwheel.sdk.worker import JobType
-from tickwheel.services.worker.attempt import AttemptLease, LeaseTerms, lease_terms
+from tickwheel.services.worker.attempt import AttemptLease, LeaseTerms, RecordBatches, lease_terms
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.events import Outcome
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
@@ -30,7 +30,7 @@ from tickwheel.services.worker.tenants import TenantQueue
 from .test_worker_sdk import request
 
 
-class ListSink:
+class ListSink(RecordBatches):
     """The event sink port, in memory: records what the lease publishes, decoded by the
     generic Avro decoder (so every test also checks the worker's own encoding)."""
 

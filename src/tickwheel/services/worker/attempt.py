@@ -10,7 +10,7 @@ import logging
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,6 +38,52 @@ class EventSink(Protocol):
         """Queue an encoded `ExecutionEvent` for `executions.events` (key = `job_id`);
         `on_delivery(error_or_None)` once the broker acknowledged it (or gave up)."""
         ...
+
+    def publish_batch(
+        self, records: Sequence[tuple[str, bytes]], on_delivery: DeliveryCallback | None = None
+    ) -> None:
+        """Queue encoded events (`(job_id, value)` each, in order); `on_delivery(None)` once
+        every one is acknowledged, or `on_delivery(error)` once, at the first that is not."""
+        ...
+
+
+class AllDelivered:
+    """Counts the delivery reports of a batch into one: `report(None)` after the last
+    acknowledgement, `report(error)` at the first failure (and nothing after it). Safe when
+    reports arrive on several threads: the count is an `itertools.count`, atomic in CPython."""
+
+    __slots__ = ("_acknowledged", "_failed", "_report", "_total")
+
+    def __init__(self, total: int, report: DeliveryCallback) -> None:
+        self._total = total
+        self._report = report
+        self._acknowledged = itertools.count(1)
+        self._failed = False
+
+    def __call__(self, error: str | None) -> None:
+        if error is not None:
+            if not self._failed:
+                self._failed = True
+                self._report(error)
+        elif next(self._acknowledged) == self._total and not self._failed:
+            self._report(None)
+
+
+class RecordBatches:
+    """`publish_batch` in terms of `publish_record`, for sinks with no batch path of their own
+    (the in-memory and test sinks)."""
+
+    def publish_record(
+        self, job_id: str, value: bytes, on_delivery: DeliveryCallback | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    def publish_batch(
+        self, records: Sequence[tuple[str, bytes]], on_delivery: DeliveryCallback | None = None
+    ) -> None:
+        each = AllDelivered(len(records), on_delivery) if on_delivery and records else None
+        for job_id, value in records:
+            self.publish_record(job_id, value, each)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,26 @@ EVENT_LAYOUT: tuple[tuple[str, Any], ...] = (
 
 
 _TYPE_INDEX = {name: _long(i) for i, name in enumerate(EVENT_TYPES)}
+_QUIET = b"\x00" * 4  # no error, error kind, reason or details: four null branches
+_QUIET_DETAILS = b"\x00" * 3  # no error, error kind or reason
+# Runs of request fields, encoded once per distinct value tuple (bounded; cleared when full).
+# Equal tuples encode to equal bytes: the values are strings, ints and None.
+_MEMO_MAX = 4096
+_LAST_TIME: tuple[int | None, bytes] = (None, b"")
+_LAST_DEADLINE: tuple[int | None, bytes] = (None, _opt_long(None))
+# The end of an outcome whose details are `{"duration_ms": n}` alone, for n under a second.
+_DURATION_ENDS = [
+    _QUIET_DETAILS + _opt_string(f'{{"duration_ms": {n}}}') for n in range(1000)
+]  # fmt: skip
+_KINDS: dict[tuple[str, str], bytes] = {}
+_SLOTS: dict[tuple[Any, ...], bytes] = {}
+
+
+def _remember(memo: dict[Any, bytes], key: Any, value: bytes) -> bytes:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 def _declared(avro_type: Any) -> Any:
@@ -99,12 +119,20 @@ class AttemptEvents:
         self._id_tail = f":{request['execution_id']}:{request['attempt']}:{worker_id}:"
         self._middle: bytes | None = None
         if fast_layout():
-            attempt = request["attempt"]  # written as the generic encoder writes an int
+            # Type and tenant, and attempt, slot, fire time and worker, repeat across a batch
+            # (a schedule's jobs, one worker): each run's bytes are written once.
+            kind = (request["job_type"], request["tenant_id"])
+            kind_bytes = _KINDS.get(kind)
+            if kind_bytes is None:
+                kind_bytes = _remember(_KINDS, kind, _string(kind[0]) + _string(kind[1]))
+            slot = (request["attempt"], request["scheduled_time"], request["fire_time"], worker_id)
+            slot_bytes = _SLOTS.get(slot)
+            if slot_bytes is None:
+                slot_bytes = _remember(_SLOTS, slot, b"".join((
+                    _long(slot[0]), _long(slot[1]), _opt_long(slot[2]), _opt_string(worker_id),
+                )))  # fmt: skip
             self._middle = b"".join((
-                _string(request["job_id"]), _string(request["job_type"]),
-                _string(request["tenant_id"]), _string(request["execution_id"]),
-                _long(attempt), _long(request["scheduled_time"]),
-                _opt_long(request["fire_time"]), _opt_string(worker_id),
+                _string(self.job_key), kind_bytes, _string(request["execution_id"]), slot_bytes,
             ))  # fmt: skip
 
     def encode(
@@ -127,9 +155,30 @@ class AttemptEvents:
                 error=error, error_kind=error_kind, reason=reason,
                 details=dict(details) if details else None,
             ))  # fmt: skip
+        if error is None and error_kind is None and reason is None:  # most events
+            if details is None:
+                end = _QUIET
+            else:
+                duration = details.get("duration_ms") if len(details) == 1 else None
+                if type(duration) is int and 0 <= duration < len(_DURATION_ENDS):
+                    end = _DURATION_ENDS[duration]  # an outcome's usual details
+                else:
+                    end = _QUIET_DETAILS + _opt_string(details_json(details))
+        else:
+            end = b"".join((
+                _opt_string(error), _opt_string(error_kind), _opt_string(reason),
+                _opt_string(details_json(details)),
+            ))  # fmt: skip
+        # A batch's events share their instants: the last one's bytes are kept (a tuple,
+        # swapped whole, so threads that encode at once never see half an update).
+        global _LAST_TIME, _LAST_DEADLINE
+        last = _LAST_TIME
+        if last[0] != event_time_ms:
+            last = _LAST_TIME = (event_time_ms, _long(event_time_ms))
+        deadline = _LAST_DEADLINE
+        if deadline[0] != lease_deadline_ms:
+            deadline = _LAST_DEADLINE = (lease_deadline_ms, _opt_long(lease_deadline_ms))
         return b"".join((
-            _header(), _string(f"{event_type}{self._id_tail}{unique}"), _long(event_time_ms),
-            _TYPE_INDEX[event_type], self._middle, _opt_long(lease_deadline_ms),
-            _opt_string(error), _opt_string(error_kind), _opt_string(reason),
-            _opt_string(details_json(details)),
+            _header(), _string(f"{event_type}{self._id_tail}{unique}"), last[1],
+            _TYPE_INDEX[event_type], self._middle, deadline[1], end,
         ))  # fmt: skip

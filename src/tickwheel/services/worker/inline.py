@@ -23,10 +23,11 @@ from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
 from tickwheel.services.worker.attempt import (
     DeliveryCallback,
     EventSink,
+    handler_failure,
+    handler_outcome,
     lease_terms,
     new_unique,
     parse_payload,
-    run_handler,
 )
 from tickwheel.services.worker.codec import AttemptEvents
 from tickwheel.services.worker.events import Outcome
@@ -41,11 +42,10 @@ def runs_inline(job_type: JobType | None) -> bool:
     return job_type is not None and job_type.handler in NON_WAITING_HANDLERS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InlineAttempt:
     request: dict[str, Any]
     job_type: JobType
-    on_leased: DeliveryCallback
 
 
 def _no_cancel_reason() -> str | None:
@@ -68,45 +68,84 @@ class InlineBatch:
         self.priority = priority
         self.started_count = 0
 
-    def run(self, attempts: Sequence[InlineAttempt]) -> int:
+    def run(
+        self, attempts: Sequence[InlineAttempt], on_leased: DeliveryCallback | None = None
+    ) -> int:
+        """Lease, run and report `attempts`; `on_leased` once every lease is acknowledged (or
+        at the first that is not). Returns how many ran."""
         # No AttemptLease here: an inline attempt is never heartbeaten, overruns nothing and
-        # ends on this thread, so its two events are written straight from its encoder.
-        encoders = []
+        # ends on this thread, so its two events are written straight from its encoder. The
+        # batch's leases share one instant, and go to the sink as one batch.
+        now = self.clock.now()
+        now_ms = int(now * 1000)
+        worker_id = self.worker_id
+        lease_ms: dict[tuple[str, Any], int] = {}  # (type, request's lease) -> deadline
+        leases: list[tuple[str, bytes]] = []
+        encoders: list[AttemptEvents] = []
         for attempt in attempts:
-            events = AttemptEvents(attempt.request, self.worker_id)
-            terms = lease_terms(attempt.request, attempt.job_type)
-            now = self.clock.now()
-            leased = events.encode(
-                "leased", event_time_ms=int(now * 1000), unique=new_unique(),
-                lease_deadline_ms=int((now + terms.lease_seconds) * 1000),
-            )  # fmt: skip
-            self.sink.publish_record(events.job_key, leased, attempt.on_leased)
+            request = attempt.request
+            terms_key = (attempt.job_type.name, request.get("lease_seconds"))
+            deadline_ms = lease_ms.get(terms_key)
+            if deadline_ms is None:
+                terms = lease_terms(request, attempt.job_type)
+                deadline_ms = lease_ms[terms_key] = int((now + terms.lease_seconds) * 1000)
+            events = AttemptEvents(request, worker_id)
+            leases.append((events.job_key, events.encode(
+                "leased", event_time_ms=now_ms, unique=new_unique(), lease_deadline_ms=deadline_ms,
+            )))  # fmt: skip
             encoders.append(events)
+        self.sink.publish_batch(leases, on_leased)
         self.started_count += len(encoders)
         debug = log.isEnabledFor(logging.DEBUG)
+        clock_now = self.clock.now
+        outcomes: list[tuple[str, bytes]] = []
         for attempt, events in zip(attempts, encoders, strict=True):
-            outcome = self._outcome(attempt)
-            value = events.encode(
-                outcome.event_type, event_time_ms=int(self.clock.now() * 1000),
-                unique=new_unique(), error=outcome.error, error_kind=outcome.error_kind,
-                reason=outcome.reason, details=outcome.details,
-            )  # fmt: skip
-            self.sink.publish_record(events.job_key, value)
+            outcome, ended, duration_ms = self._outcome(attempt, clock_now)
+            if outcome is None:  # returned None: succeeded, as `handler_outcome` says
+                value = events.encode(
+                    "succeeded", event_time_ms=int(ended * 1000), unique=new_unique(),
+                    details={"duration_ms": duration_ms},
+                )  # fmt: skip
+            else:
+                value = events.encode(
+                    outcome.event_type, event_time_ms=int(ended * 1000), unique=new_unique(),
+                    error=outcome.error, error_kind=outcome.error_kind, reason=outcome.reason,
+                    details=outcome.details,
+                )  # fmt: skip
+            outcomes.append((events.job_key, value))
             if debug:  # the history is the record; a line per execution only when asked for
+                kind = outcome.event_type if outcome else "succeeded"
                 log.debug(
-                    f"execution {outcome.event_type}",
-                    extra={"action": f"execution_{outcome.event_type}", "inline": True,
+                    f"execution {kind}",
+                    extra={"action": f"execution_{kind}", "inline": True,
                            "execution_id": attempt.request["execution_id"],
                            "job_id": attempt.request["job_id"],
                            "attempt": attempt.request["attempt"], "priority": self.priority,
-                           "error": outcome.error},
+                           "error": outcome.error if outcome else None},
                 )  # fmt: skip
+        self.sink.publish_batch(outcomes)
         return len(encoders)
 
-    def _outcome(self, attempt: InlineAttempt) -> Outcome:
+    def _outcome(
+        self, attempt: InlineAttempt, clock_now: Callable[[], float]
+    ) -> tuple[Outcome | None, float, int]:
+        """How the attempt ended (None: the handler returned None, the usual no-op), when,
+        and the handler's milliseconds."""
         try:
             payload = parse_payload(attempt.request)
         except PermanentError as exc:
-            return Outcome.failed(str(exc), "permanent")
+            return Outcome.failed(str(exc), "permanent"), clock_now(), 0
         ctx = ExecutionContext.from_request(attempt.request, payload, cancel_event=_NEVER_CANCELLED)
-        return run_handler(attempt.job_type, ctx, self.clock, _no_cancel_reason)
+        started = clock_now()
+        failure = None
+        result: Any = None
+        try:
+            result = attempt.job_type.handler(ctx)
+        except BaseException as exc:  # classified as the slot threads classify it
+            failure = handler_failure(exc)
+        ended = clock_now()
+        duration_ms = int((ended - started) * 1000)
+        if result is None and failure is None:
+            return None, ended, duration_ms
+        outcome = handler_outcome(ctx, result, failure, duration_ms, _no_cancel_reason)
+        return outcome, ended, duration_ms

@@ -10,11 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.core.queues import DEFAULT_QUEUE
 from tickwheel.ports.kafka import KafkaMessage
 from tickwheel.services.worker.offsets import OffsetTracker
+from tickwheel.services.worker.request_codec import decode_request
 
 log = logging.getLogger("tickwheel.worker")
 
@@ -38,31 +39,41 @@ class RequestIntake:
         self.dead_letters = dead_letters
 
     def accept(self, messages: Iterable[KafkaMessage], received: float) -> list[Pending]:
-        """The requests among `messages` this lane is to run, in order."""
+        """The requests among `messages` this lane is to run, in order. Every offset is
+        tracked (under one lock for the poll) before any of them can be marked done."""
         accepted: list[Pending] = []
-        for msg in messages:
-            if msg.error():
-                log.warning(
-                    "consume error", extra={"action": "consume_error", "error": str(msg.error())}
-                )
-                continue
-            partition, offset = msg.partition(), msg.offset()
-            assert partition is not None and offset is not None  # a consumed record has both
-            self.offsets.track(partition, offset)
-            try:
-                _, request = decode(msg.value() or b"", "ExecutionRequest")
-            except UndecodableRecord as exc:
-                key = msg.key()
-                self.dead_letters.undecodable(
-                    msg.topic() or "", partition, offset,
-                    key.decode(errors="replace") if key is not None else None, msg.value(),
-                    exc.reason,
-                )  # fmt: skip
-                self.offsets.done(partition, offset)
-                continue
-            if (request.get("queue") or DEFAULT_QUEUE) != self.queue:
-                # Another queue's: its own workers (their own consumer group) take it.
-                self.offsets.done(partition, offset)
-                continue
-            accepted.append(Pending(request, partition, offset, received))
+        positions: list[tuple[int, int]] = []
+        settled: list[tuple[int, int]] = []  # dead-lettered, or another queue's
+        queue = self.queue
+        try:
+            for msg in messages:
+                if msg.error():
+                    log.warning(
+                        "consume error",
+                        extra={"action": "consume_error", "error": str(msg.error())},
+                    )
+                    continue
+                partition, offset = msg.partition(), msg.offset()
+                assert partition is not None and offset is not None  # a consumed record has both
+                positions.append((partition, offset))
+                try:
+                    request = decode_request(msg.value() or b"")
+                except UndecodableRecord as exc:
+                    key = msg.key()
+                    self.dead_letters.undecodable(
+                        msg.topic() or "", partition, offset,
+                        key.decode(errors="replace") if key is not None else None, msg.value(),
+                        exc.reason,
+                    )  # fmt: skip
+                    settled.append((partition, offset))
+                    continue
+                if (request["queue"] or DEFAULT_QUEUE) != queue:
+                    # Another queue's: its own workers (their own consumer group) take it.
+                    settled.append((partition, offset))
+                    continue
+                accepted.append(Pending(request, partition, offset, received))
+        finally:  # even if a dead letter fails: what was seen is never committed past
+            self.offsets.track_all(positions)
+        if settled:
+            self.offsets.done_all(settled)
         return accepted

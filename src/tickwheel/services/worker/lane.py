@@ -28,7 +28,7 @@ from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicParti
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock
 from tickwheel.ports.kafka import KafkaMessage
-from tickwheel.sdk.worker import HandlerRegistry
+from tickwheel.sdk.worker import HandlerRegistry, JobType
 from tickwheel.services.worker.attempt import EventSink, new_unique
 from tickwheel.services.worker.codec import AttemptEvents
 from tickwheel.services.worker.control import CancelRegistry
@@ -36,7 +36,7 @@ from tickwheel.services.worker.coroutines import CoroutineRunner, is_async
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, runs_inline
 from tickwheel.services.worker.intake import Pending, RequestIntake
-from tickwheel.services.worker.ledger import LeaseLedger
+from tickwheel.services.worker.ledger import AttemptKey, LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
 from tickwheel.services.worker.pulling import PullControl
 from tickwheel.services.worker.runner import AttemptRunner
@@ -87,6 +87,8 @@ class PriorityLane:
         self._lock = threading.Lock()
         self._last_commit = 0.0
         self._idle = threading.Condition(self._lock)
+        # Job type name -> (its handler, whether it runs inline), looked up once per name.
+        self._kinds: dict[str, tuple[JobType | None, bool]] = {}
         self.runner = AttemptRunner(
             self.capacity,
             f"run-{priority}",
@@ -198,57 +200,74 @@ class PriorityLane:
         self._accept_all([msg])
 
     def _dispatch(self) -> None:
-        """Start waiting requests while there are free slots (tenant caps permitting); the
-        inline ones are run together once the loop stops."""
-        batch: list[InlineAttempt] = []
-        try:
-            while self.running:
-                with self._lock:
-                    if self.running_count >= self.capacity:
-                        return
-                    popped = self.queue.pop()
-                    if popped is None:
-                        return
-                    tenant, item = popped
-                    key = (item.request["execution_id"], item.request["attempt"])
-                    name = item.request["job_type"]
+        """Start waiting requests while there are free slots (tenant caps permitting). What is
+        popped is sorted under one hold of the lock, up to a batch at a time; the inline
+        attempts among it then run as one batch, with one report for all their leases."""
+        while self.running and self._dispatch_batch():
+            pass
+
+    def _dispatch_batch(self) -> bool:
+        """One batch of `_dispatch`; False once nothing more can start."""
+        skipped: list[tuple[str, Pending, AttemptKey]] = []  # ("cancelled"|"duplicate", ...)
+        inline: list[InlineAttempt] = []
+        inline_keys: list[AttemptKey] = []
+        inline_positions: list[tuple[int, int]] = []
+        slots: list[tuple[str, Pending, JobType | None]] = []
+        kinds = self._kinds
+        with self._lock:
+            queue, capacity = self.queue, self.capacity
+            while len(inline) + len(skipped) + len(slots) < BATCH:
+                if self.running_count >= capacity:
+                    break
+                popped = queue.pop()
+                if popped is None:
+                    break
+                tenant, item = popped
+                request = item.request
+                key = (request["execution_id"], request["attempt"])
+                name = request["job_type"]
+                kind = kinds.get(name)
+                if kind is None:
                     job_type = self.registry.get(name) if name in self.registry else None
-                    if self.cancels.is_cancelled(key[0], key[1]):
-                        action = "cancelled"
-                    elif not self.ledger.take(key):
-                        action = "duplicate"
-                    else:
-                        action = "inline" if runs_inline(job_type) else "run"
-                    if action == "run":
-                        self.running_count += 1
-                    else:  # an inline attempt ends before anything else is dispatched
-                        self.queue.release(tenant)
-                if action == "cancelled":
-                    self._skip_cancelled(item)
-                elif action == "duplicate":
-                    self._skip_duplicate(item, key)
-                elif action == "inline":
-                    assert job_type is not None
-                    batch.append(InlineAttempt(item.request, job_type, self._delivered(item)))
-                    if len(batch) >= BATCH:
-                        self.inline.run(batch)
-                        batch = []
-                elif self.coroutines is not None and is_async(job_type):
-                    assert job_type is not None
-                    self.coroutines.submit(
-                        item.request, job_type, on_leased=self._delivered(item),
-                        on_done=partial(self._slot_freed, tenant),
-                    )  # fmt: skip
+                    kind = (job_type, runs_inline(job_type))
+                    if job_type is not None:  # only registered names: the memo stays small
+                        kinds[name] = kind
+                if self.cancels.is_cancelled(key[0], key[1]):
+                    skipped.append(("cancelled", item, key))
+                elif not self.ledger.take(key):
+                    skipped.append(("duplicate", item, key))
+                elif kind[1]:
+                    assert kind[0] is not None  # runs_inline says so
+                    inline.append(InlineAttempt(request, kind[0]))
+                    inline_keys.append(key)
+                    inline_positions.append((item.partition, item.offset))
                 else:
-                    self.runner.submit(
-                        item.request,
-                        on_leased=self._delivered(item),
-                        on_done=partial(self._slot_freed, tenant),
-                        extra={"wait_ms": int((time.monotonic() - item.received) * 1000)},
-                    )
-        finally:
-            if batch:
-                self.inline.run(batch)
+                    self.running_count += 1
+                    slots.append((tenant, item, kind[0]))
+                    continue
+                queue.release(tenant)  # an inline attempt ends before anything else starts
+        for what, item, key in skipped:
+            if what == "cancelled":
+                self._skip_cancelled(item)
+            else:
+                self._skip_duplicate(item, key)
+        if inline:
+            self.inline.run(inline, self.ledger.delivered_all(inline_keys, inline_positions))
+        for tenant, item, job_type in slots:
+            if self.coroutines is not None and is_async(job_type):
+                assert job_type is not None
+                self.coroutines.submit(
+                    item.request, job_type, on_leased=self._delivered(item),
+                    on_done=partial(self._slot_freed, tenant),
+                )  # fmt: skip
+            else:
+                self.runner.submit(
+                    item.request,
+                    on_leased=self._delivered(item),
+                    on_done=partial(self._slot_freed, tenant),
+                    extra={"wait_ms": int((time.monotonic() - item.received) * 1000)},
+                )
+        return bool(skipped or inline or slots)
 
     def _skip_duplicate(self, item: Pending, key: tuple[str, int]) -> None:
         """Redelivered (a rebalance) while this worker runs or ran the same attempt: its lease

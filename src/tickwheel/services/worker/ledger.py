@@ -41,6 +41,20 @@ class LeaseLedger:
                 self._seen.popitem(last=False)
             return True
 
+    def take_all(self, keys: list[AttemptKey]) -> list[bool]:
+        """`take` for each of `keys`, in order, under one lock."""
+        with self._lock:
+            seen = self._seen
+            taken = []
+            for key in keys:
+                fresh = key not in seen
+                if fresh:
+                    seen[key] = False
+                taken.append(fresh)
+            while len(seen) > SEEN_ATTEMPTS:
+                seen.popitem(last=False)
+            return taken
+
     def duplicate(self, key: AttemptKey, partition: int, offset: int) -> None:
         """A redelivery of a taken attempt: done once that attempt's lease is durable."""
         with self._lock:
@@ -65,5 +79,28 @@ class LeaseLedger:
             else:
                 # Never commit past it: after a restart the request is delivered again.
                 self.on_fatal(f"{what} event of {key[0]} not delivered: {error}")
+
+        return callback
+
+    def delivered_all(
+        self, keys: list[AttemptKey], positions: list[tuple[int, int]], what: str = "leased"
+    ) -> Callable[[str | None], None]:
+        """One delivery report for a batch: every event of `keys` (the requests at
+        `positions`) acknowledged, or the first one that was not (`publish_batch`)."""
+
+        def callback(error: str | None) -> None:
+            if error is not None:
+                self.on_fatal(f"{what} event of a batch of {len(keys)} not delivered: {error}")
+                return
+            self.offsets.done_all(positions)
+            with self._lock:
+                held: list[tuple[int, int]] = []
+                for key in keys:
+                    if key in self._seen:
+                        self._seen[key] = True
+                    if self._duplicates:
+                        held.extend(self._duplicates.pop(key, ()))
+            if held:
+                self.offsets.done_all(held)
 
         return callback

@@ -5,6 +5,7 @@ even when requests start out of order (tenant caps) or finish out of order."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 
 class OffsetTracker:
@@ -32,6 +33,27 @@ class OffsetTracker:
             pending = self._pending.setdefault(partition, set())
             pending.add(offset)
             self._next[partition] = max(self._next.get(partition, 0), offset + 1)
+
+    def track_all(self, positions: Iterable[tuple[int, int]]) -> None:
+        """`track` for a poll's worth of (partition, offset), under one lock."""
+        with self._lock:
+            pending_of, next_of = self._pending, self._next
+            for partition, offset in positions:
+                pending = pending_of.get(partition)
+                if pending is None:
+                    pending = pending_of[partition] = set()
+                pending.add(offset)
+                if offset >= next_of.get(partition, 0):
+                    next_of[partition] = offset + 1
+
+    def done_all(self, positions: Iterable[tuple[int, int]]) -> None:
+        """`done` for many (partition, offset), under one lock."""
+        with self._lock:
+            pending_of = self._pending
+            for partition, offset in positions:
+                pending = pending_of.get(partition)
+                if pending is not None:
+                    pending.discard(offset)
 
     def done(self, partition: int, offset: int) -> None:
         """The request at `offset` is safely recorded; a partition revoked since is ignored."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.services.worker.attempt import DeliveryCallback
+from tickwheel.services.worker.attempt import AllDelivered, DeliveryCallback
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.worker")
@@ -54,6 +54,35 @@ class EventPublisher(EventProducer):
             on_delivery(None if err is None else str(err))
 
         self._produce(job_id, value, delivered)
+
+    def publish_batch(
+        self, records: Sequence[tuple[str, bytes]], on_delivery: DeliveryCallback | None = None
+    ) -> None:
+        """Queue encoded events; one report for them all (`EventSink.publish_batch`): one
+        counter per batch, where `publish_record` makes a closure per event."""
+        if on_delivery is None or not records:
+            self._produce_all(records, _report_failure)
+            return
+        each = AllDelivered(len(records), on_delivery)
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                _report_failure(err, msg)
+                each(str(err))
+            else:
+                each(None)
+
+        self._produce_all(records, delivered)
+
+    def _produce_all(
+        self, records: Sequence[tuple[str, bytes]], delivered: Callable[[Any, Any], None]
+    ) -> None:
+        produce, topic = self._producer.produce, self.topic
+        for job_id, value in records:
+            try:
+                produce(topic, key=job_id.encode(), value=value, on_delivery=delivered)
+            except BufferError:  # the local queue is full: serve reports until it has room
+                self._produce(job_id, value, delivered)
 
     def _produce(self, job_id: str, value: bytes, delivered: Callable[[Any, Any], None]) -> None:
         while True:
