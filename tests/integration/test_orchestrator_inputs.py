@@ -1,7 +1,7 @@
 """The orchestrator against the real broker: instances stay pinned to their version while a
 compatible next version is published and an incompatible one is refused with its reasons;
 inputs it cannot fold are dead-lettered and the partition goes on; a step past its
-expectedDuration raises an alert on `alerts`, resolved when the step ends; a finished
+expectedDuration is recorded as `step_overdue` and raises no alert (the watchdog does); a finished
 instance is pruned after the retention (its snapshot tombstoned, the metrics say so) and a late
 input for it is dead-lettered rather than starting it again."""
 
@@ -109,19 +109,24 @@ def test_inputs_it_cannot_fold_are_dead_lettered_and_the_partition_goes_on(
     assert any("no workflow instance 'wf-never-started'" in r for r in reasons)
 
 
-def test_a_step_past_its_expected_duration_raises_an_alert_cleared_when_it_ends(
+def test_a_step_past_its_expected_duration_is_recorded_in_its_timeline_and_raises_no_alert(
     kafka_bootstrap: str, stack: WorkflowStack
 ) -> None:
+    # Decision 0130: the watchdog's workflow_step_stuck is the one alert for a stuck step; the
+    # orchestrator records step_overdue as a fact of the step's timeline, nothing on `alerts`.
     flows = WorkflowsClient(kafka_bootstrap)
     flows.define({"definitionId": "slow", "version": 1, "steps": [
         {"id": "crawl", "type": "sleep", "payload": {"seconds": 4}, "expectedDuration": "1s"}]})  # fmt: skip
     workflow_id = flows.start("slow")
     assert wait_until(lambda: _ended(kafka_bootstrap, workflow_id), TIMEOUT_S)
-    assert wait_until(lambda: len(workflow_alerts(kafka_bootstrap, workflow_id)) >= 2, TIMEOUT_S)
-    alerts = workflow_alerts(kafka_bootstrap, workflow_id)
-    assert (alerts[0]["kind"], alerts[0]["state"]) == ("workflow_step_overdue", "firing")
-    assert alerts[-1]["state"] == "resolved"
-    assert "step_overdue" in types_of(workflow_events(kafka_bootstrap)[workflow_id])
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    types = types_of(events)
+    assert "step_overdue" in types
+    assert types.index("step_overdue") < types.index("step_succeeded")
+    overdue = next(e for e in events if e["event_type"] == "step_overdue")
+    assert overdue["step_id"] == "crawl" and overdue["data"]["expected_duration_ms"] == 1000
+    # Any alert would have been committed in the transaction of its step_overdue event.
+    assert workflow_alerts(kafka_bootstrap, workflow_id) == []
 
 
 def _dead_letters_of(bootstrap: str, workflow_id: str) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@ budget, and that evolve over the recorded events rebuilds the state decide worke
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from functools import reduce
 
@@ -11,10 +12,13 @@ import pytest
 from tickwheel.core.identity import EXECUTION_NAMESPACE
 from tickwheel.core.workflow import (
     MAX_OUTPUT_BYTES,
+    ClearAlert,
     Event,
+    RaiseAlert,
     Start,
     StepFailed,
     StepSucceeded,
+    TimerFired,
     decide,
     evolve,
     initial_state,
@@ -65,3 +69,28 @@ def test_events_round_trip_json_and_evolve_rebuilds_the_state() -> None:
         history.extend(Event.from_json(e.to_json()) for e in events)
     assert reduce(evolve, history, initial_state("wf1", DEFINITION)) == state
     assert state.status == "succeeded" and [e.seq for e in history] == list(range(1, 7))
+
+
+SLOW = parse_definition({"definitionId": "slow", "version": 1, "steps": [
+    {"id": "crawl", "type": "t", "expectedDuration": "1m"},
+]})  # fmt: skip
+
+
+def test_a_step_past_its_expected_duration_is_a_timeline_fact_and_raises_no_alert() -> None:
+    # Decision 0130: the watchdog's workflow_step_stuck is the one alert for a stuck step.
+    state, events, _ = step(initial_state("wf1", SLOW), SLOW, Start(0))
+    assert ["overdue:crawl", 60_000] in events[-1].data["start_timers"]
+    state, events, commands = step(state, SLOW, TimerFired(60_000, "overdue:crawl"))
+    assert [e.type for e in events] == ["step_overdue"]
+    assert events[0].data == {"fired_timer": "overdue:crawl", "expected_duration_ms": 60_000}
+    assert commands == [] and state.alerts == frozenset()
+    state, _, commands = step(state, SLOW, StepSucceeded(70_000, "crawl", 1, None))
+    assert not any(isinstance(c, ClearAlert | RaiseAlert) for c in commands)
+
+
+def test_an_overdue_alert_raised_before_0130_is_still_cleared_when_its_step_ends() -> None:
+    state, _, _ = step(initial_state("wf1", SLOW), SLOW, Start(0))
+    legacy = "wf:wf1:overdue:crawl"
+    state = dataclasses.replace(state, alerts=frozenset({legacy}))  # a snapshot from before
+    state, _, commands = step(state, SLOW, StepSucceeded(70_000, "crawl", 1, None))
+    assert ClearAlert(legacy) in commands and state.alerts == frozenset()

@@ -63,18 +63,14 @@ class Decider:
         return sorted(t for t in self.state.timers if parse_timer(t)[1] == step_id)
 
     def step_alerts(self, step_id: str) -> list[str]:
+        # Instances from before decision 0130 may still hold the overdue alert they raised:
+        # the step's end clears it, as it did then. No new one is raised.
         wanted = alert_id(self.state.workflow_id, "overdue", step_id)
         return [wanted] if wanted in self.state.alerts else []
 
     def blocked_alerts(self, step_id: str) -> list[str]:
         wanted = alert_id(self.state.workflow_id, "blocked", step_id)
         return [wanted] if wanted in self.state.alerts else []
-
-    def overdue_alert(self, spec: StepSpec) -> dict[str, Any]:
-        return {"alert_id": alert_id(self.state.workflow_id, "overdue", spec.id),
-                "step": spec.id, "kind": "workflow_step_overdue",
-                "message": f"step {spec.id!r} of {self.state.workflow_id} has run longer than "
-                           f"its expectedDuration ({spec.expected_duration_ms} ms)"}  # fmt: skip
 
     def output_problem(self, output: Any) -> str | None:
         try:

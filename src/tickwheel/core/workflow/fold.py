@@ -120,9 +120,9 @@ def _timer(d: Decider, item: TimerFired) -> None:
             d.request_approval(spec, spec.escalate_to or spec.assignees)
         else:
             d.fail_attempt(spec, f"approval round {number} timed out", permanent=True)
-    else:  # overdue
+    else:  # overdue: a fact of the step's timeline; the watchdog raises the alert (0130)
         d.emit("step_overdue", spec.id, st.attempt, **fired,
-               raise_alert=d.overdue_alert(spec))  # fmt: skip
+               expected_duration_ms=spec.expected_duration_ms)  # fmt: skip
 
 
 def _approval(d: Decider, item: Approve | Reject) -> None:
