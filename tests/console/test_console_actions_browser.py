@@ -5,7 +5,8 @@ timer, worker, orchestrator, watchdog, history and API on loopback):
   again through the timer and the worker until it succeeds; a bulk discard, posted with
   JavaScript off, resolves the rest with its reason;
 - a running execution is cancelled from its page, then retried as a new execution;
-- the overview shows who owns each timer partition, the worker groups and the watchdog's lag.
+- the overview shows who owns each timer partition, the worker groups' and the history sink's
+  consumer lag, and the watchdog's lag.
 """
 
 from __future__ import annotations
@@ -202,6 +203,14 @@ def test_the_overview_shows_timer_partitions_worker_groups_and_the_watchdog(
         assert owned == 6, page.inner_text("#timer-partitions")
         groups = page.inner_text("#worker-groups")
         assert "default" in groups and "stable" in groups and "/high" in groups
+        # Each worker group and the history sink's states its lag, from committed offsets.
+        for table in ("#worker-groups", "#service-groups"):
+            rows = page.locator(f"{table} tbody tr").all()
+            assert rows and all(
+                re.fullmatch(r"\d+", r.get_attribute("data-lag") or "") for r in rows
+            ), page.inner_text(table)
+            assert all(re.search(r"caught up|\d+ behind", r.inner_text()) for r in rows)
+        assert "history sink" in page.inner_text("#service-groups")
         assert "behind now" in page.inner_text("#watchdog-lag")
         screenshot(page, "overview-operations")
         watch.assert_clean()

@@ -1,7 +1,7 @@
 """Consumer-group lag on the real broker (`tickwheel.adapters.kafka.groups`, the console's
 operations panel): a worker group that committed part of what was written is behind by exactly
 the rest; a record of a transaction still open is owed to no one yet (the end is the last
-stable offset); a group whose members left keeps its committed offsets and lag; and the
+stable offset) and a transaction's commit marker is no record owed; a group whose members left keeps its committed offsets and lag; and the
 operations page states that lag, read through the admin client, not canned."""
 
 from __future__ import annotations
@@ -87,9 +87,9 @@ def test_a_group_is_behind_by_what_it_has_not_committed(kafka_bootstrap: str, gr
         rows = {p.partition: p for p in found.partitions}
         assert (rows[0].committed, rows[0].end, rows[0].lag) == (6, 10, 4)
         assert (rows[1].committed, rows[1].end, rows[1].lag) == (5, 5, 0)
-        # Assigned but never committed: read, owed nothing we can count.
-        assert all(rows[p].committed is None and rows[p].lag is None for p in range(2, partitions))
-        assert (found.lag, found.uncommitted) == (4, partitions - 2)
+        # Assigned, never committed and empty: owed nothing.
+        assert all(rows[p].committed is None and rows[p].lag == 0 for p in range(2, partitions))
+        assert (found.lag, found.uncommitted) == (4, 0)
 
         # Three records of a transaction still open: not yet owed to a read_committed reader.
         writer = Producer({"bootstrap.servers": kafka_bootstrap,
@@ -103,8 +103,21 @@ def test_a_group_is_behind_by_what_it_has_not_committed(kafka_bootstrap: str, gr
         writer.commit_transaction(30)
         after = until(lambda: only(kafka_bootstrap, group),
                       lambda g: {p.partition: p.lag for p in g.partitions}[1], "the commit seen")  # fmt: skip
-        # Committed: the three records (and the transaction's marker) are behind now.
-        assert {p.partition: p.lag for p in after.partitions}[1] >= 3
+        # Committed: the three records are behind; the transaction's marker is not a record.
+        row = {p.partition: p for p in after.partitions}[1]
+        assert (row.end - row.committed, row.lag, row.exact) == (4, 3, True)
+        # The group takes them (the marker is never delivered) and commits after the last one
+        # it took, as a worker does: one offset short of the end, and no record owed.
+        last = -1
+        deadline = time.monotonic() + WAIT_S
+        while last < 7:
+            assert time.monotonic() < deadline, f"the 3 transactional records within {WAIT_S} s"
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None and message.partition() == 1:
+                last = message.offset()
+        consumer.commit(offsets=[TopicPartition(topic, 1, last + 1)], asynchronous=False)
+        caught_up = {p.partition: p for p in only(kafka_bootstrap, group).partitions}[1]
+        assert (caught_up.committed, caught_up.end, caught_up.lag) == (8, 9, 0)
     finally:
         consumer.close()
 
@@ -147,7 +160,7 @@ def test_the_operations_page_shows_the_worker_groups_lag_from_the_broker(
         page = client.get("/console/operations")
     assert page.status_code == 200, page.text
     assert f'data-group="{queue_group}" data-lag="5"' in page.text
-    assert "5 behind" in page.text and f"{topic}[2]: 5 (2 of 7)" in page.text
+    assert "5 behind" in page.text and f"{topic}[2]: 5 (committed 2, end 7)" in page.text
     assert f"not-{group}" not in page.text
 
 

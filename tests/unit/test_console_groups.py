@@ -14,7 +14,13 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.console.fakes import MemoryJobs
-from tickwheel.adapters.kafka.groups import GroupLag, GroupMember, PartitionLag, lag_of
+from tickwheel.adapters.kafka.groups import (
+    GroupLag,
+    GroupMember,
+    PartitionLag,
+    lag_of,
+    partition_lag,
+)
 from tickwheel.clock import FakeClock
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import mount
@@ -62,6 +68,20 @@ def test_a_committed_offset_behind_the_end_is_that_many_records_of_lag() -> None
     workers = GROUPS[0]
     assert (workers.lag, workers.uncommitted) == (12, 0)
     assert (GROUPS[1].lag, GROUPS[1].uncommitted) == (0, 1)
+
+
+def test_lag_counts_records_so_a_transactions_marker_is_no_lag() -> None:
+    # Three transactions of one record each on offsets 0-5 (markers at 1, 3, 5); the group
+    # read them all and committed 5 (after the last record): one offset short, no record owed.
+    assert partition_lag("t", 0, 5, 0, 6, {("t", 0): []}).lag == 0
+    # Committed 2: the records at 2 and 4 are owed (the markers at 3 and 5 are not).
+    assert partition_lag("t", 0, 2, 0, 6, {("t", 0): [2, 4]}).lag == 2
+    # A gap not read (too large, or not read in time): the offset difference, approximate.
+    rough = partition_lag("t", 0, 2, 0, 6, {})
+    assert (rough.lag, rough.exact) == (4, False)
+    # Nothing committed: owed nothing on an empty partition, unknown on one with records.
+    assert partition_lag("t", 0, None, 6, 6, {}).lag == 0
+    assert partition_lag("t", 0, None, 0, 6, {}).lag is None
 
 
 def test_each_tickwheel_group_is_named_by_what_it_serves_and_others_are_left_out() -> None:
@@ -134,9 +154,9 @@ def test_the_operations_page_states_each_groups_lag_in_words(client: TestClient)
                          "tickwheel-watchdog-webhook-3f2a"}  # fmt: skip
     assert lags["tickwheel-workers"] == "12"
     assert "12 behind over 2 partition(s)" in text["tickwheel-workers"]
-    assert "executions.requests[1]: 12 (7 of 19)" in text["tickwheel-workers"]
+    assert "executions.requests[1]: 12 (committed 7, end 19)" in text["tickwheel-workers"]
     assert "caught up" in text["tickwheel-history"]
-    assert "1 with nothing committed yet" in text["tickwheel-workers-high"]
+    assert "1 holding records with nothing committed yet" in text["tickwheel-workers-high"]
     assert "no live member" in text["tickwheel-workers-high"]
     assert "webhook sink 3f2a" in text["tickwheel-watchdog-webhook-3f2a"]
     assert "1 behind" in text["tickwheel-watchdog-webhook-3f2a"]

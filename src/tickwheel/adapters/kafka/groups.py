@@ -7,20 +7,30 @@ it can test without a broker, and nothing outside `tickwheel.adapters.kafka` tou
 
 The end of a partition is its last stable offset (`read_committed`): every tickwheel consumer
 reads committed records only, so a record of an open transaction is not yet owed to anyone.
+Lag counts records, not offsets: a transaction's commit marker takes an offset that no consumer
+is ever given, so a group that has read everything a transactional writer wrote stands one
+offset short of the end per transaction. A small gap (up to `EXACT_GAP` offsets) is therefore
+read through once and its records counted; a larger one is the offset difference, marked
+approximate (markers included).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from tickwheel.adapters.kafka.admin import admin_client
+from tickwheel.adapters.kafka.config import consumer_config
 
 ADMIN_TIMEOUT_S = 5.0
+#: Gaps up to this many offsets are read and their records counted (markers are not records).
+EXACT_GAP = 1000
 
 
 @dataclass(frozen=True)
@@ -37,13 +47,15 @@ class GroupMember:
 @dataclass(frozen=True)
 class PartitionLag:
     """One partition a group reads: its committed offset (None: nothing committed yet), the
-    partition's end, and how many records lie between them (None when nothing is committed)."""
+    partition's end, and how many records lie between them: counted when `exact`, else the
+    offset difference; None when nothing is committed and the partition holds records."""
 
     topic: str
     partition: int
     committed: int | None
     end: int
     lag: int | None
+    exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,9 +74,14 @@ class GroupLag:
         return sum(p.lag for p in self.partitions if p.lag is not None)
 
     @property
+    def exact(self) -> bool:
+        """Every partition's lag was counted in records (no offset difference stands in)."""
+        return all(p.exact for p in self.partitions)
+
+    @property
     def uncommitted(self) -> int:
-        """Partitions read (assigned) without any committed offset yet."""
-        return sum(1 for p in self.partitions if p.committed is None)
+        """Partitions holding records the group has been assigned but never committed."""
+        return sum(1 for p in self.partitions if p.committed is None and p.lag is None)
 
     def owners(self, topic: str) -> dict[int, GroupMember]:
         """Partition of `topic` -> the member the group assigned it."""
@@ -72,9 +89,55 @@ class GroupLag:
 
 
 def lag_of(committed: int | None, end: int) -> int | None:
-    """Records between a committed offset and the partition's end; never negative (a commit
+    """Offsets between a committed offset and the partition's end; never negative (a commit
     can stand past a stable end while a transaction is still open on the partition)."""
     return None if committed is None else max(0, end - committed)
+
+
+def partition_lag(
+    topic: str, partition: int, committed: int | None, start: int, end: int,
+    readable: Mapping[tuple[str, int], list[int]],
+) -> PartitionLag:  # fmt: skip
+    """The lag of one partition, from its offsets and the records found readable in the gaps
+    that were read (`readable`: record offsets from the lowest committed offset to the end)."""
+    if committed is None:
+        # Nothing committed: owed nothing when the partition holds nothing to read.
+        return PartitionLag(topic, partition, None, end, 0 if start >= end else None)
+    gap = lag_of(committed, end) or 0
+    if gap == 0:
+        return PartitionLag(topic, partition, committed, end, 0)
+    found = readable.get((topic, partition))
+    if found is None:
+        return PartitionLag(topic, partition, committed, end, gap, exact=False)
+    return PartitionLag(topic, partition, committed, end, sum(1 for o in found if o >= committed))
+
+
+def readable_records(
+    bootstrap: str | None, gaps: Mapping[tuple[str, int], tuple[int, int]], timeout: float
+) -> dict[tuple[str, int], list[int]]:
+    """(topic, partition) -> offsets of the committed records in [from, end), for each gap,
+    read once; a gap not read to its end within `timeout` is left out (approximate then)."""
+    if not gaps:
+        return {}
+    consumer = Consumer(consumer_config(f"tickwheel-lag-{uuid.uuid4()}", bootstrap,
+                                        **{"enable.partition.eof": False}))  # fmt: skip
+    found: dict[tuple[str, int], list[int]] = {tp: [] for tp in gaps}
+    unread = set(gaps)
+    try:
+        consumer.assign([TopicPartition(t, p, gaps[(t, p)][0]) for t, p in gaps])
+        deadline = time.monotonic() + timeout
+        while unread and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 0.2):
+                tp = (msg.topic(), msg.partition())
+                if msg.error() is None and tp in unread and msg.offset() < gaps[tp][1]:
+                    found[tp].append(msg.offset())
+            # A marker is never delivered: where the consumer stands says it is past the end.
+            positions = consumer.position([TopicPartition(t, p) for t, p in unread])
+            unread -= {(tp.topic, tp.partition) for tp in positions
+                       if tp.offset >= gaps[(tp.topic, tp.partition)][1]}  # fmt: skip
+    finally:
+        consumer.close()
+    return {tp: offsets for tp, offsets in found.items() if tp not in unread}
 
 
 def _state(value: Any) -> str:
@@ -107,8 +170,10 @@ def _committed(admin: Any, group_id: str, timeout: float) -> dict[tuple[str, int
     return found
 
 
-def _ends(admin: Any, partitions: Iterable[tuple[str, int]], timeout: float) -> dict[Any, int]:
-    wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+def _offsets(
+    admin: Any, partitions: Iterable[tuple[str, int]], spec: Any, timeout: float
+) -> dict[tuple[str, int], int]:
+    wanted = {TopicPartition(t, p): spec for t, p in partitions}
     if not wanted:
         return {}
     futures = admin.list_offsets(
@@ -130,14 +195,20 @@ def describe_groups(
     committed = {i: _committed(admin, i, timeout) for i in ids}
     members = {i: [_member(m) for m in groups[i].members] for i in ids}
     read = {i: set(committed[i]) | {tp for m in members[i] for tp in m.partitions} for i in ids}
-    ends = _ends(admin, set().union(*read.values()), timeout)
+    every = set().union(*read.values())
+    ends = _offsets(admin, every, OffsetSpec.latest(), timeout)
+    starts = _offsets(admin, every, OffsetSpec.earliest(), timeout)
+    # One read over every small gap, from the lowest offset any group committed there.
+    gaps: dict[tuple[str, int], tuple[int, int]] = {}
+    for i in ids:
+        for tp, offset in committed[i].items():
+            if 0 < ends[tp] - offset <= EXACT_GAP:
+                gaps[tp] = (min(offset, gaps.get(tp, (offset, 0))[0]), ends[tp])
+    readable = readable_records(bootstrap, gaps, timeout)
     found = []
     for i in ids:
-        rows = tuple(
-            PartitionLag(t, p, committed[i].get((t, p)), ends[(t, p)],
-                         lag_of(committed[i].get((t, p)), ends[(t, p)]))
-            for t, p in sorted(read[i])
-        )  # fmt: skip
+        rows = tuple(partition_lag(t, p, committed[i].get((t, p)), starts[(t, p)], ends[(t, p)],
+                                   readable) for t, p in sorted(read[i]))  # fmt: skip
         found.append(GroupLag(i, _state(groups[i].state),
                               tuple(sorted(members[i], key=lambda m: m.client_id)), rows))  # fmt: skip
     return found

@@ -95,7 +95,7 @@ def group_view(group: GroupLag, role: str, serves: str) -> dict[str, Any]:
     """One group's row: members and lag in words (a group with no member is not reading)."""
     behind = [p for p in group.partitions if p.lag]
     return {"group_id": group.group_id, "state": group.state, "role": role, "queue": serves,
-            "members": [member_view(m) for m in group.members], "lag": group.lag,
+            "members": [member_view(m) for m in group.members], "lag": group.lag, "exact": group.exact,
             "uncommitted": group.uncommitted, "partitions": len(group.partitions),
             "behind": sorted(behind, key=lambda p: -(p.lag or 0))[:5]}  # fmt: skip
 
