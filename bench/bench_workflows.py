@@ -149,6 +149,56 @@ def fold_throughput(bootstrap: str, instances: int, steps: int, logs: Path) -> d
             "cpu_share": cpu / elapsed}  # fmt: skip
 
 
+def fold_cpu(instances: int, steps: int, rounds: int = 3) -> dict[str, Any]:
+    """In one process, no broker: the orchestrator's CPU per step transition on its fold path
+    (decode, fold, records) and its encoding of each batch as the writer does it, with the
+    generic Avro encoder (A) and the orchestrator's codec (B) interleaved, `rounds` each."""
+    from tickwheel.adapters.kafka.reader import Record
+    from tickwheel.services.orchestrator.codec import encode_record
+    from tickwheel.services.orchestrator.definitions import DefinitionCatalog
+    from tickwheel.services.orchestrator.partition import PartitionOrchestrator
+
+    document = chain("bench_chain", steps)
+    records, now = [], 1_700_000_000_000
+    for i in range(instances):
+        wid = f"bench-{i}"
+        items = [(Start(now, None), {"definition_id": "bench_chain", "definition_version": 1})]
+        items += [(StepSucceeded(now + s + 1, f"s{s}", 1), {}) for s in range(steps)]
+        for n, (item, start) in enumerate(items):
+            value = encode("WorkflowInput", input_record(wid, item, f"b:{wid}:{n}", **start))
+            records.append(Record("workflows.inputs", 0, len(records), wid, value, now))
+
+    def run(encoder: Any) -> tuple[float, float]:
+        catalog = DefinitionCatalog("127.0.0.1:1")  # never connects: the definition is added
+        catalog.add({"definition_id": "bench_chain", "version": 1, "body": json.dumps(document),
+                     "published_at": 0, "published_by": None})  # fmt: skip
+        orchestrator = PartitionOrchestrator(0, 6, catalog)
+        fold = written = 0.0
+        for first in range(0, len(records), 500):  # the service's max batch per poll
+            t0 = time.process_time()
+            for record in records[first : first + 500]:
+                orchestrator.receive(record, now)
+            batch = orchestrator.take()
+            t1 = time.process_time()
+            for event in batch.events:
+                encoder("WorkflowEvent", event)
+            for snapshot in batch.snapshot_records().values():
+                encoder("WorkflowSnapshot", snapshot)
+            for out in batch.outgoing:
+                encoder(out.record, out.value)
+            fold, written = fold + t1 - t0, written + time.process_time() - t1
+        return fold, written
+
+    run(encode_record)  # warm-up: caches, memos, imports
+    runs: dict[str, list[tuple[float, float]]] = {"generic": [], "codec": []}
+    for _ in range(rounds):
+        runs["generic"].append(run(encode))
+        runs["codec"].append(run(encode_record))
+    per = 1e6 / (instances * steps)
+    return {name: {"fold_us": min(f for f, _ in r) * per, "encode_us": min(w for _, w in r) * per,
+                   "total_us": min(f + w for f, w in r) * per} for name, r in runs.items()}  # fmt: skip
+
+
 def restore(bootstrap: str, sleeping: int, logs: Path) -> dict[str, Any]:
     fresh_prefix(bootstrap)
     flows = WorkflowsClient(bootstrap)
@@ -244,10 +294,19 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="fold,latency,restore",
-        help="which parts to run, comma-separated (fold, latency, restore)",
+        help="which parts to run, comma-separated (fold, latency, restore), or cpu alone: "
+        "the fold path's CPU per transition in one process, generic encoder against codec",
     )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    if parts == {"cpu"}:  # in one process, no broker
+        load = load_average()
+        cpu = fold_cpu(args.instances, args.steps)
+        for name, figures in cpu.items():
+            print(f"{name}: fold {figures['fold_us']:.0f} µs + encode {figures['encode_us']:.0f} "
+                  f"µs = {figures['total_us']:.0f} µs CPU per step transition (best of 3, "
+                  f"{args.instances:,} x {args.steps}; load average {load})")  # fmt: skip
+        return
     logs = Path(tempfile.mkdtemp(prefix="bench-workflows-"))
     report = Report("Workflow runtime benchmark")
     report.add(f"`bench/bench_workflows.py` (logs in {logs}); shared 2-core machine: figures "

@@ -22,6 +22,7 @@ from typing import Literal
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.producer import is_fatal
+from tickwheel.services.orchestrator.codec import encode_record
 from tickwheel.services.orchestrator.partition import Batch
 from tickwheel.services.orchestrator.records import checkpoint_key, checkpoint_record
 from tickwheel.services.orchestrator.restore import OrchestratorTopics, PartitionRuntime
@@ -64,19 +65,20 @@ class BatchWriter:
             producer.begin()
             for event in batch.events:
                 producer.send(self.topics.events, event["workflow_id"],
-                              encode("WorkflowEvent", event))  # fmt: skip
+                              encode_record("WorkflowEvent", event))  # fmt: skip
             for workflow_id, snapshot in batch.snapshot_records().items():
-                producer.send(self.topics.state, workflow_id, encode("WorkflowSnapshot", snapshot))
+                producer.send(self.topics.state, workflow_id,
+                              encode_record("WorkflowSnapshot", snapshot))  # fmt: skip
             for workflow_id in batch.pruned:
                 producer.send(self.topics.state, workflow_id, None)  # tombstone: compacted away
             for out in batch.outgoing:
-                producer.send(topic_name(out.topic), out.key, encode(out.record, out.value))
+                producer.send(topic_name(out.topic), out.key, encode_record(out.record, out.value))
             for letter in batch.dead_letters:
                 producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
             checkpoint = checkpoint_record(partition, {self.topics.inputs: write.next_input},
                                            write.at_ms)  # fmt: skip
             producer.send(self.topics.state, checkpoint_key(partition),
-                          encode("WorkflowSnapshot", checkpoint), partition=partition)  # fmt: skip
+                          encode_record("WorkflowSnapshot", checkpoint), partition=partition)  # fmt: skip
             producer.commit()
         except KafkaException as exc:
             fenced = is_fatal(exc)
