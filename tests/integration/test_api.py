@@ -34,12 +34,16 @@ def jobs(applied_topology: str, kafka_bootstrap: str) -> JobsClient:
 @pytest.fixture
 def client(jobs: JobsClient, kafka_bootstrap: str) -> Iterator[TestClient]:
     # An admin key of the tenant `default`, whose jobs are also the SDK's (no tenantId).
+    # The backend the service runs: every read below a create, patch or delete answers from
+    # the followed catalogue and must see that write at once (decision 0139).
     token, _ = create_key("default", ["admin"], bootstrap=kafka_bootstrap, now_ms=1)
-    app = create_app(Backend(jobs=jobs, bootstrap=kafka_bootstrap))
+    backend = Backend.from_env(kafka_bootstrap)
+    app = create_app(backend)
     headers = {"Authorization": f"Bearer {token}"}
     with TestClient(app, raise_server_exceptions=False, headers=headers) as test_client:
         yield test_client
     app.state.door.close()
+    backend.jobs.close()  # type: ignore[attr-defined]
 
 
 def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:

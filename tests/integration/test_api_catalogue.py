@@ -8,6 +8,8 @@ import pytest
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.sdk.catalogue import CataloguedJobsClient
 from tickwheel.sdk.jobs import JobsClient, UnknownJob
+from tickwheel.services.api.followed_jobs import FollowedCatalogue, FollowedJobs
+from tickwheel.services.api.writes import AckedJobsClient
 from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration
@@ -44,3 +46,63 @@ def test_a_write_by_another_client_is_read_at_once_and_a_delete_too(
         assert catalogued.get("c-own")["jobId"] == "c-own"
     finally:
         catalogued.catalogue.close()
+
+
+class Ticks:
+    """The monotonic counter the read window is measured on, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
+    applied_topology: str, kafka_bootstrap: str
+) -> None:
+    """Decision 0139: the API's reads reuse a recent end offset; its own writes are seen by
+    the next read whatever the window, anyone else's by every read more than a window after."""
+    ticks = Ticks()
+    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=5.0, monotonic=ticks)
+    jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
+    other = JobsClient(kafka_bootstrap)
+    try:
+        for n in range(10):
+            jobs.create({**SPEC, "jobId": f"f-{n}"})
+            assert jobs.get(f"f-{n}")["version"] == 1  # its own write: at once
+        jobs.update("f-2", {"enabled": False})
+        assert jobs.get("f-2")["version"] == 2
+        jobs.delete("f-3")
+        with pytest.raises(UnknownJob):
+            jobs.get("f-3")
+        # Reads within the window and no write in between: no broker request at all.
+        asked = catalogue.freshness.ends.asked
+        for _ in range(50):
+            for n in (0, 1, 4):
+                assert jobs.get(f"f-{n}")["jobId"] == f"f-{n}"
+        assert catalogue.freshness.ends.asked == asked
+        # Another client's write, acknowledged now: every read a window later sees it.
+        other.create({**SPEC, "jobId": "f-0-other"})
+        other.update("f-1", {"enabled": False})
+        ticks.now += 5.01  # more than a window after the acknowledgement
+        assert jobs.get("f-0-other")["version"] == 1
+        assert jobs.get("f-1")["version"] == 2
+        listed = [r["jobId"] for r in jobs.list()]
+        assert listed == [r["jobId"] for r in other.list()]
+    finally:
+        catalogue.close()
+
+
+def test_followed_reads_with_no_window_see_another_clients_write_at_once(
+    applied_topology: str, kafka_bootstrap: str
+) -> None:
+    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=0.0)
+    jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
+    other = JobsClient(kafka_bootstrap)
+    try:
+        for n in range(10):
+            other.create({**SPEC, "jobId": f"z-{n}"})
+            assert jobs.get(f"z-{n}")["version"] == 1
+    finally:
+        catalogue.close()

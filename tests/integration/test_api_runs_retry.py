@@ -66,9 +66,12 @@ def triggers(bootstrap: str) -> list[dict[str, Any]]:
     return [c for c in out if c["kind"] == "trigger"]
 
 
+@pytest.mark.parametrize(("resource", "other"), [("runs", "executions"), ("executions", "runs")])
 def test_a_dead_lettered_run_is_retried_once_through_its_letter_and_refusals_send_nothing(
-    connect: Connect, kafka_bootstrap: str, history: Any
+    connect: Connect, kafka_bootstrap: str, history: Any, resource: str, other: str
 ) -> None:
+    """Seed 003's `/runs/{id}/retry` and seed 000's `/executions/{id}/retry` are one
+    operation: a retry through either is refused through the other afterwards."""
     acme = connect(key(kafka_bootstrap, "acme", "write"), history=history)
     created = acme.post("/v1/jobs", json={**SEED_CRON, "jobId": JOB})
     assert created.status_code == 201, created.text
@@ -85,7 +88,7 @@ def test_a_dead_lettered_run_is_retried_once_through_its_letter_and_refusals_sen
     producer.send(topic_name("executions.dlq"), JOB, encode("DeadLetter", letter))
     producer.flush()
 
-    retry = acme.post(f"/v1/runs/{dead}/retry", json={"note": "upstream fixed"},
+    retry = acme.post(f"/v1/{resource}/{dead}/retry", json={"note": "upstream fixed"},
                       headers={"Idempotency-Key": "retry-1"})  # fmt: skip
     assert retry.status_code == 202, retry.text
     body = retry.json()
@@ -101,22 +104,23 @@ def test_a_dead_lettered_run_is_retried_once_through_its_letter_and_refusals_sen
     assert resolution["note"] == "upstream fixed" and resolution["tenant_id"] == "acme"
 
     # The same key replays the original answer; a new request for the same run is refused.
-    replay = acme.post(f"/v1/runs/{dead}/retry", json={"note": "upstream fixed"},
+    replay = acme.post(f"/v1/{resource}/{dead}/retry", json={"note": "upstream fixed"},
                        headers={"Idempotency-Key": "retry-1"})  # fmt: skip
     assert (replay.status_code, replay.json()) == (202, body)
-    again = problem(acme.post(f"/runs/{dead}/retry"), 409, "dead-letter-resolved")
+    again = problem(acme.post(f"/{other}/{dead}/retry"), 409, "dead-letter-resolved")
     assert again["resolution"]["retry_execution_id"] == body["executionId"]
     assert (
-        problem(acme.post(f"/runs/{running}/retry"), 409, "run-not-finished")["runStatus"]
+        problem(acme.post(f"/{resource}/{running}/retry"), 409, "run-not-finished")["runStatus"]
         == "running"
     )
     assert (
-        "succeeded" in problem(acme.post(f"/v1/runs/{done}/retry"), 409, "run-succeeded")["detail"]
+        "succeeded"
+        in problem(acme.post(f"/v1/{resource}/{done}/retry"), 409, "run-succeeded")["detail"]
     )
-    problem(acme.post("/v1/runs/no-such-run/retry"), 404, "not-found")
+    problem(acme.post(f"/v1/{resource}/no-such-run/retry"), 404, "not-found")
     globex = connect(key(kafka_bootstrap, "globex", "write"), history=history)
-    problem(globex.post(f"/v1/runs/{dead}/retry"), 404, "not-found")
-    bad = problem(acme.post(f"/v1/runs/{dead}/retry", json={"note": "x" * 501}), 422,
+    problem(globex.post(f"/v1/{resource}/{dead}/retry"), 404, "not-found")
+    bad = problem(acme.post(f"/v1/{resource}/{dead}/retry", json={"note": "x" * 501}), 422,
                   "validation-error")  # fmt: skip
     assert [e["pointer"] for e in bad["errors"]] == ["/note"]
     assert len(triggers(kafka_bootstrap)) == 1  # nothing refused asked for anything

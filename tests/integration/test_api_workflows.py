@@ -21,6 +21,7 @@ from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.ports.history import QueryResult
 from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.api.workflow_models import SEED_WORKFLOW
+from tickwheel.services.api.workflow_view import FollowedWorkflows
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -51,8 +52,11 @@ def orchestrator(applied_topology: str, kafka_bootstrap: str, tmp_path: Path) ->
 
 
 @pytest.fixture
-def flows(kafka_bootstrap: str, applied_topology: str) -> WorkflowsClient:
-    return WorkflowsClient(kafka_bootstrap, keys=KEYS)
+def flows(kafka_bootstrap: str, applied_topology: str) -> Iterator[WorkflowsClient]:
+    """The API's own client: its reads answer from the followed view (decision 0140)."""
+    client = FollowedWorkflows(kafka_bootstrap, keys=KEYS, window_s=0.1)
+    yield client
+    client.close()
 
 
 @pytest.fixture
@@ -108,6 +112,28 @@ def test_the_seed_body_publishes_its_version_once_and_starts_an_instance_each_ti
     assert timeline["status"] == "running" and timeline["definitionVersion"] == 7
     assert set(timeline["steps"]) == {"probe", "encode_480", "approve"}
     assert timeline["events"][0]["event_type"] == "workflow_started"
+
+
+def test_the_followed_view_answers_as_the_sdks_topic_scans(
+    client_for: Any, flows: WorkflowsClient, kafka_bootstrap: str, orchestrator: None
+) -> None:
+    """Decision 0140: list, get and the definitions from memory equal the SDK's reads of the
+    topics to their end, once the view is a window past the last record."""
+    acme = client_for("acme", "write")
+    started = [acme.post("/workflows", json=SEED_WORKFLOW).json()["workflowId"] for _ in range(3)]
+    for workflow_id in started:
+        assert wait_until(lambda w=workflow_id: _visible(acme, w, "probe", "running"), 60)
+    acme.post(f"/workflows/{started[0]}/cancel", json={"reason": "compare"})
+    scans = WorkflowsClient(kafka_bootstrap, keys=KEYS)
+    assert wait_until(lambda: scans.get(started[0]).status != "running", 60)
+
+    def same() -> bool:
+        return (flows.list() == scans.list()
+                and flows.definitions() == scans.definitions()
+                and all(flows.get(w) == scans.get(w) for w in started))  # fmt: skip
+
+    # Bounded: the orchestrator may still be writing the cancel's events for a moment.
+    assert wait_until(same, 30)
 
 
 def test_another_tenants_workflow_is_not_found_anywhere(

@@ -195,9 +195,10 @@ def _link(schema: dict[str, Any]) -> None:
 
 
 def _workflows_client(backend: Backend) -> Any:
-    from tickwheel.sdk.workflows import WorkflowsClient
+    """The SDK's client with its reads answered from a followed view (decision 0140)."""
+    from tickwheel.services.api.workflow_view import FollowedWorkflows
 
-    return WorkflowsClient(backend.bootstrap, clock=backend.clock)
+    return FollowedWorkflows(backend.bootstrap, clock=backend.clock)
 
 
 def create_app(

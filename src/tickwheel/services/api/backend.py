@@ -66,13 +66,16 @@ class Backend:
 
     @classmethod
     def from_env(cls, bootstrap: str | None = None) -> Backend:
-        """Over the cluster, reading definitions through one catalogue (a watermark request,
-        shared by the reads waiting, instead of a partition scan; the same read-your-writes
-        guarantee), each write waiting for its own acknowledgement and serialised per job
-        (decisions 0100, 0101)."""
+        """Over the cluster: reads answer from one followed catalogue once it has passed an
+        end offset recent enough (this instance's writes at once, others' within the read
+        window: decision 0139); each write checks against ends asked for it, waits for its
+        own acknowledgement and is serialised per job (decisions 0100, 0101)."""
+        from tickwheel.services.api.followed_jobs import FollowedCatalogue, FollowedJobs
         from tickwheel.services.api.writes import AckedJobsClient
 
-        return cls(jobs=AckedJobsClient(bootstrap), bootstrap=bootstrap)
+        catalogue = FollowedCatalogue(bootstrap)
+        writer = AckedJobsClient(bootstrap, catalogue=catalogue)
+        return cls(jobs=FollowedJobs(writer, catalogue), bootstrap=bootstrap)
 
     def now_ms(self) -> int:
         return int(self.clock.now() * 1000)

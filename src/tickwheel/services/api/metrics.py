@@ -10,13 +10,13 @@ among them. Tenants are not a label (their count is unbounded); per-tenant usage
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import generate_latest
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -40,25 +40,46 @@ class ApiMetrics:
             self.replays.inc()
 
 
-def _route_of(request: Request) -> str:
-    route = request.scope.get("route")
+def _route_of(scope: Scope) -> str:
+    route = scope.get("route")
     return str(getattr(route, "path", None) or "unmatched")
+
+
+class MeasureRequests:
+    """Plain ASGI middleware (no task and body stream per request, as `app.middleware("http")`
+    costs): times each HTTP request to its last body chunk and counts it by its status."""
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # A duration, not an instant: the monotonic counter is no clock reading to inject.
+        started = time.perf_counter()
+        answered: dict[str, Any] = {"status": 500, "replayed": False}
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answered["status"] = message["status"]
+                answered["replayed"] = (b"idempotent-replayed", b"true") in [
+                    (k.lower(), v) for k, v in message.get("headers", ())
+                ]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            self.metrics.observe(scope["method"], _route_of(scope), answered["status"],
+                                 time.perf_counter() - started, answered["replayed"])  # fmt: skip
 
 
 def install_metrics(app: FastAPI) -> ApiMetrics:
     metrics = ApiMetrics()
     app.state.metrics = metrics
-
-    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
-        # A duration, not an instant: the monotonic counter is no clock reading to inject.
-        started = time.perf_counter()
-        response = await call_next(request)
-        metrics.observe(request.method, _route_of(request), response.status_code,
-                        time.perf_counter() - started,
-                        response.headers.get("idempotent-replayed") == "true")  # fmt: skip
-        return response
-
-    app.middleware("http")(measure)
+    app.add_middleware(MeasureRequests, metrics=metrics)
     return metrics
 
 

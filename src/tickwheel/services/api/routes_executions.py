@@ -171,13 +171,14 @@ RETRY_EXAMPLE = {
 }
 
 
-def _retry_run(request: Request, b: Any, run_id: str, note: str | None, by: str | None) -> Any:
+def _retry_run(request: Request, b: Any, run_id: str, note: str | None, by: str | None,
+               noun: str = "run") -> Any:  # fmt: skip
     timeline = read_timeline(b, run_id)  # unknown, or another tenant's: 404
     status = timeline.get("status")
     if status not in RETRYABLE:
         code = "run-succeeded" if status == "succeeded" else "run-not-finished"
-        raise Problem(409, code, f"run {run_id!r} is {status}; accepted: a run that failed, was "
-                      f"dead-lettered or was cancelled", runStatus=status)  # fmt: skip
+        raise Problem(409, code, f"{noun} {run_id!r} is {status}; accepted: one that failed, "
+                      "was dead-lettered or was cancelled", runStatus=status)  # fmt: skip
     client = DeadLettersClient(b.bootstrap, b.clock, jobs=b.jobs, tenant_id=b.tenant_id)
     try:
         done = retry_execution(client, visible_letters(request, b), run_id,
@@ -190,19 +191,36 @@ def _retry_run(request: Request, b: Any, run_id: str, note: str | None, by: str 
     })  # fmt: skip
 
 
+RETRY_RESPONSES: dict[int | str, Any] = {
+    202: {"description": "The new execution asked of the job's timer",
+          "content": {"application/json": {"example": RETRY_EXAMPLE}}},
+    **problem_responses(404, 409, 422, 503),
+}  # fmt: skip
+RETRY_EXAMPLES = {"note": {"value": {"note": "upstream fixed"}}}
+
+
 @router.post("/runs/{run_id}/retry", status_code=202,
              summary="Retry a failed, dead-lettered or cancelled run: a new execution of its job, "
              "through its dead letter if it has one (decision 0102)",
-             responses={202: {"description": "The new execution asked of the job's timer",
-                              "content": {"application/json": {"example": RETRY_EXAMPLE}}},
-                        **problem_responses(404, 409, 422, 503)})  # fmt: skip
+             responses=RETRY_RESPONSES)  # fmt: skip
 def retry_run(
     request: Request,
     b: BackendDep,
     run_id: ExecutionId,
-    body: Annotated[
-        RetryBody | None,
-        Body(openapi_examples={"note": {"value": {"note": "upstream fixed"}}}),
-    ] = None,
+    body: Annotated[RetryBody | None, Body(openapi_examples=RETRY_EXAMPLES)] = None,
 ) -> Any:
     return _retry_run(request, b, run_id, body.note if body else None, body.by if body else None)
+
+
+@router.post("/executions/{execution_id}/retry", status_code=202,
+             summary="Retry a failed, dead-lettered or cancelled execution (seed 000's word for "
+             "a run): the same as POST /runs/{id}/retry, the console's retry (decision 0102)",
+             responses=RETRY_RESPONSES)  # fmt: skip
+def retry_execution_route(
+    request: Request,
+    b: BackendDep,
+    execution_id: ExecutionId,
+    body: Annotated[RetryBody | None, Body(openapi_examples=RETRY_EXAMPLES)] = None,
+) -> Any:
+    return _retry_run(request, b, execution_id, body.note if body else None,
+                      body.by if body else None, noun="execution")  # fmt: skip

@@ -1,0 +1,112 @@
+"""The API's job reads from its followed catalogue, fresh by decision 0139's rule.
+
+`FollowedJobs` is the `JobsLike` the routes read through: `get` and `list` answer from the
+catalogue's memory once the follower has passed an end offset recent enough
+(`tickwheel.services.api.freshness`: this instance's own writes at once, anyone else's within
+the window), so a read costs no broker round trip while the ends are fresh. Writes go to the
+write path's client unchanged (its own checks still ask the broker for every end: a create's
+"is the id free" and an update's version check are not relaxed), and each write marks its
+job's partition so that the next read asks for an end after it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tickwheel.adapters.kafka.client import TopicPartition
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.reader import watermarks
+from tickwheel.sdk.catalogue import CataloguedJobsClient
+from tickwheel.sdk.jobs import UnknownJob
+from tickwheel.services.api.freshness import Freshness, window_from_env
+from tickwheel.services.api.writes import SharedEndsCatalogue
+
+
+class FollowedCatalogue(SharedEndsCatalogue):
+    """The write path's catalogue (every read of it asks fresh ends) with a second way in
+    for the API's reads: ends recent by `freshness`."""
+
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        window_s: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(bootstrap)
+        window = window_from_env(dict(os.environ)) if window_s is None else window_s
+        self.freshness: Freshness[int] = Freshness(
+            lambda p: watermarks(self._meta, TopicPartition(self.topic, p))[1], window, monotonic
+        )
+
+    def partition_of(self, job_id: str) -> int:
+        return partition_for(job_id, len(self.partitions))
+
+    def recent(self, job_id: str) -> dict[str, Any] | None:
+        partition = self.partition_of(job_id)
+        ends = {partition: self.freshness.end(partition)}
+        with self._changed:
+            self._caught_up(ends)
+            return self._records.get(job_id)
+
+    def recent_list(self) -> list[dict[str, Any]]:
+        ends = {p: self.freshness.end(p) for p in self.partitions}
+        with self._changed:
+            self._caught_up(ends)
+            records = list(self._records.values())
+        return sorted(records, key=lambda d: d["jobId"])
+
+
+class FollowedJobs:
+    """`JobsLike`: reads from `catalogue` (recent ends), writes through `writer`."""
+
+    def __init__(self, writer: CataloguedJobsClient, catalogue: FollowedCatalogue) -> None:
+        self.writer = writer
+        self.catalogue = catalogue
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        record = self.catalogue.recent(job_id)
+        if record is None:
+            raise UnknownJob(job_id)
+        return record
+
+    def list(self) -> list[dict[str, Any]]:
+        return self.catalogue.recent_list()
+
+    def _wrote(self, job_id: Any) -> None:
+        if isinstance(job_id, str):
+            self.catalogue.freshness.wrote(self.catalogue.partition_of(job_id))
+
+    def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] | None = None
+        try:
+            created = self.writer.create(spec)
+            return created
+        finally:
+            # Marked even when the create failed: a timed-out write may still have landed.
+            self._wrote((created or spec).get("jobId"))
+
+    def update(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]:
+        try:
+            return self.writer.update(job_id, changes, expected_version)
+        finally:
+            self._wrote(job_id)
+
+    def delete(self, job_id: str) -> None:
+        try:
+            self.writer.delete(job_id)
+        finally:
+            self._wrote(job_id)
+
+    def trigger(self, job_id: str) -> dict[str, Any]:
+        return self.writer.trigger(job_id)
+
+    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
+        return self.writer.backfill(job_id, from_ms, to_ms)
+
+    def close(self) -> None:
+        self.catalogue.close()

@@ -1,0 +1,155 @@
+"""The API's workflow reads from memory: `workflows.definitions`, `.state` and `.events`
+followed by one consumer (decision 0140).
+
+`WorkflowsClient` (the SDK) reads the instance's partitions of `workflows.state` and
+`workflows.events` to their end, and the whole definitions topic, on every call: hundreds of
+milliseconds a read under load. `FollowedWorkflows` is that client with its three reads
+answered from a `FollowedTopics` view instead, fresh by decision 0139's rule (this instance's
+own definitions at once, anyone's records within the read window). Its writes are the SDK's.
+The view starts at the first read, so an app that never reads a workflow never follows them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.clock import Clock
+from tickwheel.core.workflow.snapshot import state_from_json
+from tickwheel.sdk.workflows import UnknownWorkflow, WorkflowsClient
+from tickwheel.services.api.followed_topics import FollowedTopics
+from tickwheel.services.api.freshness import window_from_env
+
+# Keys the orchestrator writes on workflows.state for itself, not instances.
+PARTITION_KEY_PREFIX = "__partition__/"
+
+
+class WorkflowMemory:
+    """What the view holds, filled by the follower: every published definition, each
+    instance's latest snapshot (by partition) and every instance's events in topic order."""
+
+    def __init__(self) -> None:
+        self.definitions: dict[tuple[str, int], dict[str, Any]] = {}
+        self.snapshots: dict[int, dict[str, dict[str, Any]]] = {}
+        self.events: dict[str, list[dict[str, Any]]] = {}
+
+    def definition(self, key: str | None, partition: int, value: bytes | None) -> None:
+        if value is None:
+            return
+        try:
+            record = decode(value, "WorkflowDefinition")[1]
+            document = json.loads(record["body"])
+        except (UndecodableRecord, ValueError):
+            return  # the orchestrator dead-letters it
+        # The first document of a version is the one (the SDK's read keeps the first too).
+        self.definitions.setdefault((record["definition_id"], record["version"]), document)
+
+    def snapshot(self, key: str | None, partition: int, value: bytes | None) -> None:
+        if key is None or key.startswith(PARTITION_KEY_PREFIX):
+            return
+        held = self.snapshots.setdefault(partition, {})
+        if value is None:
+            held.pop(key, None)
+            return
+        try:
+            held[key] = decode(value, "WorkflowSnapshot")[1]
+        except UndecodableRecord:
+            return
+
+    def event(self, key: str | None, partition: int, value: bytes | None) -> None:
+        if key is None or value is None:
+            return
+        try:
+            event = decode(value, "WorkflowEvent")[1]
+            event["data"] = json.loads(event["data"]) if event.get("data") else None
+        except (UndecodableRecord, ValueError):
+            return
+        self.events.setdefault(key, []).append(event)
+
+
+class FollowedWorkflows(WorkflowsClient):
+    """`WorkflowsClient` whose reads answer from a followed view of the workflow topics."""
+
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        clock: Clock | None = None,
+        keys: dict[str, bytes] | None = None,
+        window_s: float | None = None,
+    ) -> None:
+        super().__init__(bootstrap, clock, keys)
+        self.window_s = window_from_env(dict(os.environ)) if window_s is None else window_s
+        self.memory = WorkflowMemory()
+        self._view: FollowedTopics | None = None
+        self._opening = threading.Lock()
+
+    def view(self) -> FollowedTopics:
+        with self._opening:
+            if self._view is None:
+                memory = self.memory
+                self._view = FollowedTopics(
+                    {
+                        self.definitions_topic: memory.definition,
+                        self.state_topic: memory.snapshot,
+                        self.events_topic: memory.event,
+                    },
+                    self.bootstrap,
+                    self.window_s,
+                )
+            return self._view
+
+    def _place(self, topic: str, key: str) -> tuple[str, int]:
+        return (topic, partition_for(key, len(self.view().partitions[topic])))
+
+    def _publish(self, topic: str, key: str, value: bytes) -> None:
+        super()._publish(topic, key, value)
+        if topic == self.definitions_topic:  # the one followed topic this client writes
+            self.view().freshness.wrote(self._place(topic, key))
+
+    def definitions(
+        self, definition_id: str | None = None
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        view = self.view()
+
+        def found() -> dict[tuple[str, int], dict[str, Any]]:
+            return {k: d for k, d in self.memory.definitions.items()
+                    if definition_id is None or k[0] == definition_id}  # fmt: skip
+
+        return view.read(view.every(self.definitions_topic), found)
+
+    def _snapshots(self, partition: int | None = None) -> dict[str, dict[str, Any]]:
+        view = self.view()
+        every = view.every(self.state_topic)
+        places = every if partition is None else [(self.state_topic, partition)]
+
+        def found() -> dict[str, dict[str, Any]]:
+            held: dict[str, dict[str, Any]] = {}
+            for _, p in places:
+                held.update(self.memory.snapshots.get(p, {}))
+            return held
+
+        return view.read(places, found)
+
+    def _state(self, workflow_id: str) -> Any:
+        view = self.view()
+        place = self._place(self.state_topic, workflow_id)
+        snapshot = view.read([place], lambda: self.memory.snapshots.get(place[1], {}).get(
+            workflow_id))  # fmt: skip
+        if snapshot is None:
+            raise UnknownWorkflow("instance", workflow_id)
+        return state_from_json(json.loads(snapshot["state"]))
+
+    def _events(self, workflow_id: str) -> list[dict[str, Any]]:
+        view = self.view()
+        place = self._place(self.events_topic, workflow_id)
+        return view.read([place], lambda: list(self.memory.events.get(workflow_id, ())))
+
+    def close(self) -> None:
+        with self._opening:
+            if self._view is not None:
+                self._view.close()
+                self._view = None
