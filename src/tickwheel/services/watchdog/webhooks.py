@@ -9,49 +9,45 @@ parent explains, opened under it) is passed over: its open was never sent, so ne
 resolve. The `webhook-id` is the transition's `alert_id`, the
 same on every retry and every redelivery after a crash: a receiver de-duplicates by it.
 
-URLs pass the `http` job type's SSRF guard (`tickwheel.jobtypes.ssrf`): the operator's URL
-names its own host, and every address it resolves to must be public unless
-`TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS` opens a private range. No redirects are
-followed: a receiver that moved is a configuration to fix, not a hop to take.
+The sink (signing, one POST, the SSRF guard of its URLs) and the backoff are
+`tickwheel.services.webhooks`, shared with the orchestrator's approval notices; they are
+re-exported here for the watchdog's callers.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal
-from urllib.parse import urlsplit
-
-from standardwebhooks import Webhook
+from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import watermarks
-from tickwheel.clock import Clock
-from tickwheel.core.targets import IPNetwork, url_problem
 from tickwheel.core.timefmt import format_utc
-from tickwheel.errors import InvalidInput
-from tickwheel.jobtypes.http import fetch
-from tickwheel.jobtypes.ssrf import SsrfGuard
-from tickwheel.sdk.worker import PermanentError, RetryableError
+from tickwheel.services.webhooks import (
+    RETRYABLE_CLIENT_ERRORS,
+    TIMEOUT_S,
+    Outcome,
+    WebhookSink,
+    backoff_s,
+    sink_guard,
+)
+
+__all__ = [
+    "RETRYABLE_CLIENT_ERRORS",
+    "TIMEOUT_S",
+    "Outcome",
+    "WebhookDispatcher",
+    "WebhookSink",
+    "backoff_s",
+    "payload",
+    "sink_guard",
+]
 
 log = logging.getLogger("tickwheel.watchdog")
-
-Outcome = Literal["delivered", "retry", "rejected"]
-# 4xx a receiver may answer for a moment (timeout, conflict, too early, rate limit): retried.
-RETRYABLE_CLIENT_ERRORS = frozenset({408, 409, 425, 429})
-TIMEOUT_S = 10.0
-
-
-def backoff_s(attempt: int, first_s: float, cap_s: float) -> float:
-    """The wait before retry `attempt` (1-based): doubling from `first_s`, at most `cap_s`."""
-    return float(min(cap_s, first_s * 2 ** min(attempt - 1, 30)))
 
 
 def payload(alert: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,60 +65,6 @@ def payload(alert: Mapping[str, Any]) -> dict[str, Any]:
         "timestamp": format_utc(int(alert["event_time"])),
         "data": data,
     }
-
-
-def sink_guard(urls: list[str], allowed_networks: tuple[IPNetwork, ...]) -> SsrfGuard:
-    """The guard for the configured URLs: their own hosts allowed, addresses still vetted.
-    A URL refused by its text alone is refused at start-up, naming it."""
-    hosts = set()
-    for url in urls:
-        problem = url_problem(url, allowed_networks)
-        if problem is not None:
-            raise InvalidInput("TICKWHEEL_WATCHDOG_WEBHOOKS", problem)
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        host = (parts.hostname or "").lower()
-        hosts.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-    return SsrfGuard(frozenset(hosts), allowed_networks)
-
-
-@dataclass
-class WebhookSink:
-    """One receiver: signs each body and POSTs it."""
-
-    url: str
-    secret: str
-    guard: SsrfGuard
-    clock: Clock
-
-    def __post_init__(self) -> None:
-        self._signer = Webhook(self.secret)
-
-    @property
-    def name(self) -> str:
-        return hashlib.sha256(self.url.encode()).hexdigest()[:12]
-
-    def send(self, webhook_id: str, body: str) -> tuple[Outcome, str]:
-        """One attempt; the signature's timestamp is this attempt's (the spec's replay guard)."""
-        now = datetime.fromtimestamp(self.clock.now(), tz=UTC)
-        headers = {
-            "Content-Type": "application/json",
-            "webhook-id": webhook_id,
-            "webhook-timestamp": str(int(now.timestamp())),
-            "webhook-signature": self._signer.sign(webhook_id, now, body),
-        }
-        try:
-            response = fetch(self.guard, self.url, "POST", body.encode(), headers, TIMEOUT_S,
-                             max_redirects=0)  # fmt: skip
-        except RetryableError as exc:
-            return "retry", str(exc)
-        except PermanentError as exc:  # the guard refused the address: a setting to change
-            return "retry", str(exc)
-        if 200 <= response.status < 300:
-            return "delivered", str(response.status)
-        if 400 <= response.status < 500 and response.status not in RETRYABLE_CLIENT_ERRORS:
-            return "rejected", str(response.status)
-        return "retry", str(response.status)
 
 
 class WebhookDispatcher(threading.Thread):
