@@ -37,8 +37,8 @@ log = logging.getLogger("tickwheel.api")
 
 # The API's resources; health, metrics, the docs and whatever else is mounted pass freely.
 GUARDED = re.compile(
-    r"^(/v1)?/(jobs|schedules|executions|runs|workflows|approvals|alerts|dead-letters|history)"
-    r"(/|$)"
+    r"^(/v1)?/(jobs|job-commands|schedules|executions|runs|workflows|approvals|alerts"
+    r"|dead-letters|history)(/|$)"
 )
 CHANGES = ("POST", "PATCH", "PUT", "DELETE")
 DEV_PRINCIPAL = Principal(DEFAULT_TENANT, None, granted(SCOPES))

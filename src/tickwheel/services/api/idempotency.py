@@ -9,9 +9,13 @@ first is still running it is a 409. Records are honoured for `WINDOW_MS` (24 h).
 Kept when a 2xx or a 4xx was answered (the request was judged); not kept for a 5xx, a 429
 or 401/403 (nothing was judged: a retry should be judged afresh).
 
-A crash between a create's effect and its record cannot duplicate the job: a keyed create
-without a `jobId` gets one derived from the tenant and the key (`derived_job_id`), so the
-retry finds the job it made and answers with it (routes_jobs).
+With the single writer running, a keyed create's record is written by the judge in the
+transaction that creates the job (decision 0126): effect and record commit together, and this
+store only holds the answer (`request.state.idempotency_recorded`). Otherwise, and for every
+other POST, the record is published here after the route answered. A crash between a create's
+effect and a record published here still cannot duplicate the job: a keyed create without a
+`jobId` gets one derived from the tenant and the key (`derived_job_id`), so the retry finds
+the job it made and answers with it (routes_jobs).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import hashlib
 import json
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +45,8 @@ WINDOW_MS = 24 * 3600 * 1000
 MAX_KEY_CHARS = 255
 REPLAYED_HEADERS = ("content-type", "location", "etag", "link")
 NOT_KEPT = {401, 403, 409, 413, 429}
+# Answers the judge recorded, held here until the view has read them back (every 2 s).
+HELD_ANSWERS = 10_000
 _JOB_NAMESPACE = uuid.UUID("6c1f7a52-9a8e-4f5e-b1a4-2d8f0e3c9b71")
 
 
@@ -91,6 +98,11 @@ class IdempotencyStore:
         self.view = view
         self.now_ms = now_ms
         self._in_flight: set[str] = set()
+        self._held: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def recorded(self, slot: str) -> dict[str, Any] | None:
+        held = self._held.get(slot)
+        return held if held is not None else self.view.get(slot)
 
     async def handle(
         self,
@@ -113,7 +125,9 @@ class IdempotencyStore:
         request.state.idempotency_key = key
         slot = f"{principal.tenant_id}/{key}"
         wanted = fingerprint(request.method, request.url.path, body)
-        recorded = self.view.get(slot)
+        # For the route: a keyed create hands both to the judge, which records the answer.
+        request.state.idempotency_slot, request.state.idempotency_fingerprint = slot, wanted
+        recorded = self.recorded(slot)
         if recorded is not None and self.now_ms() - recorded["created_at"] < WINDOW_MS:
             if recorded["fingerprint"] != wanted:
                 raise Problem(
@@ -147,6 +161,12 @@ class IdempotencyStore:
                 "created_at": self.now_ms(),
                 "request_id": response.headers.get("x-request-id", ""),
             }
+            if getattr(request.state, "idempotency_recorded", False):
+                # Written by the judge with the job, in one transaction: only hold it.
+                self._held[slot] = record
+                while len(self._held) > HELD_ANSWERS:
+                    self._held.popitem(last=False)
+                return _answer(content, response), False
             try:
                 await run_in_threadpool(self.view.publish, slot, record)
             except Exception as exc:
@@ -155,8 +175,12 @@ class IdempotencyStore:
                 log.warning("idempotency record not written",
                             extra={"action": "idempotency_record_failed", "key": key,
                                    "error": str(exc)})  # fmt: skip
-            headers = dict(response.headers)
-            headers.pop("content-length", None)
-            return Response(content, response.status_code, headers=headers), False
+            return _answer(content, response), False
         finally:
             self._in_flight.discard(slot)
+
+
+def _answer(content: bytes, response: Response) -> Response:
+    headers = dict(response.headers)
+    headers.pop("content-length", None)
+    return Response(content, response.status_code, headers=headers)

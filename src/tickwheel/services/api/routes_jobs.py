@@ -1,9 +1,10 @@
 """`/jobs`: create, read, list, patch, delete, pause, resume, trigger, backfill.
 
-Writes go through the backend's jobs client; the API's (`writes.AckedJobsClient`) checks
-`expectedVersion` and publishes under a lock per job, so through one API instance two writers
-that both read v3 cannot both publish v4 (decision 0101). Across instances and producers the
-single writer per job (decision 0099) is not built yet; docs/api.md says so.
+Writes go through the backend's jobs client. With the single writer running they are
+commands judged by the owner of the job's partition (decisions 0099, 0126): 201/200/204, a 409
+with `currentVersion`, a 404, or a 202 with `/v1/job-commands/{id}` when the verdict is late
+(`routes_job_commands`). Without one, the API's client checks `expectedVersion` and publishes
+under a lock per job, linearizable through one API instance only (decision 0101).
 """
 
 from __future__ import annotations
@@ -37,6 +38,22 @@ from tickwheel.services.api.models import (
     PauseBody,
 )
 from tickwheel.services.api.problems import Problem, invalid_input, problem_responses
+from tickwheel.services.api.routes_job_commands import (
+    COMMAND_EXAMPLE,
+    PENDING_EXAMPLE,
+    answers_pending,
+    command_view,
+    keyed_write,
+    recorded_response,
+    run_keyed,
+)
+from tickwheel.services.api.routes_job_commands import (
+    create_record as create_record,
+)
+from tickwheel.services.api.routes_job_commands import router as commands_router
+from tickwheel.services.api.routes_job_commands import (
+    update_record as update_record,
+)
 from tickwheel.services.api.tenancy import TenantJobs
 from tickwheel.services.api.views import (
     decode_cursor,
@@ -45,11 +62,11 @@ from tickwheel.services.api.views import (
     job_filter,
     job_view,
     parse_etag,
-    template_text,
 )
 
 log = logging.getLogger("tickwheel.api")
 router = APIRouter(tags=["jobs"])
+router.include_router(commands_router)
 
 MAX_PAGE = 500
 # Where a pause's reason is kept until the definition has a field of its own for it.
@@ -76,15 +93,9 @@ def _json(model: type, example: Any) -> dict[str, Any]:
     return {"model": model, "content": {"application/json": {"example": example}}}
 
 
-def command_view(command: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "commandId": command["command_id"],
-        "jobId": command["job_id"],
-        "kind": command["kind"],
-        "requestedAt": command["requested_at"],
-        "rangeStart": command["range_start"],
-        "rangeEnd": command["range_end"],
-    }
+# A write whose verdict is late (decision 0126): the command is judged later.
+_PENDING = {"description": "Accepted: the verdict is late; follow Location",
+            "content": {"application/json": {"example": PENDING_EXAMPLE}}}  # fmt: skip
 
 
 def job_response(
@@ -98,49 +109,14 @@ def job_response(
     return JSONResponse(view, status_code=status, headers=headers)
 
 
-def create_record(b: Backend, spec: dict[str, Any], aliases: dict[str, str] | None = None) -> Any:
-    try:
-        return b.jobs.create(template_text(spec))
-    except InvalidInput as exc:
-        raise invalid_input(exc, aliases=aliases) from None
-
-
-def version_conflict(job_id: str, current: int, expected: int) -> Problem:
-    return Problem(
-        409,
-        "version-conflict",
-        f"job {job_id!r} is at version {current}, not {expected}; read it again and retry",
-        currentVersion=current,
-        errors=[{"pointer": "/expectedVersion", "detail": f"the current version is {current}"}],
-    )
-
-
-def update_record(
-    b: Backend,
-    job_id: JobId,
-    changes: dict[str, Any],
-    expected: int | None,
-    aliases: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """`JobsClient.update` with a stale `expected` version answered as a 409."""
-    current = b.jobs.get(job_id)
-    if expected is not None and expected != current["version"]:
-        raise version_conflict(job_id, current["version"], expected)
-    try:
-        return b.jobs.update(job_id, template_text(changes), expected)
-    except InvalidInput as exc:
-        if exc.field == "expectedVersion":  # moved on between our read and the client's
-            latest = b.jobs.get(job_id)["version"]
-            raise version_conflict(job_id, latest, expected or 0) from None
-        raise invalid_input(exc, aliases=aliases) from None
-
-
 @router.post(
     "/jobs",
     status_code=201,
     summary="Create a job",
-    responses={201: _json(JobView, JOB_EXAMPLE), **problem_responses(400, 409, 422, 503)},
-)
+    responses={201: _json(JobView, JOB_EXAMPLE), 202: _PENDING,
+               **problem_responses(400, 409, 422, 503)},
+)  # fmt: skip
+@answers_pending
 def create_job(
     b: BackendDep,
     request: Request,
@@ -161,13 +137,15 @@ def create_job(
         # Every retry with this key names the same job: a crash between the job's write and
         # the key's record cannot make a second one (decision 0069).
         derived = body["jobId"] = derived_job_id(b.tenant_id or DEFAULT_TENANT, key)
+    keyed = keyed_write(request, lambda r: job_response(b, r, 201, location=True))
     try:
-        record = create_record(b, body)
+        record = run_keyed(request, keyed, lambda: create_record(b, body))
     except JobExists:
         if derived is None:
             raise
         record = b.jobs.get(derived)  # made by this key's first request, whose record was lost
-    return job_response(b, record, 201, location=True)
+    recorded = None if keyed is None else recorded_response(keyed)
+    return recorded or job_response(b, record, 201, location=True)
 
 
 @router.get(
@@ -226,9 +204,10 @@ def get_job(
 @router.patch(
     "/jobs/{job_id}",
     summary="Change a job (JSON merge patch), optionally at an expected version",
-    responses={200: _json(JobView, {**JOB_EXAMPLE, "version": 2}),
+    responses={200: _json(JobView, {**JOB_EXAMPLE, "version": 2}), 202: _PENDING,
                **problem_responses(404, 409, 412, 422, 503)},
 )  # fmt: skip
+@answers_pending
 def patch_job(
     b: BackendDep,
     job_id: JobId,
@@ -270,8 +249,9 @@ def patch_job(
     "/jobs/{job_id}",
     status_code=204,
     summary="Delete a job (a tombstone: it stops firing)",
-    responses={204: {"description": "Deleted"}, **problem_responses(404, 503)},
+    responses={204: {"description": "Deleted"}, 202: _PENDING, **problem_responses(404, 503)},
 )
+@answers_pending
 def delete_job(b: BackendDep, job_id: JobId) -> Response:
     b.jobs.delete(job_id)
     return Response(status_code=204)
@@ -280,9 +260,10 @@ def delete_job(b: BackendDep, job_id: JobId) -> Response:
 @router.post(
     "/jobs/{job_id}/pause",
     summary="Pause a job, with a reason",
-    responses={200: _json(JobView, {**JOB_EXAMPLE, "enabled": False}),
+    responses={200: _json(JobView, {**JOB_EXAMPLE, "enabled": False}), 202: _PENDING,
                **problem_responses(404, 422, 503)},
 )  # fmt: skip
+@answers_pending
 def pause_job(
     b: BackendDep,
     job_id: JobId,
@@ -304,24 +285,15 @@ def pause_job(
 @router.post(
     "/jobs/{job_id}/resume",
     summary="Resume a paused job",
-    responses={200: _json(JobView, JOB_EXAMPLE), **problem_responses(404, 503)},
+    responses={200: _json(JobView, JOB_EXAMPLE), 202: _PENDING, **problem_responses(404, 503)},
 )
+@answers_pending
 def resume_job(b: BackendDep, job_id: JobId) -> JSONResponse:
     labels = dict(b.jobs.get(job_id).get("labels") or {})
     changes: dict[str, Any] = {"enabled": True}
     if labels.pop(PAUSE_REASON_LABEL, None) is not None:
         changes["labels"] = labels
     return job_response(b, update_record(b, job_id, changes, None))
-
-
-COMMAND_EXAMPLE = {
-    "commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
-    "jobId": "nightly-reconcile",
-    "kind": "trigger",
-    "requestedAt": 1796116313410,
-    "rangeStart": None,
-    "rangeEnd": None,
-}
 
 
 @router.post(

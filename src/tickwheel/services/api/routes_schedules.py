@@ -28,6 +28,7 @@ from tickwheel.services.api.models import (
     ScheduleView,
 )
 from tickwheel.services.api.problems import Problem, invalid_input, problem_responses
+from tickwheel.services.api.routes_job_commands import answers_pending
 from tickwheel.services.api.routes_jobs import (
     BackendDep,
     JobId,
@@ -83,6 +84,7 @@ def _respond(b: Any, record: dict[str, Any], status: int = 200) -> JSONResponse:
     summary="Create a schedule (seed 003)",
     responses={201: _json(ScheduleView, SCHEDULE_EXAMPLE), **problem_responses(400, 409, 422)},
 )
+@answers_pending
 def create_schedule(
     b: BackendDep,
     body: Annotated[
@@ -202,6 +204,7 @@ def get_schedule(b: BackendDep, schedule_id: JobId) -> JSONResponse:
     responses={200: _json(ScheduleView, {**SCHEDULE_EXAMPLE, "version": 2, "enabled": False}),
                **problem_responses(404, 409, 422)},
 )  # fmt: skip
+@answers_pending
 def patch_schedule(
     b: BackendDep,
     schedule_id: JobId,

@@ -1,4 +1,11 @@
-"""How the API publishes a definition: each request waits for its own record's
+"""How the API writes a definition.
+
+With the single writer running (decisions 0099, 0126), a create, update or delete is a
+command the judge owning the job's partition answers; the API waits for the verdict
+(`JobsClient`'s command path). A keyed create carries its idempotency answer, which the judge
+records in the verdict's transaction (`KeyedWrite`, set by the route around the call).
+
+Without a judge (the direct path, decision 0101): each request waits for its own record's
 acknowledgement, not for a flush of everything in flight (decision 0100).
 
 `JobsClient` publishes with `send` then `flush`, right for a CLI that writes one record. In
@@ -10,8 +17,11 @@ means the definition is acknowledged by the broker (`acks=all`, idempotent produ
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.kafka.client import TopicPartition
@@ -19,9 +29,28 @@ from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.clock import Clock
 from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
+from tickwheel.sdk.job_commands import Verdict
 
 # Locks striped by job id: bounded memory, and writes to different jobs rarely share one.
 WRITE_STRIPES = 256
+
+
+@dataclass
+class KeyedWrite:
+    """A create made with an Idempotency-Key: what the judge records if it accepts it.
+    `render(record)` is the answer (status, body, headers) the route would send for the
+    record; `answer` keeps the one rendered, `recorded` says whether the judge wrote it."""
+
+    slot: str
+    fingerprint: str
+    request_id: str
+    render: Callable[[dict[str, Any]], tuple[int, bytes, dict[str, str]]]
+    answer: tuple[int, bytes, dict[str, str]] | None = None
+    recorded: bool = False
+
+
+# Set by the route around a keyed create, read by the jobs client that sends the command.
+KEYED_WRITE: ContextVar[KeyedWrite | None] = ContextVar("keyed_write", default=None)
 
 
 class AckedJobsClient(CataloguedJobsClient):
@@ -47,20 +76,44 @@ class AckedJobsClient(CataloguedJobsClient):
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
         job_id = spec.get("jobId")
-        if not isinstance(job_id, str):
-            return super().create(spec)  # a generated id is nobody else's
+        if not isinstance(job_id, str) or self.writes.commands():
+            return super().create(spec)  # a generated id is nobody else's; the judge judges
         with self._job_lock(job_id):
             return super().create(spec)
 
     def update(
         self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
     ) -> dict[str, Any]:
+        if self.writes.commands():
+            return super().update(job_id, changes, expected_version)
         with self._job_lock(job_id):
             return super().update(job_id, changes, expected_version)
 
     def delete(self, job_id: str) -> None:
+        if self.writes.commands():
+            super().delete(job_id)
+            return
         with self._job_lock(job_id):
             super().delete(job_id)
+
+    def _command_extras(self, kind: str, record: dict[str, Any] | None) -> dict[str, Any]:
+        keyed = KEYED_WRITE.get()
+        if kind != "create" or keyed is None or record is None:
+            return {}
+        keyed.answer = status, body, headers = keyed.render(record)
+        answer = {"status": status, "body": body.decode(), "headers": headers,
+                  "request_id": keyed.request_id}  # fmt: skip
+        return {"idempotency_slot": keyed.slot, "fingerprint": keyed.fingerprint,
+                "idempotency_answer": json.dumps(answer)}  # fmt: skip
+
+    def _submit(
+        self, kind: str, job_id: str, record: dict[str, Any] | None, expected: int | None
+    ) -> Verdict:
+        verdict = super()._submit(kind, job_id, record, expected)
+        keyed = KEYED_WRITE.get()
+        if keyed is not None and verdict.idempotency_recorded:
+            keyed.recorded = True
+        return verdict
 
     def _writer(self) -> EventProducer:
         with self._producer_lock:

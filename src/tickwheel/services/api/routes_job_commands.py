@@ -1,0 +1,199 @@
+"""Job writes judged by the single writer (decisions 0099, 0126): the create and update every
+write route shares (a stale version is a 409 with `currentVersion`), what a route answers when
+a verdict is late (202 and the command's status resource), and the keyed create's answer that
+the judge records with the job.
+
+`GET /v1/job-commands/{commandId}` answers from the verdicts this API instance has seen for
+the commands it sent (the status resource of a 202): `pending`, or the verdict with the job as
+it was written. Another instance's command, or one older than this process, is a 404.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse
+
+from tickwheel.errors import InvalidInput
+from tickwheel.sdk.job_commands import Verdict, VerdictPending
+from tickwheel.sdk.jobs import VersionConflict
+from tickwheel.services.api.models import JOB_EXAMPLE
+from tickwheel.services.api.problems import (
+    Problem,
+    invalid_input,
+    problem_responses,
+    request_id,
+)
+from tickwheel.services.api.tenancy import owner_of
+from tickwheel.services.api.views import template_text
+from tickwheel.services.api.writes import KEYED_WRITE, KeyedWrite
+
+if TYPE_CHECKING:
+    from tickwheel.services.api.backend import Backend
+
+router = APIRouter(tags=["jobs"])
+F = TypeVar("F", bound=Callable[..., Any])
+COMMAND_ID = Annotated[str, Path(min_length=1, max_length=100,
+                                 examples=["5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10"])]  # fmt: skip
+PENDING_EXAMPLE = {"commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
+                   "jobId": "nightly-reconcile", "status": "pending"}  # fmt: skip
+
+
+def command_view(command: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "commandId": command["command_id"],
+        "jobId": command["job_id"],
+        "kind": command["kind"],
+        "requestedAt": command["requested_at"],
+        "rangeStart": command["range_start"],
+        "rangeEnd": command["range_end"],
+    }
+
+
+COMMAND_EXAMPLE = {
+    "commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
+    "jobId": "nightly-reconcile",
+    "kind": "trigger",
+    "requestedAt": 1796116313410,
+    "rangeStart": None,
+    "rangeEnd": None,
+}
+
+
+def create_record(b: Backend, spec: dict[str, Any], aliases: dict[str, str] | None = None) -> Any:
+    try:
+        return b.jobs.create(template_text(spec))
+    except InvalidInput as exc:
+        raise invalid_input(exc, aliases=aliases) from None
+
+
+def version_conflict(job_id: str, current: int, expected: int) -> Problem:
+    return Problem(
+        409,
+        "version-conflict",
+        f"job {job_id!r} is at version {current}, not {expected}; read it again and retry",
+        currentVersion=current,
+        errors=[{"pointer": "/expectedVersion", "detail": f"the current version is {current}"}],
+    )
+
+
+def update_record(
+    b: Backend,
+    job_id: str,
+    changes: dict[str, Any],
+    expected: int | None,
+    aliases: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """`JobsClient.update` with a stale `expected` version answered as a 409."""
+    current = b.jobs.get(job_id)
+    if expected is not None and expected != current["version"]:
+        raise version_conflict(job_id, current["version"], expected)
+    try:
+        return b.jobs.update(job_id, template_text(changes), expected)
+    except VersionConflict as exc:  # the judge's verdict, or the client's own check
+        raise version_conflict(job_id, exc.current_version, expected or 0) from None
+    except InvalidInput as exc:
+        if exc.field == "expectedVersion":  # moved on between our read and the client's
+            latest = b.jobs.get(job_id)["version"]
+            raise version_conflict(job_id, latest, expected or 0) from None
+        raise invalid_input(exc, aliases=aliases) from None
+
+
+def pending_view(exc: VerdictPending) -> JSONResponse:
+    """The 202 of a write whose verdict is late: the command will be judged."""
+    return JSONResponse(
+        {"commandId": exc.command_id, "jobId": exc.job_id, "status": "pending"},
+        status_code=202,
+        headers={"Location": f"/v1/job-commands/{exc.command_id}", "Retry-After": "1"},
+    )
+
+
+def answers_pending(route: F) -> F:
+    """A write route that answers 202 (with the status resource) when the verdict is late."""
+
+    @functools.wraps(route)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return route(*args, **kwargs)
+        except VerdictPending as exc:
+            return pending_view(exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def keyed_write(
+    request: Request, render: Callable[[dict[str, Any]], JSONResponse]
+) -> KeyedWrite | None:
+    """The idempotency context of a keyed create (set by the door's idempotency store)."""
+    slot = getattr(request.state, "idempotency_slot", None)
+    wanted = getattr(request.state, "idempotency_fingerprint", None)
+    if slot is None or wanted is None:
+        return None
+
+    def answer(record: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
+        response = render(record)
+        kept = {k: v for k, v in response.headers.items() if k in ("content-type", "location",
+                                                                    "etag")}  # fmt: skip
+        return response.status_code, bytes(response.body), kept
+
+    return KeyedWrite(slot, wanted, request_id(request), answer)
+
+
+def run_keyed(request: Request, keyed: KeyedWrite | None, write: Callable[[], Any]) -> Any:
+    """`write()` with `keyed` visible to the jobs client; marks the request when the judge
+    recorded the answer (the idempotency store then only holds it)."""
+    token = KEYED_WRITE.set(keyed)
+    try:
+        return write()
+    finally:
+        KEYED_WRITE.reset(token)
+        if keyed is not None and keyed.recorded:
+            request.state.idempotency_recorded = True
+
+
+def recorded_response(keyed: KeyedWrite) -> JSONResponse | None:
+    """The answer the judge recorded, sent as it is, so the first answer and a replay agree."""
+    if not keyed.recorded or keyed.answer is None:
+        return None
+    status, body, headers = keyed.answer
+    response = JSONResponse(None, status_code=status, headers=headers)
+    response.body = body
+    response.headers["content-length"] = str(len(body))
+    return response
+
+
+def verdict_view(verdict: Verdict) -> dict[str, Any]:
+    return {"commandId": verdict.command_id, "jobId": verdict.job_id,
+            "status": verdict.outcome, "currentVersion": verdict.current_version,
+            "detail": verdict.detail}  # fmt: skip
+
+
+@router.get(
+    "/job-commands/{command_id}",
+    summary="The verdict of a job write answered 202 (pending, or what the judge decided)",
+    responses={200: {"content": {"application/json": {"example": {
+        **PENDING_EXAMPLE, "status": "updated", "currentVersion": 2, "detail": None,
+        "job": JOB_EXAMPLE}}}}, **problem_responses(404)},
+)  # fmt: skip
+def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
+    jobs = request.app.state.backend.jobs
+    status = jobs.command_status(command_id) if hasattr(jobs, "command_status") else None
+    principal = getattr(request.state, "principal", None)
+    tenant = None if principal is None else principal.tenant_id
+    if isinstance(status, Verdict):
+        if tenant is not None and status.definition and owner_of(status.definition) != tenant:
+            status = None  # another tenant's: as unknown as a command never sent
+        else:
+            view = verdict_view(status)
+            if status.definition is not None:
+                from tickwheel.services.api.views import job_view
+
+                view["job"] = job_view(status.definition, request.app.state.backend.now_ms())
+            return view
+    if status == "pending":
+        return {"commandId": command_id, "jobId": None, "status": "pending"}
+    raise Problem(404, "not-found", f"no job command {command_id!r} sent through this API "
+                  "instance (or its verdict is older than this process)")  # fmt: skip
