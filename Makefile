@@ -12,6 +12,10 @@ KAFKA_LIB := services/broker/target/lib/.fetched
 # `npm ci` and copied into the package's static folder (served locally; no Node at run time).
 CONSOLE_VENDOR := src/tickwheel/services/api/console/static/vendor
 CONSOLE_ASSETS := $(CONSOLE_VENDOR)/htmx.min.js
+# Helm renders the chart in the tests (tests/unit/test_helm_render.py): built from the Go
+# module proxy with the machine's Go, the only way a registry serves it.
+HELM_VERSION := v3.22.0
+HELM := $(TOOLS)/bin/helm
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,13 +38,19 @@ $(CONSOLE_ASSETS): services/console/package.json services/console/package-lock.j
 	npm ci --prefix services/console --ignore-scripts --no-audit --no-fund --loglevel=error
 	cp services/console/node_modules/htmx.org/dist/htmx.min.js $@
 
+$(HELM):
+	@command -v go >/dev/null || { echo "Go is needed to build helm for the chart's tests: apt-get install golang"; exit 1; }
+	GOBIN=$(abspath $(TOOLS))/bin GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+helm: $(HELM) ## build helm (for the chart's render tests) from the Go module proxy
+
 # The console's browser tests drive Debian's Chromium (never `playwright install`).
 chromium:
 	@command -v chromium >/dev/null || apt-get install -y -qq chromium || { apt-get update -qq && apt-get install -y -qq chromium; } || { echo "Debian's chromium is needed for the console tests: apt-get install chromium"; exit 1; }
 
-.PHONY: chromium
+.PHONY: chromium helm
 
-setup: $(VENV)/.synced $(KAFKA_LIB) $(CONSOLE_ASSETS) chromium ## create the environment, install everything, fetch Kafka through Maven and the console's files through npm
+setup: $(VENV)/.synced $(KAFKA_LIB) $(CONSOLE_ASSETS) $(HELM) chromium ## create the environment, install everything, fetch Kafka through Maven, the console's files through npm and helm through the Go module proxy
 
 run: setup ## start the local stack with example jobs and a live account of what happens, and the web console (API in its loopback development mode); Ctrl-C stops it
 	@echo "the web console: http://127.0.0.1:$${TICKWHEEL_API_PORT:-8780}/console (once the stack is up)"
