@@ -96,6 +96,7 @@ def incident(tenant: str, job_id: str) -> dict[str, Any]:
 def sign_in(page: Any, base: str, token: str) -> None:
     page.goto(f"{base}/console/jobs")
     page.wait_for_url(re.compile(r"/console/sign-in\?next="))
+    screenshot(page, "sign-in")
     page.fill("#sign-in-key", token)
     page.click("#sign-in button")
     page.wait_for_url(re.compile(r"/console/jobs$"))

@@ -167,9 +167,12 @@ def test_bulk_pause_of_three_jobs_with_a_reason_bumps_each_version_once(
         assert record["version"] == 2 and not record["enabled"]
         assert record["labels"]["tickwheel/paused-reason"] == "warehouse migration"
     assert stack.jobs.get("bulk-untouched")["version"] == 1
+    # The page itself shows the three bumps: each paused row at v2, the untouched one at v1.
     for name in names:
         row = page.locator(f'tr[data-job="{name}"]')
         assert row.get_attribute("data-status") == "paused"
+        assert row.locator("small").inner_text() == "v2"
+    assert page.locator('tr[data-job="bulk-untouched"] small').inner_text() == "v1"
     screenshot(page, "jobs")
     watch.assert_clean()
 
@@ -177,7 +180,8 @@ def test_bulk_pause_of_three_jobs_with_a_reason_bumps_each_version_once(
 @pytest.mark.parametrize(
     ("path", "name"),
     [("", "overview"), ("/alerts", "alerts-none"), ("/dead-letters", "dead-letters"),
-     ("/jobs/new", "new-job"), ("/disabled", "disabled"), ("/workflows", "workflows")],
+     ("/jobs/new", "new-job"), ("/disabled", "disabled"), ("/workflows", "workflows"),
+     ("/operations", "operations"), ("/admin", "admin-keys")],
 )  # fmt: skip
 def test_every_page_renders_with_no_console_error_and_nothing_from_outside(
     stack: ConsoleStack, browser: Any, path: str, name: str
@@ -189,6 +193,38 @@ def test_every_page_renders_with_no_console_error_and_nothing_from_outside(
     page.wait_for_load_state("networkidle")
     screenshot(page, name)
     watch.assert_clean()
+
+
+# Each page and what it lists when it has read its facts (a heading and a table or its "none").
+READABLE = [("", "#figures-h"), ("/jobs", "table.jobs"), ("/jobs/js-off-read", "#next-runs"),
+            ("/alerts", "main p"), ("/dead-letters", "main p"), ("/disabled", "main p, main table"),
+            ("/workflows", "main p, main table"), ("/operations", "#timer-partitions"),
+            ("/jobs/new", "main form")]  # fmt: skip
+
+
+def test_with_javascript_off_every_page_reads(stack: ConsoleStack, driver: Any) -> None:
+    if "js-off-read" not in {j["jobId"] for j in stack.jobs.list()}:
+        stack.jobs.create({"jobId": "js-off-read", "type": "noop", "cron": "0 9 * * *"})
+    with chromium(driver, javascript=False) as plain:
+        page, watch = watched_page(plain)
+        for path, content in READABLE:
+            response = page.goto(f"{stack.base}/console{path}")
+            assert response is not None and response.status == 200, path
+            assert page.locator("main h1").count() == 1, path
+            assert page.locator(content).count() >= 1, f"{path}: {page.inner_text('main')[:500]}"
+        watch.assert_clean()
+
+
+def test_the_guard_fails_a_page_that_reaches_off_loopback_or_logs_an_error(browser: Any) -> None:
+    # The check every browser test ends with must itself be able to fail.
+    page, watch = watched_page(browser)
+    page.set_content('<img src="http://example.invalid/pixel.png"><p>x</p>'
+                     '<script>console.error("boom")</script>')  # fmt: skip
+    page.wait_for_load_state("load")
+    assert watch.external == ["http://example.invalid/pixel.png"]
+    assert any("boom" in e for e in watch.errors)
+    with pytest.raises(AssertionError, match="outside loopback"):
+        watch.assert_clean()
 
 
 def test_with_javascript_off_pages_read_and_a_pause_still_works(
