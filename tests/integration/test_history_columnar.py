@@ -160,8 +160,10 @@ def test_a_record_the_row_path_refuses_fails_the_whole_fast_insert(
 ) -> None:
     topic = f"bad.{abs(hash(bad))}"
     good = _messages("ExecutionEvent", EVENTS, topic)
+    # In the middle of the frame: the records after it must not be misread either.
+    frame = [*good[:2], Message(topic, 0, 5000, bad), *good[2:]]
     with pytest.raises(HistoryStoreError):
-        _insert(store, encoded_kinds()["ExecutionEvent"], [*good, Message(topic, 0, 5000, bad)])
+        _insert(store, encoded_kinds()["ExecutionEvent"], frame)
     assert _stored(store, "execution_events", topic) == []
 
 

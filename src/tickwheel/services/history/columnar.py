@@ -3,16 +3,16 @@ of `ExecutionEvent`s and `ExecutionRequest`s go to ClickHouse as they are, in an
 container that ClickHouse decodes in C++, and each table's row is computed by a SELECT list
 that is the SQL twin of `rows.execution_event_row`, `rows.execution_request_row` and
 `rows.requested_event_row`. Python touches no field of these records: per record it slices
-the body, appends where it was read (topic, partition, offset) and a check value, and frames
-it as one container block.
+the body and appends where it was read (topic, partition, offset) and a check value; one
+container block holds them all.
 
 What the row path refuses, this path must not store: every row is checked in the SELECT
 (instants within what `DateTime64(3)` holds, text valid UTF-8, and the check value read back
-where it was written, which catches a body with bytes missing or to spare, since each record
-is its own block), and a failed check fails the whole insert with `throwIf`. The sink then
-writes that batch's records through the row path, which dead-letters the bad one and stores
-the rest. Only records of the schema's current version take this path (an older version's
-defaults are the Avro reader's business, not ClickHouse's).
+where it was written, which catches a body with bytes missing or to spare: the fields after
+it would be read from the wrong place), and a failed check fails the whole insert with
+`throwIf`. The sink then writes that batch's records through the row path, which
+dead-letters the bad one and stores the rest. Only records of the schema's current version
+take this path (an older version's defaults are the Avro reader's business, not ClickHouse's).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ CHECK_VALUE = 0x5EED_7A11_C0DE
 _CHECK = write_long(CHECK_VALUE)
 #: Avro container sync marker: any 16 bytes, the same in the header and after each block.
 _SYNC = b"tickwheel-sink\x00\x01"
-_ONE_RECORD = write_long(1)
 _EXTRA_FIELDS = (
     {"name": "tw_source_topic", "type": "string"},
     {"name": "tw_source_partition", "type": "int"},
@@ -83,20 +82,22 @@ class EncodedKind:
     structure: str
     tables: tuple[EncodedTable, ...]
 
-    def frame(self, messages: Iterable[Any]) -> bytes:
-        """An Avro container with one block per message: its body, then where it was read
-        and the check value (a record's bytes followed by more fields is the encoding of
-        the record extended by those fields)."""
+    def frame(self, messages: Sequence[Any]) -> bytes:
+        """An Avro container holding one block of every message: its body, then where it was
+        read and the check value (a record's bytes followed by more fields are the encoding
+        of the record extended by those fields)."""
         prefixes: dict[tuple[str, int], bytes] = {}
-        parts = [self.container_header]
+        parts: list[bytes] = []
+        add = parts.extend
         for message in messages:
-            topic, partition = message.topic(), message.partition()
-            prefix = prefixes.get((topic, partition))
+            where = (message.topic(), message.partition())
+            prefix = prefixes.get(where)
             if prefix is None:
-                prefix = prefixes[(topic, partition)] = write_string(topic) + write_long(partition)
-            record = message.value()[HEADER_SIZE:] + prefix + write_long(message.offset()) + _CHECK
-            parts.append(_ONE_RECORD + write_long(len(record)) + record + _SYNC)
-        return b"".join(parts)
+                prefix = prefixes[where] = write_string(where[0]) + write_long(where[1])
+            add((message.value()[HEADER_SIZE:], prefix, write_long(message.offset()), _CHECK))
+        block = b"".join(parts)
+        return b"".join((self.container_header, write_long(len(messages)),
+                         write_long(len(block)), block, _SYNC))  # fmt: skip
 
 
 def dedup_token(table: str, data: bytes) -> str:
