@@ -20,6 +20,7 @@ reports, so handlers can be tested by building an `ExecutionContext` by hand.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -85,6 +86,9 @@ def _no_heartbeat() -> bool:
     return False
 
 
+# Bounded memo: a burst's contexts share their instants (slot, period, fire time), and a
+# datetime is immutable, so one object serves them all (half a context's cost, issue 17).
+@functools.lru_cache(maxsize=4096)
 def _utc(epoch_ms: int | None) -> datetime | None:
     if epoch_ms is None:
         return None
