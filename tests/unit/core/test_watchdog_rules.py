@@ -113,6 +113,39 @@ def test_run_lengths_are_unwatched_without_max_or_min_run_time() -> None:
     assert run([(T0 + 1800 * S, log)], QUICK) == []
 
 
+def test_a_job_edited_to_add_min_run_time_is_judged_by_the_run_it_had_before() -> None:
+    # The run took 40 ms while the job declared no minimum; an evaluation passed (and pruned
+    # what only a declared run time reads); then the job was edited to a 2 s minimum: its
+    # newest run is too short all the same (decision 0134).
+    state = WatchdogState()
+    before = [bounded("e", expectedMaxInterval="1h"),
+              *timed_run("e", T0 + 2 * S, T0 + 2 * S, T0 + 2 * S + 40)]  # fmt: skip
+    assert run([(T0 + 5 * S, before)], QUICK, state) == []
+    assert "e" not in state.facts.jobs.last_runs  # pruned: the job declared no run time
+    edited = bounded("e", version=2, updated=T0 + 6 * S, expectedMaxInterval="1h",
+                     minRunTime="2s")  # fmt: skip
+    got = run([(T0 + 7 * S, [edited])], QUICK, state)
+    assert kinds(got) == [("run_too_short", "e", "opened")]
+    evidence = details(got[0])
+    assert (evidence["slot"], evidence["run_ms"]) == (T0 + 2 * S, 40)
+    assert evidence["succeeded_at"] == T0 + 2 * S + 40 and evidence["min_run_ms"] == 2000
+    # A long enough run afterwards resolves it, as for a job that had the minimum all along.
+    later = timed_run("e", T0 + 10 * S, T0 + 10 * S, T0 + 13 * S)
+    assert kinds(run([(T0 + 14 * S, later)], QUICK, state)) == [("run_too_short", "e", "resolved")]
+
+
+def test_the_run_kept_for_later_is_the_last_successes_in_any_order() -> None:
+    runs = [*timed_run("o", T0 + 2 * S, T0 + 2 * S, T0 + 2 * S + 700),
+            *timed_run("o", T0 + 4 * S, T0 + 4 * S, T0 + 4 * S + 30)]  # fmt: skip
+    edited = bounded("o", version=2, updated=T0 + 9 * S, expectedMaxInterval="1h",
+                     minRunTime="1s")  # fmt: skip
+    for log in (runs, runs[::-1], runs[3:] + runs[:3]):
+        state = WatchdogState()
+        run([(T0 + 8 * S, [bounded("o", expectedMaxInterval="1h"), *log])], QUICK, state)
+        got = run([(T0 + 10 * S, [edited])], QUICK, state)
+        assert [details(t)["run_ms"] for t in got] == [30]
+
+
 # -- disabled jobs -------------------------------------------------------------------------------
 def disable(job_id: str, version: int, at: int, review_by: int | None) -> Observed:
     return bounded(job_id, version=version, enabled=False, updated=at, disabledBy="ana",

@@ -183,6 +183,13 @@ class Facts:
                 del kept[min(kept)]
         if current is None or spec.version >= current.version:
             table.set_spec(job_id, spec)
+            profile = spec.profile
+            if (profile.min_run_ms is not None or profile.max_run_ms is not None) and (
+                facts.last_run is None
+            ):
+                # Its newest run was pruned while it declared no run time: judged by it
+                # all the same, from the compact columns (decision 0134).
+                facts.last_run = facts.newest_run()
             if spec.profile.calendar is not None:
                 self.calendar_sources[job_id] = record
             else:
@@ -240,6 +247,8 @@ class Facts:
             slot_facts.see(
                 attempt, STAGES[kind], intern(worker) if isinstance(worker, str) else None
             )
+        if kind == "succeeded":
+            job.succeeded(at, slot)
         if kind in ("leased", "succeeded"):
             slot_facts.ran(attempt, at if kind == "leased" else None,
                            at if kind == "succeeded" else None)  # fmt: skip
@@ -247,8 +256,7 @@ class Facts:
             if run.leased_at is not None and run.succeeded_at is not None:
                 known = (slot, run.run_attempt, run.leased_at, run.succeeded_at)
                 job.last_run = known if job.last_run is None else max(job.last_run, known)
-        if kind == "succeeded":
-            job.succeeded(at, slot)
+                job.ran(slot, run.succeeded_at - run.leased_at)
         if kind not in TAKEN_EVENTS:
             return
         execution = self.execution(str(event["execution_id"]), job_id)

@@ -81,6 +81,10 @@ class JobTable(Mapping[str, "JobFacts"]):
         self._updated = array("q")
         self._success_ms = array("q")
         self._success_slot = array("q")
+        # The length (ms) of the run of the last success's slot, -1: not known. Kept for every
+        # job (4 B), so a job edited to add minRunTime is judged by the run it had before it
+        # (`last_runs` holds the full run only for jobs that declare a run time; 0134).
+        self._run_ms = array("i")
         self._profile = array("i")  # -1: no definition (a job known from its events only)
         self._partition = array("h")  # -1: not known
         self._deleted = array("b")
@@ -127,6 +131,7 @@ class JobTable(Mapping[str, "JobFacts"]):
                 column.append(0)
             self._success_ms.append(NONE)
             self._success_slot.append(NONE)
+            self._run_ms.append(-1)
             self._profile.append(-1)
             self._partition.append(-1)
             self._deleted.append(0)
@@ -238,10 +243,28 @@ class JobFacts:
         """The newest success (by event time; on a tie, the later slot): a max, any order."""
         table, row = self._table, self._row
         current = table._success_ms[row]
+        before = table._success_slot[row]
         if current == NONE or at > current:
             table._success_ms[row], table._success_slot[row] = at, slot
         elif at == current:
             table._success_slot[row] = max(slot, table._success_slot[row])
+        if table._success_slot[row] != before:
+            table._run_ms[row] = -1  # another slot's run: known once its lease and success are
+
+    def ran(self, slot: int, took_ms: int) -> None:
+        """A run of `slot` whose lease and success are both known took `took_ms`."""
+        table, row = self._table, self._row
+        if slot == table._success_slot[row]:
+            table._run_ms[row] = max(0, min(took_ms, 2**31 - 1))
+
+    def newest_run(self) -> tuple[int, int, int, int] | None:
+        """The last success's run as `last_run` gives it, from the compact columns: (slot,
+        attempt 0 — not kept —, leased, succeeded), None when its length is not known."""
+        table, row = self._table, self._row
+        took, slot, at = table._run_ms[row], table._success_slot[row], table._success_ms[row]
+        if took < 0 or slot == NONE or at == NONE:
+            return None
+        return (slot, 0, at - took, at)
 
     @property
     def partition(self) -> int | None:
