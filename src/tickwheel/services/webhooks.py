@@ -12,6 +12,7 @@ moved is a configuration to fix, not a hop to take.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -93,3 +94,13 @@ class WebhookSink:
         if 400 <= response.status < 500 and response.status not in RETRYABLE_CLIENT_ERRORS:
             return "rejected", str(response.status)
         return "retry", str(response.status)
+
+
+def allowed_networks(variable: str, text: str) -> tuple[IPNetwork, ...]:
+    """`text` (comma-separated CIDRs, from `variable`) as networks a receiver may be in
+    besides public addresses; a bad entry is refused with one line naming `variable`."""
+    entries = [n.strip() for n in text.split(",") if n.strip()]
+    try:
+        return tuple(ipaddress.ip_network(n, strict=False) for n in entries)
+    except ValueError as exc:
+        raise InvalidInput(variable, f"{exc}; accepted: CIDRs, e.g. 10.20.0.0/16") from None

@@ -85,6 +85,13 @@ class OrchestratorMetrics:
             "Partitions of workflows.inputs this instance serves.",
             registry=self.registry,
         )
+        self.webhooks = Counter(
+            "tickwheel_orchestrator_approval_webhook_attempts",
+            "Approval webhook delivery attempts, by outcome (delivered, retry, rejected), over "
+            "all sinks.",
+            ["outcome"],
+            registry=self.registry,
+        )
         for state in ("open", "finished"):
             self.instances.labels(state).set(0)
         for outcome in INPUT_OUTCOMES:

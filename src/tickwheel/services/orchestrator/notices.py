@@ -39,32 +39,33 @@ class ApprovalNotifier:
     def from_env(cls) -> ApprovalNotifier:
         return cls(approval_keys(), os.environ.get(LINK_VAR) or None)
 
+    def link(self, workflow_id: str, step_id: str, round_: int, expires_at_ms: int) -> str | None:
+        """The round's approval link (a URL, or the CLI command), signed with the first key;
+        None without keys. The same round and expiry always give the same link."""
+        if not self.keys:
+            return None
+        kid, secret = next(iter(self.keys.items()))
+        token = sign_approval(ApprovalClaim(workflow_id, step_id, round_, expires_at_ms), kid,
+                              secret)  # fmt: skip
+        if self.link_template:
+            return self.link_template.format(token=token)
+        return f"tickwheel workflows approve --token {token}"
+
+    def notice(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """The notice of one `approval_requested` event (a `WorkflowEvent` record): who, what,
+        until when, the link."""
+        data = json.loads(event["data"] or "{}")
+        expires = data.get("expires_at_ms") or event["event_time"] + DEFAULT_APPROVAL_TTL_MS
+        return {
+            "workflow_id": event["workflow_id"], "step_id": event["step_id"],
+            "round": data["round"], "assignees": data.get("assignees", []),
+            "expires_at_ms": expires,
+            "link": self.link(event["workflow_id"], event["step_id"], data["round"], expires),
+        }  # fmt: skip
+
     def notices(self, batch: Batch) -> list[dict[str, Any]]:
-        """One notice per approval round the batch opened: who, what, until when, the link."""
-        found = []
-        for event in batch.events:
-            if event["event_type"] != "approval_requested":
-                continue
-            data = json.loads(event["data"] or "{}")
-            expires = data.get("expires_at_ms") or event["event_time"] + DEFAULT_APPROVAL_TTL_MS
-            notice: dict[str, Any] = {
-                "workflow_id": event["workflow_id"], "step_id": event["step_id"],
-                "round": data["round"], "assignees": data.get("assignees", []),
-                "expires_at_ms": expires,
-            }  # fmt: skip
-            if self.keys:
-                kid, secret = next(iter(self.keys.items()))
-                claim = ApprovalClaim(event["workflow_id"], event["step_id"], data["round"],
-                                      expires)  # fmt: skip
-                token = sign_approval(claim, kid, secret)
-                notice["link"] = (
-                    self.link_template.format(token=token) if self.link_template
-                    else f"tickwheel workflows approve --token {token}"
-                )  # fmt: skip
-            else:
-                notice["link"] = None
-            found.append(notice)
-        return found
+        """One notice per approval round the batch opened."""
+        return [self.notice(e) for e in batch.events if e["event_type"] == "approval_requested"]
 
     def announce(self, batch: Batch) -> None:
         for notice in self.notices(batch):

@@ -10,10 +10,12 @@ batch's events, snapshots, commands to the timer, alerts, dead letters and the c
 checkpoint into the same state, events and command ids. Any transaction failure drops the
 partition's memory and restores it from Kafka.
 
-The loop reads and folds the next poll while the last poll's transactions commit (decision
-0094); a partition's next batch is handed over only once its previous transaction is
-settled, and a partition whose transaction failed loses what was folded meanwhile with the
-rest of its memory.
+The loop reads and folds the next polls while the last transactions commit (decision 0094)
+and never waits for a commit to read on: while a partition's transaction is in flight, what
+the following polls fold joins that partition's next batch, handed over once the one before
+it is settled (decision 0131: a batch grows to what arrived during one commit, so a backlog
+costs fewer transactions per input). A partition whose transaction failed loses what was
+folded meanwhile with the rest of its memory.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.errors import InvalidInput
 from tickwheel.logs import configure_logging
+from tickwheel.services.orchestrator.approval_webhooks import ApprovalWebhooks
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.metrics import OrchestratorMetrics
 from tickwheel.services.orchestrator.notices import ApprovalNotifier
@@ -40,11 +44,16 @@ from tickwheel.services.orchestrator.restore import (
     PartitionRestorer,
     PartitionRuntime,
 )
-from tickwheel.services.orchestrator.settings import OrchestratorSettings
+from tickwheel.services.orchestrator.settings import (
+    WEBHOOK_SECRET_VAR,
+    WEBHOOKS_VAR,
+    OrchestratorSettings,
+)
 from tickwheel.services.orchestrator.writer import BatchWriter, Write, Written
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
+from tickwheel.services.webhooks import WebhookSink, sink_guard
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.orchestrator")
@@ -54,6 +63,12 @@ FENCED_RECHECK_S = 30.0
 RESTORE_RETRY_S = 2.0
 # How often the unread inputs of the owned partitions are counted for the lag metric.
 LAG_EVERY_S = 5.0
+# A partition's next batch past this many inputs waits for its transaction in flight
+# (backpressure: memory ahead of the log, and a batch's size, stay bounded).
+MAX_PENDING_INPUTS = 5000
+# While a folded batch waits on its partition's commit, polls wait this long at most, so the
+# commit's end is noticed at once (a step-to-step hop may be waiting in that batch).
+WAITING_POLL_S = 0.001
 
 
 class OrchestratorService:
@@ -67,6 +82,9 @@ class OrchestratorService:
         self.clock = clock or SystemClock()
         self.deadline = deadline
         self.topics = OrchestratorTopics.declared()
+        self.metrics = OrchestratorMetrics()
+        self.notifier = ApprovalNotifier.from_env()  # approval links, once committed
+        self.webhooks = self._approval_webhooks()  # settings checked before any client exists
         self.partition_count = declared_topic("workflows.inputs").partitions
         self.catalog = DefinitionCatalog(settings.bootstrap)
         self.partitions: dict[int, PartitionRuntime] = {}
@@ -93,9 +111,26 @@ class OrchestratorService:
         self.writer = BatchWriter(self.topics)
         # The one transaction in flight per partition: what it carries and its outcome.
         self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
-        self.metrics = OrchestratorMetrics()
-        self.notifier = ApprovalNotifier.from_env()  # approval links, once committed
         self._lag_due = 0.0
+
+    def _approval_webhooks(self) -> list[ApprovalWebhooks]:
+        settings = self.settings
+        if not settings.approval_webhooks:
+            return []
+        if not settings.approval_webhook_secret:
+            raise InvalidInput(WEBHOOK_SECRET_VAR, f"is not set while {WEBHOOKS_VAR} is; "
+                               "accepted: whsec_ + base64")  # fmt: skip
+        guard = sink_guard(settings.approval_webhooks, settings.approval_webhook_networks,
+                           WEBHOOKS_VAR)  # fmt: skip
+        return [
+            ApprovalWebhooks(
+                WebhookSink(url, settings.approval_webhook_secret, guard, self.clock),
+                self.notifier, settings.bootstrap, self.topics.events, settings.group_id,
+                settings.approval_webhook_backoff_s,
+                observe=lambda outcome: self.metrics.webhooks.labels(outcome).inc(),
+            )
+            for url in settings.approval_webhooks
+        ]  # fmt: skip
 
     def now_ms(self) -> int:
         self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
@@ -109,19 +144,22 @@ class OrchestratorService:
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
             )
         self.catalog.refresh()
+        for webhooks in self.webhooks:
+            webhooks.start()
         self.consumer.subscribe([self.topics.inputs], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
         log.info("orchestrator started", extra={"action": "orchestrator_started",
                                                 "instance": self.settings.instance})  # fmt: skip
         try:
             while self.running:
-                messages = self.consumer.consume(self.settings.max_batch,
-                                                 self.settings.poll_ms / 1000)  # fmt: skip
+                messages = self.consumer.consume(self.settings.max_batch, self._poll_s())
                 self._install_restores()
                 self._fold(messages)
                 self._retry_restores()
                 self._observe()
         finally:
+            for webhooks in self.webhooks:
+                webhooks.stop()
             self._settle()
             for runtime in self.partitions.values():
                 runtime.producer.flush(self._flush_budget())
@@ -131,6 +169,8 @@ class OrchestratorService:
 
     def stop(self, *_args: Any) -> None:
         self.running = False
+        for webhooks in self.webhooks:
+            webhooks.stop()
         self.restores.stop()
         if self.deadline is not None:
             self.deadline.arm(KAFKA_BUDGET_S)
@@ -206,9 +246,16 @@ class OrchestratorService:
                 self.restores.begin(partition)
 
     # -- the loop --------------------------------------------------------------------------
+    def _poll_s(self) -> float:
+        for partition in self.in_flight:
+            runtime = self.partitions.get(partition)
+            if runtime is not None and (runtime.moved or runtime.orchestrator.batch):
+                return WAITING_POLL_S
+        return self.settings.poll_ms / 1000
+
     def _fold(self, messages: list[Any]) -> None:
-        """Fold the poll into each partition's next batch, then hand the batches over once
-        the previous poll's transactions are settled (folding overlapped their commits)."""
+        """Fold the poll into each partition's next batch, then hand over the batches whose
+        partition has no transaction in flight (folding overlapped the commits)."""
         now = self.now_ms()
         self._refreshed_this_poll = False
         by_partition: dict[int, list[Any]] = defaultdict(list)
@@ -235,10 +282,22 @@ class OrchestratorService:
             log.info("finished instances pruned", extra={"action": "instances_pruned",
                                                          "count": pruned})  # fmt: skip
         self.metrics.input_lag_seconds.set(max(0, now - oldest) / 1000 if oldest else 0)
-        self._settle()
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Each partition's batch to its transaction once the one before it is settled; a
+        batch past `MAX_PENDING_INPUTS` waits for that commit (backpressure)."""
+        self._settle(wait=False)
+        for partition, runtime in list(self.partitions.items()):
+            if (
+                partition in self.in_flight
+                and runtime.orchestrator.batch.inputs >= MAX_PENDING_INPUTS
+            ):
+                self._settle({partition})
         # A partition whose transaction failed was dropped by `_settle`, with what it folded.
-        work = [(runtime, runtime.orchestrator.take()) for runtime in self.partitions.values()]
-        self._submit(work)
+        self._submit([(runtime, runtime.orchestrator.take())
+                      for partition, runtime in self.partitions.items()
+                      if partition not in self.in_flight])  # fmt: skip
 
     def _receive(self, runtime: PartitionRuntime, msg: Any, now: int) -> None:
         record = record_of(msg)
@@ -268,11 +327,13 @@ class OrchestratorService:
             write = Write(runtime, batch, runtime.next_input, at)
             self.in_flight[runtime.partition] = (runtime, batch, self.writer.submit(write))
 
-    def _settle(self, partitions: set[int] | None = None) -> None:
-        """Wait for the transactions in flight (of `partitions`, or all); a partition whose
-        transaction failed is dropped and restored from Kafka (after the session timeout if
-        fenced)."""
+    def _settle(self, partitions: set[int] | None = None, *, wait: bool = True) -> None:
+        """Settle the transactions in flight (of `partitions`, or all): wait for them, or with
+        `wait=False` only those already ended; a partition whose transaction failed is
+        dropped and restored from Kafka (after the session timeout if fenced)."""
         for partition in [p for p in self.in_flight if partitions is None or p in partitions]:
+            if not wait and not self.in_flight[partition][2].done():
+                continue
             runtime, batch, future = self.in_flight.pop(partition)
             written = future.result()
             self.metrics.observe_transaction(written.outcome, written.seconds)

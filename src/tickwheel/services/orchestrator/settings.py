@@ -7,11 +7,16 @@ import os
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.core.targets import IPNetwork
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
+from tickwheel.services.webhooks import allowed_networks
 from tickwheel.topology import topic_name
 
 RETENTION_VAR = "TICKWHEEL_ORCHESTRATOR_RETENTION"
+WEBHOOKS_VAR = "TICKWHEEL_APPROVAL_WEBHOOKS"
+WEBHOOK_SECRET_VAR = "TICKWHEEL_APPROVAL_WEBHOOK_SECRET"
+WEBHOOK_NETWORKS_VAR = "TICKWHEEL_APPROVAL_WEBHOOK_ALLOWED_NETWORKS"
 DEFAULT_RETENTION = "7d"
 
 
@@ -23,6 +28,17 @@ def _int(name: str, default: str, minimum: int = 1) -> int:
         value = minimum - 1
     if value < minimum:
         raise InvalidInput(name, f"{text!r} is not a whole number of at least {minimum}")
+    return value
+
+
+def _seconds(name: str, default: str) -> float:
+    text = os.environ.get(name, default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise InvalidInput(name, f"{text!r} is not a number of seconds above 0")
     return value
 
 
@@ -43,7 +59,12 @@ class OrchestratorSettings:
     is on the path of every step-to-step hop), TICKWHEEL_ORCHESTRATOR_RETENTION (how long a
     finished instance stays in memory and on workflows.state before it is pruned, default
     7d: operators can repair a failed instance until then; decision 0095),
-    TICKWHEEL_METRICS_PORT (Prometheus text format, 0 = off, the default)."""
+    TICKWHEEL_METRICS_PORT (Prometheus text format, 0 = off, the default);
+    approval webhooks (decision 0132): TICKWHEEL_APPROVAL_WEBHOOKS (comma-separated URLs),
+    TICKWHEEL_APPROVAL_WEBHOOK_SECRET (`whsec_` + base64, required with URLs),
+    TICKWHEEL_APPROVAL_WEBHOOK_ALLOWED_NETWORKS (CIDRs a receiver may be in besides public
+    addresses), TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_S (first retry's wait, 1) and
+    TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_CAP_S (300)."""
 
     instance: str = "orchestrator"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -56,3 +77,22 @@ class OrchestratorSettings:
     poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_ORCHESTRATOR_POLL_MS", "10"))
     retention_ms: int = field(default_factory=_retention_ms)
     metrics_port: int = field(default_factory=lambda: _int("TICKWHEEL_METRICS_PORT", "0", 0))
+    approval_webhooks: list[str] = field(
+        default_factory=lambda: [
+            u.strip() for u in os.environ.get(WEBHOOKS_VAR, "").split(",") if u.strip()
+        ]
+    )
+    approval_webhook_secret: str = field(
+        default_factory=lambda: os.environ.get(WEBHOOK_SECRET_VAR, "")
+    )
+    approval_webhook_networks: tuple[IPNetwork, ...] = field(
+        default_factory=lambda: allowed_networks(
+            WEBHOOK_NETWORKS_VAR, os.environ.get(WEBHOOK_NETWORKS_VAR, "")
+        )
+    )
+    approval_webhook_backoff_s: tuple[float, float] = field(
+        default_factory=lambda: (
+            _seconds("TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_S", "1"),
+            _seconds("TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_CAP_S", "300"),
+        )
+    )
