@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tickwheel.clock import Clock
 from tickwheel.jobtypes.basic import fail, noop
@@ -42,8 +41,7 @@ def runs_inline(job_type: JobType | None) -> bool:
     return job_type is not None and job_type.handler in NON_WAITING_HANDLERS
 
 
-@dataclass(frozen=True, slots=True)
-class InlineAttempt:
+class InlineAttempt(NamedTuple):
     request: dict[str, Any]
     job_type: JobType
 

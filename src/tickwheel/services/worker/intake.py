@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tickwheel.adapters.avro import UndecodableRecord
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
@@ -20,9 +19,9 @@ from tickwheel.services.worker.request_codec import decode_request
 log = logging.getLogger("tickwheel.worker")
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A request waiting in the lane for a slot (or for the next inline batch)."""
+class Pending(NamedTuple):
+    """A request waiting in the lane for a slot (or for the next inline batch). A tuple: a
+    frozen dataclass cost a microsecond per request to build."""
 
     request: dict[str, Any]
     partition: int
