@@ -99,3 +99,37 @@ def test_a_query_that_does_not_answer_with_a_time_judges_nothing(tmp_path: Path,
         ]
     finally:
         store.close()
+
+
+def test_a_query_that_fails_is_an_alert_of_its_own_until_it_answers(tmp_path: Path) -> None:
+    """Decision 0135: the failure is visible — one `freshness_query_failed` incident with the
+    store's error as evidence, however many rounds it keeps failing — and it resolves once the
+    same query answers (here: it throws while the writer has no row, answers once it has)."""
+    from tickwheel.core.watchdog.freshness import FAILED_KIND, failed_queries
+
+    sql = (f"SELECT max(event_time) FROM execution_events WHERE job_id = '{WRITER}' "
+           "HAVING throwIf(count() = 0, 'no output row yet') = 0")  # fmt: skip
+    store = ChdbHistoryStore(tmp_path / "history", limits=QueryLimits(timeout_s=2))
+    try:
+        store.migrate()
+        state = WatchdogState()
+        state.apply(judged("report", sql))
+        probe = SqlFreshnessProbe(every_ms=1, open_reader=lambda: store)
+
+        def tick(now: int) -> list[Transition]:
+            probe.refresh(queries(state.facts), now)
+            extra = list(failed_queries(state.facts, probe.failing))
+            extra += stale_outputs(state.facts, probe.newest, now)
+            return evaluate(state, now, QUICK, extra)[0]
+
+        got = tick(NOW)
+        assert kinds(got) == [(FAILED_KIND, got[0].incident.subject, "opened")]
+        evidence = details(got[0])
+        assert "no output row yet" in evidence["error"] and evidence["jobs"] == ["report"]
+        assert all(t.incident.kind != FAILED_KIND for t in tick(NOW + S) + tick(NOW + 2 * S))
+        output_row(store, NOW + 2 * S)
+        got = tick(NOW + 3 * S)
+        assert [(t.incident.kind, t.transition) for t in got] == [(FAILED_KIND, "resolved")]
+        assert details(got[0])["reason"] == "query_answered"
+    finally:
+        store.close()

@@ -83,3 +83,38 @@ def test_a_sql_check_is_keyed_by_its_query_and_judged_like_a_topic() -> None:
     assert condition.kind == "output_stale" and condition.evidence["sql"] == sql
     assert condition.evidence["age_ms"] == 15 * S and condition.severity == "warning"
     assert "freshness query" in condition.message
+
+
+# -- a freshness query that does not answer is an alert of its own (decision 0135) -----------
+def test_a_failing_freshness_query_opens_once_with_its_error_and_resolves_when_it_answers() -> None:
+    from tickwheel.core.watchdog.freshness import FAILED_KIND, failed_queries, query_subject
+
+    sql = "SELECT max(ts) FROM orders_out"
+    check = json.dumps({"sql": sql, "warnAfter": "10s"})
+    state = WatchdogState()
+    for job_id in ("a", "b"):
+        state.apply(bounded(job_id, freshness=check, expectedMaxInterval="1h"))
+    failing = {sql: ("Unknown table orders_out", T0 + 10 * S)}
+
+    def tick(now: int, failing: dict[str, tuple[str, int]]) -> list[tuple[str, str]]:
+        extra = list(failed_queries(state.facts, failing))
+        got = evaluate(state, now, QUICK, extra)[0]
+        return [(t.incident.kind, t.transition) for t in got if t.incident.kind == FAILED_KIND]
+
+    got = evaluate(state, T0 + 11 * S, QUICK, list(failed_queries(state.facts, failing)))[0]
+    [opened] = [t for t in got if t.incident.kind == FAILED_KIND]
+    assert opened.transition == "opened" and opened.incident.subject == query_subject(sql)
+    evidence = json.loads(opened.record()["details"])["evidence"]
+    assert evidence["error"] == "Unknown table orders_out" and evidence["sql"] == sql
+    assert evidence["jobs"] == ["a", "b"] and evidence["failing_since"] == T0 + 10 * S
+    assert tick(T0 + 12 * S, failing) == []  # still failing: the same incident, no second one
+    assert tick(T0 + 13 * S, {}) == [(FAILED_KIND, "resolved")]  # it answers again
+
+
+def test_a_query_no_enabled_job_declares_raises_nothing() -> None:
+    from tickwheel.core.watchdog.freshness import failed_queries
+
+    state = WatchdogState()
+    state.apply(bounded("off", enabled=False, expectedMaxInterval="1h",
+                        freshness=json.dumps({"sql": "SELECT 1", "warnAfter": "10s"})))  # fmt: skip
+    assert list(failed_queries(state.facts, {"SELECT 1": ("boom", T0)})) == []

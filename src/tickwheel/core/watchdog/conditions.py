@@ -21,7 +21,8 @@ from tickwheel.errors import TickwheelError
 
 KINDS = ("job_overdue", "broken_chain", "run_too_long", "run_too_short", "disabled_past_review",
          "dead_letter_age", "oldest_ready_age", "timer_partition_stalled", "no_live_worker",
-         "watchdog_lagging", "output_stale", "missed_slots", "workflow_step_stuck")  # fmt: skip
+         "watchdog_lagging", "output_stale", "freshness_query_failed", "missed_slots",
+         "workflow_step_stuck")  # fmt: skip
 # Owed slots listed in an overdue alert's evidence (the newest ones; the count is complete).
 SLOTS_SHOWN = 10
 

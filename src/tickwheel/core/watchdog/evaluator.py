@@ -89,6 +89,8 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
         return {"reason": "caught_up"}
     if incident.kind == "output_stale":
         return {"reason": "fresh_output"}
+    if incident.kind == "freshness_query_failed":
+        return {"reason": "query_answered"}
     if incident.kind == "missed_slots":
         return {"reason": "audit_clean"}
     if incident.kind == STUCK_KIND:

@@ -10,6 +10,7 @@ job's creation.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 
 from tickwheel.core.watchdog.conditions import Condition
@@ -74,3 +75,45 @@ def _any_declared(facts: Facts) -> bool:
     # The distinct profiles are few: most installations declare no freshness at all, and
     # then no tick walks every job for it.
     return any(p.freshness is not None for p in facts.jobs.profiles())
+
+
+FAILED_KIND = "freshness_query_failed"
+JOBS_SHOWN = 10
+
+
+def failed_queries(facts: Facts, failing: Mapping[str, tuple[str, int]]) -> Iterator[Condition]:
+    """`freshness_query_failed`, one per freshness query that did not answer with a time
+    (refused by the read-only guard, stopped by a cap, an error, a value that is no time):
+    `failing` maps the query to (the error, since when). Its jobs are judged on nothing
+    meanwhile, so the failure is an alert of its own (decision 0135), with the error as
+    evidence; it resolves once the query answers again."""
+    if not failing:
+        return
+    users: dict[str, list[str]] = {}
+    tenants: dict[str, set[str]] = {}
+    for job_id in sorted(facts.jobs):
+        job = facts.jobs[job_id]
+        spec = job.spec
+        check = spec.freshness if spec is not None else None
+        if spec is None or job.deleted or not spec.enabled or check is None or check.sql is None:
+            continue
+        if check.sql in failing:
+            users.setdefault(check.sql, []).append(job_id)
+            tenants.setdefault(check.sql, set()).add(spec.tenant_id)
+    for sql in sorted(users):
+        error, since = failing[sql]
+        jobs = users[sql]
+        tenant = next(iter(tenants[sql])) if len(tenants[sql]) == 1 else None
+        yield Condition(
+            FAILED_KIND, query_subject(sql), "warning",
+            f"the freshness query of {len(jobs)} job(s) ({jobs[0]}"
+            f"{', ...' if len(jobs) > 1 else ''}) does not answer with a time: {error[:200]}",
+            {"sql": sql[:500], "error": error[:1000], "failing_since": since,
+             "jobs": jobs[:JOBS_SHOWN], "job_count": len(jobs)},
+            summary=error[:200], job_id=jobs[0] if len(jobs) == 1 else None, tenant_id=tenant,
+        )  # fmt: skip
+
+
+def query_subject(sql: str) -> str:
+    """A query's alert subject: stable, short (the query itself is in the evidence)."""
+    return f"sql:{hashlib.sha256(sql.encode()).hexdigest()[:16]}"

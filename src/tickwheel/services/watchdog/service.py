@@ -33,8 +33,8 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
+from tickwheel.core.watchdog.freshness import failed_queries, stale_outputs
 from tickwheel.core.watchdog.freshness import queries as output_queries
-from tickwheel.core.watchdog.freshness import stale_outputs
 from tickwheel.core.watchdog.freshness import topics as output_topics
 from tickwheel.core.watchdog.parents import ages
 from tickwheel.errors import InvalidInput, TickwheelError
@@ -280,6 +280,7 @@ class WatchdogService:
             newest = {**self.freshness.newest, **self.sql_freshness.newest}
             extra = [*([lagging] if lagging else []),
                      *stale_outputs(self.state.facts, newest, now),
+                     *failed_queries(self.state.facts, self.sql_freshness.failing),
                      *self.audit.conditions(self.state, now, self.settings.thresholds)]  # fmt: skip
             transitions, changed = evaluate(self.state, mark, self.settings.thresholds, extra)
             self.changed |= changed

@@ -6,8 +6,10 @@ read-only guard as `tickwheel history sql`: one statement, no writes, no table f
 that reach outside, and the session's caps on rows, bytes and seconds. The first column of
 its first row is the newest output time: a `DateTime`/`DateTime64` (a `datetime`), or a
 number of epoch milliseconds; NULL or no row means no output yet. A query that fails or is
-refused is logged once (until it works again) and judges nothing; so does every query while
-no history store answers.
+refused judges nothing: it is logged once (until it works again) and kept in `failing` (the
+error, since when), which the service turns into a `freshness_query_failed` alert (decision
+0135). Every query judges nothing while no history store answers (no alert: that is the
+store's outage, not the query's).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ class SqlFreshnessProbe:
         self._open_reader = open_reader or _history_reader
         self._reader: Any = None
         self._next_at = 0
-        self._failing: set[str] = set()
+        # query → (the error, since when): the queries that did not answer with a time.
+        self.failing: dict[str, tuple[str, int]] = {}
         # `sql:<query>` → the newest output time (None: no output yet), as `stale_outputs` keys it.
         self.newest: dict[str, int | None] = {}
 
@@ -37,6 +40,7 @@ class SqlFreshnessProbe:
         if now_ms < self._next_at or not queries:
             if not queries:
                 self.newest.clear()
+                self.failing.clear()
             return
         self._next_at = now_ms + self.every_ms
         reader = self._connect()
@@ -47,15 +51,17 @@ class SqlFreshnessProbe:
                 continue
             try:
                 self.newest[key] = newest_ms(reader.query(sql).rows)
-                self._failing.discard(sql)
+                self.failing.pop(sql, None)
             except (TickwheelError, ValueError, TypeError) as exc:
                 self.newest.pop(key, None)  # not judged on a query that did not answer
-                if sql not in self._failing:
-                    self._failing.add(sql)
+                if sql not in self.failing:
                     log.warning(f"freshness query failed: {exc}",
                                 extra={"action": "freshness_query_failed", "sql": sql[:200]})  # fmt: skip
+                self.failing[sql] = (str(exc), self.failing.get(sql, ("", now_ms))[1])
         for gone in set(self.newest) - {f"sql:{q}" for q in queries}:
             del self.newest[gone]
+        for gone in set(self.failing) - queries:
+            del self.failing[gone]
 
     def _connect(self) -> Any:
         if self._reader is None:
