@@ -40,6 +40,7 @@ SEEN_KEPT = 100_000  # verdicts of this writer's commands kept for `status`
 WRITES_VAR = "TICKWHEEL_JOB_WRITES"
 WRITE_PATHS = ("auto", "commands", "direct")
 JUDGE_GROUP = "tickwheel-jobwriter"
+LIVE_GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING")
 # How long `auto` trusts what it learnt about the judge while it saw none.
 JUDGE_RECHECK_S = 10.0
 
@@ -88,20 +89,22 @@ def write_path() -> str:
     return value
 
 
-def judge_running(bootstrap: str | None, timeout: float = 2.0) -> bool:
-    """Whether the single writer's consumer group has a member (what `auto` decides by)."""
+def judge_running(bootstrap: str | None, timeout: float = 5.0) -> bool:
+    """Whether the single writer's consumer group has members (what `auto` decides by): a
+    group that is stable or rebalancing has some, an empty or dead one none."""
     from tickwheel.adapters.kafka.admin import admin_client
 
     group = os.environ.get("TICKWHEEL_JOBWRITER_GROUP", topic_name(JUDGE_GROUP))
     try:
-        futures = admin_client(bootstrap, quiet=True).describe_consumer_groups(
-            [group], request_timeout=timeout
-        )
-        return bool(futures[group].result(timeout).members)
-    except Exception as exc:  # no broker, no group: the direct path, said once
+        # Held while the request runs: a client collected meanwhile cancels it (_DESTROY).
+        admin = admin_client(bootstrap, quiet=True)
+        listing = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 1)
+    except Exception as exc:  # no broker: the direct path
         log.debug("judge probe failed", extra={"action": "judge_probe_failed",
                                                "error": str(exc)})  # fmt: skip
         return False
+    states = {g.group_id: getattr(g.state, "name", str(g.state)) for g in listing.valid}
+    return states.get(group) in LIVE_GROUP_STATES
 
 
 class _Waiting:
