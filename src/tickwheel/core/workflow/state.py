@@ -9,6 +9,7 @@ in `workflows.state` is checked against.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from tickwheel.core.workflow.definition import WorkflowDefinition
@@ -51,11 +52,15 @@ _Record = TypeVar("_Record", "StepState", "WorkflowState")
 
 def _with(record: _Record, changes: dict[str, Any]) -> _Record:
     """`dataclasses.replace` for these two slotted, frozen records (no `__post_init__`, every
-    field in `__init__`): it copies the slots directly, at about half the cost. Every event
-    evolves two of them, and replace was a tenth of the orchestrator's time per input."""
+    field in `__init__`): it copies the slots directly — all of them read at once by one
+    `attrgetter`, each written through its slot descriptor — then writes the changes, at a
+    third of replace's cost. Every event evolves two of them (decisions 0094, 0131)."""
+    getter, setters, index = _SLOTS[type(record)]
     new = object.__new__(type(record))
-    for name in type(record).__slots__:
-        object.__setattr__(new, name, changes[name] if name in changes else getattr(record, name))
+    for setter, value in zip(setters, getter(record), strict=True):
+        setter(new, value)
+    for name, value in changes.items():
+        setters[index[name]](new, value)
     return new
 
 
@@ -100,6 +105,17 @@ class WorkflowState:
     @property
     def outputs(self) -> dict[str, Any]:
         return {k: s.output for k, s in self.steps.items() if s.status == "succeeded"}
+
+
+def _slot_access(cls: type) -> tuple[Any, list[Any], dict[str, int]]:
+    names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+    setters = [getattr(cls, name).__set__ for name in names]  # member descriptors
+    return attrgetter(*names), setters, {name: i for i, name in enumerate(names)}
+
+
+_SLOTS: dict[type, tuple[Any, list[Any], dict[str, int]]] = {
+    cls: _slot_access(cls) for cls in (StepState, WorkflowState)
+}
 
 
 def initial_state(workflow_id: str, definition: WorkflowDefinition) -> WorkflowState:
@@ -168,11 +184,11 @@ def evolve(state: WorkflowState, event: Event) -> WorkflowState:
         changes["output_bytes"] = state.output_bytes + int(data.get("output_bytes", 0))
     elif event.type in ("compensation_succeeded", "compensation_skipped"):
         changes["compensated"] = (*state.compensated, event.step)
-    gone = {*data.get("cancel_timers", ()), *([data["fired_timer"]] if "fired_timer" in data
-                                             else [])}  # fmt: skip
-    started = {timer_id for timer_id, _ in data.get("start_timers", ())}
-    if gone or started:
-        changes["timers"] = (state.timers - gone) | started
+    cancelled, fired, starts = (data.get("cancel_timers"), data.get("fired_timer"),
+                                data.get("start_timers"))  # fmt: skip
+    if cancelled or fired is not None or starts:  # most events touch no timer
+        gone = {*(cancelled or ()), *(() if fired is None else (fired,))}
+        changes["timers"] = (state.timers - gone) | {timer_id for timer_id, _ in starts or ()}
     raised = data.get("raise_alert")
     if raised is not None or data.get("clear_alerts"):
         alerts = state.alerts - set(data.get("clear_alerts", ()))
