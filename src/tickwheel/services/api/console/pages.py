@@ -134,7 +134,7 @@ def job_context(request: Request, b: Backend, job_id: str, days: int) -> dict[st
     now = b.now_ms()
     days = min(max(days, 1), MAX_GRID_DAYS)
     with reads.history(b) as h:
-        outcomes = reads.job_outcomes(h)
+        outcomes = reads.job_outcomes(h, job_id)
         found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
         kinds = _alert_kinds_by_job(found).get(job_id, set())
         calendars = b.known_calendars() if uses_calendar(record) else None

@@ -74,9 +74,13 @@ def history(backend: Backend) -> Iterator[History]:
         reader.close()
 
 
-def job_outcomes(h: History) -> dict[str, JobOutcome]:
+def job_outcomes(h: History, job_id: str | None = None) -> dict[str, JobOutcome]:
+    """Each job's last outcome and success; only `job_id`'s when given (the job page: its
+    own job's events, not every job's)."""
     out: dict[str, JobOutcome] = {}
-    for row in h.query("console_job_outcomes"):
+    rows = (h.query("console_job_outcomes") if job_id is None
+            else h.query("console_job_outcome", {"job_id": job_id}))  # fmt: skip
+    for row in rows:
         out[row["job_id"]] = JobOutcome(
             last_outcome=row["last_outcome"],
             last_outcome_ms=to_ms(row["last_outcome_time"]),
