@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from bench._charts import rate_over_time  # noqa: E402
 from bench._common import exit_on_sigterm, stop_all, stop_process, track  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
+from bench.profile_worker import run as lane_cpu  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.client import Consumer, TopicPartition  # noqa: E402
@@ -66,24 +67,34 @@ def noop_request(i: int, at_ms: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a live process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def process_cpu_s(pid: int) -> dict[str, float]:
+    """User + system CPU seconds of a live process's threads (Linux /proc), by kind:
+    librdkafka's own threads (named `rdk:...`) and the interpreter's (every Python thread)."""
+    by_kind = {"python": 0.0, "librdkafka": 0.0}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name, rest = (task / "stat").read_text().split("(", 1)[1].rsplit(")", 1)
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        fields = rest.split()
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        by_kind["librdkafka" if name.startswith("rdk:") else "python"] += seconds
+    return by_kind
 
 
 def count_events(
     bootstrap: str, expected: int, timeout: float, pid: int | None = None
-) -> tuple[float, float | None]:
+) -> tuple[float, dict[str, float] | None]:
     """Wait until `expected` records are on executions.events; returns the wall time it did,
-    and the CPU µs process `pid` spent per record between a fifth of them and the last (start-up
-    and the group join left out; CPU time, so the figure holds on a loaded machine)."""
+    and the CPU µs process `pid` spent per record between a fifth of them and the last, by
+    kind of thread (start-up and the group join left out; CPU time, so the figure holds on a
+    loaded machine)."""
     topic = topic_name("executions.events")
     consumer = Consumer(consumer_config(f"bench-{uuid.uuid4()}", bootstrap))
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     seen = 0
-    mark: tuple[int, float] | None = None
+    mark: tuple[int, dict[str, float]] | None = None
     deadline = time.monotonic() + timeout
     try:
         while seen < expected:
@@ -95,7 +106,10 @@ def count_events(
         done = time.monotonic()
         per_event_us = None
         if pid is not None and mark is not None and seen > mark[0]:
-            per_event_us = (process_cpu_s(pid) - mark[1]) / (seen - mark[0]) * 1e6
+            now = process_cpu_s(pid)
+            per_event_us = {
+                kind: (now[kind] - mark[1][kind]) / (seen - mark[0]) * 1e6 for kind in now
+            }
         return done, per_event_us
     finally:
         consumer.close()
@@ -106,7 +120,34 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str) -> dict[str, Any]:
+class WorkerRun:
+    """How the benchmark's worker processes run: `sample_dir` samples each one's stacks
+    (bench/sampling.py); `old_code` is another revision's tree (a `git archive` of it), run
+    beside the current code on the same broker in the same run (A/B, interleaved)."""
+
+    sample_dir: Path | None = None
+    old_code: Path | None = None
+
+
+def worker_command(
+    concurrency: int, env: dict[str, str], code: Path | None, name: str
+) -> list[str]:
+    """The worker's command line; `env` gets what running `code`'s tree needs."""
+    command = [sys.executable, "-m", "tickwheel.services.worker", "--instance", "bench",
+               "--priority", "normal", "--concurrency", str(concurrency)]  # fmt: skip
+    if WorkerRun.sample_dir is not None:
+        out = WorkerRun.sample_dir / f"{name}.txt"
+        command[1:2] = [str(ROOT / "bench" / "sampling.py"), "--out", str(out), "-m"]
+    if code is not None:
+        env["PYTHONPATH"] = str(code / "src")
+        env["TICKWHEEL_SCHEMAS_DIR"] = str(code / "schemas")
+        env["TICKWHEEL_TOPOLOGY_FILE"] = str(code / "topology" / "topics.toml")
+    return command
+
+
+def end_to_end(
+    bootstrap: str, executions: int, concurrency: int, log_level: str, code: Path | None = None
+) -> dict[str, Any]:
     now = int(time.time() * 1000)
     producer = EventProducer(bootstrap, **{"linger.ms": 20, "batch.size": 1_000_000})
     started = time.perf_counter()
@@ -120,11 +161,9 @@ def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "TICKWHEEL_LOG_LEVEL": log_level}
     log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)  # noqa: SIM115
     wall_start = time.monotonic()
-    worker = track(subprocess.Popen(
-        [sys.executable, "-m", "tickwheel.services.worker", "--instance", "bench",
-         "--priority", "normal", "--concurrency", str(concurrency)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    ))  # fmt: skip
+    label = "old" if code is not None else "new"
+    command = worker_command(concurrency, env, code, f"{label}-{log_level.lower()}")
+    worker = track(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
     try:
         done, per_event_us = count_events(bootstrap, 2 * executions, timeout=300, pid=worker.pid)
     finally:
@@ -146,6 +185,8 @@ def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str
         "executions": executions,
         "concurrency": concurrency,
         "log_level": log_level,
+        "code": label,
+        "load": os.getloadavg()[0],
         "publish_per_s": executions / publish_s,
         "span_s": span_s,
         "per_s": len(succeeded) / span_s if span_s else float("inf"),
@@ -154,84 +195,26 @@ def end_to_end(bootstrap: str, executions: int, concurrency: int, log_level: str
         "service_p50_ms": percentile(list(service.values()), 0.5),
         "service_p99_ms": percentile(list(service.values()), 0.99),
         "log": log.name,
-        # Two events per execution: the worker process's CPU per execution, all threads.
-        "worker_cpu_us": 2 * per_event_us if per_event_us is not None else float("nan"),
+        # Two events per execution: the worker process's CPU per execution, all threads, and
+        # the share of librdkafka's own threads in it.
+        "worker_cpu_us": 2 * sum(per_event_us.values()) if per_event_us else float("nan"),
+        "librdkafka_cpu_us": 2 * per_event_us["librdkafka"] if per_event_us else float("nan"),
         "times": {"leased": [t / 1000 for t in leased], "succeeded": [t / 1000 for t in succeeded]},
     }
 
 
-class _Message:
-    """What the lane reads of a consumed record, for driving it without a consumer."""
-
-    def __init__(self, value: bytes, offset: int) -> None:
-        self._value, self._offset = value, offset
-
-    def error(self) -> None:
-        return None
-
-    def partition(self) -> int:
-        return self._offset % 6
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes:
-        return self._value
-
-    def key(self) -> bytes:
-        return b"bench"
-
-    def topic(self) -> str:
-        return "bench"
-
-
 def cpu_profile(executions: int) -> tuple[float, float, str]:
-    """The lane's per-execution work in its own thread, as the service runs it: accept
-    (decode, queue) a poll's worth of requests, then dispatch them (inline batch: leases,
-    handlers, outcomes), with events going to a real producer (not waiting for acks)."""
-    from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
-    from tickwheel.clock import SystemClock
-    from tickwheel.jobtypes import builtin_registry
-    from tickwheel.services.worker.control import CancelRegistry
-    from tickwheel.services.worker.heartbeats import HeartbeatScheduler
-    from tickwheel.services.worker.lane import BATCH, PriorityLane
-    from tickwheel.services.worker.publisher import EventPublisher
-    from tickwheel.services.worker.settings import WorkerSettings
-
-    bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-    clock = SystemClock()
-    publisher = EventPublisher(bootstrap)
-    lane = PriorityLane(
-        "normal", WorkerSettings(bootstrap=bootstrap), registry=builtin_registry(),
-        sink=publisher, cancels=CancelRegistry(), heartbeats=HeartbeatScheduler(clock),
-        dead_letters=DeadLetterWriter(bootstrap), clock=clock, on_fatal=print,
-    )  # fmt: skip
-    lane.offsets.assign(0)
-    messages = [
-        _Message(encode("ExecutionRequest", noop_request(i, 0)), i) for i in range(executions)
-    ]
-
-    def work(batch: list[_Message]) -> None:
-        for start in range(0, len(batch), BATCH):
-            for message in batch[start : start + BATCH]:
-                lane._accept(message)
-            lane._dispatch()
-
+    """The lane's per-execution work in this thread, as the service runs it (poll, intake,
+    dispatch, the inline batch's leases, handlers and outcomes, the commit), events going to
+    the worker's own publisher with no broker behind it (`bench/profile_worker.py`)."""
+    lane_cpu(2000, "producer")  # warm: the registry, the codecs' layout checks
     # First without the profiler, in CPU seconds of this thread: the machine is shared, and
     # CPU time is what the lane's own work costs whatever else runs beside it.
-    cpu_started = time.thread_time()
-    work(messages)
-    cpu_us = (time.thread_time() - cpu_started) / executions * 1e6
-    again = [
-        _Message(encode("ExecutionRequest", noop_request(i, 0)), executions + i)
-        for i in range(executions)
-    ]
+    cpu_us = lane_cpu(executions, "producer")
     profiler = cProfile.Profile()
     started = time.perf_counter()
-    profiler.runcall(work, again)
+    lane_cpu(executions, "producer", profiler)
     elapsed = time.perf_counter() - started
-    publisher.close(30)
-    lane.consumer.close()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(14)
     lines = [line for line in out.getvalue().splitlines() if line.strip()]
@@ -244,7 +227,15 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--profile-executions", type=int, default=5000)
+    parser.add_argument("--old-code", type=Path,
+                        help="also run this tree's worker (a `git archive` of another revision), "
+                        "interleaved with the current code's, for an A/B in one run")  # fmt: skip
+    parser.add_argument("--old-label", default="old", help="what the report calls --old-code")
+    parser.add_argument("--sample", type=Path, help="write each worker's stack samples here")
     args = parser.parse_args()
+    WorkerRun.sample_dir, WorkerRun.old_code = args.sample, args.old_code
+    if args.sample is not None:
+        args.sample.mkdir(parents=True, exist_ok=True)
 
     exit_on_sigterm()
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -264,12 +255,14 @@ def main() -> None:
     try:
         limits = measure_limits(bootstrap)
         print(limits.describe(), flush=True)
+        codes: list[Path | None] = [None] if args.old_code is None else [args.old_code, None]
         for level in ("INFO", "WARNING"):
-            os.environ["TICKWHEEL_TOPIC_PREFIX"] = f"bench{uuid.uuid4().hex[:6]}."
-            apply_topology(bootstrap=bootstrap)
-            run = end_to_end(bootstrap, args.executions, args.concurrency, level)
-            runs.append(run)
-            print(json.dumps({k: v for k, v in run.items() if k != "times"}))
+            for code in codes if level == "INFO" else codes[::-1]:  # interleaved: A B B A
+                os.environ["TICKWHEEL_TOPIC_PREFIX"] = f"bench{uuid.uuid4().hex[:6]}."
+                apply_topology(bootstrap=bootstrap)
+                run = end_to_end(bootstrap, args.executions, args.concurrency, level, code)
+                runs.append(run)
+                print(json.dumps({k: v for k, v in run.items() if k != "times"}), flush=True)
         cpu_rate, cpu_us, profile = cpu_profile(args.profile_executions)
     finally:
         try:
@@ -283,16 +276,19 @@ def main() -> None:
     )
     print(profile)
 
+    current = [r for r in runs if r["code"] == "new"]
     charts = [
         rate_over_time(r["times"], f"worker-throughput-{r['log_level'].lower()}.png",
                        f"One worker, {r['executions']:,} no-op executions, log level {r['log_level']}")
-        for r in runs
+        for r in current
     ]  # fmt: skip
+    labels = {"new": "this commit", "old": args.old_label}
     rows = "\n".join(
-        f"| {r['log_level']} | {r['executions']:,} | {r['concurrency']} | **{r['per_s']:,.0f}** | "
-        f"{limits.ratio_loop(r['per_s'])} | "
+        f"| {labels[r['code']]} | {r['log_level']} | {r['executions']:,} | {r['concurrency']} | "
+        f"**{r['per_s']:,.0f}** | {limits.ratio_loop(r['per_s'])} | "
         f"{r['span_s']:.2f} | {r['wall_s']:.2f} | {r['service_p50_ms']:.0f} / {r['service_p99_ms']:.0f} | "
-        f"{r['publish_per_s']:,.0f} | {r['worker_cpu_us']:.0f} |"
+        f"{r['publish_per_s']:,.0f} | **{r['worker_cpu_us']:.0f}** | "
+        f"{r['librdkafka_cpu_us']:.0f} | {r['load']:.1f} |"
         for r in runs
     )
     REPORT.parent.mkdir(parents=True, exist_ok=True)
@@ -306,17 +302,22 @@ def main() -> None:
     notes = "\n".join(lines[end:]).strip()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip() or "?"  # fmt: skip
-    by_level = {r["log_level"]: r for r in runs}
-    log_rows += (
-        f"\n| {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} | {commit} | "
-        f"{limits.consume_produce_per_s:,.0f} | "
-        + " | ".join(
-            f"{by_level[lv]['per_s']:,.0f} ({limits.ratio_loop(by_level[lv]['per_s'])})"
-            for lv in ("INFO", "WARNING")
+    if subprocess.run(["git", "status", "--porcelain", "--", "src/tickwheel/services/worker"],
+                      cwd=ROOT, capture_output=True, text=True).stdout.strip():  # fmt: skip
+        commit += " + uncommitted worker changes"
+    for code in ("old", "new") if args.old_code is not None else ("new",):
+        by_level = {r["log_level"]: r for r in runs if r["code"] == code}
+        log_rows += (
+            f"\n| {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} | "
+            f"{commit if code == 'new' else args.old_label + ' (A/B, same run)'} | "
+            f"{limits.consume_produce_per_s:,.0f} | "
+            + " | ".join(
+                f"{by_level[lv]['per_s']:,.0f} ({limits.ratio_loop(by_level[lv]['per_s'])})"
+                for lv in ("INFO", "WARNING")
+            )
+            + f" | {by_level['INFO']['worker_cpu_us']:.0f} / {by_level['WARNING']['worker_cpu_us']:.0f}"
+            + f" | {f'{cpu_us:.1f}' if code == 'new' else '—'} | {os.getloadavg()[0]:.1f} |"
         )
-        + f" | {by_level['INFO']['worker_cpu_us']:.0f} / {by_level['WARNING']['worker_cpu_us']:.0f}"
-        + f" | {cpu_us:.1f} | {os.getloadavg()[0]:.1f} |"
-    )
     REPORT.write_text(
         f"""# Worker benchmark
 
@@ -330,9 +331,11 @@ records `succeeded`. Throughput is N over the span from the first `leased` to th
 `succeeded` event time (the worker's own timestamps), so process start and the consumer
 group join are excluded; "wall" includes them. Service time is leased → succeeded per
 execution. "Worker CPU" is the worker process's user + system CPU (every thread: lane,
-delivery reports, librdkafka) per execution from a fifth of the events to the last: unlike
-executions/s it hardly moves with what else runs on the machine, so it is the figure to
+delivery reports, librdkafka's) per execution from a fifth of the events to the last: unlike
+executions/s it moves little with what else runs on the machine, so it is the figure to
 compare across runs. The timer is not involved: fired → leased adds the timer's emit path.
+With `--old-code TREE` (a `git archive` of another revision) each log level also runs that
+revision's worker, interleaved with this one's on the same broker (A/B).
 
 The raw limit, measured on the same broker in the same run (`bench/bench_limits.py`): one
 Python process consuming a request, producing two event-sized records and committing
@@ -340,18 +343,20 @@ asynchronously moves **{limits.consume_produce_per_s:,.0f} requests/s**; the rat
 the worker's figure over it. The machine is shared with other engineers' test runs: compare
 ratios, not raw figures, across runs.
 
-| log level | executions | slots | executions/s | ratio to raw loop | span s | wall s | service p50 / p99 ms | publish/s | worker CPU µs/execution |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| code | log level | executions | slots | executions/s | ratio to raw loop | span s | wall s | service p50 / p99 ms | publish/s | worker CPU µs/execution | of which librdkafka's threads | load (1 min) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {rows}
 
 {" ".join(f"![throughput over time]({c})" for c in charts)}
 
 ## Where the time goes
 
-The lane's per-execution path in its own thread, as the service runs it (accept a poll of
-requests: decode and queue; dispatch: the inline batch's leases, handlers and outcomes,
-encoded and produced, acknowledgements not awaited): **{cpu_us:.1f} CPU µs per execution**
-without the profiler; under cProfile, {cpu_rate:,.0f} executions/s.
+The lane's per-execution path in its own thread, as the service runs it
+(`bench/profile_worker.py --sink producer`: `PriorityLane.step` over pre-encoded requests —
+poll, decode, queue, dispatch, the inline batch's leases, handlers and outcomes, encoded and
+produced to the worker's own publisher with no broker behind it):
+**{cpu_us:.1f} CPU µs per execution** without the profiler; under cProfile,
+{cpu_rate:,.0f} executions/s.
 
 ```
 {profile}
@@ -359,15 +364,19 @@ without the profiler; under cProfile, {cpu_rate:,.0f} executions/s.
 
 Repeated runs vary by about ±20% on this shared machine (other work shares the two cores).
 
-Reading: the worker is CPU-bound in Python on this machine, and shares its two cores with
-the broker (and with the benchmark's own counting consumer). No-ops run inline on the lane
-thread in batches (decision 0071): no thread hand-off, no heartbeat schedule, no lease
-object and no log line per execution, and an attempt's events are encoded around its
-request fields once (decision 0114). What is left per execution is the generic Avro decode
-of the request (now the largest single share), the two events, the two produce calls and
-the delivery reports, the handler's context and outcome, and the lane's bookkeeping; the
-service time (leased → succeeded) is the batch's length. Scaling out is by processes: more
-worker instances (the group spreads the partitions), each its own interpreter.
+Reading: no-ops run inline on the lane thread in batches (decisions 0071, 0118): a poll's
+requests are read by the worker's own decoder (decision 0117), sorted under one hold of the
+lane lock, and an inline batch's leases are produced together with one delivery report for
+the batch, then the handlers run and the outcomes follow as a second batch; an attempt's
+events are written around its request's bytes (decision 0114). No thread hand-off, lease
+object, heartbeat schedule or log line per execution. What is left per execution is Python
+spread thin (the decode, two event encodes, the handler's context, the tenant queue and the
+ledger's bookkeeping, two produce calls, two delivery callbacks) and librdkafka's own
+threads (column "of which librdkafka's threads": compression, the broker connections, the
+consumer's fetches). The span is short (a few seconds) and the worker shares two cores with
+the broker, the benchmark's counting consumer and whatever else runs: executions/s follows
+the machine's load; the CPU per execution and the ratio to the raw loop much less so.
+Scaling out is by processes (the group spreads the partitions), each its own interpreter.
 
 {RUN_LOG_HEADING}
 
