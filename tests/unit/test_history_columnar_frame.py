@@ -59,7 +59,7 @@ def test_a_frame_reads_back_as_the_records_with_their_places(
 ) -> None:
     kind = encoded_kinds()["ExecutionEvent"]
     messages = [Message(*where, encode("ExecutionEvent", event)) for event, where in records]
-    read = list(fastavro.reader(io.BytesIO(kind.frame(messages))))
+    read = [r for r in fastavro.reader(io.BytesIO(kind.frame(messages))) if isinstance(r, dict)]
     assert len(read) == len(records)
     for got, message in zip(read, messages, strict=True):
         extra = {k: got.pop(k) for k in list(got) if k.startswith("tw_")}
