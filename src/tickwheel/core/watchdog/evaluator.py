@@ -121,8 +121,8 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
 
 def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
     """Forget what no condition can look at again: slots at or before a job's last success,
-    the newest run's length of a job that declares no run time to judge it by, and
-    executions finished longer than `settled_after_ms` ago."""
+    the newest run's length of a job that declares no run time to judge it by; executions
+    that can raise nothing become settled (their attempt kept, for `settled_after_ms`)."""
     jobs = facts.jobs
     before = len(jobs.slots)
     for job_id in list(jobs.slots):
@@ -141,16 +141,9 @@ def _prune(facts: Facts, watermark: int, thresholds: Thresholds) -> None:
     for command_id in [c for c, ack in facts.acks.items() if ack.at <= watermark]:
         del facts.acks[command_id]  # applied, or moot: a replay is recognised by the incident
     horizon = watermark - thresholds.settled_after_ms
-    settled = [
-        execution_id
-        for execution_id, execution in facts.executions.items()
-        if not execution.ready
-        and not execution.dead_unresolved
-        and execution.last_seen_ms < horizon
-    ]
-    for execution_id in settled:
-        del facts.executions[execution_id]
-    facts.executions = _compacted(facts.executions, len(facts.executions) + len(settled))
+    before = len(facts.executions)
+    facts.settle(watermark, thresholds.settled_after_ms)
+    facts.executions = _compacted(facts.executions, before)
     facts.workflows.prune(horizon)
 
 

@@ -97,10 +97,23 @@ class ExecutionFacts:
         return max(self.requested_attempt, self.succeeded_attempt) <= self.dead_attempt
 
 
+# Settled executions are kept in generations of this much event time each (decision 0133).
+SETTLED_GENERATION_MS = 300_000
+
+
 @dataclass(slots=True)
 class Facts:
     jobs: JobTable = field(default_factory=JobTable)
+    # The executions that can raise something: waiting for a worker, or dead-lettered and not
+    # resolved (and, until the next evaluation, whatever the last batch touched).
     executions: dict[str, ExecutionFacts] = field(default_factory=dict)
+    # Every other execution, settled: only its highest attempt, so that a record about it
+    # read late (another topic read behind) folds as before — an attempt already seen changes
+    # nothing, a newer one brings it back. In generations by when they settled, each dropped
+    # whole `settled_after_ms` after (decision 0133): (generation, execution id → attempt).
+    settled: list[tuple[int, dict[str, int]]] = field(default_factory=list)
+    # The newest time a settled execution was taken, per priority (`parents`' live worker).
+    taken_ms: dict[str, int] = field(default_factory=dict)
     # Acknowledgements not yet applied, by command id (applied once the watermark passes them).
     acks: dict[str, Acknowledgement] = field(default_factory=dict)
     # The newest request time seen per timer partition: how far each one has fired.
@@ -122,6 +135,50 @@ class Facts:
         if facts is None:
             facts = self.executions[execution_id] = ExecutionFacts(job_id)
         return facts
+
+    def _live(
+        self, execution_id: str, job_id: str, attempt: int, dead: bool = False
+    ) -> ExecutionFacts | None:
+        """The execution's facts to fold a record of `attempt` into; None for a settled one
+        that the record cannot change: an attempt older than the one it settled at, or that
+        one unless the record is a dead letter (which makes it count again, as before)."""
+        if execution_id in self.executions or not self.settled:
+            return self.execution(execution_id, job_id)
+        for _, generation in self.settled:
+            settled_at = generation.get(execution_id)
+            if settled_at is None:
+                continue
+            if attempt < settled_at or (attempt == settled_at and not dead):
+                return None
+            del generation[execution_id]
+            facts = self.executions[execution_id] = ExecutionFacts(job_id, taken_attempt=settled_at)
+            return facts
+        return self.execution(execution_id, job_id)
+
+    def is_settled(self, execution_id: str) -> bool:
+        return any(execution_id in generation for _, generation in self.settled)
+
+    def settle(self, watermark: int, settled_after_ms: int) -> None:
+        """After an evaluation: executions that can raise nothing become settled (their
+        attempt kept), and generations settled more than `settled_after_ms` ago are dropped."""
+        moving = [(execution_id, execution) for execution_id, execution in self.executions.items()
+                  if not execution.ready and not execution.dead_unresolved]  # fmt: skip
+        if moving:
+            generation = watermark // SETTLED_GENERATION_MS
+            if not self.settled or self.settled[-1][0] != generation:
+                self.settled.append((generation, {}))
+            into = self.settled[-1][1]
+            for execution_id, execution in moving:
+                del self.executions[execution_id]
+                into[execution_id] = max(execution.requested_attempt, execution.taken_attempt,
+                                         execution.dead_attempt, execution.succeeded_attempt)  # fmt: skip
+                if execution.taken_attempt:
+                    priority = execution.priority or "normal"
+                    taken = self.taken_ms.get(priority, execution.last_seen_ms)
+                    self.taken_ms[priority] = max(taken, execution.last_seen_ms)
+        oldest = (watermark - settled_after_ms) // SETTLED_GENERATION_MS
+        while self.settled and self.settled[0][0] < oldest:
+            del self.settled[0]
 
     def apply(self, observed: Observed) -> None:
         """Fold one input in; a record that is not what its kind says is ignored (the timer
@@ -219,8 +276,11 @@ class Facts:
         job_id, attempt = str(request["job_id"]), int(request["attempt"])
         slot = int(request["scheduled_time"])
         self.job(job_id).slot(slot).see(attempt, STAGES["requested"], None)
-        execution = self.execution(str(request["execution_id"]), job_id)
         requested_at = int(request["requested_at"])
+        found = self._live(str(request["execution_id"]), job_id, attempt)
+        if found is None:
+            return  # a settled execution's request read late: it waits for nothing
+        execution = found
         if attempt > execution.requested_attempt:
             execution.requested_attempt = attempt
             execution.requested_at_ms = requested_at
@@ -259,7 +319,13 @@ class Facts:
                 job.ran(slot, run.succeeded_at - run.leased_at)
         if kind not in TAKEN_EVENTS:
             return
-        execution = self.execution(str(event["execution_id"]), job_id)
+        # A dead letter of the attempt it settled at still counts; anything else of an
+        # attempt already settled changes nothing.
+        found = self._live(str(event["execution_id"]), job_id, attempt,
+                           dead=kind == "dead_lettered")  # fmt: skip
+        if found is None:
+            return
+        execution = found
         execution.taken_attempt = max(execution.taken_attempt, attempt)
         execution.tenant_id = execution.tenant_id or intern(str(event["tenant_id"]))
         execution.job_type = execution.job_type or intern(str(event["job_type"]))
@@ -273,9 +339,12 @@ class Facts:
         execution_id, job_id = dead_letter.get("execution_id"), dead_letter.get("job_id")
         if execution_id is None or job_id is None:
             return  # a record nobody could read: not an execution's dead letter
-        execution = self.execution(str(execution_id), str(job_id))
+        attempt = int(dead_letter.get("attempt") or 1)
+        execution = self._live(str(execution_id), str(job_id), attempt, dead=True)
+        if execution is None:
+            return
         at = int(dead_letter["event_time"])
-        self._dead(execution, int(dead_letter.get("attempt") or 1), at)
+        self._dead(execution, attempt, at)
         execution.last_seen_ms = max(execution.last_seen_ms, at)
 
     def _resolution(self, resolution: Mapping[str, Any]) -> None:
@@ -285,8 +354,8 @@ class Facts:
         if execution_id is None:
             return  # the letter of a record nobody could read: no execution to clear
         known = self.executions.get(str(execution_id))
-        if known is None and job_id is None:
-            return
+        if known is None and (job_id is None or self.is_settled(str(execution_id))):
+            return  # nobody's, or settled already: a resolution only ever clears
         execution = known or self.execution(str(execution_id), str(job_id))
         at = int(resolution["event_time"])
         execution.resolved_at_ms = max(execution.resolved_at_ms or at, at)

@@ -83,7 +83,8 @@ def _idle_priorities(
     facts: Facts, conditions: list[Condition], watermark: int, thresholds: Thresholds
 ) -> list[tuple[Condition, list[int]]]:
     oldest: dict[str, int] = {}
-    taken: dict[str, int] = {}
+    # Settled executions are not held one by one: when one of each priority was last taken.
+    taken: dict[str, int] = dict(facts.taken_ms)
     waiting: dict[str, int] = {}
     for execution in facts.executions.values():
         priority = execution.priority or "normal"
