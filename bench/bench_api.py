@@ -189,7 +189,8 @@ def compare_reads(reads: int, concurrency: int, rounds: int) -> None:
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
         os.environ["TICKWHEEL_TOPIC_PREFIX"] = "bench."
         apply_topology(bootstrap=broker.bootstrap)
-        token, _ = create_key("bench", ["write"], bootstrap=broker.bootstrap, now_ms=1)
+        # The tenant `default`: the jobs below are written by the SDK, with no tenant.
+        token, _ = create_key("default", ["read"], bootstrap=broker.bootstrap, now_ms=1)
         directory = Path(tempfile.mkdtemp(prefix="tickwheel-bench-api-"))
         servers = {}
         for name, window in (("window 100 ms", "100"), ("end per read", "0")):

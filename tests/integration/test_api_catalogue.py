@@ -90,8 +90,10 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
         assert jobs.get("f-1")["version"] == 2
         listed = [r["jobId"] for r in jobs.list()]
         assert listed == [r["jobId"] for r in other.list()]
+        # The write path's other calls are the writer's (GET /job-commands/{id} asks this).
+        assert jobs.command_status("no-such-command") is None
     finally:
-        catalogue.close()
+        jobs.close()
 
 
 def test_followed_reads_with_no_window_see_another_clients_write_at_once(

@@ -28,12 +28,11 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tickwheel.ports.history import QueryResult
-from tickwheel.sdk.jobs import JobsClient
-from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.api.app import OPENAPI_URL, create_app
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.door import Door
 from tickwheel.services.api.keys import create_key
+from tickwheel.services.api.workflow_view import FollowedWorkflows
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -60,12 +59,13 @@ def token(applied_topology: str, kafka_bootstrap: str) -> str:
 
 @pytest.fixture
 def api_schema(applied_topology: str, kafka_bootstrap: str, token: str) -> Iterator[Any]:
-    backend = Backend(
-        jobs=JobsClient(kafka_bootstrap), bootstrap=kafka_bootstrap, open_history=EmptyHistory
-    )
+    # The backend and workflow client the service runs (reads from followed views,
+    # decisions 0139 and 0140), with an empty history.
+    backend = Backend.from_env(kafka_bootstrap)
+    backend.open_history = EmptyHistory
     door = Door.open(kafka_bootstrap, backend.clock.now)  # closed after: its views follow topics
     # Approval keys, so a generated token is judged by the verifier, not refused for want of keys.
-    workflows = WorkflowsClient(kafka_bootstrap, keys={"fuzz": b"fuzz-approval-secret"})
+    workflows = FollowedWorkflows(kafka_bootstrap, keys={"fuzz": b"fuzz-approval-secret"})
     app = create_app(backend, door, workflows)
     # The key must be known to the app before the run: its key view reads the topic with a
     # bounded wait and then follows it, so on a loaded machine the first read can miss it.
@@ -76,6 +76,8 @@ def api_schema(applied_topology: str, kafka_bootstrap: str, token: str) -> Itera
         time.sleep(0.5)
     yield schemathesis.openapi.from_asgi(OPENAPI_URL, app)
     door.close()
+    workflows.close()
+    backend.jobs.close()  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
@@ -88,6 +90,7 @@ def test_no_5xx_and_every_answer_conforms(
     labels = {operation.label for operation in operations}
     assert {"POST /v1/workflows", "GET /v1/workflows/{workflow_id}",
             "POST /v1/executions/{workflow_id}/steps/{step_id}/retry",
+            "POST /v1/executions/{execution_id}/retry",
             "POST /v1/approvals/{token}"} <= labels, sorted(labels)  # fmt: skip
     exercised = 0
     for operation in operations:
