@@ -12,14 +12,24 @@ in Debian's Chromium (Playwright):
 Time to first byte is the navigation's `responseStart - requestStart` (the server's work:
 reads, view-models, SVG, template); full render is `loadEventEnd` (HTML parsed, CSS and htmx
 loaded, laid out). Medians of a few loads after one warm-up. Figures, never pass/fail.
+
+The raw limit is measured in the same run, loads interleaved with the page's: the very same
+bytes served by the same uvicorn as a precomputed page (no reads, no Python per job or
+slot), so `page / raw` is what the console adds over transport and the browser's render on
+this machine at this load. Then each piece of the two pages is timed in-process (wall and
+process CPU, medians, garbage collected between runs): the store's part (the schedule audit,
+the console's queries) apart from the console's own (view-models, grid cells, SVG,
+template), with CPU per job or per slot.
 Prints and writes bench/reports/console.md; with `--append LABEL`, adds the run to the end of
 the report as a section named LABEL instead (before/after comparisons keep both).
-Run: `.venv/bin/python bench/bench_console.py [--jobs N] [--days N] [--loads N] [--append LABEL]`.
+Run: `.venv/bin/python bench/bench_console.py [--jobs N] [--days N] [--loads N] [--append LABEL]
+[--report PATH]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import statistics
@@ -33,6 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import httpx  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
 from tests.console.browser import chromium, playwright  # noqa: E402
@@ -108,23 +119,121 @@ def serve(app: FastAPI) -> tuple[Any, int]:
     return server, port
 
 
-def measure(context: Any, url: str, loads: int) -> dict[str, float]:
+def add_raw_route(app: FastAPI, bodies: dict[str, bytes]) -> None:
+    """`/raw/<page>`: a page's bytes as captured, with the console's headers: the raw limit."""
+    from fastapi.responses import Response
+
+    from tickwheel.services.api.console.render import headers
+
+    @app.get("/raw/{name}")
+    def raw(name: str) -> Response:
+        return Response(bodies[name], media_type="text/html; charset=utf-8", headers=headers())
+
+
+def figures(measured: dict[str, dict[str, float]]) -> list[str]:
+    page, raw = measured["page"], measured["raw"]
+    return [
+        f"- time to first byte: **{page['ttfb_ms']:.0f} ms** (the same bytes precomputed: "
+        f"{raw['ttfb_ms']:.0f} ms, ratio {page['ttfb_ms'] / max(raw['ttfb_ms'], 0.1):.1f})",
+        f"- full render (load event): **{page['render_ms']:.0f} ms** (precomputed: "
+        f"{raw['render_ms']:.0f} ms, ratio {page['render_ms'] / max(raw['render_ms'], 0.1):.2f})",
+        f"- HTML: {page['bytes'] / 1024:.0f} KiB",
+    ]
+
+
+def _timing(page: Any, url: str) -> tuple[float, float, int]:
+    page.goto(url, wait_until="load", timeout=300_000)
+    timing = page.evaluate(
+        "(() => { const n = performance.getEntriesByType('navigation')[0];"
+        " return [n.responseStart - n.requestStart, n.loadEventEnd, n.transferSize]; })()"
+    )
+    return timing[0], timing[1], int(timing[2])
+
+
+def measure(context: Any, urls: dict[str, str], loads: int) -> dict[str, dict[str, float]]:
+    """Each URL loaded `loads` times after a warm-up, the URLs taking turns (a page and its
+    raw limit see the same moments of a shared machine)."""
     page = context.new_page()
-    samples: list[tuple[float, float, int]] = []
+    samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in urls}
     for index in range(loads + 1):
-        page.goto(url, wait_until="load", timeout=300_000)
-        timing = page.evaluate(
-            "(() => { const n = performance.getEntriesByType('navigation')[0];"
-            " return [n.responseStart - n.requestStart, n.loadEventEnd, n.transferSize]; })()"
-        )
-        if index:  # the first load warms the caches (templates, schedules, chDB parts)
-            samples.append((timing[0], timing[1], int(timing[2])))
+        for name, url in urls.items():
+            timing = _timing(page, url)
+            if index:  # the first load warms the caches (templates, schedules, chDB parts)
+                samples[name].append(timing)
     page.close()
     return {
-        "ttfb_ms": statistics.median(s[0] for s in samples),
-        "render_ms": statistics.median(s[1] for s in samples),
-        "bytes": statistics.median(s[2] for s in samples),
+        name: {
+            "ttfb_ms": statistics.median(s[0] for s in got),
+            "render_ms": statistics.median(s[1] for s in got),
+            "bytes": statistics.median(s[2] for s in got),
+        }
+        for name, got in samples.items()
     }
+
+
+def timed(call: Any, runs: int = 5) -> tuple[float, float, Any]:
+    """(median wall ms, median process CPU ms, the last result) of `call()`."""
+    walls, cpus, result = [], [], None
+    for _ in range(runs):
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = call()
+        cpus.append((time.process_time() - cpu) * 1000)
+        walls.append((time.perf_counter() - wall) * 1000)
+    return statistics.median(walls), statistics.median(cpus), result
+
+
+def breakdown(b: Backend, job_count: int, days: int) -> list[str]:
+    """The two pages' pieces timed in-process, as rows of the report's table: the store's
+    (SQL in chDB and reading its rows) and the console's own."""
+    from starlette.requests import Request
+
+    from tickwheel.services.api.console import models, reads, render, svg
+    from tickwheel.services.api.console.pages import DAY_MS
+
+    request = Request({"type": "http", "method": "GET", "path": "/console/jobs",
+                       "query_string": b"", "headers": []})  # fmt: skip
+    now = b.now_ms()
+    h = reads.History(b.open_history())
+    records = b.jobs.list()
+    slot_count = days * 1440
+    rows: list[str] = []
+
+    def row(piece: str, whose: str, call: Any, per: int = 0, unit: str = "") -> Any:
+        wall, cpu, result = timed(call)
+        each = f"{cpu * 1000 / per:.2f} µs a {unit}" if per else ""
+        rows.append(f"| {piece} | {whose} | {wall:,.1f} | {cpu:,.1f} | {each} |")
+        return result
+
+    def job_rows() -> list[models.JobRow]:
+        memo: models.ScheduleMemo = {}
+        none = models.JobOutcome()
+        return [models.job_row(r, outcomes.get(r["jobId"], none), now, (), memo) for r in records]
+
+    outcomes = row("`console_job_outcomes` (every job's)", "store", lambda: reads.job_outcomes(h))
+    listed = row("job rows (chip, schedule in words, next run)", "console", job_rows,
+                 job_count, "job")  # fmt: skip
+    row("of which `schedule_key`", "console", lambda: [models.schedule_key(r) for r in records],
+        job_count, "job")  # fmt: skip
+    shown = row("filter and sort", "console", lambda: models.filter_rows(listed), job_count, "job")
+    context = {"section": "jobs", "rows": shown, "total": len(listed), "q": "", "status": "",
+               "counts": dict.fromkeys(models.STATUSES, 0), "statuses": models.STATUSES,
+               "problems": [], "error": None, "tenant": "", "tenants": ["default"]}  # fmt: skip
+    template = render.env.get_template("jobs.html")
+    row("jobs template (500 rows listed)", "console",
+        lambda: template.render(request=request, flash=None, **context), 500, "row")  # fmt: skip
+    audit = row(f"schedule audit over {days} days (`audit_window`)", "store",
+                lambda: reads.audit(h, "per-minute", now - days * DAY_MS, now))  # fmt: skip
+    slots = row("grid cells (`grid_slots`)", "console", lambda: models.grid_slots(audit),
+                slot_count, "slot")  # fmt: skip
+    row("status counts", "console", lambda: models.status_counts(slots), slot_count, "slot")
+    row("grid SVG (`occurrence_grid`)", "console", lambda: svg.occurrence_grid(slots, "UTC"),
+        slot_count, "slot")  # fmt: skip
+    row("`console_executions` (20 listed)", "store", lambda: reads.job_executions(h, "per-minute"))
+    row("`console_job_outcome` (this job's)", "store",
+        lambda: reads.job_outcomes(h, "per-minute"))  # fmt: skip
+    row("`job_definition_versions`", "store", lambda: reads.job_versions(h, "per-minute"))
+    return rows
 
 
 def main() -> int:
@@ -134,6 +243,8 @@ def main() -> int:
     parser.add_argument("--loads", type=int, default=3)
     parser.add_argument("--append", metavar="LABEL", default=None,
                         help="append the run to the report as a section LABEL")  # fmt: skip
+    parser.add_argument("--report", type=Path, default=REPORT,
+                        help=f"the report to write (default {REPORT.relative_to(ROOT)})")  # fmt: skip
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     os.environ["TICKWHEEL_API_AUTH"] = "off"
@@ -148,17 +259,29 @@ def main() -> int:
         store.migrate()
         missing = fill_history(store, jobs, args.days)
         app = FastAPI()
-        app.state.backend = Backend(jobs=jobs, clock=clock, open_history=lambda: KeptOpen(store))
+        backend = Backend(jobs=jobs, clock=clock, open_history=lambda: KeptOpen(store))
+        app.state.backend = backend
         mount(app)
         app.state.console_alerts = lambda _backend: []
+        raw: dict[str, bytes] = {}
+        add_raw_route(app, raw)
         server, port = serve(app)
         base = f"http://127.0.0.1:{port}/console"
+        pages = {"jobs": f"{base}/jobs", "grid": f"{base}/jobs/per-minute?days={args.days}"}
         try:
+            for name, url in pages.items():
+                raw[name] = httpx.get(url, timeout=300).content
             with playwright() as driver, chromium(driver) as context:
-                listing = measure(context, f"{base}/jobs", args.loads)
-                grid = measure(context, f"{base}/jobs/per-minute?days={args.days}", args.loads)
+                listing = measure(
+                    context,
+                    {"page": pages["jobs"], "raw": f"http://127.0.0.1:{port}/raw/jobs"},
+                    args.loads,
+                )
+                grid = measure(context, {"page": pages["grid"],
+                                         "raw": f"http://127.0.0.1:{port}/raw/grid"}, args.loads)  # fmt: skip
         finally:
             server.should_exit = True
+        pieces = breakdown(backend, args.jobs, args.days)
     finally:
         store.close()
     load = os.getloadavg()[0]
@@ -167,20 +290,22 @@ def main() -> int:
         "",
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, "
         "uvicorn and Debian's Chromium on one machine (loopback); medians of "
-        f"{args.loads} loads after a warm-up; load average {load:.1f} at the end (the machine is "
-        "shared: figures scale with it)",
+        f"{args.loads} loads after a warm-up; load average {load_before:.1f} at the start, "
+        f"{load:.1f} at the end (the machine is shared: figures scale with it)",
         "",
         f"## Jobs page, {args.jobs:,} jobs (in-memory job client; first 500 rows listed)",
-        f"- time to first byte: **{listing['ttfb_ms']:.0f} ms**",
-        f"- full render (load event): **{listing['render_ms']:.0f} ms**",
-        f"- HTML: {listing['bytes'] / 1024:.0f} KiB",
+        *figures(listing),
         "",
         f"## Job page, occurrence grid over {args.days} days of a per-minute job",
         f"- {args.days * 1440:,} owed slots, {missing} missing; real embedded chDB "
         f"({2 * (args.days * 1440 - missing):,} `execution_events` rows), the page's own audit",
-        f"- time to first byte: **{grid['ttfb_ms']:.0f} ms**",
-        f"- full render (load event): **{grid['render_ms']:.0f} ms**",
-        f"- HTML: {grid['bytes'] / 1024:.0f} KiB",
+        *figures(grid),
+        "",
+        "## In-process pieces (medians of 5, wall and process CPU; chDB's threads count in CPU)",
+        "",
+        "| piece | whose | wall ms | CPU ms | CPU per item |",
+        "|---|---|---|---|---|",
+        *pieces,
     ]
     if args.append is not None:
         lines[:3] = [
@@ -195,9 +320,9 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.append is None:
-        REPORT.write_text(text)
+        args.report.write_text(text)
     else:
-        with REPORT.open("a", encoding="utf-8") as report:
+        with args.report.open("a", encoding="utf-8") as report:
             report.write("\n" + text)
     return 0
 

@@ -10,9 +10,11 @@ the drawing as XML.
 from __future__ import annotations
 
 import datetime as dt
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+from operator import itemgetter
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
@@ -57,8 +59,8 @@ def occurrence_grid(slots: Sequence[Slot], zone: str = "UTC", width: int = 960) 
     `data-slot`.
     """
     tz = ZoneInfo(zone)
-    days = _by_local_day(sorted(slots, key=lambda s: s.at_ms), tz)
-    per_day = max((len(day) for day in days.values()), default=1)
+    days = _by_local_day(sorted(slots, key=_AT), tz)
+    per_day = max((len(cells) for _, _, cells in days.values()), default=1)
     # A daily job's one cell a row stays a cell, not a bar across the day.
     cell = min(max(width / per_day, 0.5), MAX_CELL_WIDTH)
     height = _ROW_HEIGHT * max(len(days), 1) + 4
@@ -70,14 +72,17 @@ def occurrence_grid(slots: Sequence[Slot], zone: str = "UTC", width: int = 960) 
         '<defs><pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse">'
         '<path d="M0,4 L4,0" class="hatch"/></pattern></defs>',
     ]
-    for row, (day, cells) in enumerate(days.items()):
+    for row, (day, (start, end, cells)) in enumerate(days.items()):
         y = row * _ROW_HEIGHT + 2
         parts.append(f'<text class="day" x="0" y="{y + _ROW_HEIGHT - 4}">{day.isoformat()}</text>')
-        ordinary, problems = _runs(cells, cell, width)
+        ordinary, problems = _runs(cells, start, end - start, cell, width)
         for run in ordinary + problems:
             parts.append(_run_rect(run, y, tz))
     parts.append("</svg>")
     return "".join(parts)
+
+
+_AT = itemgetter(0)  # a Slot's instant: sorted by the C key, not a lambda a slot
 
 
 def _midnight_ms(day: dt.date, tz: ZoneInfo) -> int:
@@ -85,21 +90,21 @@ def _midnight_ms(day: dt.date, tz: ZoneInfo) -> int:
     return int(local.timestamp() * 1000)
 
 
-def _by_local_day(ordered: Sequence[Slot], tz: ZoneInfo) -> dict[dt.date, list[tuple[float, Slot]]]:
-    """Slots grouped by local day, each with how far into its day it is (0..1 of the day's
-    real length, so a 23- or 25-hour day still spans one row). Zone arithmetic once per day,
-    not once per slot: a per-minute month is 43,200 slots and 30 days."""
-    days: dict[dt.date, list[tuple[float, Slot]]] = {}
+def _by_local_day(
+    ordered: Sequence[Slot], tz: ZoneInfo
+) -> dict[dt.date, tuple[int, int, Sequence[Slot]]]:
+    """Slots grouped by local day: (the day's first instant, the next day's, its slots). Zone
+    arithmetic once per day and a binary search for where the day ends, not a step a slot:
+    a per-minute month is 43,200 slots and 30 days."""
+    days: dict[dt.date, tuple[int, int, Sequence[Slot]]] = {}
     index = 0
     while index < len(ordered):
         day = _utc(ordered[index].at_ms).astimezone(tz).date()
         start = _midnight_ms(day, tz)
         end = _midnight_ms(day + dt.timedelta(days=1), tz)
-        cells = days.setdefault(day, [])
-        while index < len(ordered) and ordered[index].at_ms < end:
-            slot = ordered[index]
-            cells.append(((slot.at_ms - start) / (end - start), slot))
-            index += 1
+        stop = bisect_left(ordered, end, lo=index, key=_AT)
+        days[day] = (start, end, ordered[index:stop])
+        index = stop
     return days
 
 
@@ -113,17 +118,31 @@ class _Run:
     count: int
 
 
-def _runs(cells: list[tuple[float, Slot]], cell: float, width: float) -> tuple[list[_Run], ...]:
+def _runs(
+    cells: Sequence[Slot], start: int, span: int, cell: float, width: float
+) -> tuple[list[_Run], ...]:
+    """One day's runs of neighbouring slots of one status; each slot stands at its fraction
+    of the day's real length (so a 23- or 25-hour day still fills one row). The open run is
+    kept in locals (one comparison and three assignments a slot): a _Run is made per run."""
     ordinary: list[_Run] = []
     problems: list[_Run] = []
-    current: _Run | None = None
-    for fraction, slot in cells:
-        x = _LABEL_WIDTH + fraction * width
-        if current and current.status == slot.status and x <= current.end + cell * 0.5:
-            current.end, current.last, current.count = x + cell, slot, current.count + 1
+    status: str | None = None
+    x0 = end = 0.0
+    first = last = None
+    count = 0
+    half = cell * 0.5
+    for slot in cells:
+        x = _LABEL_WIDTH + ((slot[0] - start) / span) * width
+        if slot[1] == status and x <= end + half:
+            end, last, count = x + cell, slot, count + 1
             continue
-        current = _Run(slot.status, x, x + cell, slot, slot, 1)
-        (problems if slot.status in PROBLEM_STATUSES else ordinary).append(current)
+        if first is not None and last is not None and status is not None:
+            run = _Run(status, x0, end, first, last, count)
+            (problems if status in PROBLEM_STATUSES else ordinary).append(run)
+        status, x0, end, first, last, count = slot[1], x, x + cell, slot, slot, 1
+    if first is not None and last is not None and status is not None:
+        run = _Run(status, x0, end, first, last, count)
+        (problems if status in PROBLEM_STATUSES else ordinary).append(run)
     for run in problems:
         run.end = max(run.end, run.x + PROBLEM_MIN_WIDTH)
     return ordinary, problems
