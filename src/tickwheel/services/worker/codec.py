@@ -56,6 +56,8 @@ EVENT_LAYOUT: tuple[tuple[str, Any], ...] = (
 
 
 _TYPE_INDEX = {name: _long(i) for i, name in enumerate(EVENT_TYPES)}
+_TYPE_PREFIX = {name: name.encode() for name in EVENT_TYPES}  # an event id starts with it
+_SMALL = [bytes((n,)) for n in range(0x80)]  # one-byte varints
 _QUIET = b"\x00" * 4  # no error, error kind, reason or details: four null branches
 _QUIET_DETAILS = b"\x00" * 3  # no error, error kind or reason
 # Runs of request fields, encoded once per distinct value tuple (bounded; cleared when full).
@@ -110,7 +112,8 @@ def details_json(details: Mapping[str, Any] | None) -> str | None:
 class AttemptEvents:
     """Encodes the events of one attempt of `request` by `worker_id`."""
 
-    __slots__ = ("_id_tail", "_middle", "job_key", "request", "worker_id")
+    __slots__ = ("_header", "_id_tail", "_id_tail_bytes", "_middle", "job_key", "request",
+                 "worker_id")  # fmt: skip
 
     def __init__(self, request: Mapping[str, Any], worker_id: str) -> None:
         self.request = request
@@ -118,7 +121,10 @@ class AttemptEvents:
         self.job_key: str = request["job_id"]
         self._id_tail = f":{request['execution_id']}:{request['attempt']}:{worker_id}:"
         self._middle: bytes | None = None
+        self._id_tail_bytes = self._id_tail.encode()
+        self._header = b""
         if fast_layout():
+            self._header = _header()
             # Type and tenant, and attempt, slot, fire time and worker, repeat across a batch
             # (a schedule's jobs, one worker): each run's bytes are written once.
             kind = (request["job_type"], request["tenant_id"])
@@ -178,7 +184,18 @@ class AttemptEvents:
         deadline = _LAST_DEADLINE
         if deadline[0] != lease_deadline_ms:
             deadline = _LAST_DEADLINE = (lease_deadline_ms, _opt_long(lease_deadline_ms))
+        # The event id, `<type>:<execution>:<attempt>:<worker>:<unique>`, as an Avro string:
+        # its length (a zig-zag varint, one or two bytes for any id under 8 KiB), its UTF-8.
+        prefix, tail, tag = _TYPE_PREFIX[event_type], self._id_tail_bytes, unique.encode()
+        z = (len(prefix) + len(tail) + len(tag)) << 1
+        size = (
+            _SMALL[z]
+            if z < 0x80
+            else bytes(((z & 0x7F) | 0x80, z >> 7))
+            if z < 0x4000
+            else _long(z >> 1)
+        )
         return b"".join((
-            _header(), _string(f"{event_type}{self._id_tail}{unique}"), last[1],
-            _TYPE_INDEX[event_type], self._middle, deadline[1], end,
+            self._header, size, prefix, tail, tag, last[1], _TYPE_INDEX[event_type],
+            self._middle, deadline[1], end,
         ))  # fmt: skip
