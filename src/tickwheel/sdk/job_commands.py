@@ -159,10 +159,13 @@ class JobCommandWriter:
     def _follow(self) -> None:
         try:
             while not self._stop.is_set():
-                messages = self._consumer.consume(5000, 0.05)
-                if not messages:
+                # `consume(n, t)` returns when it has n messages or t has passed: it would add
+                # t to every verdict. `poll` returns with the first; the rest are drained.
+                first = self._consumer.poll(0.1)
+                if first is None:
                     self._stop.wait(0.002)  # the in-memory broker answers at once
-                for message in messages:
+                    continue
+                for message in [first, *self._consumer.consume(5000, 0)]:
                     if message.error() or message.value() is None:
                         continue
                     self._answer(Verdict.of(decode(message.value() or b"", "JobVerdict")[1]))

@@ -103,7 +103,12 @@ class JobWriterService:
     def step(self, timeout_s: float = 0.0) -> None:
         """One poll: install finished restores, fold direct writes, judge the commands read,
         commit each partition's transaction, retry failed restores."""
-        messages = self.consumer.consume(self.settings.max_batch, timeout_s)
+        # The first command ends the wait (`consume(n, t)` waits for n or t), the rest of
+        # what is there joins it: a batch is what arrived while the last one committed.
+        first = self.consumer.poll(timeout_s)
+        messages = [] if first is None else [first]
+        if first is not None:
+            messages.extend(self.consumer.consume(self.settings.max_batch - 1, 0))
         self._install_restores()
         self._follow()
         self._judge(messages)

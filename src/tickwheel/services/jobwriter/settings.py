@@ -38,8 +38,8 @@ def _ttl_ms() -> int:
 class JobWriterSettings:
     """Environment: TICKWHEEL_JOBWRITER_GROUP (the consumer group, default
     `<prefix>tickwheel-jobwriter`), TICKWHEEL_JOBWRITER_MAX_BATCH (commands one poll reads
-    over every owned partition, default 1000), TICKWHEEL_JOBWRITER_POLL_MS (how long a poll
-    waits for more commands, default 5: it is on the path of every write),
+    over every owned partition, default 1000), TICKWHEEL_JOBWRITER_POLL_MS (how long an idle poll
+    waits, default 20; the first command ends the wait),
     TICKWHEEL_JOBWRITER_COMMAND_TTL (a command older than this when judged is answered
     `invalid`/expired instead of applied: its writer gave up long ago; default 10m)."""
 
@@ -51,5 +51,5 @@ class JobWriterSettings:
         )
     )
     max_batch: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_MAX_BATCH", "1000"))
-    poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_POLL_MS", "5"))
+    poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_POLL_MS", "20"))
     command_ttl_ms: int = field(default_factory=_ttl_ms)
