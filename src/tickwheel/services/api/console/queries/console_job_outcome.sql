@@ -2,7 +2,8 @@
 --
 -- The columns of console_job_outcomes, for the job `job_id` alone (zero or one row): the job
 -- page reads its own job's events (the table is ordered by job_id first) rather than every
--- job's outcome. A fenced attempt's outcome is not accepted, as there.
+-- job's outcome (decision 0137). A fenced attempt's outcome is not accepted, as there: a
+-- change to that rule is made in both files.
 --
 -- @param job_id  the job
 WITH fenced AS

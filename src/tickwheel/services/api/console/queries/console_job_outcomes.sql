@@ -4,7 +4,8 @@
 -- cancelled, dead_lettered), last_outcome_time, last_success_time (NULL if none). A fenced
 -- attempt's outcome is not accepted, so it is left out (as the timeline leaves it out).
 --
--- Correct with duplicate rows: FINAL, and max/argMax do not count.
+-- Correct with duplicate rows: FINAL, and max/argMax do not count. The job page's one-job
+-- twin is console_job_outcome.sql: a change to the fenced rule is made in both files.
 WITH fenced AS
 (
     SELECT DISTINCT execution_id, attempt
