@@ -26,7 +26,7 @@ from tests.integration.workflow_harness import (
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.core.workflow import Approve
-from tickwheel.core.workflow.approval import verify_approval
+from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
 from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.workflows import WorkflowsClient
@@ -126,12 +126,21 @@ def test_an_approval_after_its_timeout_is_fenced_and_escalation_happens(
     })  # fmt: skip
     workflow_id = flows.start("escalating")
     assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested"), TIMEOUT_S)
-    first_round = flows.approval_token(workflow_id, "ask")
+    # A link for the round waiting now: round 1, unless a loaded machine let it time out
+    # before this read (then round 2); either way bounded by its round's expiry (checked below).
+    minted_early = flows.approval_token(workflow_id, "ask")
     assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_escalated"), TIMEOUT_S)
     assert wait_until(lambda: _has(kafka_bootstrap, workflow_id, "approval_requested", 2),
                       TIMEOUT_S)  # fmt: skip
 
     second_round = flows.approval_token(workflow_id, "ask")
+    opened = [e for e in workflow_events(kafka_bootstrap)[workflow_id]
+              if e["event_type"] == "approval_requested"]  # fmt: skip
+    # Round 1's link as approval_token signs it during that round: its own expiry.
+    first_round = sign_approval(
+        ApprovalClaim(workflow_id, "ask", 1, opened[0]["data"]["expires_at_ms"]),
+        *next(iter(APPROVAL_KEYS.items())),
+    )
     # The first link died with its round: the SDK refuses it at the door ...
     with pytest.raises(InvalidInput, match="expired"):
         flows.approve(first_round, actor="clerk@example.com", note="too late")
@@ -156,9 +165,11 @@ def test_an_approval_after_its_timeout_is_fenced_and_escalation_happens(
     approved = [e for e in events if e["event_type"] == "approval_approved"]
     assert [(e["actor"], e["data"]["round"]) for e in approved] == [("boss@example.com", 2)]
     assert status_of(events) == "succeeded"
-    # A link never outlives its round: each token expires when its round times out.
-    claims = [verify_approval(t, APPROVAL_KEYS, 0) for t in (first_round, second_round)]
-    assert [c.expires_at_ms for c in claims] == [e["data"]["expires_at_ms"] for e in requested]
+    # A link approval_token signs never outlives its round: it expires when its round times out.
+    for token in (minted_early, second_round):
+        claim = verify_approval(token, APPROVAL_KEYS, 0)
+        assert claim.expires_at_ms == requested[claim.round - 1]["data"]["expires_at_ms"]
+    assert verify_approval(second_round, APPROVAL_KEYS, 0).round == 2
 
 
 def test_cancel_runs_the_compensations_in_reverse_completion_order(
