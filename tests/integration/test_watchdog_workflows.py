@@ -1,7 +1,8 @@
 """`workflow_step_stuck` against the real stack: real timer, orchestrator, worker and watchdog
 processes on the real broker. A workflow whose first step (the built-in `sleep`, 8 s) declares
 `expectedDuration: 2s` opens one stuck-step incident while it runs, which resolves when the
-step succeeds; its next step, well within its own expectedDuration, raises nothing."""
+step succeeds; its next step, well within its own expectedDuration, raises nothing; the
+orchestrator records the overdue step in its timeline and raises no alert of its own."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from tests.integration.workflow_harness import (
     workflow_env,
     workflow_events,
 )
+from tickwheel.adapters.avro import decode
+from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.cli.alerts import incidents, read_transitions
 from tickwheel.sdk.workflows import WorkflowsClient
+from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration
 
@@ -69,3 +73,10 @@ def test_a_step_past_its_expected_duration_opens_one_incident_and_resolves(
                    if e["event_type"] == "step_scheduled" and e["step_id"] == "crawl")  # fmt: skip
     # Opened once past its 2 s, never before (event time: the watermark trails the clock).
     assert int(str(found[0]["opened_at"])) >= started + 2_000
+    # One alert for one stuck step (decision 0130): the orchestrator recorded the fact in the
+    # step's timeline and raised nothing of its own.
+    events = workflow_events(kafka_bootstrap)[workflow_id]
+    assert any(e["event_type"] == "step_overdue" and e["step_id"] == "crawl" for e in events)
+    kinds = {decode(r.value, "Alert")[1]["kind"]
+             for r in read_to_end(topic_name("alerts"), None, kafka_bootstrap) if r.value}  # fmt: skip
+    assert "workflow_step_overdue" not in kinds, kinds
