@@ -37,6 +37,7 @@ class Cluster:
         # Bounded: the restore runs on its own thread; the fake answers at once.
         for _ in range(2000):
             service.step()
+            service.settle()
             if len(service.partitions) == 6:
                 return service
             threading.Event().wait(0.005)
@@ -77,6 +78,7 @@ class Cluster:
     def settle(self, service: JobWriterService, wanted: int) -> dict[str, dict[str, Any]]:
         for _ in range(50):
             service.step()
+            service.settle()
             verdicts = self.verdicts()
             if len(verdicts) >= wanted:
                 return verdicts

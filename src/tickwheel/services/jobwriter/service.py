@@ -46,6 +46,7 @@ log = logging.getLogger("tickwheel.jobwriter")
 # As the timer and the orchestrator: after a fence, wait past the session timeout.
 FENCED_RECHECK_S = 30.0
 RESTORE_RETRY_S = 2.0
+IN_FLIGHT_POLL_S = 0.002
 
 
 class JobWriterService:
@@ -78,6 +79,8 @@ class JobWriterService:
         )
         self.writer = BatchWriter(self.topics, self.consumer)
         self.judged: dict[str, int] = defaultdict(int)  # by outcome, since start
+        # The one transaction in flight per partition: what it carries and its outcome.
+        self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
 
     def now_ms(self) -> int:
         return int(self.clock.now() * 1000)
@@ -102,10 +105,13 @@ class JobWriterService:
 
     def step(self, timeout_s: float = 0.0) -> None:
         """One poll: install finished restores, fold direct writes, judge the commands read,
-        commit each partition's transaction, retry failed restores."""
+        hand each partition's batch to its transaction, retry failed restores."""
         # The first command ends the wait (`consume(n, t)` waits for n or t), the rest of
         # what is there joins it: a batch is what arrived while the last one committed.
-        first = self.consumer.poll(timeout_s)
+        # While transactions commit, come back soon to hand the next batch over.
+        first = self.consumer.poll(
+            min(timeout_s, IN_FLIGHT_POLL_S) if self.in_flight else timeout_s
+        )
         messages = [] if first is None else [first]
         if first is not None:
             messages.extend(self.consumer.consume(self.settings.max_batch - 1, 0))
@@ -122,6 +128,7 @@ class JobWriterService:
 
     def close(self) -> None:
         self.restores.stop()
+        self.settle()
         self.partitions.clear()
         self.writer.close()
         with contextlib.suppress(RuntimeError, KafkaException):
@@ -137,6 +144,7 @@ class JobWriterService:
             self.restores.begin(tp.partition)
 
     def _on_revoke(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
+        self.settle({tp.partition for tp in partitions})  # their transactions end first
         for tp in partitions:
             self.restore_due.pop(tp.partition, None)
             self.restores.cancel(tp.partition)
@@ -214,34 +222,49 @@ class JobWriterService:
                     "offset": msg.offset()})  # fmt: skip
 
     def _judge(self, messages: list[KafkaMessage] | Any) -> None:
+        """Judge the poll into each partition's next batch (the catalogue moves at once, so
+        later commands see earlier ones), then hand each partition whose last transaction
+        has settled its batch: judging goes on while transactions commit (decision 0094's
+        overlap), and a batch is what arrived during its partition's last commit."""
         now = self.now_ms()
-        by_partition: dict[int, list[KafkaMessage]] = defaultdict(list)
         for msg in messages:
-            partition = msg.partition()
-            if not msg.error() and partition in self.partitions:
-                by_partition[partition].append(msg)
-        in_flight: list[tuple[PartitionRuntime, Batch, Future[Written]]] = []
-        for partition, batch in by_partition.items():
-            runtime = self.partitions[partition]
-            for msg in batch:
-                offset = msg.offset() or 0
-                if offset < runtime.next_command:
-                    continue  # fetched before the seek took effect
-                runtime.judge.receive(record_of(msg), now)
-                runtime.next_command = offset + 1
+            runtime = self.partitions.get(msg.partition() or 0)
+            if msg.error() or runtime is None or msg.partition() is None:
+                continue
+            offset = msg.offset() or 0
+            if offset < runtime.next_command:
+                continue  # fetched before the seek took effect
+            runtime.judge.receive(record_of(msg), now)
+            runtime.next_command = offset + 1
+        self._settle(wait=False)
+        for partition, runtime in self.partitions.items():
+            if partition in self.in_flight or not runtime.judge.batch.commands:
+                continue
             taken = runtime.judge.take()
-            if taken.commands:
-                in_flight.append((runtime, taken,
-                                  self.writer.submit(runtime, taken, runtime.next_command)))  # fmt: skip
-        for runtime, taken, future in in_flight:
+            future = self.writer.submit(runtime, taken, runtime.next_command)
+            self.in_flight[partition] = (runtime, taken, future)
+
+    def settle(self, partitions: set[int] | None = None) -> None:
+        """Wait for the transactions in flight (of `partitions`, or all)."""
+        self._settle(wait=True, partitions=partitions)
+
+    def _settle(self, wait: bool, partitions: set[int] | None = None) -> None:
+        """Take the outcomes of finished transactions (all of them when `wait`); a partition
+        whose transaction failed is dropped with what it judged since, and restored."""
+        for partition, (runtime, taken, future) in list(self.in_flight.items()):
+            if partitions is not None and partition not in partitions:
+                continue
+            if not wait and not future.done():
+                continue
+            del self.in_flight[partition]
             written = future.result()
             if written.outcome == "committed":
                 for outcome, count in taken.outcomes.items():
                     self.judged[outcome] += count
                 continue
-            if self.partitions.get(runtime.partition) is not runtime:
+            if self.partitions.get(partition) is not runtime:
                 continue  # revoked meanwhile
-            self._restore_failed(runtime.partition, RuntimeError(written.outcome),
+            self._restore_failed(partition, RuntimeError(written.outcome),
                                  FENCED_RECHECK_S if written.outcome == "fenced"
                                  else RESTORE_RETRY_S)  # fmt: skip
 
