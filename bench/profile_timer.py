@@ -9,6 +9,12 @@ occurrence, so two revisions of the code can be compared on a loaded machine:
     python bench/profile_timer.py --jobs 100000                  # times only
     python bench/profile_timer.py --jobs 100000 --profile burst  # cProfile of the burst
     PYTHONPATH=/tmp/old/src python bench/profile_timer.py ...    # another revision's code
+    python bench/profile_timer.py --jobs 60000 --ab /tmp/old/src --rounds 3
+        # A/B in this one process: that revision's package and this one's, loaded side by
+        # side, their bursts interleaved, and what each sent compared byte for byte
+
+(`git archive <rev> src | tar -x -C /tmp/old` makes the other tree; a revision whose schemas
+differ needs TICKWHEEL_SCHEMAS_DIR pointing at its own `schemas/`.)
 
 The jobs are the burst benchmark's (`bench_timer.burst`, jitter off): one daily cron, ten
 tenants, all due in the same minute.
@@ -19,11 +25,15 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
+import importlib.util
 import pstats
 import random
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tickwheel.adapters.avro import encode
@@ -43,7 +53,11 @@ DAY_MS = 86_400_000
 
 
 class CountingProducer:
-    """A transactional producer that keeps nothing: the writer's calls, counted."""
+    """A transactional producer that keeps nothing: the writer's calls, counted, and what they
+    sent folded into `digest` (topic, key, value, partition, in order), so that two revisions'
+    output can be compared byte for byte."""
+
+    digest = hashlib.sha1(usedforsecurity=False)  # shared by the partitions of one run
 
     def __init__(self) -> None:
         self.sent = 0
@@ -52,8 +66,14 @@ class CountingProducer:
     def begin(self) -> None:
         pass
 
-    def send(self, *_args: Any, **_kwargs: Any) -> None:
+    def send(
+        self, topic: str, key: str | None, value: bytes | None, partition: int = -1,
+        *_args: Any, **_kwargs: Any,
+    ) -> None:  # fmt: skip
         self.sent += 1
+        update = self.digest.update
+        update(f"{topic}\0{key}\0{partition}\0".encode())
+        update(value or b"")
 
     def commit(self) -> None:
         self.transactions += 1
@@ -154,6 +174,68 @@ def resident_mib() -> float:
     return float("nan")
 
 
+def load_revision(src: str, name: str) -> ModuleType:
+    """This file's functions bound to the tickwheel package under `src` (another revision),
+    loaded beside the one already imported: its modules are taken out of `sys.modules` again
+    once loaded, and each function keeps the globals of the package it was loaded with."""
+    ours = {k: m for k, m in sys.modules.items() if k == "tickwheel" or k.startswith("tickwheel.")}
+    for key in ours:
+        del sys.modules[key]
+    sys.path.insert(0, src)
+    try:
+        spec = importlib.util.spec_from_file_location(name, __file__)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(src)
+        for key in [k for k in sys.modules if k == "tickwheel" or k.startswith("tickwheel.")]:
+            del sys.modules[key]
+        sys.modules.update(ours)
+    return module
+
+
+def one_burst(module: ModuleType, jobs: int, now_ms: int) -> tuple[float, str]:
+    """One restore and burst of `module`'s revision: (CPU µs per occurrence, output digest)."""
+    settings = module.TimerSettings(instance="profile")
+    gate = module.RecordGate(module.PARTITIONS, settings.max_payload_bytes, lambda: now_ms)
+    due_ms, records = module.burst_definitions(jobs, now_ms)
+    runtimes = module.restore(settings, gate, records, now_ms)
+    del records
+    module.CountingProducer.digest = hashlib.sha1(usedforsecurity=False)
+    gc.collect()
+    gc.freeze()
+    started = time.process_time()
+    emitted, _loops = module.burst(settings, runtimes, due_ms, jobs)
+    burst_s = time.process_time() - started
+    gc.unfreeze()
+    assert emitted == jobs, (emitted, jobs)
+    return burst_s / emitted * 1e6, module.CountingProducer.digest.hexdigest()
+
+
+def ab(other_src: str, jobs: int, rounds: int) -> None:
+    """Bursts of another revision (A) and this one (B) interleaved in this process."""
+    import os
+
+    revisions = {"A": load_revision(other_src, "profile_timer_a"), "B": sys.modules[__name__]}
+    now_ms = 1_800_000_000_000 + 30_000  # both revisions see the same instants
+    print(f"A = {other_src}, B = this tree; {jobs:,} jobs; load average {os.getloadavg()}")
+    results: dict[str, list[float]] = {"A": [], "B": []}
+    digests: dict[str, set[str]] = {"A": set(), "B": set()}
+    for round_ in range(rounds):
+        for label in ("A", "B") if round_ % 2 == 0 else ("B", "A"):
+            cpu_us, digest = one_burst(revisions[label], jobs, now_ms)
+            results[label].append(cpu_us)
+            digests[label].add(digest)
+            print(f"round {round_ + 1} {label}: {cpu_us:.1f} µs CPU per occurrence")
+    for label, values in results.items():
+        print(f"{label}: " + " / ".join(f"{v:.1f}" for v in values) + " µs; best "
+              f"{min(values):.1f}")  # fmt: skip
+    same = digests["A"] == digests["B"] and len(digests["A"]) == 1
+    print(f"output identical across revisions and rounds: {same} ({sorted(digests['B'])[0]})")
+    print(f"load average {os.getloadavg()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=100_000)
@@ -161,8 +243,18 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument("--shape", choices=["burst", "restore"], default="burst",
                         help="whose jobs: the burst benchmark's, or the restore's (no burst)")  # fmt: skip
+    parser.add_argument(
+        "--ab",
+        metavar="SRC",
+        default=None,
+        help="A/B against the tickwheel package under SRC, in this process",
+    )
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     gc.set_threshold(100_000, 50, 100)  # as the timer service sets it
+    if args.ab:
+        ab(args.ab, args.jobs, args.rounds)
+        return
     now_ms = int(time.time() * 1000)  # the real service's clock is real too
     settings = TimerSettings(instance="profile")
     gate = RecordGate(PARTITIONS, settings.max_payload_bytes, lambda: now_ms)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
 from tickwheel.core.timer.execution_records import execution_dead_letter, fenced_event
+from tickwheel.core.timer.flight_book import FlightBook
 from tickwheel.core.timer.flights import Decision as Decision  # re-exported
 from tickwheel.core.timer.flights import InFlight as InFlight  # re-exported
 from tickwheel.core.timer.flights import empty_decision as _empty
@@ -44,21 +44,9 @@ MAX_UNHANDLED = 100
 NO_HANDLER = "no_handler"
 OUTCOMES = ("succeeded", "failed", "cancelled")
 QUEUED_DATA = json.dumps({"state": "queued", "worker_id": None})
-# A job's in-flight requests travel in its one TimerState record, which must stay under Kafka's
-# 1 MiB message limit: past this budget a job starts no new execution (its slots are recorded
-# as skipped) until some finish. Otherwise one large backfill would make every transaction of
-# the partition fail, and the partition would restore and fail again forever.
-IN_FLIGHT_BYTES_PER_JOB = 768 * 1024
-# What a pending entry costs beside its payload (ids, times, the request's other fields).
-PENDING_OVERHEAD_BYTES = 512
 
 
-def footprint(payload: str) -> int:
-    """About how many bytes one in-flight request with `payload` adds to its job's state."""
-    return len(payload.encode()) + PENDING_OVERHEAD_BYTES
-
-
-class ExecutionTracker(StepFlights):
+class ExecutionTracker(FlightBook, StepFlights):
     def __init__(
         self,
         retry_base_ms: int,
@@ -70,28 +58,18 @@ class ExecutionTracker(StepFlights):
         self.retry_base_ms = retry_base_ms
         self.retry_cap_ms = retry_cap_ms
         self.rng = rng
-        self.in_flight: dict[str, InFlight] = {}
-        self.ids_by_job: dict[str, set[str]] = {}
-        self.by_tenant: Counter[str] = Counter()
-        self.bytes_by_job: Counter[str] = Counter()
-
-    def running_count(self, job_id: str) -> int:
-        return len(self.ids_by_job.get(job_id, ()))
-
-    def has_room(self, job_id: str, payload: str) -> bool:
-        """Whether the job's state can carry one more in-flight request with `payload`."""
-        return self.bytes_by_job[job_id] + footprint(payload) <= IN_FLIGHT_BYTES_PER_JOB
+        super().__init__()
 
     # -- bookkeeping -----------------------------------------------------------------------
-    def started(self, request: dict[str, Any]) -> InFlight:
+    def started(self, request: dict[str, Any], size: int | None = None) -> InFlight:
         """A first request was emitted: the execution is in flight, queued until its dispatch
-        deadline. Returns the flight, whose deadline the caller holds in its wheel."""
+        deadline. Returns the flight, whose deadline the caller holds in its wheel. `size`:
+        the request's `footprint`, when the caller has it already."""
         flight = self.in_flight.get(request["execution_id"])
         if flight is not None:
             return flight
-        flight = InFlight(request=request, state="queued")
-        flight.deadline_ms = request["requested_at"] + self.dispatch_timeout_ms
-        self._add(flight)
+        flight = InFlight(request, "queued", request["requested_at"] + self.dispatch_timeout_ms)
+        self._add(flight, size)
         return flight
 
     def dispatch_deadline(self, request: dict[str, Any], now_ms: int) -> int:
@@ -99,34 +77,12 @@ class ExecutionTracker(StepFlights):
         due = int(request["requested_at"]) + self.dispatch_timeout_ms
         return max(due, now_ms + min(self.dispatch_timeout_ms, DISPATCH_RESTORE_GRACE_MS))
 
-    def _add(self, flight: InFlight) -> None:
-        execution_id = flight.request["execution_id"]
-        self.in_flight[execution_id] = flight
-        self.ids_by_job.setdefault(flight.request["job_id"], set()).add(execution_id)
-        self.by_tenant[flight.request["tenant_id"]] += 1
-        self.bytes_by_job[flight.request["job_id"]] += footprint(flight.request["payload"])
-
-    def _finish(self, execution_id: str) -> InFlight | None:
-        flight = self.in_flight.pop(execution_id, None)
-        if flight is not None:
-            job_id = flight.request["job_id"]
-            ids = self.ids_by_job.get(job_id)
-            if ids is not None:
-                ids.discard(execution_id)
-                if not ids:
-                    del self.ids_by_job[job_id]
-            self.by_tenant[flight.request["tenant_id"]] -= 1
-            self.bytes_by_job[job_id] -= footprint(flight.request["payload"])
-            if self.bytes_by_job[job_id] <= 0:
-                del self.bytes_by_job[job_id]
-        return flight
-
     def pending_of(self, job_id: str) -> list[dict[str, Any]]:
         """The job's in-flight executions as TimerState `pending` entries. `request` is the
         attempt's request as a dict; the service writes it as the bytes it already encoded for
         the request topic (docs/decisions/0008)."""
         entries = []
-        for execution_id in sorted(self.ids_by_job.get(job_id, ())):
+        for execution_id in self.ids_of(job_id):
             flight = self.in_flight[execution_id]
             if flight.state == "queued" and flight.worker_id is None and not flight.unhandled:
                 entries.append(self.queued_entry(flight.request))  # spares the JSON encoder

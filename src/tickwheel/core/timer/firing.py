@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tickwheel.core.timer.jobs import JobEntry
-from tickwheel.core.timer.occurrences import skipped_event
-from tickwheel.core.timer.ready import backlog_bound
+from tickwheel.core.overlap import OVERLAP_POLICIES
+from tickwheel.core.timer.flight_book import IN_FLIGHT_BYTES_PER_JOB, PENDING_OVERHEAD_BYTES
+from tickwheel.core.timer.jobs import JobEntry, shared_next_after
+from tickwheel.core.timer.occurrences import request_record, skipped_event
 from tickwheel.core.timer.writes import PartitionWrites
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ def on_due(
     if job is None or job.next_ms != slot:
         return
     job.handle = None
-    bound = backlog_bound(job.misfire_policy, job.max_catch_up)
+    # backlog_bound, inline: once per due slot.
+    bound = max(1, job.max_catch_up) if job.misfire_policy == "catch_up" else 1
     for dropped in scheduler.ready.push(job.tenant_id, job_id, slot, bound):
         # Waiting behind its tenant's cap is an outage for this job: its misfire policy
         # decides, and what it drops is recorded (and persisted) as skipped.
@@ -78,7 +80,14 @@ def on_due(
         emission.states[job_id] = scheduler.state_of_entry(job, now_ms)
     # The next slot enters the wheel now, so a slow batch never delays the grid.
     job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
-    scheduler.materialise(job, now_ms)
+    if job.enabled:  # `materialise` inline (the walk resumes after `slot`): once per due slot
+        nxt = job.next_ms = shared_next_after(job.schedule, slot)
+        if nxt is None:
+            pass
+        elif nxt <= now_ms + scheduler.horizon_ms:
+            scheduler.insert(job, nxt)
+        else:
+            scheduler.horizon.park(job_id, nxt)
 
 
 def lease_held(
@@ -100,16 +109,20 @@ def fire(
     if previous is not None and slot <= previous:
         return  # superseded while it waited (a resume moved the watermark past it)
     job.emitted_ms = slot
-    decision = scheduler.overlap_of(job)
+    if job.job_id not in scheduler.executions.ids_by_job and job.overlap_policy in OVERLAP_POLICIES:
+        action = reason = ""  # nothing of the job runs: every overlap policy fires
+    else:
+        decision = scheduler.overlap_of(job)
+        action, reason = decision.action, decision.reason
     if job.misfire_policy == "skip" and now_ms - slot > scheduler.misfire_grace_ms:
         # It waited (behind its tenant's cap) past the grace: missed, as after an outage.
         emission.events.append(skipped_event(job, slot, now_ms, "misfire:skip:backlog"))
-    elif decision.action == "skip":
-        emission.events.append(skipped_event(job, slot, now_ms, f"overlap:{decision.reason}"))
-    elif decision.action == "queue":
+    elif action == "skip":
+        emission.events.append(skipped_event(job, slot, now_ms, f"overlap:{reason}"))
+    elif action == "queue":
         scheduler.held[job.job_id] = slot
     else:
-        fire_ms = slot + scheduler.jitter_of(job, slot)
+        fire_ms = slot + scheduler.jitter_of(job, slot) if job.jitter_ms > 0 else slot
         if start_occurrence(scheduler, job, slot, fire_ms, now_ms, "scheduled", previous, emission):
             job.last_fire_ms = fire_ms
             # The request stands for the job's state until a quieter tick writes it.
@@ -125,8 +138,9 @@ def start_occurrence(
     """Emit attempt 1 of (job, slot), or record the slot as skipped with the reason it
     cannot start: a payload that does not render (that job's problem alone), or a state
     already carrying as many in-flight requests as Kafka allows. Returns whether it fired."""
+    terms = (scheduler.lease_seconds, scheduler.heartbeat_seconds)
     try:
-        request = scheduler.request_for(job, slot, fire_ms, now_ms, trigger, previous)
+        request = request_record(job, slot, fire_ms, now_ms, trigger, previous, terms)
     except Exception as exc:
         scheduler.report(
             "occurrence_rejected",
@@ -135,10 +149,14 @@ def start_occurrence(
         )
         emission.events.append(skipped_event(job, slot, now_ms, f"invalid_request:{exc}"))
         return False
-    if not scheduler.executions.has_room(job.job_id, request["payload"]):
+    executions = scheduler.executions
+    # Whether the job's state can carry one more in-flight request (its `footprint`, inline:
+    # once per occurrence).
+    size = len(request["payload"].encode()) + PENDING_OVERHEAD_BYTES
+    if executions.bytes_by_job.get(job.job_id, 0) + size > IN_FLIGHT_BYTES_PER_JOB:
         reason = "overlap" if trigger in ("scheduled", "catch_up") else trigger
         emission.events.append(skipped_event(job, slot, now_ms, f"{reason}:in_flight_budget"))
         return False
     emission.requests.append(request)
-    scheduler.hold_deadline(scheduler.executions.started(request))
+    scheduler.hold_deadline(executions.started(request, size))
     return True

@@ -11,7 +11,9 @@ slot, and the caller records that slot as skipped. Pure: no clock, no I/O.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping, Sequence
+
+_NOTHING: tuple[int, ...] = ()  # what most pushes drop: shared, not a new list each time
 
 
 def backlog_bound(misfire_policy: str, max_catch_up: int) -> int:
@@ -40,7 +42,7 @@ class ReadyQueue:
     def __bool__(self) -> bool:
         return self._size > 0
 
-    def push(self, tenant: str, job_id: str, slot: int, bound: int) -> list[int]:
+    def push(self, tenant: str, job_id: str, slot: int, bound: int) -> Sequence[int]:
         """Queue `slot`; returns the job's slots dropped to stay within `bound` (oldest first)."""
         waiting = self._by_job.get(job_id)
         if waiting is None:
@@ -50,7 +52,7 @@ class ReadyQueue:
             if jobs is None:
                 jobs = self._by_tenant[tenant] = deque()
             jobs.append(job_id)
-            return []
+            return _NOTHING
         if isinstance(waiting, int):
             if bound <= 1:
                 self._by_job[job_id] = slot
@@ -70,37 +72,39 @@ class ReadyQueue:
             return 0
         return 1 if isinstance(waiting, int) else len(waiting)
 
-    def serve(self, limit: int, at_cap: Callable[[str], bool]) -> Iterator[tuple[str, int]]:
+    def serve(
+        self, limit: int, in_flight: Mapping[str, int], cap: int
+    ) -> Iterator[tuple[str, int]]:
         """Up to `limit` (job_id, slot) pairs, one tenant after another (and within a tenant
-        one job after another), skipping tenants at their cap."""
+        one job after another), skipping tenants with `cap` executions `in_flight` (no cap
+        when `cap` is 0). Lazily: what the caller fires between two pairs counts at once."""
+        by_tenant, by_job = self._by_tenant, self._by_job
         taken = 0
-        while self._by_tenant and taken < limit:
+        while by_tenant and taken < limit:
             served = 0
-            for tenant in list(self._by_tenant):
-                if at_cap(tenant):
+            for tenant in list(by_tenant):
+                if cap > 0 and in_flight.get(tenant, 0) >= cap:
                     continue  # its occurrences wait; other tenants go on
                 served += 1
                 taken += 1
-                yield self._pop(tenant)
+                # The tenant's next job gives its oldest slot (inline: once per occurrence).
+                jobs = by_tenant[tenant]
+                job_id = jobs.popleft()
+                waiting = by_job[job_id]
+                self._size -= 1
+                if isinstance(waiting, int):
+                    slot = waiting
+                    del by_job[job_id]
+                else:
+                    slot = waiting.popleft()
+                    if waiting:
+                        jobs.append(job_id)
+                    else:
+                        del by_job[job_id]
+                if not jobs:
+                    del by_tenant[tenant]
+                yield job_id, slot
                 if taken >= limit:
                     return
             if served == 0:
                 return  # every waiting tenant is at its cap
-
-    def _pop(self, tenant: str) -> tuple[str, int]:
-        jobs = self._by_tenant[tenant]
-        job_id = jobs.popleft()
-        waiting = self._by_job[job_id]
-        self._size -= 1
-        if isinstance(waiting, int):
-            slot = waiting
-            del self._by_job[job_id]
-        else:
-            slot = waiting.popleft()
-            if waiting:
-                jobs.append(job_id)
-            else:
-                del self._by_job[job_id]
-        if not jobs:
-            del self._by_tenant[tenant]
-        return job_id, slot
