@@ -1,29 +1,20 @@
 """Benchmark of the web console's two heaviest pages, served by uvicorn on loopback and loaded
-in Debian's Chromium (Playwright):
+in Debian's Chromium (Playwright): the jobs page with 10,000 jobs (an in-memory job client:
+the page's own cost, not the SDK's topic scan; decision 0060), and the job page's occurrence
+grid over 30 days of a per-minute job (43,200 owed slots, a few missing) from a real embedded
+chDB (a `requested` and a `succeeded` per fired slot, the other jobs' last executions).
 
-1. the jobs page with 10,000 jobs (in an in-memory job client: the page's own cost, not the
-   SDK's topic scan, which `JobsClient.list` pays on every call until the single writer's
-   catalogue exists; decision 0060);
-2. the job page's occurrence grid over 30 days of a per-minute job (43,200 owed slots, a few
-   of them missing), read from a real embedded chDB holding the definition and 86,400
-   `execution_events` rows (a `requested` and a `succeeded` per fired slot), through the same
-   audit the page runs.
-
-Time to first byte is the navigation's `responseStart - requestStart` (the server's work:
-reads, view-models, SVG, template); full render is `loadEventEnd` (HTML parsed, CSS and htmx
-loaded, laid out). Medians of a few loads after one warm-up. Figures, never pass/fail.
-
-The raw limit is measured in the same run, loads interleaved with the page's: the very same
-bytes served by the same uvicorn as a precomputed page (no reads, no Python per job or
-slot), so `page / raw` is what the console adds over transport and the browser's render on
-this machine at this load. Then each piece of the two pages is timed in-process (wall and
-process CPU, medians, garbage collected between runs): the store's part (the schedule audit,
-the console's queries) apart from the console's own (view-models, grid cells, SVG,
-template), with CPU per job or per slot.
-Prints and writes bench/reports/console.md; with `--append LABEL`, adds the run to the end of
-the report as a section named LABEL instead (before/after comparisons keep both).
-Run: `.venv/bin/python bench/bench_console.py [--jobs N] [--days N] [--loads N] [--append LABEL]
-[--report PATH]`.
+Time to first byte is the navigation's `responseStart - requestStart` (the server's work);
+full render is `loadEventEnd` (parsed, CSS and htmx loaded, laid out); medians of a few loads
+after a warm-up. The raw limit is measured in the same run, its loads taking turns with the
+page's: the very same bytes served precomputed by the same uvicorn, so `page / raw` is what
+the console adds over transport and render at this load. Then each piece is timed in-process
+(wall and process CPU, medians): the store's (SQL and its rows) apart from the console's own
+(view-models, grid cells, SVG, template), with CPU per job or slot; `--ab REV` also times
+the console's pieces as they were at git REV against today's, interleaved in one process.
+Figures, never pass/fail. Writes bench/reports/console.md (or `--report PATH`); `--append
+LABEL` adds the run to the report's end as a section LABEL.
+Run: `.venv/bin/python bench/bench_console.py [--jobs N] [--days N] [--loads N] [--ab REV]`.
 """
 
 from __future__ import annotations
@@ -74,6 +65,34 @@ class KeptOpen:
         pass
 
 
+def _event(job_id: str, execution: str, kind: str, slot: int, at: int) -> dict[str, Any]:
+    return {"event_id": f"{kind}-{execution}", "event_time": at, "event_type": kind,
+            "job_id": job_id, "job_type": "noop", "tenant_id": "default",
+            "execution_id": execution, "attempt": 1, "scheduled_time": slot, "fire_time": slot,
+            "worker_id": "w", "lease_deadline": None, "error_kind": None, "error": None,
+            "reason": "scheduled" if kind == "requested" else None, "details": "{}"}  # fmt: skip
+
+
+def _insert(store: ChdbHistoryStore, events: list[dict[str, Any]], source: Source) -> None:
+    rows = [execution_event_row(event, source) for event in events]
+    for start in range(0, len(rows), 20_000):
+        store.insert("execution_events", rows[start : start + 20_000])
+
+
+def fill_fleet(store: ChdbHistoryStore, jobs: MemoryJobs, per_job: int) -> int:
+    """Every other job's last `per_job` executions (each 7th job's newest one failed, so the
+    jobs page has outcomes to fold and late chips to show); the rows written."""
+    now_ms, events = int(NOW_S * 1000), []
+    for n, record in enumerate(r for r in jobs.list() if r["jobId"] != "per-minute"):
+        for k in range(per_job):
+            slot, execution = now_ms - (k + 1) * 3_600_000 - n, f"x-{n}-{k}"
+            last = "failed" if n % 7 == 0 and k == 0 else "succeeded"
+            events.append(_event(record["jobId"], execution, "requested", slot, slot + 40))
+            events.append(_event(record["jobId"], execution, last, slot, slot + 900))
+    _insert(store, events, Source("bench", 0, 0, now_ms))
+    return len(events)
+
+
 def fill_history(store: ChdbHistoryStore, jobs: MemoryJobs, days: int) -> int:
     """A per-minute job created `days` ago, every slot fired and succeeded but a few."""
     now_ms = int(NOW_S * 1000)
@@ -86,21 +105,12 @@ def fill_history(store: ChdbHistoryStore, jobs: MemoryJobs, days: int) -> int:
     first = (created // MINUTE_MS + 1) * MINUTE_MS
     slots = list(range(first, now_ms, MINUTE_MS))
     missing = set(slots[100::9000])
-    rows = []
+    events = []
     for slot in slots:
-        if slot in missing:
-            continue
-        execution = f"exec-{slot}"
-        for kind, offset in (("requested", 40), ("succeeded", 900)):
-            event = {"event_id": f"{kind}-{slot}", "event_time": slot + offset, "event_type": kind,
-                     "job_id": "per-minute", "job_type": "noop", "tenant_id": "default",
-                     "execution_id": execution, "attempt": 1, "scheduled_time": slot,
-                     "fire_time": slot, "worker_id": "w", "lease_deadline": None,
-                     "error_kind": None, "error": None,
-                     "reason": "scheduled" if kind == "requested" else None, "details": "{}"}  # fmt: skip
-            rows.append(execution_event_row(event, source))
-    for start in range(0, len(rows), 20_000):
-        store.insert("execution_events", rows[start : start + 20_000])
+        if slot not in missing:
+            events.append(_event("per-minute", f"exec-{slot}", "requested", slot, slot + 40))
+            events.append(_event("per-minute", f"exec-{slot}", "succeeded", slot, slot + 900))
+    _insert(store, events, source)
     return len(missing)
 
 
@@ -236,15 +246,85 @@ def breakdown(b: Backend, job_count: int, days: int) -> list[str]:
     return rows
 
 
+CONSOLE = "src/tickwheel/services/api/console"
+
+
+def old_code(rev: str, into: Path) -> tuple[Any, Any, dict[str, str]]:
+    """The console's `models` and `svg` modules and its queries as they were at `rev` (git),
+    importable beside today's: an A/B in one process, interleaved."""
+    import importlib
+    import subprocess
+
+    def show(path: str) -> str:
+        return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout  # fmt: skip
+
+    (into / "console_old_svg.py").write_text(show(f"{CONSOLE}/svg.py"))
+    (into / "console_old_models.py").write_text(show(f"{CONSOLE}/models.py").replace(
+        "from tickwheel.services.api.console.svg import", "from console_old_svg import"))  # fmt: skip
+    sys.path.insert(0, str(into))
+    queries = {n: show(f"{CONSOLE}/queries/{n}.sql")
+               for n in ("console_executions", "console_job_outcomes")}  # fmt: skip
+    return importlib.import_module("console_old_models"), importlib.import_module(
+        "console_old_svg"), queries  # fmt: skip
+
+
+def ab_rows(rev: str, b: Backend, days: int, rounds: int = 7) -> list[str]:
+    """Old (`rev`) against today's code, piece by piece, taking turns in one process."""
+    from tickwheel.services.api.console import models, reads, svg
+    from tickwheel.services.api.console.pages import DAY_MS
+
+    old_models, old_svg, old_sql = old_code(rev, Path(tempfile.mkdtemp(prefix="console-ab-")))
+    h = reads.History(b.open_history())
+    now, records = b.now_ms(), b.jobs.list()
+    audit = reads.audit(h, "per-minute", now - days * DAY_MS, now)
+    assert audit is not None
+    old_slots, new_slots = old_models.grid_slots(audit), models.grid_slots(audit)
+    assert old_svg.occurrence_grid(old_slots) == svg.occurrence_grid(new_slots), "grid changed"
+
+    def query(sql: str, params: dict[str, Any]) -> Any:
+        assert h.reader is not None
+        return h.reader.query(sql, params).as_dicts()
+
+    def job_rows(m: Any) -> Any:
+        memo: dict[Any, Any] = {}
+        return [m.job_row(r, m.JobOutcome(), now, (), memo) for r in records]
+
+    params = {"job_id": "per-minute", "limit": 20}
+    pieces = {
+        "job rows, every job": (lambda: job_rows(old_models), lambda: job_rows(models)),
+        "grid cells": (lambda: old_models.grid_slots(audit), lambda: models.grid_slots(audit)),
+        "status counts": (lambda: old_models.status_counts(old_slots),
+                          lambda: models.status_counts(new_slots)),
+        "grid SVG": (lambda: old_svg.occurrence_grid(old_slots),
+                     lambda: svg.occurrence_grid(new_slots)),
+        "the job's executions (SQL)": (lambda: query(old_sql["console_executions"], params),
+                                       lambda: reads.job_executions(h, "per-minute")),
+        "the job's outcome (SQL)": (lambda: query(old_sql["console_job_outcomes"], {}),
+                                    lambda: reads.job_outcomes(h, "per-minute")),
+    }  # fmt: skip
+    got: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in pieces}
+    for turn in range(rounds):
+        for name, (before, after) in pieces.items():
+            for side, call in sorted(enumerate((before, after)), reverse=bool(turn % 2)):
+                got[name][side].append(timed(call, runs=1)[1])
+    rows = []
+    for name, (before, after) in got.items():
+        a, z = statistics.median(before), statistics.median(after)
+        rows.append(f"| {name} | {a:,.1f} | {z:,.1f} | {z / max(a, 0.001):.2f} |")
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--loads", type=int, default=3)
+    parser.add_argument("--executions-per-job", type=int, default=2)
     parser.add_argument("--append", metavar="LABEL", default=None,
                         help="append the run to the report as a section LABEL")  # fmt: skip
-    parser.add_argument("--report", type=Path, default=REPORT,
-                        help=f"the report to write (default {REPORT.relative_to(ROOT)})")  # fmt: skip
+    parser.add_argument("--ab", metavar="REV", default=None)
+    parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     os.environ["TICKWHEEL_API_AUTH"] = "off"
@@ -257,6 +337,7 @@ def main() -> int:
     store = ChdbHistoryStore(workdir / "history")
     try:
         store.migrate()
+        fleet_rows = fill_fleet(store, jobs, args.executions_per_job)
         missing = fill_history(store, jobs, args.days)
         app = FastAPI()
         backend = Backend(jobs=jobs, clock=clock, open_history=lambda: KeptOpen(store))
@@ -272,16 +353,13 @@ def main() -> int:
             for name, url in pages.items():
                 raw[name] = httpx.get(url, timeout=300).content
             with playwright() as driver, chromium(driver) as context:
-                listing = measure(
-                    context,
-                    {"page": pages["jobs"], "raw": f"http://127.0.0.1:{port}/raw/jobs"},
-                    args.loads,
-                )
-                grid = measure(context, {"page": pages["grid"],
-                                         "raw": f"http://127.0.0.1:{port}/raw/grid"}, args.loads)  # fmt: skip
+                raws = {name: f"http://127.0.0.1:{port}/raw/{name}" for name in pages}
+                listing, grid = (measure(context, {"page": pages[n], "raw": raws[n]}, args.loads)
+                                 for n in ("jobs", "grid"))  # fmt: skip
         finally:
             server.should_exit = True
         pieces = breakdown(backend, args.jobs, args.days)
+        versus = ab_rows(args.ab, backend, args.days) if args.ab else []
     finally:
         store.close()
     load = os.getloadavg()[0]
@@ -293,7 +371,9 @@ def main() -> int:
         f"{args.loads} loads after a warm-up; load average {load_before:.1f} at the start, "
         f"{load:.1f} at the end (the machine is shared: figures scale with it)",
         "",
-        f"## Jobs page, {args.jobs:,} jobs (in-memory job client; first 500 rows listed)",
+        f"## Jobs page, {args.jobs:,} jobs (in-memory job client; first 500 rows listed; "
+        f"{fleet_rows:,} `execution_events` rows of their last {args.executions_per_job} "
+        "executions each, folded into their outcomes)",
         *figures(listing),
         "",
         f"## Job page, occurrence grid over {args.days} days of a per-minute job",
@@ -307,6 +387,10 @@ def main() -> int:
         "|---|---|---|---|---|",
         *pieces,
     ]
+    if versus:
+        lines += ["", f"## The console's pieces at {args.ab} and now (CPU ms, medians of 7 "
+                  "interleaved turns, one process)", "", "| piece | before | after | after / before |",
+                  "|---|---|---|---|", *versus]  # fmt: skip
     if args.append is not None:
         lines[:3] = [
             f"### {args.append}",
