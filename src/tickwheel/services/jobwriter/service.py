@@ -46,7 +46,6 @@ log = logging.getLogger("tickwheel.jobwriter")
 # As the timer and the orchestrator: after a fence, wait past the session timeout.
 FENCED_RECHECK_S = 30.0
 RESTORE_RETRY_S = 2.0
-IN_FLIGHT_POLL_S = 0.002
 
 
 class JobWriterService:
@@ -108,10 +107,7 @@ class JobWriterService:
         hand each partition's batch to its transaction, retry failed restores."""
         # The first command ends the wait (`consume(n, t)` waits for n or t), the rest of
         # what is there joins it: a batch is what arrived while the last one committed.
-        # While transactions commit, come back soon to hand the next batch over.
-        first = self.consumer.poll(
-            min(timeout_s, IN_FLIGHT_POLL_S) if self.in_flight else timeout_s
-        )
+        first = self.consumer.poll(timeout_s)
         messages = [] if first is None else [first]
         if first is not None:
             messages.extend(self.consumer.consume(self.settings.max_batch - 1, 0))
@@ -222,10 +218,9 @@ class JobWriterService:
                     "offset": msg.offset()})  # fmt: skip
 
     def _judge(self, messages: list[KafkaMessage] | Any) -> None:
-        """Judge the poll into each partition's next batch (the catalogue moves at once, so
-        later commands see earlier ones), then hand each partition whose last transaction
-        has settled its batch: judging goes on while transactions commit (decision 0094's
-        overlap), and a batch is what arrived during its partition's last commit."""
+        """Judge the poll into each partition's batch in log order (the catalogue moves at
+        once, so later commands see earlier ones), then commit every partition's batch, side
+        by side, each in its own transaction."""
         now = self.now_ms()
         for msg in messages:
             runtime = self.partitions.get(msg.partition() or 0)
@@ -236,13 +231,18 @@ class JobWriterService:
                 continue  # fetched before the seek took effect
             runtime.judge.receive(record_of(msg), now)
             runtime.next_command = offset + 1
-        self._settle(wait=False)
         for partition, runtime in self.partitions.items():
-            if partition in self.in_flight or not runtime.judge.batch.commands:
+            if not runtime.judge.batch.commands:
                 continue
             taken = runtime.judge.take()
             future = self.writer.submit(runtime, taken, runtime.next_command)
             self.in_flight[partition] = (runtime, taken, future)
+        # Wait for every partition's commit before the next poll. Overlapping the next poll
+        # with the commits (handing a partition its next batch as soon as its last settled)
+        # measured slower on this 2-core machine: more, smaller transactions, and the broker
+        # shares the cores (bench/reports/api-writes.md). What arrives meanwhile is the next
+        # poll's batch.
+        self._settle(wait=True)
 
     def settle(self, partitions: set[int] | None = None) -> None:
         """Wait for the transactions in flight (of `partitions`, or all)."""
