@@ -168,8 +168,11 @@ class Facts:
             if not self.settled or self.settled[-1][0] != generation:
                 self.settled.append((generation, {}))
             into = self.settled[-1][1]
+            horizon = watermark - settled_after_ms
             for execution_id, execution in moving:
                 del self.executions[execution_id]
+                if execution.last_seen_ms < horizon:
+                    continue  # nothing seen of it for that long: forgotten, as before
                 into[execution_id] = max(execution.requested_attempt, execution.taken_attempt,
                                          execution.dead_attempt, execution.succeeded_attempt)  # fmt: skip
                 if execution.taken_attempt:
