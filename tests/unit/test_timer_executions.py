@@ -321,3 +321,53 @@ def test_a_huge_backfill_never_makes_a_state_kafka_would_refuse() -> None:
         timer.on_execution_event(_worker_event(request, "leased", now), now)
         timer.on_execution_event(_worker_event(request, "succeeded", now), now)
     assert [r["scheduled_time"] for r in timer.tick(T0 + 120_000).requests] == [T0 + 120_000]
+
+
+def _dead_lettered_run(timer: PartitionTimer, request: dict[str, Any], now: int) -> Any:
+    """The worker leases `request` and fails it for good: what the owner writes then."""
+    timer.on_execution_event(_worker_event(request, "leased", now), now)
+    failed = _worker_event(request, "failed", now + 10, error="boom", error_kind="permanent")
+    return timer.on_execution_event(failed, now + 10)
+
+
+def _backfill(slot: int, command_id: str) -> dict[str, Any]:
+    return {"command_id": command_id, "job_id": "a", "kind": "backfill", "requested_at": T0,
+            "range_start": slot - 1, "range_end": slot}  # fmt: skip
+
+
+def test_a_backfill_of_a_finished_slot_is_a_run_of_its_own_with_ids_its_retry_keeps() -> None:
+    """Decision 0121: the rerun used the slot's execution id, so its timer events and its dead
+    letter carried the first run's fixed ids and merged into it in the history."""
+
+    def first_run_and_backfill(command_id: str) -> tuple[dict[str, Any], Any, Any, dict[str, Any]]:
+        timer = _timer()
+        first = _fired(timer, "a", {"cron": "1 8 * * *", "maxAttempts": 1})
+        original = _dead_lettered_run(timer, first, T0 + 60_100)
+        [rerun] = timer.command(
+            _backfill(first["scheduled_time"], command_id), T0 + 70_000
+        ).requests
+        return first, original, _dead_lettered_run(timer, rerun, T0 + 70_100), rerun
+
+    first, original, rerun_outcome, rerun = first_run_and_backfill("backfill-1")
+    [first_letter], [rerun_letter] = original.dead_letters, rerun_outcome.dead_letters
+    assert rerun["trigger"] == "backfill" and rerun["scheduled_time"] == first["scheduled_time"]
+    assert rerun["execution_id"] != first_letter["execution_id"]
+    assert rerun_letter["execution_id"] == rerun["execution_id"]
+    assert rerun_letter["dead_letter_id"] != first_letter["dead_letter_id"]
+    first_ids = {e["event_id"] for e in original.events}
+    assert first_ids and not first_ids & {e["event_id"] for e in rerun_outcome.events}
+    # The same command carried out again (read again after a restore) names the same run;
+    # another backfill of the same slot is another run.
+    assert first_run_and_backfill("backfill-1")[3]["execution_id"] == rerun["execution_id"]
+    assert first_run_and_backfill("backfill-2")[3]["execution_id"] != rerun["execution_id"]
+
+
+def test_a_backfills_retry_keeps_its_run_id() -> None:
+    timer = _timer()
+    first = _fired(timer, "a", {"cron": "1 8 * * *"})
+    timer.on_execution_event(_worker_event(first, "succeeded", T0 + 60_100), T0 + 60_100)
+    [rerun] = timer.command(_backfill(first["scheduled_time"], "b-1"), T0 + 70_000).requests
+    timer.on_execution_event(_worker_event(rerun, "leased", T0 + 70_100), T0 + 70_100)
+    [retry] = timer.tick(T0 + 70_100 + LEASE_MS + LEASE_GRACE_MS + 20).requests
+    assert (retry["execution_id"], retry["attempt"]) == (rerun["execution_id"], 2)
+    assert rerun["execution_id"] != first["execution_id"]

@@ -352,7 +352,8 @@ class JobsClient:
 
     def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
         """Ask the owning timer to emit every slot of the job's schedule in (from, to], each with
-        its own period and the same execution_id the scheduled occurrence has."""
+        its own period, as an execution of its own: its execution_id derives from this command
+        and the slot (decision 0121), so rerunning a slot that ran is a new run, not a merge."""
         if to_ms <= from_ms:
             raise InvalidInput("to", "must be after --from")
         current = self.get(job_id)

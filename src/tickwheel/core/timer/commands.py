@@ -8,9 +8,11 @@ with the command's topic, partition and offset). A command for a job the timer d
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from tickwheel.core.definition import MAX_BACKFILL
+from tickwheel.core.identity import EXECUTION_NAMESPACE, execution_name
 from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.core.timer.firing import start_occurrence
 from tickwheel.core.timer.jobs import JobEntry
@@ -60,6 +62,17 @@ def command_slots(job: JobEntry, command: dict[str, Any]) -> tuple[str, list[int
     raise RejectedCommand(command, f"unknown kind {kind!r}; accepted: {', '.join(COMMAND_KINDS)}")
 
 
+def backfill_execution_id(command_id: str, job_id: str, version: int, slot_ms: int) -> str:
+    """The execution id of one slot of a backfill (decision 0121): a UUIDv5 in the executions'
+    namespace over `backfill:v1:<len(command_id as UTF-8)>:<command_id>:<the slot's name>`
+    (`execution_name`). A rerun of a slot that ran is a new execution — its events, retries
+    and dead letter its own, not merged into the first run's — and the same command, read
+    again after a restore, names the same executions."""
+    size = len(command_id.encode("utf-8"))
+    name = f"backfill:v1:{size}:{command_id}:{execution_name(job_id, version, slot_ms)}"
+    return str(uuid.uuid5(EXECUTION_NAMESPACE, name))
+
+
 def job_command(
     scheduler: PartitionScheduler, command: dict[str, Any], now_ms: int
 ) -> PartitionWrites:
@@ -72,13 +85,21 @@ def job_command(
         )
     trigger, slots = command_slots(job, command)
     emission = PartitionWrites()
+    in_flight = scheduler.executions.in_flight
     for slot in slots:
-        # A trigger is fired at once; a backfill slot too (its period is the slot's own).
+        # A trigger is fired at once; a backfill slot too (its period is the slot's own), as
+        # an execution of its own (decision 0121).
         fire_ms = now_ms
-        if execution_id_of(job.job_id, job.version, slot) in scheduler.executions.in_flight:
-            # That occurrence is still running: its own attempt stands.
-            emission.events.append(skipped_event(job, slot, now_ms, f"{trigger}:in_flight"))
+        run_id = None
+        if trigger == "backfill":
+            run_id = backfill_execution_id(
+                str(command.get("command_id") or ""), job.job_id, job.version, slot
+            )
+        if execution_id_of(job.job_id, job.version, slot) in in_flight or run_id in in_flight:
+            # That occurrence (or this very backfill of it) is still running: it stands.
+            skipped = skipped_event(job, slot, now_ms, f"{trigger}:in_flight", run_id)
+            emission.events.append(skipped)
             continue
-        start_occurrence(scheduler, job, slot, fire_ms, now_ms, trigger, None, emission)
+        start_occurrence(scheduler, job, slot, fire_ms, now_ms, trigger, None, emission, run_id)
     emission.states[job.job_id] = scheduler.state_of_entry(job, now_ms)
     return emission

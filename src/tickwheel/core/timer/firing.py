@@ -133,21 +133,22 @@ def fire(
 
 def start_occurrence(
     scheduler: PartitionScheduler, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: str,
-    previous: int | None, emission: PartitionWrites,
+    previous: int | None, emission: PartitionWrites, run_id: str | None = None,
 ) -> bool:  # fmt: skip
     """Emit attempt 1 of (job, slot), or record the slot as skipped with the reason it
     cannot start: a payload that does not render (that job's problem alone), or a state
-    already carrying as many in-flight requests as Kafka allows. Returns whether it fired."""
+    already carrying as many in-flight requests as Kafka allows. Returns whether it fired.
+    `run_id`: the execution id, when not the slot's own (a backfill's, decision 0121)."""
     terms = (scheduler.lease_seconds, scheduler.heartbeat_seconds)
     try:
-        request = request_record(job, slot, fire_ms, now_ms, trigger, previous, terms)
+        request = request_record(job, slot, fire_ms, now_ms, trigger, previous, terms, run_id)
     except Exception as exc:
         scheduler.report(
             "occurrence_rejected",
             "an occurrence's request could not be built; the slot is recorded as skipped",
             {"job_id": job.job_id, "slot": slot, "error": str(exc)},
         )
-        emission.events.append(skipped_event(job, slot, now_ms, f"invalid_request:{exc}"))
+        emission.events.append(skipped_event(job, slot, now_ms, f"invalid_request:{exc}", run_id))
         return False
     executions = scheduler.executions
     # Whether the job's state can carry one more in-flight request (its `footprint`, inline:
@@ -155,7 +156,8 @@ def start_occurrence(
     size = len(request["payload"].encode()) + PENDING_OVERHEAD_BYTES
     if executions.bytes_by_job.get(job.job_id, 0) + size > IN_FLIGHT_BYTES_PER_JOB:
         reason = "overlap" if trigger in ("scheduled", "catch_up") else trigger
-        emission.events.append(skipped_event(job, slot, now_ms, f"{reason}:in_flight_budget"))
+        skipped = skipped_event(job, slot, now_ms, f"{reason}:in_flight_budget", run_id)
+        emission.events.append(skipped)
         return False
     emission.requests.append(request)
     scheduler.hold_deadline(executions.started(request, size))

@@ -22,9 +22,11 @@ def request_record(
     trigger: str,
     previous: int | None,
     lease_terms: tuple[int, int],
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """The `ExecutionRequest` of attempt 1 of (job, slot), fired at `fire_ms`, emitted at
-    `now_ms`; `lease_terms` = (lease seconds, heartbeat seconds) written into it."""
+    `now_ms`; `lease_terms` = (lease seconds, heartbeat seconds) written into it. `run_id`:
+    its execution id when it is not the slot's own (a backfill's rerun, decision 0121)."""
     if trigger == "manual":
         # Fired outside the grid: its period runs from the last slot on the grid to now.
         previous = job.schedule.prev_before(slot)
@@ -49,7 +51,7 @@ def request_record(
         )
     late = trigger in ("scheduled", "catch_up") and now_ms - fire_ms > LATE_AFTER_MS
     return {
-        "execution_id": execution_id(job.job_id, job.version, slot),
+        "execution_id": run_id or execution_id(job.job_id, job.version, slot),
         "job_id": job.job_id,
         "job_version": job.version,
         "job_type": job.job_type,
@@ -72,16 +74,20 @@ def request_record(
     }
 
 
-def skipped_event(job: JobEntry, slot: int, now_ms: int, reason: str) -> dict[str, Any]:
-    """The `skipped` event of (job, slot): recorded, never dropped."""
+def skipped_event(
+    job: JobEntry, slot: int, now_ms: int, reason: str, run_id: str | None = None
+) -> dict[str, Any]:
+    """The `skipped` event of (job, slot), or of the execution `run_id` that would have run it
+    (a backfill's rerun): recorded, never dropped."""
+    run_id = run_id or execution_id(job.job_id, job.version, slot)
     return {
-        "event_id": f"timer:skipped:{execution_id(job.job_id, job.version, slot)}",
+        "event_id": f"timer:skipped:{run_id}",
         "event_time": now_ms,
         "event_type": "skipped",
         "job_id": job.job_id,
         "job_type": job.job_type,
         "tenant_id": job.tenant_id,
-        "execution_id": execution_id(job.job_id, job.version, slot),
+        "execution_id": run_id,
         "attempt": 0,
         "scheduled_time": slot,
         "fire_time": None,
