@@ -42,6 +42,8 @@ from tickwheel.events import requested_event  # noqa: E402
 from tickwheel.sdk.jobs import PRIORITIES, validate_job  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
 
+WARM_UP_S = 5  # the steady run's first seconds, left out of its latencies
+
 
 def start(
     service: str, name: str, env: dict[str, str], log_dir: Path, *args: str
@@ -182,6 +184,65 @@ def throughput(
     }
 
 
+def steady(bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path) -> dict[str, Any]:
+    """`rate` jobs, each every second (jitter spreading them over the second) for `seconds`
+    runs, through 1 timer, `workers` workers and the history sink: fired → succeeded over
+    the runs after the first few seconds (the pipeline warm), and what it kept up with."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    group = f"bench-steady-{uuid.uuid4().hex[:8]}"
+    env = setup(bootstrap, TICKWHEEL_LOG_LEVEL="WARNING", TICKWHEEL_HISTORY_GROUP=group,
+                TICKWHEEL_HISTORY_DIR=str(log_dir / f"history-{group}"))  # fmt: skip
+    publish(bootstrap, [
+        {"jobId": f"s-{i}", "type": "noop", "cron": "* * * * * *", "jitter": "999ms",
+         "maxRuns": seconds, "misfirePolicy": "coalesce"}
+        for i in range(rate)
+    ])  # fmt: skip
+    procs = [start("timer", "timer", env, log_dir)]
+    procs += [
+        start("worker", f"worker-{i}", env, log_dir, "--concurrency", "8", "--priority", "normal")
+        for i in range(workers)
+    ]
+    procs.append(start("history", "history", env, log_dir, "--port", "0"))
+    expected = rate * seconds
+    deadline = time.time() + 60 + 3 * seconds
+    while time.time() < deadline:
+        time.sleep(5)
+        if sum(1 for e in events(bootstrap) if e["event_type"] == "succeeded") >= expected:
+            break
+    for proc in procs:
+        stop_process(proc)
+    all_events = events(bootstrap)
+    requested = {
+        e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "requested"
+    }
+    succeeded = {
+        e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "succeeded"
+    }
+    leased = {  # the first lease of each execution
+        e["execution_id"]: e["event_time"]
+        for e in reversed(all_events) if e["event_type"] == "leased"
+    }  # fmt: skip
+    first = min(requested.values()) if requested else 0
+    warm = first + WARM_UP_S * 1000  # the first seconds: restore, group joins, first fetches
+    window = [i for i, at in requested.items() if at >= warm]
+    latencies = [(succeeded[i] - requested[i]) / 1000 for i in window if i in succeeded]
+    to_lease = [(leased[i] - requested[i]) / 1000 for i in window if i in leased]
+    in_worker = [
+        (succeeded[i] - leased[i]) / 1000 for i in window if i in succeeded and i in leased
+    ]
+    fired_s = (max(requested.values()) - warm) / 1000 if window else float("nan")
+    return {
+        "rate": rate, "seconds": seconds, "workers": workers, "requested": len(requested),
+        "succeeded": len(succeeded), "window": len(window), "fired_s": fired_s,
+        "fired_per_s": len(window) / fired_s if fired_s else float("nan"),
+        "finished_in_window": len(latencies),
+        "p50": percentile(latencies, 0.5) if latencies else float("nan"),
+        "p99": percentile(latencies, 0.99) if latencies else float("nan"),
+        "to_lease_p99": percentile(to_lease, 0.99) if to_lease else float("nan"),
+        "in_worker_p99": percentile(in_worker, 0.99) if in_worker else float("nan"),
+    }  # fmt: skip
+
+
 def _count_by_worker(all_events: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for e in all_events:
@@ -246,12 +307,37 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--lease", type=int, default=5)
     parser.add_argument("--spread-jobs", type=int, default=20_000)
+    parser.add_argument(
+        "--steady-rate",
+        type=int,
+        default=10_000,
+        help="jobs each run every second: executions/s (0: no steady run)",
+    )
+    parser.add_argument("--steady-s", type=int, default=20, help="runs of each steady job")
+    parser.add_argument(
+        "--only-steady", action="store_true", help="the steady run alone (printed only)"
+    )
     args = parser.parse_args()
     log_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-"))
     report = Report("Pipeline benchmarks (timer → worker → timer)")
     with bench_broker(log_dir / "kafka") as broker:
         limits = measure_limits(broker.bootstrap)
         report.add(f"- {limits.describe()} (`bench/bench_limits.py`, same broker, same run)")
+        if args.steady_rate:
+            d = steady(broker.bootstrap, args.steady_rate, args.steady_s, args.workers,
+                       log_dir / "steady")  # fmt: skip
+            report.add(
+                f"- steady, {d['rate']:,} jobs each every second (jitter 999 ms) for {d['seconds']} s, "
+                f"1 timer + {d['workers']} worker(s) + the history sink: fired "
+                f"{d['fired_per_s']:,.0f}/s after the first {WARM_UP_S} s "
+                f"({limits.ratio_loop(d['fired_per_s'])} of the raw loop); of those "
+                f"{d['window']:,} executions {d['finished_in_window']:,} succeeded, fired → "
+                f"succeeded p50 {d['p50']:.2f} s, p99 {d['p99']:.2f} s (fired → leased p99 "
+                f"{d['to_lease_p99']:.2f} s, leased → succeeded p99 {d['in_worker_p99']:.2f} s) "
+                f"({d['succeeded']:,}/{d['requested']:,} succeeded in all)"
+            )
+        if args.only_steady:  # printed, not written: the report holds whole runs
+            return
         t = throughput(broker.bootstrap, args.jobs, args.workers, log_dir)
         report.add(
             f"- {t['succeeded']}/{t['jobs']} no-op executions due at once, 1 timer + {args.workers} "
