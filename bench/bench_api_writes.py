@@ -8,7 +8,9 @@ CPU per create of the API process (and of the judge) from /proc, and the load av
 Every create is keyed (`Idempotency-Key`), as a careful client sends it.
 Run: `.venv/bin/python bench/bench_api_writes.py [--creates N] [--rounds R] [--concurrency C]`.
 `--profile N` instead times the stages of N keyed creates in-process (the app through the
-ASGI client, over the command path) and prints where the wall time goes.
+ASGI client, over the command path) and prints where the wall time goes. `--sample FILE`
+runs the command path's API under `bench/sampling.py` (every thread's stacks, sampled) and
+leaves its report in FILE.
 Prints, and appends to bench/reports/api-writes.md. Figures, never pass/fail.
 """
 
@@ -41,6 +43,26 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU the process has used so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def sampled_api(port: int, log: Path, out: Path) -> subprocess.Popen[bytes]:
+    """The command path's API under the sampling profiler, once it answers."""
+    env = {**os.environ, "TICKWHEEL_API_PORT": str(port), "TICKWHEEL_LOG_LEVEL": "WARNING",
+           "TICKWHEEL_JOB_WRITES": "commands",
+           "TICKWHEEL_API_READS_PER_S": "1000000", "TICKWHEEL_API_READ_BURST": "1000000",
+           "TICKWHEEL_API_WRITES_PER_S": "1000000", "TICKWHEEL_API_WRITE_BURST": "1000000"}  # fmt: skip
+    command = [sys.executable, str(ROOT / "bench" / "sampling.py"), "--out", str(out),
+               "-m", "tickwheel.services.api"]  # fmt: skip
+    process = track(subprocess.Popen(command, env=env, stdout=log.open("wb"),
+                                     stderr=subprocess.STDOUT))  # fmt: skip
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise SystemExit(f"the sampled API did not answer within 90 s; see {log}")
 
 
 def start_judge(log: Path) -> subprocess.Popen[bytes]:
@@ -166,6 +188,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--sample", type=Path, default=None)
     args = parser.parse_args()
     if args.profile:
         profile(args.profile, args.concurrency)
@@ -180,7 +203,11 @@ def main() -> None:
         judge = start_judge(logs / "jobwriter.log")
         ports = {"direct": free_port(), "commands": free_port()}
         apis = {path: start_api(port, logs / f"api-{path}.log", {"TICKWHEEL_JOB_WRITES": path})
-                for path, port in ports.items()}  # fmt: skip
+                for path, port in ports.items() if path != "commands" or not args.sample}  # fmt: skip
+        if args.sample:
+            apis["commands"] = sampled_api(
+                ports["commands"], logs / "api-commands.log", args.sample
+            )
         start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         report.add(f"{args.rounds} interleaved rounds of {args.creates} keyed creates per path, "
                    f"{args.concurrency} client threads; each API in one process (uvicorn, one "
@@ -226,6 +253,9 @@ def main() -> None:
         for process in apis.values():
             stop_process(process)
         stop_process(judge)
+    if args.sample:  # a profiled run: its figures carry the sampler's cost
+        print("\n".join(report.lines))
+        return
     path = ROOT / "bench" / "reports" / "api-writes.md"
     earlier = path.read_text() if path.exists() else ""
     written = report.write("api-writes.md")
