@@ -177,3 +177,40 @@ def test_the_overview_shows_the_oldest_ready_execution_of_its_priority(
     screenshot(page, "overview-ready")
     stack.jobs.delete("unserved")
     watch.assert_clean()
+
+
+def test_the_demos_jobs_and_workflow_are_visible_in_the_console(
+    stack: ConsoleStack, browser: Any
+) -> None:
+    # What `make run` creates (tickwheel.demo), created the same way.
+    from tickwheel.demo import example_jobs
+    from tickwheel.demo_workflows import DEFINITION, start_demo_workflow
+
+    specs = example_jobs(int(time.time() * 1000))
+    for spec in specs:
+        stack.jobs.create(spec)
+    _, workflow_id = start_demo_workflow(stack.jobs.bootstrap)
+    page, watch = watched_page(browser)
+    try:
+        page.goto(f"{stack.base}/console/jobs?q=demo-")
+        listed = {r.get_attribute("data-job") for r in page.locator("tr[data-job]").all()}
+        assert listed == {s["jobId"] for s in specs}
+        screenshot(page, "demo-jobs")
+        link = page.locator(f'a[href="/console/workflows/{workflow_id}"]')
+        deadline = time.monotonic() + 120
+        while link.count() == 0:  # listed once the orchestrator has folded the start
+            assert time.monotonic() < deadline, "demo workflow: " + page.inner_text("main")
+            page.wait_for_timeout(1000)
+            page.goto(f"{stack.base}/console/workflows")
+        link.click()
+        page.wait_for_url(re.compile(rf"/console/workflows/{workflow_id}$"))
+        steps = [s["id"] for s in DEFINITION["steps"]]
+        drawn = page.locator("svg.workflow-dag g.step")
+        assert sorted(g.get_attribute("data-step") or "" for g in drawn.all()) == sorted(steps)
+        assert [r.get_attribute("data-step") for r in page.locator("#steps tr[data-step]").all()
+                ] == steps  # fmt: skip
+        screenshot(page, "demo-workflow")
+        watch.assert_clean()
+    finally:
+        for spec in specs:  # the demo's jobs fire every few seconds: not past this test
+            stack.jobs.delete(spec["jobId"])
