@@ -10,9 +10,7 @@ client sends it, so the idempotency record's write is in the figure.
 
 Prints, and writes to bench/reports/api.md. Figures, never pass/fail.
 Run: `.venv/bin/python bench/bench_api.py [--creates N] [--reads M] [--concurrency C]`.
-`--compare-reads N [--rounds R]` instead reads N jobs from two APIs on one broker, one with the
-read window (decision 0139) and one asking an end per read, in interleaved rounds, each beside
-a no-op route on the same server, with the API's CPU per read.
+`--compare-reads N [--rounds R]`: the reads A/B of bench/bench_api_reads.py.
 `--profile N` instead profiles N keyed creates in-process (cProfile through the ASGI test
 client, on C threads) and prints where the time goes.
 """
@@ -94,13 +92,13 @@ STAGES = (
 )
 
 
-def _timed_stages() -> dict[str, list[float]]:
+def _timed_stages(stages: tuple[tuple[str, str, str], ...] = STAGES) -> dict[str, list[float]]:
     """Wrap the create path's stages to add up the wall time each takes (on any thread:
     cProfile sees only the thread it runs on, and the app runs on the ASGI client's)."""
     import importlib
 
     spent: dict[str, list[float]] = {}
-    for module_name, owner, name in STAGES:
+    for module_name, owner, name in stages:
         module = importlib.import_module(module_name)
         target = module if owner == "_module" else getattr(module, owner)
         original = getattr(target, name)
@@ -173,105 +171,11 @@ def profile_creates(count: int, concurrency: int) -> None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def compare_reads(reads: int, concurrency: int, rounds: int) -> None:
-    """Reads A/B on one broker: an API with the read window (decision 0139, the default) and
-    one with `TICKWHEEL_API_READ_WINDOW_MS=0` (an end asked per read, decision 0070's rule as
-    before), read in interleaved rounds; each round also times a no-op route (`/healthz`) on
-    the same server from the same client threads: the raw figure the ratio is taken to."""
-    report = Report("HTTP API: job reads, read window A/B (decision 0139)")
-    with bench_broker() as broker:
-        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
-        os.environ["TICKWHEEL_TOPIC_PREFIX"] = "bench."
-        apply_topology(bootstrap=broker.bootstrap)
-        # The tenant `default`: the jobs below are written by the SDK, with no tenant.
-        token, _ = create_key("default", ["read"], bootstrap=broker.bootstrap, now_ms=1)
-        directory = Path(tempfile.mkdtemp(prefix="tickwheel-bench-api-"))
-        servers = {}
-        for name, window in (("window 100 ms", "100"), ("end per read", "0")):
-            port = free_port()
-            api = start_api(port, directory / f"api-{window}.log",
-                            {"TICKWHEEL_API_READ_WINDOW_MS": window})  # fmt: skip
-            servers[name] = (port, api)
-        jobs = JobsClient(broker.bootstrap)
-        for i in range(100):
-            jobs.create({**SPEC, "jobId": f"read-{i}"})
-        start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-        figures: dict[str, dict[str, list[float]]] = {
-            name: {"reads": [], "noop": [], "rate": [], "noop_rate": [], "cpu": []}
-            for name in servers
-        }
-        headers = {"Authorization": f"Bearer {token}"}
-        clients = {name: httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
-                                      timeout=60, limits=httpx.Limits(max_connections=64))
-                   for name, (port, _) in servers.items()}  # fmt: skip
-        try:
-            for client in clients.values():  # warm: connections, the catalogue caught up
-                for i in range(WARM_UP):
-                    assert client.get(f"/v1/jobs/read-{i}").status_code == 200
-            per_round = max(1, reads // rounds)
-            for _ in range(rounds):
-                for name, client in clients.items():
-                    pid = servers[name][1].pid
-
-                    def get(i: int, c: httpx.Client = client) -> Callable[[], Any]:
-                        def call() -> None:
-                            answer = c.get(f"/v1/jobs/read-{i % 100}")
-                            assert answer.status_code == 200, answer.text
-
-                        return call
-
-                    def noop(c: httpx.Client = client) -> None:
-                        assert c.get("/healthz").status_code == 200
-
-                    cpu = cpu_seconds(pid)
-                    rate, latencies = timed([get(i) for i in range(per_round)], concurrency)
-                    figures[name]["cpu"].append((cpu_seconds(pid) - cpu) / per_round * 1000)
-                    figures[name]["reads"] += latencies
-                    figures[name]["rate"].append(rate)
-                    rate, latencies = timed([noop] * per_round, concurrency)
-                    figures[name]["noop"] += latencies
-                    figures[name]["noop_rate"].append(rate)
-        finally:
-            for client in clients.values():
-                client.close()
-        report.add(f"{per_round * rounds} reads of 100 jobs per API in {rounds} interleaved "
-                   f"rounds, {concurrency} client threads; each API in one process (uvicorn, "
-                   f"one worker), one broker. Load average at the start (1, 5, 15 min): "
-                   f"{start_load}.")  # fmt: skip
-        report.add("")
-        report.add("| API | route | n | per second | p50 ms | p99 ms | API CPU ms per read |")
-        report.add("|---|---|---|---|---|---|---|")
-        for name, got in figures.items():
-            cpu = sum(got["cpu"]) / len(got["cpu"])
-            for route, key, rates in (("`GET /jobs/{id}`", "reads", "rate"),
-                                      ("`GET /healthz` (no-op)", "noop", "noop_rate")):  # fmt: skip
-                lat = got[key]
-                report.add(f"| {name} | {route} | {len(lat)} | "
-                           f"{sum(got[rates]) / len(got[rates]):,.0f} | "
-                           f"{percentile(lat, 0.5):.1f} | {percentile(lat, 0.99):.1f} | "
-                           f"{f'{cpu:.2f}' if key == 'reads' else ''} |")  # fmt: skip
-        for name, got in figures.items():
-            ratio = percentile(got["reads"], 0.99) / percentile(got["noop"], 0.99)
-            report.add(f"\n{name}: read p99 / no-op p99 on the same server = {ratio:.2f}.")
-        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-        report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
-                   "cores shared with other work.")  # fmt: skip
-        for _, api in servers.values():
-            stop_process(api)
-    append_report(report)
-
-
-def append_report(report: Report) -> None:
+def append_report(report: Report, name: str = "api.md") -> None:
     """Appended: the earlier runs stay beside this one, each with its machine's load."""
-    path = ROOT / "bench" / "reports" / "api.md"
+    path = ROOT / "bench" / "reports" / name
     earlier = path.read_text() if path.exists() else ""
-    written = report.write("api.md")
+    written = report.write(name)
     if earlier:
         written.write_text(earlier.rstrip("\n") + "\n\n" + written.read_text())
 
@@ -295,6 +199,8 @@ def main() -> None:
         profile_creates(args.profile, args.concurrency)
         return
     if args.compare_reads:
+        from bench.bench_api_reads import compare_reads
+
         compare_reads(args.compare_reads, args.concurrency, args.rounds)
         return
     report = Report("HTTP API: creates and reads per second")

@@ -143,8 +143,8 @@ def test_a_bad_window_is_refused_naming_the_variable(text: str) -> None:
         window_from_env({"TICKWHEEL_API_READ_WINDOW_MS": text})
 
 
-def test_the_window_defaults_to_100_ms() -> None:
-    assert window_from_env({}) == 0.1
+def test_the_window_defaults_to_one_second() -> None:
+    assert window_from_env({}) == 1.0
     assert window_from_env({"TICKWHEEL_API_READ_WINDOW_MS": "0"}) == 0.0
 
 
@@ -157,3 +157,24 @@ def test_an_own_write_orders_by_request_not_by_instant_when_the_counter_ties() -
     ends[0] = 6
     fresh.wrote(0)
     assert fresh.end(0) == 6 and asked == [0, 0]
+
+
+def test_a_slow_broker_is_asked_ahead_sooner_than_half_a_window() -> None:
+    ticks = Ticks()
+    asked: list[float] = []
+    answered = threading.Event()
+
+    def slow(partition: int) -> int:
+        asked.append(ticks.now)
+        if len(asked) == 1:
+            ticks.now += 0.3  # the first request takes 0.3 s of a 1 s window
+        else:
+            answered.set()
+        return 1
+
+    ends = RecentEnds(slow, window_s=1.0, monotonic=ticks)
+    ends.end(0, since=ticks.now)
+    ticks.now += 0.15  # 0.45 s old: under half the window, but past 1 - 2 * 0.3 = 0.4
+    assert ends.end(0, since=ticks.now - 1.0) == 1
+    assert answered.wait(5.0)  # asked ahead in the background
+    assert len(asked) == 2

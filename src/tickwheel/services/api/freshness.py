@@ -14,8 +14,9 @@ Here a read says which earlier end it may reuse:
   `window_s` or more after it was acknowledged: an end asked within the window is reused.
 
 One end per partition is asked at a time, for every read waiting (decision 0100's group
-commit), and once an answer is half a window old the next read asks for a new one in the
-background, so under a steady load no read waits for the broker. `window_s` 0 is decision
+commit), and once an answer is half a window old (sooner when the broker is slow to answer)
+the next read asks for a new one in the background, so under a steady load no read waits for
+the broker while it answers within half the window. `window_s` 0 is decision
 0070's rule (an end asked after the read began, for every read).
 """
 
@@ -30,12 +31,12 @@ from typing import Generic, TypeVar
 from tickwheel.errors import InvalidInput
 
 K = TypeVar("K", bound=Hashable)
-DEFAULT_WINDOW_MS = 100
+DEFAULT_WINDOW_MS = 1000
 MAX_WINDOW_MS = 10_000
 
 
 def window_from_env(environ: dict[str, str]) -> float:
-    """`TICKWHEEL_API_READ_WINDOW_MS` (0-10000, default 100) in seconds."""
+    """`TICKWHEEL_API_READ_WINDOW_MS` (0-10000, default 1000) in seconds."""
     text = environ.get("TICKWHEEL_API_READ_WINDOW_MS", str(DEFAULT_WINDOW_MS))
     if not text.isdigit() or int(text) > MAX_WINDOW_MS:
         raise InvalidInput("TICKWHEEL_API_READ_WINDOW_MS",
@@ -71,6 +72,7 @@ class RecentEnds(Generic[K]):
         self._latest: dict[K, _Round] = {}  # the latest answered request per partition
         self._running: dict[K, _Round] = {}
         self._begun: dict[K, int] = {}
+        self._took: dict[K, float] = {}  # how long the latest request per partition took
 
     def begun(self, key: K) -> int:
         """How many requests for `key` were sent so far: one numbered above it is later."""
@@ -116,6 +118,7 @@ class RecentEnds(Generic[K]):
             answer = exc
         with self._cond:
             self.asked += 1
+            self._took[key] = self.monotonic() - round_.started
             round_.answer, round_.done = answer, True
             del self._running[key]
             latest = self._latest.get(key)
@@ -126,10 +129,15 @@ class RecentEnds(Generic[K]):
             self._cond.notify_all()
 
     def _ask_ahead(self, key: K, latest: _Round) -> None:
-        """Holding the condition: once the answer is half a window old, ask the next one in
-        the background, so the reads after it find a fresh one instead of waiting."""
+        """Holding the condition: once the answer is half a window old (or sooner, when the
+        broker takes longer than a quarter of the window to answer: twice its latest time
+        before the window ends), ask the next one in the background, so the reads after it
+        find a fresh one instead of waiting for it."""
         now = self.monotonic()
-        if self.window_s <= 0 or now - latest.started < self.window_s / 2:
+        if self.window_s <= 0:
+            return
+        ahead = min(self.window_s / 2, self.window_s - 2 * self._took.get(key, 0.0))
+        if now - latest.started < ahead:
             return
         if key in self._running:
             return
