@@ -201,3 +201,28 @@ def test_a_bad_definition_is_dead_lettered_and_its_partition_keeps_going() -> No
     again = cluster.timer("a2")
     cluster.until_served([again], {"a2": PARTITIONS})
     assert again.partitions[partition].timer.jobs.keys() == {after}
+
+
+def test_a_fenced_partition_still_assigned_is_restored_after_the_recheck_and_fires_once() -> None:
+    cluster = Cluster()
+    jobs = [f"fenced-job-{i}" for i in range(12)]
+    for job in jobs:
+        cluster.publish_job(job)
+    timer = cluster.timer("a")
+    cluster.until_served([timer], {"a": PARTITIONS})
+    victim = partition_for(jobs[0], PARTITIONS)
+    # Another producer with the partition's transactional id (an operator's tool, a zombie's
+    # restart) fences ours: the next slot's transaction fails, the partition is dropped.
+    cluster.clients.transactional(timer.partitions[victim].producer.transactional_id).init()
+    cluster.clock.set((T0_MS + MINUTE_MS) / 1000)
+    cluster.turns([timer], 2)
+    assert victim not in timer.partitions and victim in timer.restore_due
+    # Still ours after the session timeout's re-check: restored (the missed slot, within the
+    # misfire grace, fired by the restore's catch-up), and it fires on.
+    cluster.until_served([timer], {"a": PARTITIONS})
+    assert cluster.now_ms() >= T0_MS + MINUTE_MS + 30_000  # not before the re-check
+    cluster.clock.set((T0_MS + 2 * MINUTE_MS) / 1000)
+    cluster.turns([timer], 4)
+    fired = _slots_fired(cluster.requests())
+    assert max(fired.values()) == 1
+    assert set(fired) == _every_minute(jobs, T0_MS + MINUTE_MS, T0_MS + 2 * MINUTE_MS)

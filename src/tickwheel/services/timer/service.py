@@ -70,7 +70,8 @@ class TimerService:
         self.topics = TimerTopics()
         self.definitions = self.topics.definitions
         self.partitions: dict[int, PartitionRuntime] = {}
-        # Partitions we still own but must rebuild (after a failed transaction), and when.
+        # Partitions we still own but must rebuild (after a failed transaction), and when (on
+        # the injected clock, never backwards: `now_ms`).
         self.restore_due: dict[int, float] = {}
         self._last_now_ms = 0
         self.metrics = TimerMetrics()
@@ -268,7 +269,7 @@ class TimerService:
         self.inputs.unassign(partition)
         with contextlib.suppress(KafkaException):  # paused until a restore succeeds
             self.consumer.pause([TopicPartition(self.definitions, partition)])
-        self.restore_due[partition] = time.monotonic() + RESTORE_RETRY_S
+        self.restore_due[partition] = self.now_ms() / 1000 + RESTORE_RETRY_S
 
     def _retry_restores(self) -> None:
         """Rebuild partitions we still own after a failed transaction. After a fence, wait past
@@ -280,7 +281,7 @@ class TimerService:
         for partition, due in list(self.restore_due.items()):
             if partition not in owned or partition in self.partitions:
                 del self.restore_due[partition]
-            elif time.monotonic() >= due and not self.restores.under_way(partition):
+            elif self.now_ms() / 1000 >= due and not self.restores.under_way(partition):
                 del self.restore_due[partition]
                 with contextlib.suppress(KafkaException):  # paused until it is served again
                     self.consumer.pause([TopicPartition(self.definitions, partition)])
@@ -394,4 +395,4 @@ class TimerService:
         """Forget the partition's memory; it is restored from Kafka in `retry_in_s`."""
         self.partitions.pop(runtime.partition, None)
         self.inputs.unassign(runtime.partition)
-        self.restore_due[runtime.partition] = time.monotonic() + retry_in_s
+        self.restore_due[runtime.partition] = self.now_ms() / 1000 + retry_in_s
