@@ -55,8 +55,8 @@ class OrchestratorSettings:
     """Environment: TICKWHEEL_ORCHESTRATOR_GROUP (the consumer group),
     TICKWHEEL_ORCHESTRATOR_MAX_BATCH (inputs one poll reads, over every owned partition,
     default 500),
-    TICKWHEEL_ORCHESTRATOR_POLL_MS (how long one poll waits for more inputs, default 10: it
-    is on the path of every step-to-step hop), TICKWHEEL_ORCHESTRATOR_RETENTION (how long a
+    TICKWHEEL_ORCHESTRATOR_POLL_MS (how long an idle poll waits for an input, default 10; it
+    returns at the first one, decision 0131), TICKWHEEL_ORCHESTRATOR_RETENTION (how long a
     finished instance stays in memory and on workflows.state before it is pruned, default
     7d: operators can repair a failed instance until then; decision 0095),
     TICKWHEEL_METRICS_PORT (Prometheus text format, 0 = off, the default);
