@@ -30,12 +30,19 @@ PARTITION_KEY_PREFIX = "__partition__/"
 
 class WorkflowMemory:
     """What the view holds, filled by the follower: every published definition, each
-    instance's latest snapshot (by partition) and every instance's events in topic order."""
+    instance's latest snapshot (by partition) and every instance's events in topic order.
+
+    Snapshots and events are kept as the bytes that arrived and decoded when first read (then
+    kept decoded): the orchestrator writes both at its fold's rate, and an API nobody asks
+    about an instance should not spend its CPU decoding it. Every method runs holding the
+    view's condition (the follower's handlers, and the reads' `view` callbacks)."""
 
     def __init__(self) -> None:
         self.definitions: dict[tuple[str, int], dict[str, Any]] = {}
-        self.snapshots: dict[int, dict[str, dict[str, Any]]] = {}
-        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.snapshots: dict[int, dict[str, bytes]] = {}
+        self.events: dict[str, list[bytes]] = {}
+        self._snapshot_values: dict[str, tuple[bytes, dict[str, Any] | None]] = {}
+        self._event_values: dict[str, tuple[int, list[dict[str, Any]]]] = {}
 
     def definition(self, key: str | None, partition: int, value: bytes | None) -> None:
         if value is None:
@@ -54,21 +61,52 @@ class WorkflowMemory:
         held = self.snapshots.setdefault(partition, {})
         if value is None:
             held.pop(key, None)
+            self._snapshot_values.pop(key, None)
             return
-        try:
-            held[key] = decode(value, "WorkflowSnapshot")[1]
-        except UndecodableRecord:
-            return
+        held[key] = value
 
     def event(self, key: str | None, partition: int, value: bytes | None) -> None:
-        if key is None or value is None:
-            return
+        if key is not None and value is not None:
+            self.events.setdefault(key, []).append(value)
+
+    def snapshot_of(self, partition: int, workflow_id: str) -> dict[str, Any] | None:
+        """The instance's latest snapshot, decoded (None: none, or not one we can read)."""
+        raw = self.snapshots.get(partition, {}).get(workflow_id)
+        if raw is None:
+            return None
+        known = self._snapshot_values.get(workflow_id)
+        if known is not None and known[0] is raw:
+            return known[1]
         try:
-            event = decode(value, "WorkflowEvent")[1]
-            event["data"] = json.loads(event["data"]) if event.get("data") else None
-        except (UndecodableRecord, ValueError):
-            return
-        self.events.setdefault(key, []).append(event)
+            value: dict[str, Any] | None = decode(raw, "WorkflowSnapshot")[1]
+        except UndecodableRecord:
+            value = None  # somebody else's garbage: no instance to answer with
+        self._snapshot_values[workflow_id] = (raw, value)
+        return value
+
+    def snapshots_in(self, partitions: list[int]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for partition in partitions:
+            for workflow_id in self.snapshots.get(partition, {}):
+                value = self.snapshot_of(partition, workflow_id)
+                if value is not None:
+                    found[workflow_id] = value
+        return found
+
+    def events_of(self, workflow_id: str) -> list[dict[str, Any]]:
+        """The instance's events, oldest first, `data` as JSON; undecodable ones skipped."""
+        raw = self.events.get(workflow_id, [])
+        seen, decoded = self._event_values.get(workflow_id, (0, []))
+        for value in raw[seen:]:
+            try:
+                event = decode(value, "WorkflowEvent")[1]
+                event["data"] = json.loads(event["data"]) if event.get("data") else None
+            except (UndecodableRecord, ValueError):
+                continue
+            decoded.append(event)
+        if raw:
+            self._event_values[workflow_id] = (len(raw), decoded)
+        return list(decoded)
 
 
 class FollowedWorkflows(WorkflowsClient):
@@ -126,19 +164,12 @@ class FollowedWorkflows(WorkflowsClient):
         every = view.every(self.state_topic)
         places = every if partition is None else [(self.state_topic, partition)]
 
-        def found() -> dict[str, dict[str, Any]]:
-            held: dict[str, dict[str, Any]] = {}
-            for _, p in places:
-                held.update(self.memory.snapshots.get(p, {}))
-            return held
-
-        return view.read(places, found)
+        return view.read(places, lambda: self.memory.snapshots_in([p for _, p in places]))
 
     def _state(self, workflow_id: str) -> Any:
         view = self.view()
         place = self._place(self.state_topic, workflow_id)
-        snapshot = view.read([place], lambda: self.memory.snapshots.get(place[1], {}).get(
-            workflow_id))  # fmt: skip
+        snapshot = view.read([place], lambda: self.memory.snapshot_of(place[1], workflow_id))
         if snapshot is None:
             raise UnknownWorkflow("instance", workflow_id)
         return state_from_json(json.loads(snapshot["state"]))
@@ -146,7 +177,7 @@ class FollowedWorkflows(WorkflowsClient):
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
         view = self.view()
         place = self._place(self.events_topic, workflow_id)
-        return view.read([place], lambda: list(self.memory.events.get(workflow_id, ())))
+        return view.read([place], lambda: self.memory.events_of(workflow_id))
 
     def close(self) -> None:
         with self._opening:
