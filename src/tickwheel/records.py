@@ -582,6 +582,20 @@ class JobVerdict(TypedDict):
     detail: str | None
 
 
+class JobWriterCheckpoint(TypedDict):
+    """Where the single writer of partition p of jobs.commands has judged to (topic
+    jobwriter.state, compacted, key = '__partition__/' + p), written in the same transaction as
+    the verdicts it covers (docs/decisions/0129)."""
+
+    # The partition of jobs.commands.
+    partition: int
+    # The offset of the next command to judge.
+    next_command: int
+    # When it was written: UTC instant as epoch milliseconds (plain long, no logicalType: see
+    # docs/decisions/0020).
+    updated_at: int
+
+
 TimerCommandKind = Literal[
     "trigger",
     "backfill",
@@ -851,6 +865,7 @@ __all__ = [
     "JobDefinition",
     "JobVerdict",
     "JobVerdictOutcome",
+    "JobWriterCheckpoint",
     "MisfirePolicy",
     "OverlapPolicy",
     "PendingTimer",

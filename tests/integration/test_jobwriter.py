@@ -115,7 +115,11 @@ def test_two_api_instances_patching_at_one_version_get_one_200_and_one_409_per_r
                if r.key == "contested" and r.value is not None]  # fmt: skip
     assert written == list(range(1, ROUNDS + 2))  # one write per round: no gap, no repeat
     judged = [v for v in verdicts(kafka_bootstrap) if v["job_id"] == "contested"]
-    assert len({v["command_id"] for v in judged}) == len(judged) == 1 + 2 * ROUNDS
+    assert len({v["command_id"] for v in judged}) == len(judged)  # each command judged once
+    # Every accepted write was judged; a 409 came from the judge, or before any command when
+    # the instance's catalogue already showed the winner's version.
+    outcomes = [v["outcome"] for v in judged]
+    assert (outcomes.count("created"), outcomes.count("updated")) == (1, ROUNDS)
 
 
 def test_a_keyed_create_is_recorded_with_the_job_and_replayed_by_a_fresh_api(

@@ -56,6 +56,7 @@ RECORDS = (
     "JobCommand",
     "JobDefinition",
     "JobVerdict",
+    "JobWriterCheckpoint",
     "TimerCommand",
     "TimerState",
     "WorkflowDefinition",

@@ -1,13 +1,16 @@
 """Rebuild one partition's judge from Kafka: fence the previous owner (the transactional id is
 the partition's), then read partition p of `jobs.definitions` (read_committed) into the
-catalogue. Runs on the restore thread (`BackgroundRestores`, the timer's and the
-orchestrator's); the commands partition stays paused until the result is installed."""
+catalogue and p's checkpoint from `jobwriter.state` (the next command to judge, written with
+the verdicts it covers: decision 0129). Runs on the restore thread (`BackgroundRestores`, the
+timer's and the orchestrator's); the commands partition stays paused until the result is
+installed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.ports.kafka import KafkaClients, TransactionalWriter
 from tickwheel.services.jobwriter.judge import PartitionJudge
 from tickwheel.topology import topic_name
@@ -20,12 +23,17 @@ class JobWriterTopics:
     verdicts: str
     idempotency: str
     dlq: str
+    state: str
 
     @classmethod
     def declared(cls) -> JobWriterTopics:
         return cls(topic_name("jobs.commands"), topic_name("jobs.definitions"),
                    topic_name("jobs.verdicts"), topic_name("api.idempotency"),
-                   topic_name("executions.dlq"))  # fmt: skip
+                   topic_name("executions.dlq"), topic_name("jobwriter.state"))  # fmt: skip
+
+
+def checkpoint_key(partition: int) -> str:
+    return f"__partition__/{partition}"
 
 
 def transactional_id(partition: int) -> str:
@@ -37,13 +45,15 @@ class PartitionRuntime:
     and where the follower of jobs.definitions starts."""
 
     def __init__(
-        self, judge: PartitionJudge, producer: TransactionalWriter[Any], definitions_end: int
-    ) -> None:
+        self, judge: PartitionJudge, producer: TransactionalWriter[Any], definitions_end: int,
+        next_command: int = -1,
+    ) -> None:  # fmt: skip
         self.partition = judge.partition
         self.judge = judge
         self.producer = producer
         self.definitions_end = definitions_end
-        self.next_command = -1  # set when installed, from the group's committed offset
+        # From the checkpoint; -1: none yet (the group's committed offset, else the start).
+        self.next_command = next_command
 
 
 class PartitionRestorer:
@@ -62,7 +72,15 @@ class PartitionRestorer:
         for record in reader.read_to_end(self.topics.definitions, [partition]):
             judge.load(record.key if record.key_is_text else None, record.value)
             end = max(end, record.offset + 1)
+        next_command = -1
+        for record in reader.read_to_end(self.topics.state, [partition]):
+            if record.key != checkpoint_key(partition) or record.value is None:
+                continue
+            try:
+                next_command = int(decode(record.value, "JobWriterCheckpoint")[1]["next_command"])
+            except UndecodableRecord:
+                continue  # not ours: the group's committed offset is the fallback
         close = getattr(reader, "close", None)
         if close is not None:
             close()
-        return PartitionRuntime(judge, producer, end)
+        return PartitionRuntime(judge, producer, end, next_command)

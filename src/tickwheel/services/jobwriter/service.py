@@ -8,6 +8,8 @@ restore thread fences the previous owner (`<prefix>tickwheel-jobwriter-p<N>`) an
 partition of `jobs.definitions` (read_committed) into the catalogue; then the loop seeks to
 the group's committed offset and resumes. A transaction that fails drops the partition and
 restores it from Kafka, so no verdict ever outlives its effect, nor an effect its verdict.
+Where the partition was judged to is a checkpoint record on `jobwriter.state`, in the same
+transaction (decision 0129).
 
 A follower consumer (assigned by hand, read_committed) reads the owned partitions of
 `jobs.definitions` from where the restore ended and folds what direct producers wrote (records
@@ -76,7 +78,7 @@ class JobWriterService:
         self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
             self.restorer.restore, name="jobwriter-restore"
         )
-        self.writer = BatchWriter(self.topics, self.consumer)
+        self.writer = BatchWriter(self.topics)
         self.judged: dict[str, int] = defaultdict(int)  # by outcome, since start
         # The one transaction in flight per partition: what it carries and its outcome.
         self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
@@ -166,8 +168,9 @@ class JobWriterService:
             partition = runtime.partition
             try:
                 tp = TopicPartition(self.topics.commands, partition)
-                committed = self.consumer.committed([tp], timeout=10)[0].offset
-                runtime.next_command = max(0, committed)
+                if runtime.next_command < 0:  # no checkpoint yet: the group's offset, if any
+                    committed = self.consumer.committed([tp], timeout=10)[0].offset
+                    runtime.next_command = max(0, committed)
                 self.consumer.seek(TopicPartition(self.topics.commands, partition,
                                                   runtime.next_command))  # fmt: skip
                 self.follower.incremental_assign([TopicPartition(
@@ -235,7 +238,7 @@ class JobWriterService:
             if not runtime.judge.batch.commands:
                 continue
             taken = runtime.judge.take()
-            future = self.writer.submit(runtime, taken, runtime.next_command)
+            future = self.writer.submit(runtime, taken, runtime.next_command, now)
             self.in_flight[partition] = (runtime, taken, future)
         # Wait for every partition's commit before the next poll. Overlapping the next poll
         # with the commits (handing a partition its next batch as soon as its last settled)

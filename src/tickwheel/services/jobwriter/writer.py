@@ -1,5 +1,8 @@
 """One partition's transaction: the batch's definitions and tombstones, verdicts, idempotency
-records and dead letters, and the commands' next offset, committed together (decision 0126).
+records and dead letters, and the partition's checkpoint (the next command to judge, on
+`jobwriter.state`), committed together (decisions 0126, 0129). The checkpoint is a record,
+as the orchestrator's is, not the group's offsets: `send_offsets` costs two round trips to
+the group coordinator per transaction, and fencing is the transactional id's already.
 
 The partitions of one poll commit side by side on a small pool (each has its own producer),
 so a poll waits for the slowest commit rather than their sum."""
@@ -11,13 +14,17 @@ import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.producer import is_fatal
-from tickwheel.ports.kafka import GroupConsumer
 from tickwheel.services.jobwriter.judge import WRITER_HEADER, WRITER_VALUE, Batch
-from tickwheel.services.jobwriter.restore import JobWriterTopics, PartitionRuntime
+from tickwheel.services.jobwriter.restore import (
+    JobWriterTopics,
+    PartitionRuntime,
+    checkpoint_key,
+)
 
 log = logging.getLogger("tickwheel.jobwriter")
 Outcome = Literal["committed", "fenced", "failed"]
@@ -31,15 +38,18 @@ class Written:
 
 
 class BatchWriter:
-    def __init__(self, topics: JobWriterTopics, consumer: GroupConsumer[Any], workers: int = 6):
+    def __init__(self, topics: JobWriterTopics, workers: int = 6) -> None:
         self.topics = topics
-        self.consumer = consumer
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jobwriter-tx")
 
-    def submit(self, runtime: PartitionRuntime, batch: Batch, next_command: int) -> Future[Written]:
-        return self._pool.submit(self.write, runtime, batch, next_command)
+    def submit(
+        self, runtime: PartitionRuntime, batch: Batch, next_command: int, at_ms: int
+    ) -> Future[Written]:
+        return self._pool.submit(self.write, runtime, batch, next_command, at_ms)
 
-    def write(self, runtime: PartitionRuntime, batch: Batch, next_command: int) -> Written:
+    def write(
+        self, runtime: PartitionRuntime, batch: Batch, next_command: int, at_ms: int
+    ) -> Written:
         producer, partition, topics = runtime.producer, runtime.partition, self.topics
         started = time.monotonic()
         try:
@@ -53,8 +63,10 @@ class BatchWriter:
                 producer.send(topics.idempotency, slot, record)
             for key, letter in batch.dead_letters:
                 producer.send(topics.dlq, key, letter)
-            offsets = [TopicPartition(topics.commands, partition, next_command)]
-            producer.send_offsets(self.consumer, offsets)
+            checkpoint = {"partition": partition, "next_command": next_command,
+                          "updated_at": at_ms}  # fmt: skip
+            producer.send(topics.state, checkpoint_key(partition),
+                          encode("JobWriterCheckpoint", checkpoint), partition=partition)  # fmt: skip
             producer.commit()
         except KafkaException as exc:
             fenced = is_fatal(exc)
