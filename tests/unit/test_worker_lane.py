@@ -108,6 +108,22 @@ def test_a_redelivered_inline_attempt_is_not_run_again() -> None:
     assert lane.offsets.committable() == {0: 2}
 
 
+def test_one_undelivered_lease_of_a_batch_is_fatal_and_commits_none_of_it() -> None:
+    sink = HeldSink()
+    fatal: list[str] = []
+    lane = make_lane(sink, capacity=2, registry=builtins())
+    lane.ledger.on_fatal = fatal.append
+    feed(lane, [request(execution_id=f"e{i}") for i in range(4)])
+    held, sink.held = sink.held, []
+    assert len(held) == 4  # every lease of the batch reports to the batch's one report
+    for callback in held[:3]:
+        callback(None)
+    assert lane.offsets.committable() == {0: 0}  # three of four durable: nothing yet
+    held[3]("message timed out")
+    assert fatal == ["leased event of a batch of 4 not delivered: message timed out"]
+    assert lane.offsets.committable() == {0: 0}  # a restart is redelivered all four
+
+
 def test_inline_attempts_wait_behind_a_full_pool_and_run_once_a_slot_frees() -> None:
     release = threading.Event()
 
