@@ -73,6 +73,15 @@ def events(bootstrap: str) -> list[dict[str, Any]]:
     return out
 
 
+def times_of(all_events: list[dict[str, Any]], kind: str) -> dict[str, int]:
+    """Execution id -> the time of its first event of `kind` (epoch ms)."""
+    first: dict[str, int] = {}
+    for e in all_events:
+        if e["event_type"] == kind:
+            first.setdefault(e["execution_id"], e["event_time"])
+    return first
+
+
 def setup(bootstrap: str, **extra: str) -> dict[str, str]:
     prefix = f"p{uuid.uuid4().hex[:8]}."
     os.environ["TICKWHEEL_TOPIC_PREFIX"] = prefix
@@ -154,12 +163,7 @@ def throughput(
     for proc in procs:
         stop_process(proc)
     all_events = events(bootstrap)
-    requested = {
-        e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "requested"
-    }
-    succeeded = {
-        e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "succeeded"
-    }
+    requested, succeeded = times_of(all_events, "requested"), times_of(all_events, "succeeded")
     latencies = [(succeeded[i] - requested[i]) / 1000 for i in succeeded if i in requested]
     span = (max(succeeded.values()) - min(requested.values())) / 1000 if succeeded else float("nan")
     last_outcome_s = max(succeeded.values()) / 1000 if succeeded else float("nan")
@@ -212,16 +216,8 @@ def steady(bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path)
     for proc in procs:
         stop_process(proc)
     all_events = events(bootstrap)
-    requested = {
-        e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "requested"
-    }
-    succeeded = {
-        e["execution_id"]: e["event_time"] for e in all_events if e["event_type"] == "succeeded"
-    }
-    leased = {  # the first lease of each execution
-        e["execution_id"]: e["event_time"]
-        for e in reversed(all_events) if e["event_type"] == "leased"
-    }  # fmt: skip
+    requested, succeeded = times_of(all_events, "requested"), times_of(all_events, "succeeded")
+    leased = times_of(all_events, "leased")
     first = min(requested.values()) if requested else 0
     warm = first + WARM_UP_S * 1000  # the first seconds: restore, group joins, first fetches
     window = [i for i, at in requested.items() if at >= warm]
