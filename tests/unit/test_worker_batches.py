@@ -210,3 +210,10 @@ def test_a_batchs_leases_release_its_offsets_and_the_redeliveries_held_behind_th
     assert offsets.committable() == {0: 13} and fatal == []
     ledger.delivered_all([("c", 1)], [(0, 13)])("timed out")
     assert fatal == ["leased event of a batch of 1 not delivered: timed out"]
+
+
+def test_an_empty_batch_is_reported_durable_at_once() -> None:
+    sink = ListSink()
+    reports: list[str | None] = []
+    sink.publish_batch([], reports.append)
+    assert reports == [None] and sink.events == []

@@ -81,6 +81,8 @@ class RecordBatches:
     def publish_batch(
         self, records: Sequence[tuple[str, bytes]], on_delivery: DeliveryCallback | None = None
     ) -> None:
+        if on_delivery is not None and not records:
+            on_delivery(None)  # nothing to wait for
         each = AllDelivered(len(records), on_delivery) if on_delivery and records else None
         for job_id, value in records:
             self.publish_record(job_id, value, each)

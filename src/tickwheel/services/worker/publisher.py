@@ -62,6 +62,8 @@ class EventPublisher(EventProducer):
         counter per batch, where `publish_record` makes a closure per event."""
         if on_delivery is None or not records:
             self._produce_all(records, _report_failure)
+            if on_delivery is not None:  # nothing to wait for
+                on_delivery(None)
             return
         each = AllDelivered(len(records), on_delivery)
 
