@@ -48,19 +48,20 @@ class TransactionWriter:
             # marks (known once the commit has flushed them).
             first_offsets: dict[str, int] = {}
             partition = runtime.partition
+            topics, send = self.topics.requests, producer.send  # once, not once a request
             for request in emission.requests:
                 # Each request is encoded once: its job's state below carries the same bytes.
                 raw = encode_request(request)  # the generic encoder's bytes (decision 0116)
-                encoded.setdefault(request["job_id"], {})[request_key(request)] = raw
-                topic = self.topics.requests[request["priority"]]
-                on_delivery = None
-                if topic not in first_offsets:
-                    first_offsets[topic] = -1
-                    on_delivery = first_offset_recorder(first_offsets, topic, partition)
-                # On the job's own partition, as the checkpoint's offsets assume (co-partitioned).
-                producer.send(
-                    topic, request["job_id"], raw, partition, headers, on_delivery=on_delivery
-                )
+                job_id = request["job_id"]
+                encoded.setdefault(job_id, {})[request_key(request)] = raw
+                topic = topics[request["priority"]]
+                if topic in first_offsets:
+                    # On the job's own partition, as the checkpoint's offsets assume.
+                    send(topic, job_id, raw, partition, headers)
+                    continue
+                first_offsets[topic] = -1
+                recorder = first_offset_recorder(first_offsets, topic, partition)
+                send(topic, job_id, raw, partition, headers, on_delivery=recorder)
             for event in emission.events:
                 producer.send(self.topics.events, event["job_id"], encode("ExecutionEvent", event))
             for letter in emission.dead_letters:
