@@ -5,7 +5,9 @@ batch's leases, handlers and outcomes, the commit) fed by a consumer that hands 
 pre-encoded requests, with events going either to a sink that acknowledges each at once on
 this thread (`--sink ack`: Python's share, delivery reports included) or to a real
 confluent-kafka producer with no broker behind it (`--sink producer`: the produce calls too;
-reports never come, so nothing is committed). Kafka's own cost is what `bench_limits.py`
+reports never come, so nothing is committed), or on the in-memory Kafka tier (`--sink
+memory`: the lane's own consumer group on `MemoryBroker`, whose Python partitioner and log
+then cost more than the lane itself). Kafka's own cost is what `bench_limits.py`
 measures; this isolates what tickwheel does per execution, so two revisions compare on a
 loaded machine:
 
@@ -33,6 +35,7 @@ from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
 from tickwheel.services.worker.publisher import EventPublisher
 from tickwheel.services.worker.settings import WorkerSettings
+from tickwheel.topology import topic_name
 
 PARTITIONS = 6
 
@@ -140,6 +143,70 @@ class ProducerSink(EventPublisher):
         return len(self._producer)
 
 
+class MemorySink:
+    """Events onto the in-memory broker's `executions.events`, acknowledged at once."""
+
+    def __init__(self, broker: Any) -> None:
+        from tickwheel.adapters.kafka.memory import MemoryEventProducer
+
+        self.producer = MemoryEventProducer(broker)
+        self.topic = topic_name("executions.events")
+        self.events = 0
+
+    def publish_record(self, job_id: str, value: bytes, on_delivery: Any = None) -> None:
+        self.publish_batch([(job_id, value)], on_delivery)
+
+    def publish_batch(self, records: list[tuple[str, bytes]], on_delivery: Any = None) -> None:
+        for job_id, value in records:
+            self.producer.send(self.topic, job_id, value)
+        self.events += len(records)
+        if on_delivery is not None:
+            on_delivery(None)
+
+
+def memory_run(executions: int, profiler: cProfile.Profile | None = None) -> float:
+    """CPU µs per execution through a lane on the in-memory Kafka tier: requests on the
+    memory broker's `executions.normal`, the lane's own consumer group, its commits, events
+    to `executions.events` (the fake client's cost is in the figure, not the real one's)."""
+    from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryConsumer, MemoryEventProducer
+    from tickwheel.services.worker.settings import lane_consumer_config
+    from tickwheel.topology import load_topology
+
+    clock = SystemClock()
+    broker = MemoryBroker(clock=clock)
+    broker.create_topics(load_topology())
+    requests = MemoryEventProducer(broker)
+    for i in range(executions):
+        request = noop_request(i, 1_764_590_400_000)
+        requests.send(topic_name("executions.normal"), request["job_id"],
+                      encode("ExecutionRequest", request))  # fmt: skip
+    settings = WorkerSettings(bootstrap="memory", commit_interval_s=0.0)
+    consumer = MemoryConsumer(broker, lane_consumer_config(settings, "normal"))
+    sink = MemorySink(broker)
+    lane = PriorityLane(
+        "normal", settings, registry=builtin_registry(), sink=sink, cancels=CancelRegistry(),
+        heartbeats=HeartbeatScheduler(clock),
+        dead_letters=None,  # type: ignore[arg-type]  # every record decodes
+        clock=clock, on_fatal=print, consumer=consumer,  # type: ignore[arg-type]
+    )  # fmt: skip
+    lane.subscribe()
+
+    def drive() -> None:
+        for _ in range(10 * executions):  # bounded: each turn takes up to a batch
+            if sink.events >= 2 * executions:
+                return
+            lane.step()
+
+    started = time.thread_time()
+    if profiler is not None:
+        profiler.runcall(drive)
+    else:
+        drive()
+    cpu_us = (time.thread_time() - started) / executions * 1e6
+    assert sink.events == 2 * executions, (sink.events, executions)
+    return cpu_us
+
+
 def lane_for(records: list[Record], sink: Any) -> tuple[PriorityLane, ListConsumer]:
     clock = SystemClock()
     consumer = ListConsumer(records)
@@ -195,16 +262,23 @@ def run(executions: int, sink_kind: str, profiler: cProfile.Profile | None = Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--executions", type=int, default=20_000)
-    parser.add_argument("--sink", choices=("ack", "producer"), default="ack")
+    parser.add_argument("--sink", choices=("ack", "producer", "memory"), default="ack",
+                        help="memory: the in-memory Kafka tier, consumer and topics too")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    run(2000, args.sink)  # warm: the schema registry, the codec's layout check
-    figures = [run(args.executions, args.sink) for _ in range(args.repeat)]
+
+    def once(profiler: cProfile.Profile | None = None, executions: int = args.executions) -> float:
+        if args.sink == "memory":
+            return memory_run(executions, profiler)
+        return run(executions, args.sink, profiler)
+
+    once(executions=2000)  # warm: the schema registry, the codec's layout check
+    figures = [once() for _ in range(args.repeat)]
     print(f"{args.sink}: CPU µs per execution " + " / ".join(f"{f:.1f}" for f in figures))
     if args.profile:
         profiler = cProfile.Profile()
-        run(args.executions, args.sink, profiler)
+        once(profiler)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
