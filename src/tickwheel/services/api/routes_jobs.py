@@ -74,8 +74,10 @@ PAUSE_REASON_LABEL = "tickwheel/paused-reason"
 IMMUTABLE = ("jobId", "tenantId", "version", "createdAt", "updatedAt")
 
 
-def backend(request: Request) -> Backend:
-    """The app's backend, narrowed to the tenant of the request's key (set by the door)."""
+async def backend(request: Request) -> Backend:
+    """The app's backend, narrowed to the tenant of the request's key (set by the door).
+    Async: it does no I/O, and a sync dependency costs a thread-pool hop per request
+    (~0.27 ms of CPU on this machine, decision 0139)."""
     value: Backend = request.app.state.backend
     principal = getattr(request.state, "principal", None)
     if principal is None:
