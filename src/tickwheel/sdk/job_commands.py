@@ -284,6 +284,7 @@ class WritePath:
     def writer(self) -> JobCommandWriter:
         if self._writer is None:
             self._writer = JobCommandWriter(self.bootstrap, clock=self.clock, wait_s=self.wait_s)
+        self._writer.wait_s = self.wait_s  # a caller may change how long it waits
         return self._writer
 
     def status(self, command_id: str) -> Verdict | str | None:

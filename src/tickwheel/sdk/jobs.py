@@ -20,8 +20,8 @@ so `expected_version` holds across every writer (two writers that read v3 cannot
 v4). `write_path` (or `TICKWHEEL_JOB_WRITES`) chooses: `commands`; `direct` (publish to
 `jobs.definitions` with the check made here, last writer wins: for a cluster where no judge
 runs); `auto`, the default: commands when the judge's consumer group has a member, else
-direct. A verdict that does not come within `wait_s` raises `VerdictPending` (the command
-will still be judged).
+direct. A verdict that does not come within `wait_s` (30 s; a judge restoring its partitions
+after a start answers late) raises `VerdictPending` (the command will still be judged).
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ class JobsClient:
         bootstrap: str | None = None,
         clock: Clock | None = None,
         write_path: str | None = None,
-        wait_s: float = 5.0,
+        wait_s: float = 30.0,
     ) -> None:
         self.bootstrap = bootstrap
         self.clock = clock or SystemClock()

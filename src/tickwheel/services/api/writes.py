@@ -33,6 +33,7 @@ from tickwheel.sdk.job_commands import Verdict
 
 # Locks striped by job id: bounded memory, and writes to different jobs rarely share one.
 WRITE_STRIPES = 256
+VERDICT_WAIT_S = 5.0
 
 
 @dataclass
@@ -68,6 +69,8 @@ class AckedJobsClient(CataloguedJobsClient):
         catalogue: DefinitionCatalogue | None = None,
     ) -> None:
         super().__init__(bootstrap, clock, catalogue or SharedEndsCatalogue(bootstrap))
+        # A request does not wait long: a late verdict is a 202 and its status resource.
+        self.writes.wait_s = VERDICT_WAIT_S
         self._producer_lock = threading.Lock()
         self._stripes = [threading.Lock() for _ in range(WRITE_STRIPES)]
 
