@@ -20,9 +20,9 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:/-]{1,200}$")
 
 
-def check_table(table: str) -> None:
+def check_table(table: str, what: str = "table") -> None:
     if not IDENTIFIER.match(table):
-        raise HistoryStoreError(f"{table!r} is not a table name (letters, digits, _)")
+        raise HistoryStoreError(f"{table!r} is not a {what} name (letters, digits, _)")
 
 
 def insert_settings(dedup_token: str | None) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def encoded_statement(
     """`INSERT INTO table (columns) SETTINGS ... SELECT select FROM source`."""
     check_table(table)
     for column in columns:
-        check_table(column)
+        check_table(column, "column")
     if dedup_token is not None and not _TOKEN.match(dedup_token):
         raise HistoryStoreError(f"{dedup_token!r} is not a deduplication token (A-Z a-z 0-9 _.:/-)")
     settings = ", ".join(
@@ -121,8 +121,8 @@ def insert_encoded_body(
     dedup_token: str | None,
 ) -> None:
     """A ClickHouse server: the records travel as the request's body (`input()`)."""
+    check_table(input_format, "format")
     source = f"input({_quote(structure)}) FORMAT {input_format}"
-    check_table(input_format)
     statement = encoded_statement(table, columns, select, source, dedup_token)
     try:
         writer.command(statement, data=data)
