@@ -39,6 +39,9 @@ from tickwheel.ports.history import HistoryStoreError, QueryResult
 class _ClientHistoryStore:
     """`HistoryStore` over a writer and a read-only reader clickhouse-connect client."""
 
+    #: How encoded records reach the engine: a server reads them as the request's body.
+    _encoded_insert = staticmethod(insert_encoded_body)
+
     def __init__(
         self,
         writer: Client,
@@ -133,22 +136,8 @@ class _ClientHistoryStore:
         value per field (decision 0123)."""
         self._check_open()
         with self._write_lock:
-            self._insert_encoded(table, columns, select, structure, data, input_format,
-                                 dedup_token)  # fmt: skip
-
-    def _insert_encoded(
-        self,
-        table: str,
-        columns: Sequence[str],
-        select: str,
-        structure: str,
-        data: bytes,
-        input_format: str,
-        dedup_token: str | None,
-    ) -> None:
-        insert_encoded_body(
-            self._writer, table, columns, select, structure, data, input_format, dedup_token
-        )
+            self._encoded_insert(self._writer, table, columns, select, structure, data,
+                                 input_format, dedup_token)  # fmt: skip
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Run one read-only statement on the reader session; bind `{name:Type}` params."""
@@ -200,6 +189,9 @@ class ChdbHistoryStore(_ClientHistoryStore):
     are fine (they share the engine); a second process, or a second directory in this
     process, gets `HistoryStoreBusy`. Other processes read through the owner (issue 6).
     """
+
+    #: The engine is in this process: it reads encoded records from a spooled file.
+    _encoded_insert = staticmethod(insert_encoded_file)
 
     def __init__(
         self,
@@ -276,20 +268,6 @@ class ChdbHistoryStore(_ClientHistoryStore):
             reader.close()
             raise
         return reader
-
-    def _insert_encoded(
-        self,
-        table: str,
-        columns: Sequence[str],
-        select: str,
-        structure: str,
-        data: bytes,
-        input_format: str,
-        dedup_token: str | None,
-    ) -> None:
-        insert_encoded_file(
-            self._writer, table, columns, select, structure, data, input_format, dedup_token
-        )
 
     def _after_close(self) -> None:
         _embedded.release(self._directory)
