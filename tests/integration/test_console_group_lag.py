@@ -2,7 +2,8 @@
 operations panel): a worker group that committed part of what was written is behind by exactly
 the rest; a record of a transaction still open is owed to no one yet (the end is the last
 stable offset) and a transaction's commit marker is no record owed; a group whose members left keeps its committed offsets and lag; and the
-operations page states that lag, read through the admin client, not canned."""
+operations page states that lag, read through the admin client, not canned; the watchdog's
+records behind its checkpoint count records too."""
 
 from __future__ import annotations
 
@@ -168,3 +169,34 @@ def test_the_operations_page_shows_the_worker_groups_lag_from_the_broker(
 def development_mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("TICKWHEEL_API_AUTH", "off")
     yield
+
+
+def test_the_watchdogs_records_behind_count_records_not_transaction_markers(
+    kafka_bootstrap: str, group: str
+) -> None:
+    from tickwheel.adapters.avro import encode
+    from tickwheel.adapters.kafka.broker_clients import KafkaPartitionReader
+    from tickwheel.adapters.kafka.producer import EventProducer
+    from tickwheel.services.api.console.operations import watchdog_lag
+    from tickwheel.services.watchdog.records import CHECKPOINT_KEY, checkpoint_record
+
+    topic = topic_name("executions.events")
+    writer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{group}-wd"})
+    writer.init_transactions(30)
+    for n in range(3):  # records at 0, 2, 4; each transaction's marker after it (end 6)
+        writer.begin_transaction()
+        writer.produce(topic, value=f"e{n}".encode(), partition=0)
+        writer.commit_transaction(30)
+    reader = KafkaPartitionReader(kafka_bootstrap, timeout=30)
+    state = EventProducer(kafka_bootstrap)
+    try:
+        assert reader.watermarks(topic, 0)[1] == 6
+        for position, behind in ((3, 1), (5, 0), (0, 3)):
+            record = checkpoint_record({f"{topic}:0": position}, 1_000, 2_000)
+            state.send(topic_name("watchdog.state"), CHECKPOINT_KEY, encode("Alert", record))
+            state.flush()
+            # Flushed (acknowledged), so the newest checkpoint on the partition is this one.
+            found = watchdog_lag(reader, 3_000, kafka_bootstrap)
+            assert found is not None and found["records_behind"] == behind, (position, found)
+    finally:
+        reader.close()

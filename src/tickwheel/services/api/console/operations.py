@@ -158,8 +158,11 @@ def consumer_groups(
     return workers, services
 
 
-def watchdog_lag(reader: Any, now_ms: int) -> dict[str, Any] | None:
+def watchdog_lag(reader: Any, now_ms: int, bootstrap: str | None = None) -> dict[str, Any] | None:
+    """The watchdog's checkpoint against its inputs' ends: records, not offsets (a small gap
+    is read and counted, as a group's lag is: transaction markers are no records)."""
     from tickwheel.adapters.avro import decode
+    from tickwheel.adapters.kafka.groups import EXACT_GAP, readable_records
     from tickwheel.topology import topic_name
 
     record, _ = _last_record(reader, topic_name("watchdog.state"), 0, "__checkpoint__")
@@ -167,10 +170,16 @@ def watchdog_lag(reader: Any, now_ms: int) -> dict[str, Any] | None:
         return None
     checkpoint = decode(record.value, "Alert")[1]
     details = json.loads(checkpoint.get("details") or "{}")
-    behind = 0
+    gaps: dict[tuple[str, int], tuple[int, int]] = {}
     for position, offset in (details.get("offsets") or {}).items():
         topic, _, partition = str(position).rpartition(":")
-        behind += max(0, reader.watermarks(topic, int(partition))[1] - int(offset))
+        end = reader.watermarks(topic, int(partition))[1]
+        if end > int(offset):
+            gaps[(topic, int(partition))] = (int(offset), end)
+    small = {tp: gap for tp, gap in gaps.items() if gap[1] - gap[0] <= EXACT_GAP}
+    counted = readable_records(bootstrap, small, ADMIN_TIMEOUT_S)
+    behind = sum(len(counted[tp]) if tp in counted else end - start
+                 for tp, (start, end) in gaps.items())  # fmt: skip
     watermark = details.get("watermark")
     last = int(checkpoint["event_time"])
     return {"watermark": watermark, "last_transaction": last, "records_behind": behind,
@@ -210,7 +219,7 @@ def read_operations(b: Backend) -> Operations:
             found.problems.append(_unread("timer partitions", exc))
         found.worker_groups, found.service_groups = consumer_groups(groups)
         try:
-            found.watchdog = watchdog_lag(reader, now)
+            found.watchdog = watchdog_lag(reader, now, b.bootstrap)
         except Exception as exc:
             found.problems.append(_unread("the watchdog's checkpoint", exc))
     finally:
