@@ -5,7 +5,8 @@ an end offset per read (`TICKWHEEL_API_READ_WINDOW_MS=0`, decision 0070's rule a
 read in interleaved rounds from the same client threads; each round also times a no-op route
 (`/healthz`) on the same server, the raw figure the ratio is taken to; the API processes' CPU
 per read from /proc. `profile_reads`: the read path's stages timed in-process (the app through
-the ASGI test client, every thread), to say where a read's time goes.
+the ASGI test client, every thread), to say where a read's time goes. `framework_costs`:
+FastAPI's own layers' CPU per request (`--framework N`).
 
 Prints, and appends to bench/reports/api-reads.md. Figures, never pass/fail.
 Run: `.venv/bin/python bench/bench_api_reads.py [--reads N] [--rounds R] [--concurrency C]
@@ -184,14 +185,90 @@ def profile_reads(count: int, concurrency: int) -> None:
                       f"{percentile(values, 0.99):>8.3f}")  # fmt: skip
 
 
+def framework_costs(count: int) -> None:
+    """CPU per request of FastAPI's own layers, on a one-route app called as ASGI in this
+    process (no HTTP, no broker): each `app.middleware("http")` layer, a sync dependency
+    (a thread-pool hop), a sync route (another): what every API request pays before a route
+    runs, beside what the route does."""
+    import asyncio
+
+    from fastapi import Depends, FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    def make(layers: int, sync_dependency: bool, sync_route: bool) -> FastAPI:
+        app = FastAPI()
+
+        def given_sync(request: Request) -> int:
+            return 1
+
+        async def given_async(request: Request) -> int:
+            return 1
+
+        given = Depends(given_sync if sync_dependency else given_async)
+        if sync_route:
+
+            @app.get("/x")
+            def sync_x(d: int = given) -> JSONResponse:
+                return JSONResponse({"a": d})
+        else:
+
+            @app.get("/x")
+            async def async_x(d: int = given) -> JSONResponse:
+                return JSONResponse({"a": d})
+
+        for _ in range(layers):
+
+            async def passing(request: Request, call_next: Any) -> Any:
+                return await call_next(request)
+
+            app.middleware("http")(passing)
+        return app
+
+    async def cpu_per_request(app: FastAPI) -> float:
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "GET", "path": "/x", "raw_path": b"/x", "query_string": b"",
+                 "headers": [], "scheme": "http", "server": ("127.0.0.1", 80),
+                 "client": ("127.0.0.1", 1), "root_path": ""}  # fmt: skip
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: Any) -> None:
+            pass
+
+        for _ in range(50):
+            await app(dict(scope), receive, send)
+        started = time.process_time()
+        for _ in range(count):
+            await app(dict(scope), receive, send)
+        return (time.process_time() - started) / count * 1e6
+
+    print(f"load {os.getloadavg()[0]:.1f}")
+    for layers, sync_dependency, sync_route in ((0, False, False), (1, False, False),
+                                                (2, False, False), (0, True, False),
+                                                (0, True, True), (2, True, True)):  # fmt: skip
+        cpu = asyncio.run(cpu_per_request(make(layers, sync_dependency, sync_route)))
+        print(f"middleware layers {layers}, sync dependency {sync_dependency}, sync route "
+              f"{sync_route}: {cpu:,.0f} µs CPU a request")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument(
+        "--framework",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only FastAPI's own layers' CPU per request, N requests each",
+    )
     args = parser.parse_args()
-    if args.profile:
+    if args.framework:
+        framework_costs(args.framework)
+    elif args.profile:
         profile_reads(args.profile, args.concurrency)
     else:
         compare_reads(args.reads, args.concurrency, args.rounds)
