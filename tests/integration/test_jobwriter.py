@@ -135,6 +135,10 @@ def test_a_keyed_create_is_recorded_with_the_job_and_replayed_by_a_fresh_api(
     records = [decode(r.value or b"", "IdempotencyRecord")[1]
                for r in read_to_end(topic_name("api.idempotency"), None, kafka_bootstrap)]  # fmt: skip
     assert [(r["idempotency_key"], r["status"]) for r in records] == [("create-keyed", 201)]
+    held = first.post("/v1/jobs", json={**SEED_CRON, "jobId": "keyed"},
+                      headers={"Idempotency-Key": "create-keyed"})  # fmt: skip
+    assert (held.status_code, held.headers["idempotent-replayed"]) == (201, "true")
+    assert held.json() == answer.json()  # the same instance, before its view reads it back
     restarted = api(token)  # a fresh instance reads api.idempotency at start
     replay = restarted.post("/v1/jobs", json={**SEED_CRON, "jobId": "keyed"},
                             headers={"Idempotency-Key": "create-keyed"})  # fmt: skip

@@ -85,3 +85,18 @@ def test_a_route_answers_a_late_write_with_202_and_its_status_resource() -> None
     assert response.headers["location"] == "/v1/job-commands/c-1"
     assert json.loads(response.body) == {"commandId": "c-1", "jobId": "nightly",
                                          "status": "pending"}  # fmt: skip
+
+
+def test_jobs_client_takes_back_the_record_it_returns() -> None:
+    """One shape (issue 10 item 6): a record as `get` returns it is a valid `create` body."""
+    from tickwheel.sdk.jobs import as_spec, validate_job
+
+    spec = {"jobId": "shape", "type": "http", "cron": "0 3 * * *", "timezone": "Europe/London",
+            "payload": {"url": "https://8.8.8.8/hook"}, "startAt": "2030-01-01T00:00:00Z",
+            "labels": {"team": "a"}}  # fmt: skip
+    record = validate_job(spec, 1_800_000_000_000)
+    again = validate_job(as_spec(record), 1_800_000_000_000)
+    assert {k: v for k, v in again.items() if k != "updatedAt"} == {
+        k: v for k, v in record.items() if k != "updatedAt"
+    }
+    assert as_spec(spec) is spec  # a spec is taken as it is
