@@ -9,21 +9,13 @@ from dataclasses import dataclass, field
 from tickwheel.adapters.kafka.config import bootstrap_servers
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
+
+# The orchestrator's reader of a whole-number variable (one line naming it when it is bad).
+from tickwheel.services.orchestrator.settings import _int
 from tickwheel.topology import topic_name
 
 TTL_VAR = "TICKWHEEL_JOBWRITER_COMMAND_TTL"
 DEFAULT_TTL = "10m"
-
-
-def _int(name: str, default: str, minimum: int = 1) -> int:
-    text = os.environ.get(name, default)
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise InvalidInput(name, f"{text!r} is not a whole number of at least {minimum}")
-    return value
 
 
 def _ttl_ms() -> int:
