@@ -8,11 +8,9 @@ Definitions are validated by the scheduling core before anything is published; e
 increments the job's `version`; delete publishes a tombstone. Trigger-now and backfill are
 commands to the timer that owns the job (`timers.commands`), never a second scheduler.
 
-**One shape.** Every method takes and returns the stored definition's shape: the camelCase
-`JobDefinition` record (`jobId`, `version`, `payload` as JSON text, instants as epoch ms), as
-`get` and `list` return it. `create` and `update` take a JSON spec (the `POST /jobs` body:
-`payload` an object, instants ISO 8601 or epoch ms) and return the record they wrote;
-`definition_to_spec(record)` turns a record back into a spec.
+**One shape** (decision 0127): every method returns the stored `JobDefinition` record
+(camelCase, `payload` as JSON text, instants as epoch ms), as `get` returns it; `create` and
+`update` take that record back, or a JSON spec (the `POST /jobs` body).
 
 **Creates, updates and deletes are judged by the single writer** (docs/decisions/0099,
 0126): a command on `jobs.commands`, answered by the judge that owns the job's partition,
