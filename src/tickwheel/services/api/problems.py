@@ -26,6 +26,7 @@ from tickwheel.adapters.kafka.reader import ReadTimedOut
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.history import ExecutionNotFound
 from tickwheel.ports.history import HistoryStoreError
+from tickwheel.sdk.job_commands import VerdictPending
 from tickwheel.sdk.jobs import JobExists, UnknownJob
 from tickwheel.sdk.workflows import IncompatibleDefinition, UnknownWorkflow
 
@@ -149,6 +150,16 @@ def from_exception(exc: Exception) -> Problem:
         return Problem(409, "job-exists", str(exc), jobId=exc.job_id)
     if isinstance(exc, InvalidInput):
         return invalid_input(exc)
+    if isinstance(exc, VerdictPending):  # written and being judged (a console form, a route
+        # without its own 202): say so, with the command to ask about, never a 500.
+        return Problem(
+            202,
+            "verdict-pending",
+            f"the job writer has not answered yet (command {exc.command_id}); it will be "
+            "judged: reload in a moment",
+            commandId=exc.command_id,
+            headers={"Location": f"/v1/job-commands/{exc.command_id}", "Retry-After": "1"},
+        )
     retry = {"Retry-After": str(RETRY_AFTER_S)}
     # confluent_kafka's KafkaException is matched by name: only the Kafka adapter imports it.
     # ProduceFailed too: a write the broker did not acknowledge in time is not the caller's fault.
