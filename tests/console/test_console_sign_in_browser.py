@@ -121,6 +121,8 @@ def test_each_tenant_sees_only_its_own(stack: ConsoleStack, driver: Any) -> None
             page, watch = watched_page(browser)
             sign_in(page, stack.base, tokens[tenant])
             assert page.inner_text("#signed-in") == f"tenant {tenant}"
+            # No link to the operators' page, which answers a tenant's key 403 (below).
+            assert page.locator('nav a[href="/console/admin"]').count() == 0
             listed = [r.get_attribute("data-job") for r in page.locator("tr[data-job]").all()]
             assert listed == [f"{tenant}-nightly"]
             page.goto(f"{stack.base}/console/alerts")
@@ -154,6 +156,7 @@ def test_the_operators_issue_and_revoke_a_key_and_test_a_webhook(
     with chromium(driver) as browser:
         page, watch = watched_page(browser)
         sign_in(page, stack.base, operator)
+        assert page.locator('nav a[href="/console/admin"]').count() == 1
         page.goto(f"{stack.base}/console/admin")
         page.fill("#key-tenant", "initech")
         page.check('input[name="scope"][value="write"]')
