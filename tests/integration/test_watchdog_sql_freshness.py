@@ -5,6 +5,7 @@ caps stop, and one returning something that is not a time judge nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from tests.unit.core.test_watchdog_golden import QUICK, S, details, kinds, reque
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.adapters.clickhouse._limits import QueryLimits
 from tickwheel.core.watchdog import Observed, Transition, WatchdogState, evaluate
-from tickwheel.core.watchdog.freshness import queries, stale_outputs
+from tickwheel.core.watchdog.freshness import failed_queries, queries, stale_outputs
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.history.rows import Source, requested_event_row
 from tickwheel.services.watchdog.sql_freshness import SqlFreshnessProbe
@@ -41,6 +42,19 @@ def judged(job_id: str, sql: str) -> Observed:
     return Observed("definition", job_id, record)
 
 
+def ticker(state: WatchdogState, probe: SqlFreshnessProbe) -> Callable[[int], list[Transition]]:
+    """One service tick at `now`: the probe's round, then an evaluation with what it found
+    (stale outputs, and the queries that failed, decision 0135)."""
+
+    def tick(now: int) -> list[Transition]:
+        probe.refresh(queries(state.facts), now)
+        extra = [*failed_queries(state.facts, probe.failing),
+                 *stale_outputs(state.facts, probe.newest, now)]  # fmt: skip
+        return evaluate(state, now, QUICK, extra)[0]
+
+    return tick
+
+
 def test_a_stale_sql_output_opens_and_a_newer_row_resolves(tmp_path: Path) -> None:
     store = ChdbHistoryStore(tmp_path / "history", limits=QueryLimits(timeout_s=2))
     try:
@@ -48,13 +62,7 @@ def test_a_stale_sql_output_opens_and_a_newer_row_resolves(tmp_path: Path) -> No
         output_row(store, NOW - 20 * S)
         state = WatchdogState()
         state.apply(judged("report", NEWEST))
-        probe = SqlFreshnessProbe(every_ms=1, open_reader=lambda: store)
-
-        def tick(now: int) -> list[Transition]:
-            probe.refresh(queries(state.facts), now)
-            extra = list(stale_outputs(state.facts, probe.newest, now))
-            return evaluate(state, now, QUICK, extra)[0]
-
+        tick = ticker(state, SqlFreshnessProbe(every_ms=1, open_reader=lambda: store))
         got = tick(NOW)
         assert kinds(got) == [("output_stale", "report", "opened")]
         opened = details(got[0])
@@ -105,7 +113,7 @@ def test_a_query_that_fails_is_an_alert_of_its_own_until_it_answers(tmp_path: Pa
     """Decision 0135: the failure is visible — one `freshness_query_failed` incident with the
     store's error as evidence, however many rounds it keeps failing — and it resolves once the
     same query answers (here: it throws while the writer has no row, answers once it has)."""
-    from tickwheel.core.watchdog.freshness import FAILED_KIND, failed_queries
+    from tickwheel.core.watchdog.freshness import FAILED_KIND
 
     sql = (f"SELECT max(event_time) FROM execution_events WHERE job_id = '{WRITER}' "
            "HAVING throwIf(count() = 0, 'no output row yet') = 0")  # fmt: skip
@@ -114,14 +122,7 @@ def test_a_query_that_fails_is_an_alert_of_its_own_until_it_answers(tmp_path: Pa
         store.migrate()
         state = WatchdogState()
         state.apply(judged("report", sql))
-        probe = SqlFreshnessProbe(every_ms=1, open_reader=lambda: store)
-
-        def tick(now: int) -> list[Transition]:
-            probe.refresh(queries(state.facts), now)
-            extra = list(failed_queries(state.facts, probe.failing))
-            extra += stale_outputs(state.facts, probe.newest, now)
-            return evaluate(state, now, QUICK, extra)[0]
-
+        tick = ticker(state, SqlFreshnessProbe(every_ms=1, open_reader=lambda: store))
         got = tick(NOW)
         assert kinds(got) == [(FAILED_KIND, got[0].incident.subject, "opened")]
         evidence = details(got[0])
