@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tickwheel.adapters.kafka.admin import PROBE_TIMEOUT_S
 from tickwheel.stack.broker import free_port
 
 pytestmark = pytest.mark.acceptance
 
-BOUND_S = 10.0
 VERBS = [
     ("jobs", "list"),
     ("jobs", "get", "some-job"),
@@ -43,11 +43,23 @@ def run_cli(
     return result, time.monotonic() - started
 
 
+def startup_s(home: Path) -> float:
+    """What a verb that needs no broker takes on this machine now (interpreter, imports)."""
+    _, elapsed = run_cli(
+        home, "schedule", "preview", "--cron", "0 9 * * *", bootstrap="127.0.0.1:1"
+    )
+    return elapsed
+
+
 def assert_one_clear_line(
-    result: subprocess.CompletedProcess[str], elapsed: float, address: str
+    result: subprocess.CompletedProcess[str], elapsed: float, address: str, home: Path
 ) -> str:
     assert result.returncode == 1, (result.returncode, result.stderr)
-    assert elapsed <= BOUND_S, f"took {elapsed:.1f}s"
+    # Fast means the broker probe's own deadline, not the client's retries until it is
+    # killed; what the interpreter and imports take under this machine's load comes on top
+    # (measured now, so a loaded machine does not fail the promise and a hang still does).
+    bound = PROBE_TIMEOUT_S + 2 * startup_s(home) + 1.0
+    assert elapsed <= bound, f"took {elapsed:.1f}s, bound {bound:.1f}s"
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     line = lines[0]
@@ -61,7 +73,7 @@ def assert_one_clear_line(
 def test_a_closed_port_fails_fast_with_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     result, elapsed = run_cli(tmp_path, *args, bootstrap=address)
-    line = assert_one_clear_line(result, elapsed, address)
+    line = assert_one_clear_line(result, elapsed, address, tmp_path)
     assert "Connection refused" in line
 
 
@@ -77,7 +89,7 @@ def test_without_the_variable_the_running_stacks_recorded_address_is_tried(
         json.dumps({"supervisor_pid": os.getpid(), "bootstrap_servers": address, "processes": []})
     )
     result, elapsed = run_cli(tmp_path, "jobs", "list", bootstrap=None)
-    line = assert_one_clear_line(result, elapsed, address)
+    line = assert_one_clear_line(result, elapsed, address, tmp_path)
     assert "running local stack" in line
 
 

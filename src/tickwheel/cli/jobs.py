@@ -105,11 +105,10 @@ def _print(document: Any) -> None:
 def _read_document(args: argparse.Namespace) -> Any:
     """The JSON object given by --definition or --file (`-`: standard input), or InvalidInput."""
     if args.definition is not None:
-        text, flag = args.definition, "--definition"
+        text = args.definition
     elif args.file == "-":
-        text, flag = sys.stdin.read(), "--file"
+        text = sys.stdin.read()
     else:
-        flag = "--file"
         try:
             with open(args.file, encoding="utf-8") as handle:
                 text = handle.read()
@@ -127,7 +126,9 @@ def _read_document(args: argparse.Namespace) -> Any:
             f'not valid JSON ({exc}); accepted: a JSON object, e.g. {{"type": "noop", ...}}',
         ) from None
     if not isinstance(document, dict):
-        raise InvalidInput(flag, f"a JSON {type(document).__name__}; accepted: a JSON object")
+        raise InvalidInput(
+            "definition", f"a JSON {type(document).__name__}; accepted: a JSON object"
+        )
     return document
 
 
