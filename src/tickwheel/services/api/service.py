@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import logging
 import os
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.services.api.door import auth_mode
+from tickwheel.services.environment import service_parser
 from tickwheel.services.shutdown import (
     KAFKA_BUDGET_S,
     ShutdownDeadline,
@@ -47,7 +47,7 @@ class ApiSettings:
 
 
 def _parse(argv: list[str] | None) -> ApiSettings:
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.api")
+    parser = service_parser("tickwheel.services.api")
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "api"))
     parser.add_argument("--host", help="address to listen on (TICKWHEEL_API_HOST; 127.0.0.1)")
     parser.add_argument("--port", help="port to listen on (TICKWHEEL_API_PORT; 8780)")

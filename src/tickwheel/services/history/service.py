@@ -8,7 +8,6 @@ so the CLI and the API read through it instead of opening the directory.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import os
@@ -25,6 +24,7 @@ from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.history import OwnerInfo, remove_owner, write_owner
 from tickwheel.logs import configure_logging
+from tickwheel.services.environment import service_parser
 from tickwheel.services.history.endpoint import QueryEndpoint
 from tickwheel.services.history.metrics import HistoryMetrics
 from tickwheel.services.history.settings import (
@@ -175,8 +175,8 @@ class HistoryService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m tickwheel.services.history",
+    parser = service_parser(
+        "tickwheel.services.history",
         description=(
             "The history sink: every event topic into ClickHouse (embedded chDB, or a server "
             f"with CLICKHOUSE_URL), offsets committed after the insert. {CRASH_VAR} is a test "

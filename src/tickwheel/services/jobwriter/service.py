@@ -273,11 +273,10 @@ class JobWriterService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
-
     from tickwheel.adapters.kafka.broker_clients import BrokerClients
+    from tickwheel.services.environment import service_parser
 
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.jobwriter")
+    parser = service_parser("tickwheel.services.jobwriter")
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "jobwriter"),
                         help="this instance's name in the group (env TICKWHEEL_INSTANCE)")  # fmt: skip
     args = parser.parse_args(argv)

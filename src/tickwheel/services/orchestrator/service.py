@@ -386,9 +386,9 @@ class OrchestratorService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
+    from tickwheel.services.environment import service_parser
 
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.orchestrator")
+    parser = service_parser("tickwheel.services.orchestrator")
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "orchestrator"),
                         help="this instance's name in the group (env TICKWHEEL_INSTANCE)")  # fmt: skip
     args = parser.parse_args(argv)

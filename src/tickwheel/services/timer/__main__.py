@@ -16,9 +16,9 @@ log = logging.getLogger("tickwheel.timer")
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
+    from tickwheel.services.environment import service_parser
 
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.timer")
+    parser = service_parser("tickwheel.services.timer")
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "timer"))
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))

@@ -330,9 +330,9 @@ class WatchdogService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
+    from tickwheel.services.environment import service_parser
 
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.watchdog")
+    parser = service_parser("tickwheel.services.watchdog")
     parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "watchdog"))
     args = parser.parse_args(argv)
     configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))

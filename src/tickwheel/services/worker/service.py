@@ -17,6 +17,7 @@ from tickwheel.jobtypes import builtin_registry
 from tickwheel.logs import configure_logging
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
+from tickwheel.services.environment import service_parser
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
@@ -143,8 +144,8 @@ class WorkerService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m tickwheel.services.worker",
+    parser = service_parser(
+        "tickwheel.services.worker",
         description="A tickwheel worker: runs execution requests with the registered handlers.",
     )
     add_worker_arguments(parser)
