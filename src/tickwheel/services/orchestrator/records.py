@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.core.timer.workflow_steps import STEP_KEY_PREFIX
 from tickwheel.core.workflow import (
     CancelExecution,
     CancelTimer,
@@ -36,7 +37,6 @@ from tickwheel.core.workflow import (
     WorkflowState,
 )
 from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
-from tickwheel.services.timer.workflow_steps import STEP_KEY_PREFIX
 
 CHECKPOINT_PREFIX = "__partition__/"
 # Built once: json.dumps with keyword arguments builds an encoder per call, and every event,
