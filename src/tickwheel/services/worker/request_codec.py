@@ -12,7 +12,7 @@ that is not UTF-8, a record that ends early or runs on). Anything else goes to t
 decoder, which decodes it (an older version, through schema resolution) or refuses it with
 its reason (`UndecodableRecord`). The layout is checked against the registry's current
 schema when first used: a new version with other fields turns the fast path off until this
-module is taught it (`tests/unit/test_worker_request_codec.py` fails first; decision 0117).
+module is taught it (`tests/unit/services/worker/test_worker_request_codec.py` fails first; decision 0117).
 """
 
 from __future__ import annotations
@@ -95,6 +95,9 @@ def _long(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         z |= (byte & 0x7F) << shift
         if byte < 0x80:
+            # A tenth byte can carry bits past the 64th; the generic decoder reads into 64
+            # bits and drops them, so this reader does too.
+            z &= 0xFFFF_FFFF_FFFF_FFFF
             return (z >> 1) ^ -(z & 1), pos
         shift += 7
         if shift > 63:
