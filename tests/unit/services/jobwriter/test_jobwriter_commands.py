@@ -1,0 +1,102 @@
+"""The writer's side of the single writer on the in-memory Kafka (decision 0126): a command's
+verdict reaches the writer that sent it (and only that one); a late verdict raises
+`VerdictPending` with the command's id and is still recorded for its status resource; a
+route answers such a write with a 202 pointing at `/v1/job-commands/{id}`."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from tests.unit.services.jobwriter.test_jobwriter import Cluster
+from tickwheel.sdk.job_commands import JobCommandWriter, Verdict, VerdictPending
+from tickwheel.services.api.routes_job_commands import answers_pending
+
+
+def drive(cluster: Cluster, stop: threading.Event) -> threading.Thread:
+    service = cluster.judge()
+
+    def run() -> None:
+        for _ in range(20_000):  # bounded: a few seconds at most
+            if stop.is_set():
+                break
+            service.step()
+            service.settle()
+            stop.wait(0.001)
+        service.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_each_writer_gets_its_own_verdicts() -> None:
+    cluster = Cluster()
+    stop = threading.Event()
+    judge = drive(cluster, stop)
+    first = JobCommandWriter(clients=cluster.clients, clock=cluster.clock, wait_s=10)
+    second = JobCommandWriter(clients=cluster.clients, clock=cluster.clock, wait_s=10)
+    try:
+        created = first.submit("create", "a", cluster.definition("a"))
+        assert (created.outcome, created.current_version) == ("created", 1)
+        assert created.definition is not None and created.definition["jobId"] == "a"
+        refused = second.submit("create", "a", cluster.definition("a"))
+        assert refused.outcome == "exists"
+        assert first.status(refused.command_id) is None  # not first's command
+        assert isinstance(second.status(refused.command_id), Verdict)
+    finally:
+        stop.set()
+        judge.join(30)
+        first.close()
+        second.close()
+
+
+def test_a_late_verdict_raises_pending_and_is_recorded_when_it_comes() -> None:
+    cluster = Cluster()
+    service = cluster.judge()  # restored, but not stepped while the writer waits
+    writer = JobCommandWriter(clients=cluster.clients, clock=cluster.clock, wait_s=0.05)
+    try:
+        with pytest.raises(VerdictPending) as late:
+            writer.submit("create", "late", cluster.definition("late"))
+        command_id = late.value.command_id
+        assert writer.status(command_id) == "pending"
+        for _ in range(500):  # bounded: the judge answers, the writer's follower reads it
+            service.step()
+            service.settle()
+            if isinstance(writer.status(command_id), Verdict):
+                break
+            threading.Event().wait(0.01)
+        verdict = writer.status(command_id)
+        assert isinstance(verdict, Verdict) and verdict.outcome == "created"
+    finally:
+        writer.close()
+        service.close()
+
+
+def test_a_route_answers_a_late_write_with_202_and_its_status_resource() -> None:
+    @answers_pending
+    def route() -> None:
+        raise VerdictPending("c-1", "nightly", 5.0)
+
+    response = route()
+    assert response.status_code == 202
+    assert response.headers["location"] == "/v1/job-commands/c-1"
+    assert json.loads(response.body) == {"commandId": "c-1", "jobId": "nightly",
+                                         "status": "pending"}  # fmt: skip
+
+
+def test_jobs_client_takes_back_the_record_it_returns() -> None:
+    """One shape (issue 10 item 6): a record as `get` returns it is a valid `create` body."""
+    from tickwheel.sdk.jobs import as_spec, validate_job
+
+    spec = {"jobId": "shape", "type": "http", "cron": "0 3 * * *", "timezone": "Europe/London",
+            "payload": {"url": "https://8.8.8.8/hook"}, "startAt": "2030-01-01T00:00:00Z",
+            "labels": {"team": "a"}}  # fmt: skip
+    record = validate_job(spec, 1_800_000_000_000)
+    again = validate_job(as_spec(record), 1_800_000_000_000)
+    assert {k: v for k, v in again.items() if k != "updatedAt"} == {
+        k: v for k, v in record.items() if k != "updatedAt"
+    }
+    assert as_spec(spec) is spec  # a spec is taken as it is
