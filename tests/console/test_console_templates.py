@@ -1,6 +1,6 @@
 """Every console template compiles, and the pure view-models of the pages added for dead
 letters and execution retries shape what they are given (the operations panel's are in
-`tests/unit/test_console_groups.py`)."""
+`tests/unit/services/api/console/test_console_groups.py`)."""
 
 from __future__ import annotations
 

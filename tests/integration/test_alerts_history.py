@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.core.test_watchdog_ack import ack
-from tests.unit.core.test_watchdog_golden import QUICK, T0, S, definition, healthy_run, run
+from tests.unit.core.watchdog.test_watchdog_ack import ack
+from tests.unit.core.watchdog.test_watchdog_golden import QUICK, T0, S, definition, healthy_run, run
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.core.watchdog import WatchdogState

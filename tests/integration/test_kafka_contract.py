@@ -1,6 +1,6 @@
 """The Kafka port's contract, producer side (consumer side: `test_kafka_contract_consumers.py`):
 the same assertions against the real local broker (here) and the in-memory broker
-(`tests/unit/test_memory_kafka_contract.py` runs these very functions with a memory `cluster`). This suite is what makes the fake trustworthy: a behaviour the services
+(`tests/unit/adapters/kafka/test_memory_kafka_contract.py` runs these very functions with a memory `cluster`). This suite is what makes the fake trustworthy: a behaviour the services
 rely on belongs here, checked against both, before a unit test may rely on the fake for it.
 
 Where the two differ on purpose it is timing only: the real broker delivers and rebalances

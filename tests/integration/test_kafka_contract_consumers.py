@@ -1,5 +1,5 @@
 """The Kafka port's contract, consumer side: groups, positions, watermarks and metadata, on the
-real local broker here and on the in-memory one in `tests/unit/test_memory_kafka_contract.py`.
+real local broker here and on the in-memory one in `tests/unit/adapters/kafka/test_memory_kafka_contract.py`.
 The harness (`cluster`, `drive`) and the rules it follows are in `test_kafka_contract.py`."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.core.test_watchdog_golden import QUICK, S, event, request
+from tests.unit.core.watchdog.test_watchdog_golden import QUICK, S, event, request
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.core.watchdog import Observed, WatchdogState, evaluate
 from tickwheel.sdk.jobs import validate_job

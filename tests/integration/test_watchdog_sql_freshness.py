@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.core.test_watchdog_golden import QUICK, S, details, kinds, request
+from tests.unit.core.watchdog.test_watchdog_golden import QUICK, S, details, kinds, request
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.adapters.clickhouse._limits import QueryLimits
 from tickwheel.core.watchdog import Observed, Transition, WatchdogState, evaluate

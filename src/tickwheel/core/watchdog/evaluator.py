@@ -7,7 +7,7 @@
 No clock is read here: the service passes the event-time watermark it computed from its
 inputs. The same inputs, folded before the same sequence of watermarks, give the same
 transitions; an input delivered twice, or in another order between two evaluations, changes
-nothing (tests/unit/core/test_watchdog_properties.py).
+nothing (tests/unit/core/watchdog/test_watchdog_properties.py).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ when the watermark reaches that time or its definition changes:
 
 The visit is a superset of the jobs the full scan raises anything for; the evaluation then
 applies the same per-job test as before to each job visited, in job id order, so its
-transitions are the full scan's (tests/unit/core/test_watchdog_wheel.py compares the two on
+transitions are the full scan's (tests/unit/core/watchdog/test_watchdog_wheel.py compares the two on
 random logs). Memory: one bucket entry per job (a reference, 8 B) — the job ids themselves
 are the table's. Decision 0133.
 """

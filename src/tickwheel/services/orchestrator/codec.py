@@ -8,7 +8,7 @@ union resolution per value) was the largest single cost of the fold path (decisi
 order, with the shared Avro primitives of `tickwheel.adapters.avro.binary` (the worker's and
 the timer's codecs use the same, decisions 0114 and 0116).
 
-The bytes are identical to `encode(name, record)` (`tests/unit/test_orchestrator_codec.py`,
+The bytes are identical to `encode(name, record)` (`tests/unit/services/orchestrator/test_orchestrator_codec.py`,
 hypothesis). The layouts are checked against the registry's current schemas on first use: a
 new version whose fields differ turns this module's fast path off for that record, which then
 goes through the generic encoder (slower, still correct) until this module is taught it (the

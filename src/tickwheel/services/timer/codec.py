@@ -7,7 +7,7 @@ the concatenation of its fields' encodings in schema order, with the Avro primit
 worker's codec (`services/worker/codec.py`, decision 0114) - shared, not copied.
 
 The bytes are identical to `encode("ExecutionRequest", ...)` / `records.encode_state(...)`
-(`tests/unit/test_timer_codec.py`, hypothesis). The layouts are checked against the registry's
+(`tests/unit/services/timer/test_timer_codec.py`, hypothesis). The layouts are checked against the registry's
 current schemas when first used: a new version whose fields differ turns the fast path off and
 every record goes through the generic encoder (slower, still correct) until this module is
 taught it (the layout test fails first). A record the fast path cannot write as written (an

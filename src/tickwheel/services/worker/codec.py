@@ -10,7 +10,7 @@ execution's cost (bench/reports/worker.md).
 The layout is Avro's binary encoding of the current `ExecutionEvent` schema, and it is checked
 against that schema when first used: a new schema version whose fields differ makes
 `fast_layout()` False and every event goes through the generic encoder until this module is
-taught the new layout (`tests/unit/test_worker_codec.py` fails first, and proves the bytes
+taught the new layout (`tests/unit/services/worker/test_worker_codec.py` fails first, and proves the bytes
 identical to `encode("ExecutionEvent", ...)`; decision 0114).
 """
 
