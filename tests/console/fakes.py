@@ -63,9 +63,11 @@ class MemoryJobs:
         self.get(job_id)
         del self.records[job_id]
 
-    def _command(self, job_id: str, kind: str, lo: int | None, hi: int | None) -> dict[str, Any]:
+    def _command(
+        self, job_id: str, kind: str, lo: int | None, hi: int | None, command_id: str | None = None
+    ) -> dict[str, Any]:
         self.get(job_id)
-        command = {"command_id": str(uuid.uuid4()), "job_id": job_id, "kind": kind,
+        command = {"command_id": command_id or str(uuid.uuid4()), "job_id": job_id, "kind": kind,
                    "requested_at": self._now(), "range_start": lo, "range_end": hi}  # fmt: skip
         self.commands.append(command)
         return command
@@ -73,8 +75,10 @@ class MemoryJobs:
     def trigger(self, job_id: str) -> dict[str, Any]:
         return self._command(job_id, "trigger", None, None)
 
-    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
-        return self._command(job_id, "backfill", from_ms, to_ms)
+    def backfill(
+        self, job_id: str, from_ms: int, to_ms: int, command_id: str | None = None
+    ) -> dict[str, Any]:
+        return self._command(job_id, "backfill", from_ms, to_ms, command_id)
 
 
 Answer = Callable[[Mapping[str, Any]], list[dict[str, Any]]]

@@ -169,6 +169,30 @@ def test_backfill_dry_run_counts_the_slots_and_sends_nothing(
     assert assert_problem(backwards, 422, "validation-error")["errors"][0]["pointer"] == "/to"
 
 
+def test_a_keyed_backfill_retried_after_its_answer_was_lost_names_the_same_command(
+    client: TestClient, jobs: JobsClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decision 0121 derives a backfill's executions from its command: a retry that made a new
+    # command would run every slot again. A keyed one's command comes from its key.
+    job_id = client.post("/v1/jobs", json={**SEED_CRON, "jobId": "refilled"}).json()["jobId"]
+    window = {"from": "2026-11-01T00:00:00Z", "to": "2026-11-03T00:00:00Z"}
+    keyed = {"Idempotency-Key": "refill-nov"}
+    first = client.post(f"/v1/jobs/{job_id}/backfill", json=window, headers=keyed)
+    assert first.status_code == 202, first.text
+    # The crash between the publish and the record: the store has no answer to replay.
+    store = client.app.state.door.idempotency  # type: ignore[attr-defined]
+    monkeypatch.setattr(store, "recorded", lambda slot: None)
+    again = client.post(f"/v1/jobs/{job_id}/backfill", json=window, headers=keyed)
+    assert again.status_code == 202, again.text
+    assert again.json()["commandId"] == first.json()["commandId"]
+    other = client.post(
+        f"/v1/jobs/{job_id}/backfill", json=window, headers={"Idempotency-Key": "refill-2"}
+    )
+    unkeyed = client.post(f"/v1/jobs/{job_id}/backfill", json=window)
+    commands = {first.json()["commandId"], other.json()["commandId"], unkeyed.json()["commandId"]}
+    assert len(commands) == 3  # another key, or none, is another backfill
+
+
 def test_pause_with_a_reason_resume_trigger_delete(client: TestClient, jobs: JobsClient) -> None:
     job_id = client.post("/v1/jobs", json={**SEED_CRON, "jobId": "lifecycle"}).json()["jobId"]
     paused = client.post(f"/v1/jobs/{job_id}/pause", json={"reason": "upstream outage"})

@@ -348,10 +348,14 @@ class JobsClient:
         self.get(job_id)
         return self._command(job_id, "trigger")
 
-    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
+    def backfill(
+        self, job_id: str, from_ms: int, to_ms: int, command_id: str | None = None
+    ) -> dict[str, Any]:
         """Ask the owning timer to emit every slot of the job's schedule in (from, to], each with
         its own period, as an execution of its own: its execution_id derives from this command
-        and the slot (decision 0121), so rerunning a slot that ran is a new run, not a merge."""
+        and the slot (decision 0121), so rerunning a slot that ran is a new run, not a merge.
+        `command_id` (default: a new one) names the command: a caller retrying the same request
+        passes the same id, and the timer emits the same executions again, not new ones."""
         if to_ms <= from_ms:
             raise InvalidInput("to", "must be after --from")
         current = self.get(job_id)
@@ -368,13 +372,18 @@ class JobsClient:
                 f"the range holds more than {MAX_BACKFILL} slots of {job_id!r}'s schedule; "
                 "accepted: at most that many (split the range into several backfills)",
             )
-        return self._command(job_id, "backfill", from_ms, to_ms)
+        return self._command(job_id, "backfill", from_ms, to_ms, command_id)
 
     def _command(
-        self, job_id: str, kind: str, from_ms: int | None = None, to_ms: int | None = None
+        self,
+        job_id: str,
+        kind: str,
+        from_ms: int | None = None,
+        to_ms: int | None = None,
+        command_id: str | None = None,
     ) -> dict[str, Any]:
         command = {
-            "command_id": str(uuid.uuid4()),
+            "command_id": command_id or str(uuid.uuid4()),
             "job_id": job_id,
             "kind": kind,
             "requested_at": self._now_ms(),

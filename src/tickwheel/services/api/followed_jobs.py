@@ -105,8 +105,10 @@ class FollowedJobs:
     def trigger(self, job_id: str) -> dict[str, Any]:
         return self.writer.trigger(job_id)
 
-    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
-        return self.writer.backfill(job_id, from_ms, to_ms)
+    def backfill(
+        self, job_id: str, from_ms: int, to_ms: int, command_id: str | None = None
+    ) -> dict[str, Any]:
+        return self.writer.backfill(job_id, from_ms, to_ms, command_id)
 
     def __getattr__(self, name: str) -> Any:
         # The write path's other calls (a command's status, decision 0099's judge) are the

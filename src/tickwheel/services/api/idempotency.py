@@ -48,11 +48,19 @@ NOT_KEPT = {401, 403, 409, 413, 429}
 # Answers the judge recorded, held here until the view has read them back (every 2 s).
 HELD_ANSWERS = 10_000
 _JOB_NAMESPACE = uuid.UUID("6c1f7a52-9a8e-4f5e-b1a4-2d8f0e3c9b71")
+_COMMAND_NAMESPACE = uuid.UUID("0b7d3f4e-51c2-4a8e-9d6b-3e2f1a7c8d90")
 
 
 def derived_job_id(tenant_id: str, key: str) -> str:
     """The job id of a keyed create that names none: the same for every retry."""
     return f"job-{uuid.uuid5(_JOB_NAMESPACE, tenant_id + chr(31) + key)}"
+
+
+def derived_command_id(slot: str) -> str:
+    """The timer command of a keyed request (`tenant/key`): the same for every retry, so a
+    backfill retried after the API lost its answer (a crash between the publish and the
+    record) names the same executions again (decision 0121) instead of running them twice."""
+    return str(uuid.uuid5(_COMMAND_NAMESPACE, slot))
 
 
 def canonical_path(path: str) -> str:

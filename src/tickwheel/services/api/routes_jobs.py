@@ -22,7 +22,7 @@ from tickwheel.errors import InvalidInput
 from tickwheel.sdk.jobs import JobExists
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.calendars import compile_job, uses_calendar
-from tickwheel.services.api.idempotency import derived_job_id
+from tickwheel.services.api.idempotency import derived_command_id, derived_job_id
 from tickwheel.services.api.keys import DEFAULT_TENANT
 from tickwheel.services.api.models import (
     JOB_EXAMPLE,
@@ -328,6 +328,7 @@ def trigger_job(b: BackendDep, job_id: JobId) -> dict[str, Any]:
     },
 )
 def backfill_job(
+    request: Request,
     b: BackendDep,
     job_id: JobId,
     body: Annotated[
@@ -366,7 +367,11 @@ def backfill_job(
     if body.dryRun:
         return JSONResponse(view, status_code=200)
     try:
-        command = b.jobs.backfill(job_id, from_ms, to_ms)
+        # A keyed backfill's command id comes from its key: a retry after a lost answer
+        # names the same executions (decision 0121), never a second run of every slot.
+        slot = getattr(request.state, "idempotency_slot", None)
+        command_id = derived_command_id(slot) if slot is not None else None
+        command = b.jobs.backfill(job_id, from_ms, to_ms, command_id)
     except InvalidInput as exc:
         raise invalid_input(exc) from None
     return JSONResponse({**view, "commandId": command["command_id"]}, status_code=202)

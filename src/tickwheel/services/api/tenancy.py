@@ -60,6 +60,8 @@ class TenantJobs:
         self.get(job_id)
         return self.jobs.trigger(job_id)
 
-    def backfill(self, job_id: str, from_ms: int, to_ms: int) -> dict[str, Any]:
+    def backfill(
+        self, job_id: str, from_ms: int, to_ms: int, command_id: str | None = None
+    ) -> dict[str, Any]:
         self.get(job_id)
-        return self.jobs.backfill(job_id, from_ms, to_ms)
+        return self.jobs.backfill(job_id, from_ms, to_ms, command_id)
