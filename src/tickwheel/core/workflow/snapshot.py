@@ -1,6 +1,6 @@
 """An instance's state as JSON data and back: the `state` of its `WorkflowSnapshot` on
 `workflows.state`. Pure; `state_from_json(state_to_json(s)) == s` for every state `evolve`
-makes (tests/unit/test_orchestrator_snapshot.py)."""
+makes (tests/unit/services/orchestrator/test_orchestrator.py)."""
 
 from __future__ import annotations
 
