@@ -38,10 +38,11 @@ from tickwheel.services.jobwriter.restore import (
     PartitionRuntime,
 )
 from tickwheel.services.jobwriter.settings import JobWriterSettings
-from tickwheel.services.jobwriter.writer import BatchWriter, Written
+from tickwheel.services.jobwriter.writer import BatchWriter
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
+from tickwheel.services.transactions import Written
 
 log = logging.getLogger("tickwheel.jobwriter")
 

@@ -9,32 +9,22 @@ so a poll waits for the slowest commit rather than their sum."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Literal
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
-from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.services.jobwriter.judge import WRITER_HEADER, WRITER_VALUE, Batch
 from tickwheel.services.jobwriter.restore import (
     JobWriterTopics,
     PartitionRuntime,
     checkpoint_key,
 )
+from tickwheel.services.transactions import Written, ended_in_failure
 
 log = logging.getLogger("tickwheel.jobwriter")
-Outcome = Literal["committed", "fenced", "failed"]
 MARK = [(WRITER_HEADER, WRITER_VALUE)]
-
-
-@dataclass(frozen=True)
-class Written:
-    outcome: Outcome
-    seconds: float
 
 
 class BatchWriter:
@@ -69,16 +59,7 @@ class BatchWriter:
                           encode("JobWriterCheckpoint", checkpoint), partition=partition)  # fmt: skip
             producer.commit()
         except KafkaException as exc:
-            fenced = is_fatal(exc)
-            log.warning(
-                "fenced; dropping the partition" if fenced else "transaction failed; restoring",
-                extra={"action": "producer_fenced" if fenced else "transaction_failed",
-                       "partition": partition, "error": str(exc)},
-            )  # fmt: skip
-            if not fenced:
-                with contextlib.suppress(KafkaException):
-                    producer.abort()
-            return Written("fenced" if fenced else "failed", time.monotonic() - started)
+            return ended_in_failure(producer, exc, partition, started, log)
         return Written("committed", time.monotonic() - started)
 
     def close(self) -> None:

@@ -49,10 +49,11 @@ from tickwheel.services.orchestrator.settings import (
     WEBHOOKS_VAR,
     OrchestratorSettings,
 )
-from tickwheel.services.orchestrator.writer import BatchWriter, Write, Written
+from tickwheel.services.orchestrator.writer import BatchWriter, Write
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
+from tickwheel.services.transactions import Written
 from tickwheel.services.webhooks import WebhookSink, sink_guard
 from tickwheel.topology import topic as declared_topic
 

@@ -12,24 +12,21 @@ partition's offset of the moment it is written.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
-from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.services.orchestrator.codec import encode_record
 from tickwheel.services.orchestrator.partition import Batch
 from tickwheel.services.orchestrator.records import checkpoint_key, checkpoint_record
 from tickwheel.services.orchestrator.restore import OrchestratorTopics, PartitionRuntime
+from tickwheel.services.transactions import Written, ended_in_failure
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.orchestrator")
-Outcome = Literal["committed", "fenced", "failed"]
 
 
 @dataclass(frozen=True)
@@ -40,12 +37,6 @@ class Write:
     batch: Batch
     next_input: int
     at_ms: int
-
-
-@dataclass(frozen=True)
-class Written:
-    outcome: Outcome
-    seconds: float  # begin to the end of commit (or of the failure)
 
 
 class BatchWriter:
@@ -81,16 +72,7 @@ class BatchWriter:
                           encode_record("WorkflowSnapshot", checkpoint), partition=partition)  # fmt: skip
             producer.commit()
         except KafkaException as exc:
-            fenced = is_fatal(exc)
-            log.warning(
-                "fenced; dropping the partition" if fenced else "transaction failed; restoring",
-                extra={"action": "producer_fenced" if fenced else "transaction_failed",
-                       "partition": partition, "error": str(exc)},
-            )  # fmt: skip
-            if not fenced:
-                with contextlib.suppress(KafkaException):
-                    producer.abort()
-            return Written("fenced" if fenced else "failed", time.monotonic() - started)
+            return ended_in_failure(producer, exc, partition, started, log)
         return Written("committed", time.monotonic() - started)
 
     def close(self) -> None:

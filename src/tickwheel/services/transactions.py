@@ -1,0 +1,39 @@
+"""How one partition's transaction ended, for the services that write a batch per partition
+in a pool (the orchestrator, the job writer): the outcome and the one way a failure is
+handled, so the two cannot drift on what a fence means."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from tickwheel.adapters.kafka.client import KafkaException
+from tickwheel.adapters.kafka.producer import is_fatal
+
+Outcome = Literal["committed", "fenced", "failed"]
+
+
+@dataclass(frozen=True)
+class Written:
+    outcome: Outcome
+    seconds: float  # begin to the end of commit (or of the failure)
+
+
+def ended_in_failure(
+    producer: object, exc: KafkaException, partition: int, started: float, log: logging.Logger
+) -> Written:
+    """A transaction that raised: fenced (a new owner took the partition: drop it) or failed
+    (abort, and the caller restores the partition from what was committed)."""
+    fenced = is_fatal(exc)
+    log.warning(
+        "fenced; dropping the partition" if fenced else "transaction failed; restoring",
+        extra={"action": "producer_fenced" if fenced else "transaction_failed",
+               "partition": partition, "error": str(exc)},
+    )  # fmt: skip
+    if not fenced:
+        with contextlib.suppress(KafkaException):
+            producer.abort()  # type: ignore[attr-defined]
+    return Written("fenced" if fenced else "failed", time.monotonic() - started)
