@@ -6,6 +6,7 @@ one, and check compatibility with the reference `avro` library. Instants are pla
 
     >>> from tickwheel.adapters.avro import encode, decode
     >>> name, value = decode(encode("Alert", alert_dict), expected="Alert")
+    >>> alert = decode_as(Alert, encode("Alert", alert))  # typed: a tickwheel.records.Alert
 """
 
 from tickwheel.adapters.avro._compat import (
@@ -35,6 +36,7 @@ from tickwheel.adapters.avro._registry import (
     load_schemas,
     read_fingerprint,
 )
+from tickwheel.adapters.avro.typed import decode_as, record_name
 
 __all__ = [
     "FINGERPRINT_LOCK",
@@ -51,6 +53,7 @@ __all__ = [
     "check_schemas",
     "crc64_avro",
     "decode",
+    "decode_as",
     "default_registry",
     "encode",
     "find_schemas_dir",
@@ -59,5 +62,6 @@ __all__ = [
     "load_schemas",
     "parse_reference",
     "read_fingerprint",
+    "record_name",
     "update_lock",
 ]
