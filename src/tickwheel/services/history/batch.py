@@ -52,11 +52,19 @@ class Batch:
         key = (row["source_topic"], row["source_partition"])
         self._widen(self.table_ranges.setdefault(table, {}), key, row["source_offset"])
 
-    def add_encoded(self, kind: EncodedKind, message: Any) -> None:
+    def add_encoded(
+        self,
+        kind: EncodedKind,
+        message: Any,
+        value: bytes,
+        topic: str,
+        partition: int,
+        offset: int,
+    ) -> None:
         frame = self.frames.get(kind.schema)
         if frame is None:
             frame = self.frames[kind.schema] = Frame(kind)
-        frame.messages.append(message)
+        frame.add(message, value, topic, partition, offset)
 
     def drop(self, partitions: Iterable[PartitionKey]) -> int:
         """Forget the records of revoked partitions (their new owner reads them again)."""
@@ -66,7 +74,7 @@ class Batch:
             kept = [m for m in frame.messages if (m.topic(), m.partition()) not in gone]
             dropped += len(frame.messages) - len(kept)
             if kept:
-                frame.messages = kept
+                frame.keep(kept)
             else:
                 del self.frames[schema]
         for key in gone & set(self.offsets):

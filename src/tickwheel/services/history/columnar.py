@@ -34,15 +34,29 @@ CHECK_VALUE = 0x5EED_7A11_C0DE
 _CHECK = write_long(CHECK_VALUE)
 #: Avro container sync marker: any 16 bytes, the same in the header and after each block.
 _SYNC = b"tickwheel-sink\x00\x01"
+#: The single-object header (marker and fingerprint) is read as a leading `fixed` field, so a
+#: record's value goes into the frame whole, without a slice (decision 0149), and the SELECT
+#: checks it too: a body that ran past its end shifts the next record's header.
+_HEADER_FIELD = {"name": "tw_header", "type": {"type": "fixed", "name": "tw_header_bytes",
+                                              "size": HEADER_SIZE}}  # fmt: skip
+#: After each body: the check value, then where the record was read. The topic and partition
+#: are one cached prefix per partition (with the check value); the offset is 8 bytes little
+#: endian (`int.to_bytes`, no varint loop in Python), read back with `reinterpretAsInt64`.
 _EXTRA_FIELDS = (
+    {"name": "tw_check", "type": "long"},
     {"name": "tw_source_topic", "type": "string"},
     {"name": "tw_source_partition", "type": "int"},
-    {"name": "tw_source_offset", "type": "long"},
-    {"name": "tw_check", "type": "long"},
+    {"name": "tw_source_offset", "type": {"type": "fixed", "name": "tw_offset_bytes", "size": 8}},
 )
 _EXTRA_STRUCTURE = (
-    "tw_source_topic String, tw_source_partition Int32, tw_source_offset Int64, tw_check Int64"
+    "tw_check Int64, tw_source_topic String, tw_source_partition Int32, "
+    "tw_source_offset FixedString(8)"
 )
+
+
+def read_offset(value: bytes) -> int:
+    """The offset as the frame holds it (the inverse of `Frame.add`'s encoding)."""
+    return int.from_bytes(value, "little", signed=True)
 
 
 @runtime_checkable
@@ -82,22 +96,26 @@ class EncodedKind:
     structure: str
     tables: tuple[EncodedTable, ...]
 
+    #: Per (topic, partition): the bytes after every body read there but its offset.
+    trailers: dict[tuple[str, int], bytes] = field(default_factory=dict, compare=False)
+
+    def trailer(self, topic: str, partition: int) -> bytes:
+        """The check value, then the topic and partition: the same for every record read
+        from one partition, so built once per partition."""
+        where = (topic, partition)
+        found = self.trailers.get(where)
+        if found is None:
+            found = self.trailers[where] = _CHECK + write_string(topic) + write_long(partition)
+        return found
+
     def frame(self, messages: Sequence[Any]) -> bytes:
-        """An Avro container holding one block of every message: its body, then where it was
-        read and the check value (a record's bytes followed by more fields are the encoding
-        of the record extended by those fields)."""
-        prefixes: dict[tuple[str, int], bytes] = {}
-        parts: list[bytes] = []
-        add = parts.extend
+        """An Avro container holding one block of every message (as `Frame` builds it one
+        message at a time: the sink's loop uses that)."""
+        frame = Frame(self)
         for message in messages:
-            where = (message.topic(), message.partition())
-            prefix = prefixes.get(where)
-            if prefix is None:
-                prefix = prefixes[where] = write_string(where[0]) + write_long(where[1])
-            add((message.value()[HEADER_SIZE:], prefix, write_long(message.offset()), _CHECK))
-        block = b"".join(parts)
-        return b"".join((self.container_header, write_long(len(messages)),
-                         write_long(len(block)), block, _SYNC))  # fmt: skip
+            frame.add(message, message.value(), message.topic(), message.partition(),
+                      message.offset())  # fmt: skip
+        return frame.data()
 
 
 def dedup_token(table: str, data: bytes) -> str:
@@ -110,7 +128,7 @@ def dedup_token(table: str, data: bytes) -> str:
 
 
 def _container_header(schema: Mapping[str, Any]) -> bytes:
-    extended = {**schema, "fields": [*schema["fields"], *_EXTRA_FIELDS]}
+    extended = {**schema, "fields": [_HEADER_FIELD, *schema["fields"], *_EXTRA_FIELDS]}
     meta = {"avro.schema": json.dumps(extended).encode(), "avro.codec": b"null"}
     out = bytearray(b"Obj\x01")
     out += write_long(len(meta))
@@ -132,16 +150,17 @@ def _utf8(columns: Iterable[str]) -> str:
     return " AND ".join(f"isValidUTF8(ifNull({c}, ''))" for c in columns)
 
 
-def _guarded(first_column: str, valid: str) -> str:
+def _guarded(first_column: str, valid: str, header: bytes) -> str:
     # throwIf returns 0 when the condition is false; the sum keeps the column's value and
     # makes ClickHouse evaluate the check for every row.
     return (
-        f"if(throwIf(NOT ({valid} AND tw_check = {CHECK_VALUE}), "
+        f"if(throwIf(NOT ({valid} AND tw_check = {CHECK_VALUE} "
+        f"AND tw_header = unhex('{header.hex()}')), "
         f"'tickwheel: a record the row path must judge') = 0, {first_column}, {first_column})"
     )
 
 
-_SOURCE = ("tw_source_topic", "tw_source_partition", "tw_source_offset")
+_SOURCE = ("tw_source_topic", "tw_source_partition", "reinterpretAsInt64(tw_source_offset)")
 _EVENT_COLUMNS = (
     "event_id", "event_time", "event_type", "job_id", "job_type", "tenant_id", "execution_id",
     "attempt", "scheduled_time", "fire_time", "worker_id", "lease_deadline", "error_kind",
@@ -157,13 +176,14 @@ def _execution_events() -> EncodedKind:
                "worker_id", "error", "error_kind", "reason", "details")),
     ))  # fmt: skip
     select = ", ".join((
-        _guarded("event_id", valid), _instant("event_time"), "event_type", "job_id",
+        _guarded("event_id", valid, _header("ExecutionEvent")), _instant("event_time"), "event_type", "job_id",
         "job_type", "tenant_id", "execution_id", "toUInt32(greatest(attempt, 0))",
         _instant("scheduled_time"), _instant("fire_time"), "worker_id",
         _instant("lease_deadline"), "error_kind", "error", "reason",
         "if(ifNull(details, '') = '', '{}', details)", *_SOURCE,
     ))  # fmt: skip
     structure = (
+        f"tw_header FixedString({HEADER_SIZE}), "
         "event_id String, event_time Int64, event_type String, job_id String, job_type String, "
         "tenant_id String, execution_id String, attempt Int32, scheduled_time Int64, "
         "fire_time Nullable(Int64), worker_id Nullable(String), lease_deadline Nullable(Int64), "
@@ -189,7 +209,8 @@ def _execution_requests() -> EncodedKind:
          "period_start", "period_end", "max_attempts", "lease_seconds", "heartbeat_seconds",
          "payload", "source_topic", "source_partition", "source_offset"),
         ", ".join((
-            _guarded("concat('request:', execution_id, ':', toString(attempt))", valid),
+            _guarded("concat('request:', execution_id, ':', toString(attempt))", valid,
+                     _header("ExecutionRequest")),
             _instant("requested_at"), "execution_id", "job_id",
             "toUInt64(greatest(job_version, 0))", "job_type", "tenant_id", "priority",
             "toUInt32(greatest(attempt, 0))", "trigger", "late", _instant("scheduled_time"),
@@ -204,7 +225,8 @@ def _execution_requests() -> EncodedKind:
         "execution_events",
         _EVENT_COLUMNS,
         ", ".join((
-            _guarded("concat('timer:requested:', execution_id, ':', toString(attempt))", valid),
+            _guarded("concat('timer:requested:', execution_id, ':', toString(attempt))", valid,
+                     _header("ExecutionRequest")),
             _instant("requested_at"), "'requested'", "job_id", "job_type", "tenant_id",
             "execution_id", "toUInt32(greatest(attempt, 0))", _instant("scheduled_time"),
             _instant("fire_time"), "CAST(NULL, 'Nullable(String)')",
@@ -214,6 +236,7 @@ def _execution_requests() -> EncodedKind:
         )),
     )  # fmt: skip
     structure = (
+        f"tw_header FixedString({HEADER_SIZE}), "
         "execution_id String, job_id String, job_version Int64, job_type String, "
         "tenant_id String, priority String, attempt Int32, scheduled_time Int64, "
         "fire_time Int64, period_start Int64, period_end Nullable(Int64), payload String, "
@@ -221,6 +244,10 @@ def _execution_requests() -> EncodedKind:
         f"lease_seconds Int32, heartbeat_seconds Int32, {_EXTRA_STRUCTURE}"
     )
     return _kind("ExecutionRequest", structure, requests, requested)
+
+
+def _header(schema: str) -> bytes:
+    return default_registry().current(schema).header
 
 
 def _kind(schema: str, structure: str, *tables: EncodedTable) -> EncodedKind:
@@ -241,8 +268,33 @@ def encoded_kinds() -> dict[str, EncodedKind]:
 
 @dataclass
 class Frame:
-    """The records of one kind read since the last commit, kept as the messages they came
-    in (the row path reads them again if the fast insert fails)."""
+    """The records of one kind read since the last commit: the messages they came in (the
+    row path reads them again if the fast insert fails), and the frame's bytes so far, added
+    as each record is read, since the sink's loop has its topic, partition, offset and value
+    in hand then (decision 0149)."""
 
     kind: EncodedKind
     messages: list[Any] = field(default_factory=list)
+    parts: list[bytes] = field(default_factory=list)
+
+    def add(self, message: Any, value: bytes, topic: str, partition: int, offset: int) -> None:
+        """One record: its whole value (header and body), the check value and its place."""
+        self.messages.append(message)
+        self.parts += (value, self.kind.trailer(topic, partition),
+                       offset.to_bytes(8, "little", signed=True))  # fmt: skip
+
+    def keep(self, messages: list[Any]) -> None:
+        """Only `messages` (of this frame's) from now on: a revocation took the rest."""
+        self.messages, self.parts = [], []
+        for message in messages:
+            self.add(message, message.value(), message.topic(), message.partition(),
+                     message.offset())  # fmt: skip
+
+    def data(self) -> bytes:
+        """An Avro container holding one block of every record added: a record's value read
+        as the kind's extended schema (the header as a leading field, then the fields, then
+        the sink's after them: bytes followed by more encoded fields are the encoding of the
+        record extended by those fields)."""
+        size = sum(map(len, self.parts))
+        return b"".join((self.kind.container_header, write_long(len(self.messages)),
+                         write_long(size), *self.parts, _SYNC))  # fmt: skip

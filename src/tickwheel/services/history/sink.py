@@ -219,7 +219,7 @@ class HistorySink:
         value = message.value()
         kind = self._kinds.get(route.schema)
         if kind is not None and value is not None and value.startswith(kind.header):
-            batch.add_encoded(kind, message)
+            batch.add_encoded(kind, message, value, topic, partition, offset)
             return
         self._accept_row(batch, route, message, Source(topic, partition, offset, timestamp_ms))
 
@@ -312,7 +312,7 @@ class HistorySink:
         kind = frame.kind
         data = framed.get(kind.schema)
         if data is None:
-            data = framed[kind.schema] = kind.frame(frame.messages)
+            data = framed[kind.schema] = frame.data()
         table = kind.tables[index]
         try:
             store.insert_encoded(table.table, table.columns, table.select, kind.structure, data,

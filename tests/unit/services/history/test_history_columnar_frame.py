@@ -14,7 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tickwheel.adapters.avro import decode, encode
-from tickwheel.services.history.columnar import CHECK_VALUE, dedup_token, encoded_kinds
+from tickwheel.services.history.columnar import (
+    CHECK_VALUE,
+    dedup_token,
+    encoded_kinds,
+    read_offset,
+)
 
 T0 = 4_076_000_000_000
 
@@ -64,6 +69,9 @@ def test_a_frame_reads_back_as_the_records_with_their_places(
     for got, message in zip(read, messages, strict=True):
         extra = {k: got.pop(k) for k in list(got) if k.startswith("tw_")}
         assert got == decode(message.value())[1]
+        # The whole value is in the frame: its single-object header is a leading field.
+        assert extra.pop("tw_header") == kind.header
+        extra["tw_source_offset"] = read_offset(extra["tw_source_offset"])
         assert extra == {
             "tw_source_topic": message.topic(), "tw_source_partition": message.partition(),
             "tw_source_offset": message.offset(), "tw_check": CHECK_VALUE,
