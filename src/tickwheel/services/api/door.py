@@ -15,19 +15,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickwheel.errors import InvalidInput
+from tickwheel.services.api.asgi import EntityTags, captured, header, replaying
 from tickwheel.services.api.idempotency import IdempotencyStore
 from tickwheel.services.api.keys import DEFAULT_TENANT, SCOPES, KeyRing, Principal, granted
 from tickwheel.services.api.limits import MAX_BYTES, BodyLimit, RateSettings, TokenBuckets
@@ -157,73 +158,69 @@ def _audit(door: Door, request: Request, principal: Principal, status: int, repl
                     extra={"action": "api_audit_failed", "error": str(exc)})  # fmt: skip
 
 
-async def tag(request: Request, response: Any) -> Any:
-    """Give a JSON 200 an entity tag of its body (unless the route set one, as a job's version
-    is), and answer 304 when `If-None-Match` already holds it: cheap polling for every GET."""
-    if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
-        "application/json"
-    ):
-        return response
-    body = b"".join([chunk async for chunk in response.body_iterator])
-    headers = dict(response.headers)
-    headers.pop("content-length", None)
-    etag = headers.get("etag") or f'W/"{hashlib.sha256(body).hexdigest()[:24]}"'
-    headers["etag"] = etag
-    wanted = request.headers.get("if-none-match")
-    if wanted is not None and _matches(wanted, etag):
-        headers.pop("content-type", None)
-        return Response(status_code=304, headers=headers)
-    return Response(body, 200, headers=headers)
+class DoorGuard:
+    """The door as plain ASGI (decision 0153): key, scope, rate limit, then a POST's
+    idempotency, a GET's entity tag, and a change's audit event. Paths it does not guard pass
+    straight through."""
 
+    def __init__(self, app: ASGIApp, door: Door, now: Callable[[], float]) -> None:
+        self.app, self.door, self.now = app, door, now
 
-def _matches(if_none_match: str, etag: str) -> bool:
-    """RFC 9110 weak comparison: `*`, or any listed tag with the same opaque value."""
-    if if_none_match.strip() == "*":
-        return True
-    value = etag.removeprefix("W/")
-    return any(t.strip().removeprefix("W/") == value for t in if_none_match.split(","))
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not GUARDED.match(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        door, method = self.door, scope["method"]
+        request = Request(scope, receive)
+        answered: dict[str, Any] = {"status": 500, "request_id": ""}
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answered["status"] = message["status"]
+                answered["request_id"] = header({"headers": message.get("headers")},
+                                                b"x-request-id") or ""  # fmt: skip
+            await send(message)
+
+        replayed = False
+        try:
+            principal = door.authenticate(request)
+            request.state.principal = principal
+            needed = needed_scope(method, scope["path"])
+            if not principal.can(needed):
+                raise Problem(403, "forbidden",
+                              f"this key lacks the {needed!r} scope; accepted: a key with it "
+                              f"(this one has {sorted(principal.scopes)})")  # fmt: skip
+            kind = "read" if needed == "read" else "write"
+            wait = door.buckets.take(principal.tenant_id, kind, self.now())
+            if wait > 0:
+                raise Problem(429, "rate-limited",
+                              f"tenant {principal.tenant_id!r} is over its {kind} rate; retry "
+                              "after Retry-After seconds",
+                              headers=door.buckets.headers(principal.tenant_id, kind, wait))  # fmt: skip
+            if method == "POST":
+
+                async def call_next(inner: Request) -> Response:
+                    return await captured(self.app, scope, replaying(await inner.body(), receive))
+
+                response, replayed = await door.idempotency.handle(request, principal, call_next)
+                await response(scope, receive, sending)
+            elif method == "GET":
+                await self.app(scope, receive, EntityTags(scope, sending))
+            else:
+                await self.app(scope, receive, sending)
+        except Problem as problem:
+            await render(request, problem)(scope, receive, sending)
+        who: Principal | None = getattr(request.state, "principal", None)
+        if method in CHANGES and who is not None:
+            _audit(door, request, who, answered["status"], replayed, answered["request_id"],
+                   int(self.now() * 1000))  # fmt: skip
 
 
 def install_door(app: FastAPI, door: Door, now: Callable[[], float]) -> None:
     """The door's middleware on `app` (outermost: it runs before every route and handler)."""
     app.state.door = door
 
-    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Any:
-        path = request.url.path
-        if not GUARDED.match(path):
-            return await call_next(request)
-        try:
-            principal = door.authenticate(request)
-            request.state.principal = principal
-            scope = needed_scope(request.method, path)
-            if not principal.can(scope):
-                raise Problem(403, "forbidden",
-                              f"this key lacks the {scope!r} scope; accepted: a key with it "
-                              f"(this one has {sorted(principal.scopes)})")  # fmt: skip
-            kind = "read" if scope == "read" else "write"
-            wait = door.buckets.take(principal.tenant_id, kind, now())
-            if wait > 0:
-                raise Problem(429, "rate-limited",
-                              f"tenant {principal.tenant_id!r} is over its {kind} rate; retry "
-                              "after Retry-After seconds",
-                              headers=door.buckets.headers(principal.tenant_id, kind, wait))  # fmt: skip
-            replayed = False
-            if request.method == "POST":
-                response, replayed = await door.idempotency.handle(request, principal, call_next)
-            else:
-                response = await call_next(request)
-                if request.method == "GET":
-                    response = await tag(request, response)
-        except Problem as problem:
-            response = render(request, problem)
-            replayed = False
-        who: Principal | None = getattr(request.state, "principal", None)
-        if request.method in CHANGES and who is not None:
-            _audit(door, request, who, response.status_code, replayed,
-                   response.headers.get("x-request-id", ""), int(now() * 1000))  # fmt: skip
-        return response
-
-    app.middleware("http")(guard)
+    app.add_middleware(DoorGuard, door=door, now=now)
 
     async def too_large(scope: Any, size: int) -> Response:
         problem = Problem(413, "payload-too-large",

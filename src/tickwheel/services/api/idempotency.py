@@ -156,8 +156,7 @@ class IdempotencyStore:
             response = await call_next(request)
             if response.status_code >= 500 or response.status_code in NOT_KEPT:
                 return response, False
-            chunks = [chunk async for chunk in response.body_iterator]  # type: ignore[attr-defined]
-            content = b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks)
+            content = bytes(response.body)  # the whole answer (`asgi.captured`)
             kept = {k: v for k, v in response.headers.items() if k in REPLAYED_HEADERS}
             record = {
                 "tenant_id": principal.tenant_id,

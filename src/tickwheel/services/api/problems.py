@@ -12,7 +12,6 @@ are turned into problems here too, so a client parses one error shape.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,11 +28,11 @@ from tickwheel.ports.history import HistoryStoreError
 from tickwheel.sdk.job_commands import VerdictPending
 from tickwheel.sdk.jobs import JobExists, UnknownJob
 from tickwheel.sdk.workflows import IncompatibleDefinition, UnknownWorkflow
+from tickwheel.services.api.asgi import REQUEST_ID_HEADER, RequestIds, new_request_id
 
 log = logging.getLogger("tickwheel.api")
 
 PROBLEM_JSON = "application/problem+json"
-REQUEST_ID_HEADER = "X-Request-Id"
 TYPE_PREFIX = "urn:tickwheel:problem:"
 RETRY_AFTER_S = 5
 
@@ -109,11 +108,7 @@ def request_id(request: Request) -> str:
 
 
 def _new_request_id(request: Request) -> str:
-    given = request.headers.get(REQUEST_ID_HEADER, "")
-    # A caller's id is echoed only if it is short printable text: it lands in logs.
-    value = given if 0 < len(given) <= 128 and given.isprintable() else str(uuid.uuid4())
-    request.state.request_id = value
-    return value
+    return new_request_id(request.scope)
 
 
 def render(request: Request, problem: Problem) -> JSONResponse:
@@ -200,12 +195,7 @@ def _validation_problem(exc: RequestValidationError) -> Problem:
 def install(app: FastAPI) -> None:
     """Route every error through `render`, and give every response a request id."""
 
-    @app.middleware("http")
-    async def _request_id(request: Request, call_next: Any) -> Any:
-        rid = _new_request_id(request)
-        response = await call_next(request)
-        response.headers.setdefault(REQUEST_ID_HEADER, rid)
-        return response
+    app.add_middleware(RequestIds)  # plain ASGI (decision 0153)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
