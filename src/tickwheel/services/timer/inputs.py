@@ -52,7 +52,12 @@ class PartitionInputs:
             )
 
     def consume(self, limit: int) -> Sequence[KafkaMessage]:
+        """What is fetched already, up to `limit`, without waiting."""
         return self._consumer.consume(limit, 0)
+
+    def poll(self, timeout_s: float) -> KafkaMessage | None:
+        """The first input to arrive within `timeout_s` (woken as it arrives), or None."""
+        return self._consumer.poll(timeout_s)
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(low, high) offsets of any topic's partition, asked of the broker."""

@@ -29,9 +29,10 @@ from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, ReadRecord
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
 from tickwheel.services.timer.calendars import CalendarFollower
-from tickwheel.services.timer.gate import RecordGate, record_of
+from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
+from tickwheel.services.timer.intake import Intake
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestorer
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
@@ -41,7 +42,6 @@ from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.timer")
 
-WORKER_EVENTS = ("leased", "heartbeat", "succeeded", "failed", "cancelled")
 # Longer than the group session timeout (10 s): by then a zombie has been told it lost its
 # partitions, so a partition still assigned to us after a fence really is ours.
 FENCED_RECHECK_S = 30.0
@@ -108,6 +108,11 @@ class TimerService:
             definitions_end=lambda p: self.inputs.watermarks(self.definitions, p)[1],
             definitions_read=self._definitions_read,
         )
+        self.intake = Intake(
+            self.consumer, self.inputs, self.partitions, self.gate, self.inbox, self.topics,
+            self.now_ms,
+        )  # fmt: skip
+        self._next_tick_ms = 0  # when the wheels are due to turn again (the injected clock)
 
     def _calendar_rejected(self, record: ReadRecord, exc: Exception) -> None:
         # One instance writes it: the owner of partition 0 (every instance reads calendars).
@@ -152,9 +157,15 @@ class TimerService:
         )
 
     def step(self) -> None:
-        """One turn of the loop: read, serve restored partitions, follow the calendars, tick
-        and commit every owned partition."""
-        self._poll(self.settings.tick_ms / 1000)
+        """One turn of the loop: read (returning at the first input, or when the next tick is
+        due), serve restored partitions, follow the calendars, tick and commit every owned
+        partition. An input is decided and committed in the turn it arrives; idle, the loop
+        turns once a tick (decision 0143)."""
+        wait_ms = max(0, self._next_tick_ms - self.now_ms())
+        self.intake.apply(self.intake.read(wait_ms / 1000))
+        now = self.now_ms()
+        if now >= self._next_tick_ms:
+            self._next_tick_ms = now + self.settings.tick_ms
         self._install_restores()
         self.calendars.poll()
         self.calendars.follow(self.partitions, self.now_ms())
@@ -295,55 +306,6 @@ class TimerService:
         return int(tp.offset)
 
     # -- the loop --------------------------------------------------------------------------
-    def _poll(self, timeout: float) -> None:
-        messages = list(self.consumer.consume(1000, timeout))
-        if self.partitions:
-            messages.extend(self.inputs.consume(1000))
-        now = self.now_ms()
-        for msg in messages:
-            partition = msg.partition()
-            if msg.error() or partition is None:
-                continue
-            runtime = self.partitions.get(partition)
-            if runtime is None:
-                continue
-            record = record_of(msg)
-            rejects = runtime.pending_emission.dead_letters
-            try:
-                if self.gate.usable_key(record, rejects):
-                    self._apply_record(runtime, record, now)
-            except Exception as exc:
-                # Decodable but unacceptable (a bad cron published by another client, a
-                # backfill without a range, ...): dead-lettered with the partition's next
-                # transaction, and the loop goes on.
-                rejects.append(self.gate.rejection(record, exc))
-
-    def _apply_record(self, runtime: PartitionRuntime, record: ReadRecord, now: int) -> None:
-        rejects = runtime.pending_emission.dead_letters
-        if record.topic == self.definitions:
-            if record.key is None:
-                return
-            definition = None
-            if record.value is not None:
-                definition = self.gate.decode(record, "JobDefinition", rejects)
-                if definition is None:
-                    return
-                self.gate.check_definition(record.key, definition, runtime.partition)
-            emission = runtime.timer.apply_definition(record.key, definition, now)
-            runtime.pending_emission.extend(emission)
-        elif record.topic == self.topics.commands:
-            self.inbox.receive(runtime, record, now)
-        elif record.topic == self.topics.events:
-            runtime.events_offset = record.offset + 1
-            runtime.inputs_moved = True
-            if record.value is None:
-                return
-            event = self.gate.decode(record, "ExecutionEvent", rejects)
-            if event is None or event["event_id"].startswith("timer:"):
-                return  # our own records come back to us: nothing to decide
-            if event["event_type"] in WORKER_EVENTS:
-                runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
-
     def _tick_all(self) -> None:
         now = self.now_ms()
         for partition, runtime in list(self.partitions.items()):

@@ -1,0 +1,123 @@
+"""What one turn of the timer's loop reads, and each record applied to the partition it is for.
+
+The loop has two consumers: the group's (jobs.definitions) and the inputs' (timers.commands and
+executions.events, assigned by partition). A turn waits for the first input and takes what came
+with it, so a workflow step's command or a worker's outcome is decided and committed in the
+turn it arrives, not after the rest of a tick (decision 0143). The client cannot wait on two
+consumers at once, so the wait is on the consumer the hot hops arrive on: the inputs' while the
+instance serves partitions, the group's otherwise (it then has nothing else to read). The other
+is taken without waiting in the same turn: a definition waits at most until the next tick, as
+every input did before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from tickwheel.adapters.kafka.client import TopicPartition
+from tickwheel.ports.kafka import GroupConsumer, KafkaMessage, ReadRecord
+from tickwheel.services.timer.gate import RecordGate, record_of
+from tickwheel.services.timer.inbox import CommandInbox
+from tickwheel.services.timer.inputs import PartitionInputs
+from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
+
+WORKER_EVENTS = frozenset(("leased", "heartbeat", "succeeded", "failed", "cancelled"))
+# At most this many records from each consumer a turn: the turn's transactions stay bounded
+# and the tick is not held back by a long backlog.
+TURN_LIMIT = 1000
+
+
+class Intake:
+    def __init__(
+        self,
+        consumer: GroupConsumer[TopicPartition],
+        inputs: PartitionInputs,
+        partitions: Mapping[int, PartitionRuntime],
+        gate: RecordGate,
+        inbox: CommandInbox,
+        topics: TimerTopics,
+        now_ms: Callable[[], int],
+    ) -> None:
+        """`partitions`: the service's own map of the partitions it serves (read, never
+        changed here)."""
+        self.consumer = consumer
+        self.inputs = inputs
+        self.partitions = partitions
+        self.gate = gate
+        self.inbox = inbox
+        self.topics = topics
+        self.now_ms = now_ms
+
+    def read(self, timeout_s: float) -> list[KafkaMessage]:
+        """What is fetched already, else the first input within `timeout_s` and what came with
+        it. `consume(n, timeout)` waits out its whole timeout for a batch it cannot fill: every
+        hop through the timer paid part of a tick for nothing (decision 0143)."""
+        if not self.partitions:
+            # Nothing served, so no inputs assigned: the group's consumer is the one to wait
+            # on (its rebalance callbacks run inside the wait).
+            messages = list(self.consumer.consume(TURN_LIMIT, 0))
+            if messages:
+                return messages
+            first = self.consumer.poll(timeout_s)
+            if first is None:
+                return []
+            return [first, *self.consumer.consume(TURN_LIMIT - 1, 0)]
+        # The group's consumer first, without waiting: it also runs the rebalance callbacks,
+        # which may take a partition away before its inputs are read.
+        messages = list(self.consumer.consume(TURN_LIMIT, 0))
+        inputs = list(self.inputs.consume(TURN_LIMIT))
+        if not messages and not inputs and self.partitions:
+            first = self.inputs.poll(timeout_s)
+            if first is not None:
+                inputs = [first, *self.inputs.consume(TURN_LIMIT - 1)]
+                messages = list(self.consumer.consume(TURN_LIMIT, 0))
+        messages.extend(inputs)
+        return messages
+
+    def apply(self, messages: list[KafkaMessage]) -> None:
+        """Each record to its partition's scheduler; what it produces waits in the partition's
+        pending writes for the turn's transaction."""
+        now = self.now_ms()
+        for msg in messages:
+            partition = msg.partition()
+            if msg.error() or partition is None:
+                continue
+            runtime = self.partitions.get(partition)
+            if runtime is None:
+                continue
+            record = record_of(msg)
+            rejects = runtime.pending_emission.dead_letters
+            try:
+                if self.gate.usable_key(record, rejects):
+                    self._apply_record(runtime, record, now)
+            except Exception as exc:
+                # Decodable but unacceptable (a bad cron published by another client, a
+                # backfill without a range, ...): dead-lettered with the partition's next
+                # transaction, and the loop goes on.
+                rejects.append(self.gate.rejection(record, exc))
+
+    def _apply_record(self, runtime: PartitionRuntime, record: ReadRecord, now: int) -> None:
+        rejects = runtime.pending_emission.dead_letters
+        if record.topic == self.topics.definitions:
+            if record.key is None:
+                return
+            definition = None
+            if record.value is not None:
+                definition = self.gate.decode(record, "JobDefinition", rejects)
+                if definition is None:
+                    return
+                self.gate.check_definition(record.key, definition, runtime.partition)
+            emission = runtime.timer.apply_definition(record.key, definition, now)
+            runtime.pending_emission.extend(emission)
+        elif record.topic == self.topics.commands:
+            self.inbox.receive(runtime, record, now)
+        elif record.topic == self.topics.events:
+            runtime.events_offset = record.offset + 1
+            runtime.inputs_moved = True
+            if record.value is None:
+                return
+            event = self.gate.decode(record, "ExecutionEvent", rejects)
+            if event is None or event["event_id"].startswith("timer:"):
+                return  # our own records come back to us: nothing to decide
+            if event["event_type"] in WORKER_EVENTS:
+                runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))

@@ -1,0 +1,113 @@
+"""A loop turn returns at its first input (decision 0143): the timer waits for the next tick on
+the consumer its hot hops arrive on (a workflow step's command, a worker's outcome), never by
+`consume(n, timeout)`, which waits out the whole timeout for a batch it cannot fill; and an
+input is decided and committed in the turn that read it, before the next tick is due.
+
+The in-memory consumer never waits, so what is checked here is where the loop asks to wait
+and for how long (a recording wrapper around the in-memory clients), and what one turn
+commits. The figures are `bench/bench_workflows.py --parts latency`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.memory import MemoryClients
+from tickwheel.services.timer.service import TimerService
+from tickwheel.services.timer.settings import TimerSettings
+from tickwheel.topology import topic as declared_topic
+from tickwheel.topology import topic_name
+
+from .test_timer_service_memory import GROUP, Cluster
+
+PARTITIONS = declared_topic("jobs.definitions").partitions
+TICK_MS = 50
+
+
+class RecordingConsumer:
+    """An in-memory consumer that notes every wait the loop asks of it."""
+
+    def __init__(self, consumer: Any, name: str, waits: list[tuple[str, str, float]]) -> None:
+        self._consumer, self._name, self._waits = consumer, name, waits
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> Any:
+        self._waits.append((self._name, "consume", timeout))
+        return self._consumer.consume(num_messages, timeout)
+
+    def poll(self, timeout: float = -1) -> Any:
+        self._waits.append((self._name, "poll", timeout))
+        return self._consumer.poll(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._consumer, name)
+
+
+class RecordingClients(MemoryClients):
+    def __init__(self, broker: Any) -> None:
+        super().__init__(broker)
+        self.waits: list[tuple[str, str, float]] = []
+
+    def consumer(self, group_id: str, **overrides: Any) -> Any:
+        name = "inputs" if group_id.endswith("-inputs-unused") else "group"
+        return RecordingConsumer(super().consumer(group_id, **overrides), name, self.waits)
+
+
+def _served_timer(cluster: Cluster) -> tuple[TimerService, RecordingClients]:
+    clients = RecordingClients(cluster.broker)
+    settings = TimerSettings(instance="a", bootstrap="memory", group_id=GROUP,
+                             tick_ms=TICK_MS, metrics_port=0)  # fmt: skip
+    timer = TimerService(settings, clock=cluster.clock, clients=clients, inline=True)
+    timer.start()
+    cluster.until_served([timer], {"a": PARTITIONS})
+    return timer, clients
+
+
+def _trigger(cluster: Cluster, job_id: str) -> None:
+    command = {"command_id": str(uuid.uuid4()), "job_id": job_id, "kind": "trigger",
+               "requested_at": cluster.now_ms()}  # fmt: skip
+    cluster.producer.send(topic_name("timers.commands"), job_id, encode("TimerCommand", command))
+
+
+def test_an_idle_turn_waits_on_the_inputs_for_no_longer_than_the_next_tick() -> None:
+    cluster = Cluster()
+    timer, clients = _served_timer(cluster)
+    cluster.clock.advance(1.0)
+    timer.step()  # the tick is due: it turns the wheels and sets the next one TICK_MS on
+    clients.waits.clear()
+    cluster.clock.advance(0.02)
+    timer.step()
+    waits = [(name, how, timeout) for name, how, timeout in clients.waits if timeout != 0]
+    # One wait, on the inputs, for what is left of the tick (30 ms of fake time).
+    assert waits == [("inputs", "poll", 0.03)], clients.waits
+    assert all(how == "poll" for _name, how, timeout in clients.waits if timeout != 0)
+
+
+def test_a_turn_serving_no_partition_waits_on_the_group_until_the_tick() -> None:
+    """Nothing served, no inputs assigned: the group's consumer is the one with news (an
+    assignment). The timer here has not joined the group, so it is given nothing."""
+    cluster = Cluster()
+    clients = RecordingClients(cluster.broker)
+    settings = TimerSettings(instance="a", bootstrap="memory", group_id=GROUP,
+                             tick_ms=TICK_MS, metrics_port=0)  # fmt: skip
+    timer = TimerService(settings, clock=cluster.clock, clients=clients, inline=True)
+    timer.step()  # the first turn: the tick is due at once, no wait
+    clients.waits.clear()
+    timer.step()
+    assert timer.partitions == {}
+    waits = [(name, how, timeout) for name, how, timeout in clients.waits if timeout != 0]
+    assert waits == [("group", "poll", TICK_MS / 1000)], clients.waits
+
+
+def test_a_command_is_committed_in_the_turn_that_reads_it_before_the_tick_is_due() -> None:
+    cluster = Cluster()
+    cluster.publish_job("job-1")
+    timer, _clients = _served_timer(cluster)
+    cluster.clock.advance(1.0)
+    timer.step()  # a tick: the next is TICK_MS of fake time away, and the clock stays here
+    before = [r for r in cluster.requests() if r["trigger"] == "manual"]
+    _trigger(cluster, "job-1")
+    timer.step()
+    manual = [r for r in cluster.requests() if r["trigger"] == "manual"]
+    assert before == []
+    assert [r["job_id"] for r in manual] == ["job-1"]
