@@ -10,6 +10,7 @@ from typing import Any
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.services.history.columnar import EncodedKind, Frame
+from tickwheel.services.history.rows import Row
 
 PartitionKey = tuple[str, int]
 
@@ -22,7 +23,7 @@ def _ranges_text(ranges: Mapping[PartitionKey, tuple[int, int]]) -> str:
 class Batch:
     """Records read since the last commit, grouped by table, with the offsets they span."""
 
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rows: dict[str, list[Row]] = field(default_factory=dict)
     # Every record read, decodable or not: what the commit moves past.
     offsets: dict[PartitionKey, tuple[int, int]] = field(default_factory=dict)
     # Per table, the ranges of the records it holds: what its dedup token names.
@@ -47,7 +48,7 @@ class Batch:
         self._widen(self.offsets, (topic, partition), offset)
         self.size += 1
 
-    def add(self, table: str, row: dict[str, Any]) -> None:
+    def add(self, table: str, row: Row) -> None:
         self.rows.setdefault(table, []).append(row)
         key = (row["source_topic"], row["source_partition"])
         self._widen(self.table_ranges.setdefault(table, {}), key, row["source_offset"])

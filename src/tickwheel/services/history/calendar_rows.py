@@ -8,12 +8,10 @@ redelivered is the same row, and two puts that raced to one version number stay 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from tickwheel.core.calendars import calendar_from_record
 from tickwheel.errors import InvalidInput
-from tickwheel.services.history.rows import Source, UnstorableRecord, instant
+from tickwheel.records import Calendar
+from tickwheel.services.history.rows import Row, Source, UnstorableRecord, instant
 
 __all__ = ["calendar_event_id", "calendar_row", "calendar_tombstone_row"]
 
@@ -23,7 +21,7 @@ def calendar_event_id(name: str, source: Source) -> str:
     return f"calendar:{name}:{source.partition}/{source.offset}"
 
 
-def calendar_row(calendar: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def calendar_row(calendar: Calendar, source: Source) -> Row:
     """A `Calendar` record (a put) → a row of `calendar_events`, dated by its `updated_at`.
 
     A record the timer would refuse (a bad name or date) is `UnstorableRecord`: the history
@@ -45,7 +43,7 @@ def calendar_row(calendar: Mapping[str, Any], source: Source) -> dict[str, Any]:
     }
 
 
-def calendar_tombstone_row(name: str, source: Source) -> dict[str, Any]:
+def calendar_tombstone_row(name: str, source: Source) -> Row:
     """A tombstone on `calendars` (a delete) → a `deleted` row, dated by the record's Kafka
     timestamp (it carries no time of its own)."""
     return {

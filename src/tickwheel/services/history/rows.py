@@ -16,10 +16,22 @@ import datetime as dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tickwheel.errors import TickwheelError
 from tickwheel.events import requested_event
+from tickwheel.records import (
+    Alert,
+    DeadLetter,
+    ExecutionEvent,
+    ExecutionRequest,
+    JobDefinition,
+    WorkflowEvent,
+)
+
+#: One row of a history table: column name → the value the ClickHouse client writes (an int,
+#: text, a datetime, None, a list): a row is not a record, its columns are the table's.
+Row = dict[str, Any]
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: What `DateTime64(3, 'UTC')` represents (ClickHouse documents 1900-01-01 .. 2299-12-31).
@@ -44,7 +56,7 @@ class Source:
     offset: int
     timestamp_ms: int
 
-    def columns(self) -> dict[str, Any]:
+    def columns(self) -> Row:
         return {
             "source_topic": self.topic,
             "source_partition": self.partition,
@@ -95,7 +107,7 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def execution_event_row(event: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def execution_event_row(event: ExecutionEvent, source: Source) -> Row:
     """An `ExecutionEvent` → a row of `execution_events`."""
     return {
         "event_id": event["event_id"],
@@ -118,10 +130,11 @@ def execution_event_row(event: Mapping[str, Any], source: Source) -> dict[str, A
     }
 
 
-def requested_event_row(request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def requested_event_row(request: ExecutionRequest, source: Source) -> Row:
     """An `ExecutionRequest` → its `requested` row of `execution_events` (derived, not
     published: docs/decisions/0007)."""
-    return execution_event_row(requested_event(dict(request)), source)
+    # `requested_event` builds every field of an ExecutionEvent (tickwheel.events).
+    return execution_event_row(cast(ExecutionEvent, requested_event(dict(request))), source)
 
 
 def request_event_id(execution_id: str, attempt: int) -> str:
@@ -129,7 +142,7 @@ def request_event_id(execution_id: str, attempt: int) -> str:
     return f"request:{execution_id}:{attempt}"
 
 
-def execution_request_row(request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def execution_request_row(request: ExecutionRequest, source: Source) -> Row:
     """An `ExecutionRequest` → a row of `execution_requests`."""
     return {
         "event_id": request_event_id(request["execution_id"], request["attempt"]),
@@ -155,7 +168,7 @@ def execution_request_row(request: Mapping[str, Any], source: Source) -> dict[st
     }
 
 
-def job_definition_row(definition: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def job_definition_row(definition: JobDefinition, source: Source) -> Row:
     """A `JobDefinition` → a row of `job_definitions` (one row per version)."""
     return {
         # A version identifies one change of a job; the same version published again (a
@@ -178,7 +191,7 @@ def job_definition_row(definition: Mapping[str, Any], source: Source) -> dict[st
     }
 
 
-def job_tombstone_row(job_id: str, source: Source) -> dict[str, Any]:
+def job_tombstone_row(job_id: str, source: Source) -> Row:
     """A tombstone (key, no value) on `jobs.definitions` → a `deleted` row.
 
     It carries no id or time of its own: its offset identifies it and the record's Kafka
@@ -203,7 +216,7 @@ def job_tombstone_row(job_id: str, source: Source) -> dict[str, Any]:
     }
 
 
-def dead_letter_row(letter: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def dead_letter_row(letter: DeadLetter, source: Source) -> Row:
     """A `DeadLetter` → a row of `dead_letters`.
 
     A dead letter of an undecodable record gets its id from the record it stands for: whoever
@@ -248,7 +261,7 @@ def _known_position(value: Any) -> int | None:
     return value
 
 
-def workflow_event_row(event: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def workflow_event_row(event: WorkflowEvent, source: Source) -> Row:
     """A `WorkflowEvent` → a row of `workflow_events`; `data` goes to `details`.
 
     v2 carries `seq`, `actor`, `tenant_id`, `execution_id`, `error`, `cause_input_id` and
@@ -280,7 +293,7 @@ def workflow_event_row(event: Mapping[str, Any], source: Source) -> dict[str, An
     }
 
 
-def alert_row(alert: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def alert_row(alert: Alert, source: Source) -> Row:
     """An `Alert` → a row of `alerts`; `state` and `workflow_id` come from `details` if set."""
     details = _json_object(alert.get("details"))
     state = details.get("state")
@@ -300,7 +313,7 @@ def alert_row(alert: Mapping[str, Any], source: Source) -> dict[str, Any]:
     }
 
 
-def _alert_lifecycle(alert: Mapping[str, Any], details: Mapping[str, Any]) -> dict[str, Any]:
+def _alert_lifecycle(alert: Alert, details: Mapping[str, Any]) -> Row:
     """Alert v2's lifecycle fields (migration 0010); a v1 record's are read from `details`."""
 
     def field(name: str) -> Any:

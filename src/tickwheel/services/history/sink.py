@@ -18,22 +18,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord
 from tickwheel.adapters.kafka.client import KafkaError, KafkaException, TopicPartition
 from tickwheel.clock import SystemClock
 from tickwheel.ports.history import HistoryStore, HistoryStoreError
 from tickwheel.ports.kafka import GroupConsumer
-from tickwheel.services.history import calendar_rows, rows
 from tickwheel.services.history.batch import Batch
 from tickwheel.services.history.columnar import EncodedInsert, EncodedKind, Frame, encoded_kinds
 from tickwheel.services.history.columnar import dedup_token as encoded_token
-from tickwheel.services.history.rows import Source, UnstorableRecord
-from tickwheel.topology import topic_name
+from tickwheel.services.history.routes import Route, default_routes
+from tickwheel.services.history.rows import Row, Source, UnstorableRecord
+
+__all__ = ["HistorySink", "Route", "SinkStats", "default_routes"]
 
 log = logging.getLogger("tickwheel.history")
-
-Converter = Callable[[Mapping[str, Any], Source], dict[str, Any]]
-TombstoneConverter = Callable[[str, Source], dict[str, Any]]
 
 #: Insert order within a batch: definitions first, so a reader never sees an execution of a
 #: job whose definition the same batch still holds.
@@ -42,51 +40,6 @@ TABLE_ORDER = (
     "workflow_events", "alerts",
 )  # fmt: skip
 INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where one topic's records go: a row of `table`, and rows other tables derive from the
-    same record (`derived`: (table, converter) pairs). `tombstone` makes the row of a
-    deletion (key, no value) on a compacted topic where one means something."""
-
-    table: str
-    schema: str
-    convert: Converter
-    derived: tuple[tuple[str, Converter], ...] = ()
-    tombstone: TombstoneConverter | None = None
-
-
-def default_routes() -> dict[str, Route]:
-    """Every topic the sink reads (with the deployment's topic prefix), and its table."""
-    routes = {
-        "jobs.definitions": Route(
-            "job_definitions",
-            "JobDefinition",
-            rows.job_definition_row,
-            tombstone=rows.job_tombstone_row,
-        ),
-        "calendars": Route(
-            "calendar_events",
-            "Calendar",
-            calendar_rows.calendar_row,
-            tombstone=calendar_rows.calendar_tombstone_row,
-        ),
-        "executions.events": Route("execution_events", "ExecutionEvent", rows.execution_event_row),
-        "executions.dlq": Route("dead_letters", "DeadLetter", rows.dead_letter_row),
-        "workflows.events": Route("workflow_events", "WorkflowEvent", rows.workflow_event_row),
-        "alerts": Route("alerts", "Alert", rows.alert_row),
-    }
-    for priority in ("high", "normal", "low"):
-        # A request is also its execution's `requested` event: the timer publishes the request
-        # alone, and its event row is derived here (docs/decisions/0007).
-        routes[f"executions.{priority}"] = Route(
-            "execution_requests",
-            "ExecutionRequest",
-            rows.execution_request_row,
-            derived=(("execution_events", rows.requested_event_row),),
-        )
-    return {topic_name(name): route for name, route in routes.items()}
 
 
 @dataclass
@@ -136,7 +89,7 @@ class HistorySink:
         consumer: GroupConsumer[TopicPartition],
         dead_letters: DeadLetters,
         *,
-        routes: Mapping[str, Route] | None = None,
+        routes: Mapping[str, Route[Any]] | None = None,
         max_batch: int = 5000,
         max_wait_s: float = 0.2,
         after_insert: Callable[[int], None] | None = None,
@@ -223,7 +176,7 @@ class HistorySink:
             return
         self._accept_row(batch, route, message, Source(topic, partition, offset, timestamp_ms))
 
-    def _accept_row(self, batch: Batch, route: Route, message: Any, source: Source) -> None:
+    def _accept_row(self, batch: Batch, route: Route[Any], message: Any, source: Source) -> None:
         raw_key = message.key()
         key = raw_key.decode("utf-8", errors="replace") if raw_key is not None else None
         value = message.value()
@@ -237,9 +190,7 @@ class HistorySink:
                     self._dead_letter(source, key, b"", f"unstorable: {exc.reason}")
             return
         try:
-            _name, record = decode(value, expected=route.schema)
-            row = route.convert(record, source)
-            derived = [(table, convert(record, source)) for table, convert in route.derived]
+            made = route.rows(value, source)
         except UndecodableRecord as exc:
             self._dead_letter(source, key, value, exc.reason)
             return
@@ -249,9 +200,8 @@ class HistorySink:
         except (KeyError, TypeError, ValueError) as exc:
             self._dead_letter(source, key, value, f"unstorable: {type(exc).__name__}: {exc}")
             return
-        batch.add(route.table, row)
-        for table, derived_row in derived:
-            batch.add(table, derived_row)
+        for table, row in made:
+            batch.add(table, row)
 
     def _dead_letter(self, source: Source, key: str | None, value: bytes, reason: str) -> None:
         self.dead_letters.undecodable(
@@ -371,7 +321,7 @@ class HistorySink:
         if batch.newest_ms > 0:
             self.stats.lag_ms = max(0, self._now_ms() - batch.newest_ms)
 
-    def _insert(self, table: str, table_rows: list[dict[str, Any]], token: str) -> None:
+    def _insert(self, table: str, table_rows: list[Row], token: str) -> None:
         for attempt, pause in enumerate((*INSERT_BACKOFF_S, None), start=1):
             try:
                 self.store.insert(table, table_rows, dedup_token=token)
