@@ -12,9 +12,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickwheel.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from tickwheel.records import Calendar
 
 
 def register(subparsers: Any) -> None:
@@ -72,7 +75,7 @@ def read_dates_file(path: str) -> list[str]:
     return [format_day(z) for z in parse_dates_text(text)]
 
 
-def _show(record: dict[str, Any], as_json: bool) -> None:
+def _show(record: Calendar, as_json: bool) -> None:
     if as_json:
         json.dump(record, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -21,6 +21,7 @@ from tickwheel.core.cron import CronFields, parse_cron
 from tickwheel.core.errors import InvalidSchedule
 from tickwheel.core.wallclock import civil_from_days, days_from_civil, weekday
 from tickwheel.errors import InvalidInput
+from tickwheel.records import Calendar
 
 __all__ = [
     "BUSINESS_DAY_RULES",
@@ -164,7 +165,7 @@ def calendar_record(
     version: int,
     now_ms: int,
     description: str | None = None,
-) -> dict[str, Any]:
+) -> Calendar:
     """The `Calendar` record published on the `calendars` topic (key = name)."""
     check_calendar_name(name, "name")
     calendar = make_calendar(name, days, weekend)

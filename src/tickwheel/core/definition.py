@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 from tickwheel.core.jitter import default_jitter_window_ms
 from tickwheel.core.period import check_payload_template
@@ -24,7 +24,6 @@ from tickwheel.core.record_schedule import freeze_specs, record_adjustments, tha
 from tickwheel.core.schedule import Schedule, compile_schedule, parse_schedule
 from tickwheel.core.targets import IPNetwork, url_problem
 from tickwheel.core.watchdog.fields import (
-    DISABLE_TEXT_FIELDS,
     MAX_RUN_MS,
     MIN_RUN_MS,
     check_disable_account,
@@ -33,6 +32,7 @@ from tickwheel.core.watchdog.fields import (
 )
 from tickwheel.core.watchdog.fields import check_duration as _check_duration
 from tickwheel.errors import InvalidInput
+from tickwheel.records import JobDefinition, MisfirePolicy, OverlapPolicy, Priority
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
@@ -49,9 +49,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
-PRIORITIES = ("high", "normal", "low")
-MISFIRE_POLICIES = ("catch_up", "coalesce", "skip")
-OVERLAP_POLICIES = ("allow", "skip", "queue_one")
+# The accepted values are the schema's enum symbols (the generated Literals), in its order.
+PRIORITIES: tuple[Priority, ...] = get_args(Priority)
+MISFIRE_POLICIES: tuple[MisfirePolicy, ...] = get_args(MisfirePolicy)
+OVERLAP_POLICIES: tuple[OverlapPolicy, ...] = get_args(OverlapPolicy)
 # The timer keeps its partition checkpoints in the job-key space of `timers.state`
 # (`__partition__/N`): ids starting with `__` belong to tickwheel.
 RESERVED_ID_PREFIX = "__"
@@ -102,11 +103,16 @@ def _int_in(spec: Mapping[str, Any], field: str, default: int, low: int, high: i
     return value
 
 
-def _one_of(spec: Mapping[str, Any], field: str, default: str, accepted: tuple[str, ...]) -> str:
+Choice = TypeVar("Choice", bound=str)
+
+
+def _one_of(
+    spec: Mapping[str, Any], field: str, default: Choice, accepted: tuple[Choice, ...]
+) -> Choice:
     value = spec.get(field, default)
     if value not in accepted:
         raise InvalidInput(field, f"{value!r}; accepted: {', '.join(accepted)}")
-    return str(value)
+    return accepted[accepted.index(value)]
 
 
 def check_job_id(job_id: object) -> str:
@@ -194,7 +200,7 @@ def validate_definition(
     new_job_id: str | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     allowed_networks: Iterable[IPNetwork] = (),
-) -> dict[str, Any]:
+) -> JobDefinition:
     """A JSON job definition checked and turned into the Avro `JobDefinition` record.
 
     `new_job_id` is the id to give a definition without `jobId` (the caller makes it: the
@@ -292,6 +298,8 @@ def validate_definition(
     if idempotency_key is not None and not isinstance(idempotency_key, str):
         raise InvalidInput("idempotencyKey", "accepted: a string")
 
+    bounds = _record_bounds(schedule)
+    adjustments = record_adjustments(spec, schedule)
     return {
         "jobId": job_id,
         "version": version,
@@ -317,13 +325,22 @@ def validate_definition(
         "labels": labels,
         "maxRunTime": spec.get("maxRunTime"),
         "minRunTime": spec.get("minRunTime"),
-        **{name: spec.get(name) for name in DISABLE_TEXT_FIELDS},
+        # The DISABLE_TEXT_FIELDS, spelt out so mypy checks every key of the record.
+        "disabledBy": spec.get("disabledBy"),
+        "disabledOwner": spec.get("disabledOwner"),
+        "disabledReason": spec.get("disabledReason"),
         "disabledReviewBy": review_by_ms,
         "freshness": freshness,
         "queue": None if queue == DEFAULT_QUEUE else queue,
         "every": spec.get("every"),
-        **_record_bounds(schedule),
-        **record_adjustments(spec, schedule),
+        "phase": bounds["phase"],
+        "startAt": bounds["startAt"],
+        "endAt": bounds["endAt"],
+        "maxRuns": bounds["maxRuns"],
+        "schedules": adjustments["schedules"],
+        "exclude": adjustments["exclude"],
+        "calendar": adjustments["calendar"],
+        "businessDays": adjustments["businessDays"],
     }
 
 

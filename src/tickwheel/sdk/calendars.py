@@ -13,7 +13,6 @@ Sunday unless given.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.calendars import (
@@ -25,6 +24,7 @@ from tickwheel.core.calendars import (
     parse_date,
 )
 from tickwheel.errors import TickwheelError
+from tickwheel.records import Calendar
 
 __all__ = [
     "UnknownCalendar",
@@ -50,13 +50,13 @@ def _topic() -> str:
     return topic_name("calendars")
 
 
-def _latest(bootstrap: str | None) -> dict[str, dict[str, Any] | None]:
+def _latest(bootstrap: str | None) -> dict[str, Calendar | None]:
     """Every calendar's latest record by name (None: deleted); undecodable records left out."""
     # Imported here so `import tickwheel.sdk.calendars` stays cheap for previews.
-    from tickwheel.adapters.avro import UndecodableRecord, decode
+    from tickwheel.adapters.avro import UndecodableRecord, decode_as
     from tickwheel.adapters.kafka.reader import read_to_end
 
-    latest: dict[str, dict[str, Any] | None] = {}
+    latest: dict[str, Calendar | None] = {}
     for record in read_to_end(_topic(), None, bootstrap):
         if record.key is None or not record.key_is_text:
             continue
@@ -64,13 +64,13 @@ def _latest(bootstrap: str | None) -> dict[str, dict[str, Any] | None]:
             latest[record.key] = None
             continue
         try:
-            latest[record.key] = decode(record.value, "Calendar")[1]
+            latest[record.key] = decode_as(Calendar, record.value)
         except UndecodableRecord:
             continue
     return latest
 
 
-def get_calendar(name: str, *, bootstrap: str | None = None) -> dict[str, Any]:
+def get_calendar(name: str, *, bootstrap: str | None = None) -> Calendar:
     """The current `Calendar` record of `name`, or `UnknownCalendar`."""
     check_calendar_name(name, "name")
     record = _latest(bootstrap).get(name)
@@ -79,7 +79,7 @@ def get_calendar(name: str, *, bootstrap: str | None = None) -> dict[str, Any]:
     return record
 
 
-def list_calendars(*, bootstrap: str | None = None) -> list[dict[str, Any]]:
+def list_calendars(*, bootstrap: str | None = None) -> list[Calendar]:
     """Every current calendar record, by name."""
     return sorted(
         (r for r in _latest(bootstrap).values() if r is not None), key=lambda r: r["name"]
@@ -110,7 +110,7 @@ def put_calendar(
     description: str | None = None,
     bootstrap: str | None = None,
     clock: Clock | None = None,
-) -> dict[str, Any]:
+) -> Calendar:
     """Publish calendar `name` with these `YYYY-MM-DD` dates (replacing all of its dates), as
     its next version; returns the record once the broker has it. `InvalidInput` names a bad
     name or date."""

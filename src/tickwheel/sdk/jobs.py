@@ -109,7 +109,7 @@ def validate_job(
     )
     if record["type"] == "http" and record["payloadTemplate"] is None:
         _vet_http_host(json.loads(record["payload"]).get("url"), guard, resolver)
-    return record
+    return dict(record)
 
 
 def _vet_http_host(url: str, guard: SsrfGuard, resolver: Resolver | None) -> None:

@@ -96,7 +96,7 @@ def step_outcome(
         item = StepFailed(now_ms, step, attempt, error=error or "", permanent=permanent,
                           compensation=comp)  # fmt: skip
     input_id = outcome_input_id(kind, request["execution_id"], attempt)
-    return input_record(request["workflow_id"], item, input_id)
+    return dict(input_record(request["workflow_id"], item, input_id))
 
 
 @dataclass(slots=True)
@@ -153,7 +153,7 @@ class WorkflowTimers:
     def fired_input(self, timer: OneOff) -> dict[str, Any]:
         item = TimerFired(timer.fire_at, timer.timer_id)
         input_id = fired_input_id(timer.workflow_id, timer.timer_id, timer.fire_at)
-        return input_record(timer.workflow_id, item, input_id)
+        return dict(input_record(timer.workflow_id, item, input_id))
 
     def pending_of(self, key: str) -> list[dict[str, Any]]:
         """The key's timers as `TimerState` pending entries."""

@@ -18,6 +18,7 @@ from tickwheel.core.watchdog.jobs import JobProfile, effective_interval
 from tickwheel.core.watchdog.table import JobTable
 from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.errors import TickwheelError
+from tickwheel.records import AlertSeverity
 
 KINDS = ("job_overdue", "broken_chain", "run_too_long", "run_too_short", "disabled_past_review",
          "dead_letter_age", "oldest_ready_age", "timer_partition_stalled", "no_live_worker",
@@ -31,7 +32,7 @@ SLOTS_SHOWN = 10
 class Condition:
     kind: str
     subject: str
-    severity: str
+    severity: AlertSeverity
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
     # What a material change looks like: an incident is updated only when this changes.
@@ -207,7 +208,7 @@ def _job_conditions(
         shown.append(entry)
     latest = next((s["diagnosis"] for s in reversed(shown) if s["diagnosis"] != "not_due"), "")
     overdue_by = watermark - deadline
-    severity = "critical" if overdue_by >= interval.ms else "warning"
+    severity: AlertSeverity = "critical" if overdue_by >= interval.ms else "warning"
     yield Condition(
         "job_overdue", job_id, severity,
         f"job {job_id} has not succeeded since {since} at {baseline} "

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from tickwheel.core.watchdog.conditions import Condition
 from tickwheel.core.watchdog.facts import Acknowledgement
 from tickwheel.core.watchdog.thresholds import Thresholds
+from tickwheel.records import Alert, AlertSeverity
 
 TransitionKind = Literal["opened", "updated", "acknowledged", "resolved"]
 
@@ -37,7 +38,7 @@ class Incident:
     number: int  # incidents of this fingerprint so far: the id is fingerprint-number
     seq: int  # transitions of this incident so far
     state: Literal["open", "resolved"]
-    severity: str
+    severity: AlertSeverity
     opened_at: int
     last_transition_at: int
     summary: str
@@ -85,27 +86,14 @@ class Transition:
     evidence: Mapping[str, Any]
     notify: bool = True  # whether sinks that notify people (webhooks) send it
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> Alert:
         """The `Alert` v2 record of this transition. Its id is stable (a receiver or a replay
         de-duplicates by it). The lifecycle is in v2's own fields (`incident_id`,
         `fingerprint`, `transition`, `state` firing|resolved, `subject`, `opened_at`,
         `resolved_at`, `acknowledged_*`, `suppressed_by`, `notify`) and, for readers of v1,
         also in `details`, beside the `evidence` (docs/decisions/0056, 0076)."""
         incident = self.incident
-        lifecycle = {
-            "incident_id": incident.incident_id,
-            "fingerprint": incident.fingerprint,
-            "transition": self.transition,
-            "state": "resolved" if incident.state == "resolved" else "firing",
-            "subject": incident.subject,
-            "opened_at": incident.opened_at,
-            "resolved_at": incident.resolved_at,
-            "suppressed_by": incident.suppressed_by,
-            "notify": self.notify,
-        }
-        details = {**lifecycle, "acknowledged": _acknowledgement(incident),
-                   "evidence": dict(self.evidence)}  # fmt: skip
-        return {
+        record: Alert = {
             "alert_id": f"{incident.incident_id}:{incident.seq}",
             "event_time": self.at,
             "kind": incident.kind,
@@ -113,12 +101,30 @@ class Transition:
             "job_id": incident.job_id,
             "tenant_id": incident.tenant_id,
             "message": incident.message,
-            "details": json.dumps(details, sort_keys=True, default=str),
-            **lifecycle,
+            "details": None,  # below: it repeats the lifecycle fields
+            "incident_id": incident.incident_id,
+            "fingerprint": incident.fingerprint,
+            "transition": self.transition,
+            "state": "resolved" if incident.state == "resolved" else "firing",
+            "subject": incident.subject,
+            "opened_at": incident.opened_at,
+            "resolved_at": incident.resolved_at,
             "acknowledged_by": incident.acknowledged_by,
             "acknowledged_note": incident.acknowledged_note,
             "acknowledged_at": incident.acknowledged_at,
+            "suppressed_by": incident.suppressed_by,
+            "notify": self.notify,
         }
+        details = {name: value for name, value in record.items() if name in _LIFECYCLE_FIELDS}
+        details["acknowledged"] = _acknowledgement(incident)
+        details["evidence"] = dict(self.evidence)
+        record["details"] = json.dumps(details, sort_keys=True, default=str)
+        return record
+
+
+# The Alert v2 fields that `details` repeats for readers of v1 (decision 0076).
+_LIFECYCLE_FIELDS = frozenset({"incident_id", "fingerprint", "transition", "state", "subject",
+                               "opened_at", "resolved_at", "suppressed_by", "notify"})  # fmt: skip
 
 
 def advance(
@@ -246,5 +252,5 @@ def _parent_id(incidents: Mapping[str, Incident], parent_fp: str | None) -> str 
     return parent.incident_id if parent is not None and parent.state == "open" else None
 
 
-def _rank(severity: str) -> int:
+def _rank(severity: AlertSeverity) -> int:
     return {"info": 0, "warning": 1, "critical": 2}.get(severity, 0)

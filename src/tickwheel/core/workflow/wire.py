@@ -10,9 +10,9 @@ transaction retried after a crash writes the same ids.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tickwheel.core.workflow.inputs import Input, input_from_json, input_to_json
+from tickwheel.records import WorkflowInput
 
 __all__ = ["fired_input_id", "input_of_record", "input_record", "outcome_input_id"]
 
@@ -24,7 +24,7 @@ def input_record(
     *,
     definition_id: str | None = None,
     definition_version: int | None = None,
-) -> dict[str, Any]:
+) -> WorkflowInput:
     """The `WorkflowInput` record telling `workflow_id` about `item`."""
     return {
         "input_id": input_id,
@@ -38,7 +38,7 @@ def input_record(
     }
 
 
-def input_of_record(record: dict[str, Any]) -> Input:
+def input_of_record(record: WorkflowInput) -> Input:
     """The fold's input in a `WorkflowInput` record; `ValueError` saying what is wrong."""
     try:
         body = json.loads(record["body"])

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import TERMINAL, WorkflowState, effects, initial_state
@@ -28,6 +28,7 @@ from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.wire import input_of_record
 from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
+from tickwheel.records import WorkflowInput
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.records import (
     Outgoing,
@@ -181,7 +182,7 @@ class PartitionOrchestrator:
         if record.value is None:
             return
         try:
-            value = decode(record.value, "WorkflowInput")[1]
+            value = decode_as(WorkflowInput, record.value)
         except UndecodableRecord as exc:
             self._dead_letter(record, exc.reason, "undecodable", now_ms)
             return
@@ -198,7 +199,7 @@ class PartitionOrchestrator:
         self.batch.inputs += 1
         self._dead_letter(record, reason, "rejected", now_ms)
 
-    def _fold(self, value: dict[str, Any]) -> None:
+    def _fold(self, value: WorkflowInput) -> None:
         workflow_id = value["workflow_id"]
         item = input_of_record(value)
         state = self.state(workflow_id)
@@ -207,11 +208,12 @@ class PartitionOrchestrator:
         if state is None:
             if item.kind != "start":
                 raise ValueError(f"no workflow instance {workflow_id!r} (a {item.kind} for it)")
-            if not value.get("definition_id"):
+            definition_id = value["definition_id"]
+            if not definition_id:
                 raise ValueError("a start needs definition_id")
-            definition = self.catalog.get(value["definition_id"], value["definition_version"])
+            definition = self.catalog.get(definition_id, value["definition_version"])
             if definition is None:
-                raise UnknownDefinition(value["definition_id"], value["definition_version"])
+                raise UnknownDefinition(definition_id, value["definition_version"])
             state = initial_state(workflow_id, definition)
         else:
             definition = self.catalog.get(state.definition_id, state.definition_version)
