@@ -91,6 +91,10 @@ class ListConsumer:
         self.position += len(batch)
         return batch
 
+    def poll(self, timeout: float) -> Record | None:
+        batch = self.consume(1, timeout)
+        return batch[0] if batch else None
+
     def commit(self, offsets: Any = None, asynchronous: bool = True) -> None:
         self.commits += 1
 

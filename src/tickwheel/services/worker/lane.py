@@ -49,6 +49,9 @@ log = logging.getLogger("tickwheel.worker")
 # Requests taken per poll while the waiting room is empty and slots are free: the most that can
 # wait here beyond the usual waiting room, since the next poll is only for what has room.
 BATCH = 500
+# The longest one loop turn waits for a first record when nothing is fetched (stop, commits
+# and rebalances are served between turns).
+POLL_WAIT_S = 0.1
 
 
 class PriorityLane:
@@ -178,7 +181,7 @@ class PriorityLane:
                 room = BATCH  # what cannot start at once waits, bounded by BATCH
         if room > 0:
             self.pulling.has_room()
-            messages = self.consumer.consume(min(room, BATCH), 0.1)
+            messages = self._take(min(room, BATCH))
         elif self.pulling.is_full(time.monotonic()):
             # Still polled while paused: rebalances and group liveness need it.
             messages = self.consumer.consume(1, 0.05)
@@ -189,6 +192,20 @@ class PriorityLane:
         self._accept_all(messages)
         self._dispatch()
         self._commit(force=False)
+
+    def _take(self, limit: int) -> Sequence[KafkaMessage]:
+        """Up to `limit` records: what is already fetched, at once; with nothing fetched, the
+        first to arrive (waiting up to `POLL_WAIT_S` for it) and what came with it.
+        `consume(limit, timeout)` would hold a part batch back for the whole timeout, so
+        the last few hundred requests of a burst, or a quiet stream's, waited 0.1 s each
+        time (decision 0146)."""
+        messages: Sequence[KafkaMessage] = self.consumer.consume(limit, 0)
+        if messages:
+            return messages
+        first: KafkaMessage | None = self.consumer.poll(POLL_WAIT_S)
+        if first is None:
+            return []
+        return [first, *self.consumer.consume(limit - 1, 0)] if limit > 1 else [first]
 
     def _accept_all(self, messages: Sequence[KafkaMessage]) -> None:
         accepted = self.intake.accept(messages, time.monotonic())

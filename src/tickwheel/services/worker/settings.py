@@ -19,6 +19,9 @@ DEFAULT_CONCURRENCY = 8
 # A hung handler would otherwise hold its slot and lease for ever (heartbeats are
 # automatic), so there is always a limit; an hour suits most batch work.
 DEFAULT_MAX_RUN_SECONDS = 3600.0
+# How soon a lane's consumer fetches again once its prefetch was full (decision 0146): well
+# under the time one batch takes, so the prefetch never runs dry while requests wait in Kafka.
+FETCH_QUEUE_BACKOFF_MS = 20
 
 
 def _split(values: list[str] | str | None) -> tuple[str, ...]:
@@ -106,6 +109,10 @@ def lane_consumer_config(settings: WorkerSettings, priority: str) -> dict[str, o
             # Bounded prefetch: a flood waits in Kafka, not in this process.
             "queued.max.messages.kbytes": 4096,
             "queued.min.messages": 1000,
+            # Once a partition's prefetch is over those bounds, librdkafka looks again after
+            # this long (its default, 1 s, left a lane that drains a few thousand requests
+            # in a fraction of a second with nothing to consume for the rest: decision 0146).
+            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
             "enable.partition.eof": False,
         },
     )
