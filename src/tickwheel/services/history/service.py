@@ -115,6 +115,7 @@ class HistoryService:
                     if settings.crash_after_insert
                     else None
                 ),
+                pipelined=True,
             )
             self.sink.subscribe()
             if isinstance(store, ChdbHistoryStore):
@@ -137,6 +138,8 @@ class HistoryService:
                        "test_crash_after_insert": settings.crash_after_insert},
             )  # fmt: skip
             self._loop(self.sink)
+            # The batch still being inserted is committed before the consumer closes.
+            self.sink.finish()
         finally:
             if endpoint is not None:
                 endpoint.stop()

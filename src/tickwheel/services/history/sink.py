@@ -13,6 +13,7 @@ dead-letter topic with its topic/partition/offset, and the sink keeps going.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from tickwheel.ports.kafka import GroupConsumer
 from tickwheel.services.history.batch import Batch
 from tickwheel.services.history.columnar import EncodedInsert, EncodedKind, Frame, encoded_kinds
 from tickwheel.services.history.columnar import dedup_token as encoded_token
+from tickwheel.services.history.pipeline import InsertInFlight
 from tickwheel.services.history.routes import Route, default_routes
 from tickwheel.services.history.rows import Row, Source, UnstorableRecord
 
@@ -96,6 +98,7 @@ class HistorySink:
         sleep: Callable[[float], None] = time.sleep,
         now_ms: Callable[[], int] | None = None,
         encoded: bool = True,
+        pipelined: bool = False,
     ) -> None:
         self.store = store
         self._encoded_store = store if encoded and isinstance(store, EncodedInsert) else None
@@ -110,6 +113,11 @@ class HistorySink:
         self._sleep = sleep
         self._now_ms = now_ms or (lambda: int(SystemClock().now() * 1000))
         self._pending = Batch()
+        # With `pipelined`, a batch's insert runs while the next batch is read (decision
+        # 0150); its commit waits for the next `step`, `finish` or revocation.
+        self._in_flight = InsertInFlight() if pipelined else None
+        # Both threads may dead-letter (a bad record read; a refused frame's rows).
+        self._dead_letter_lock = threading.Lock()
 
     # -- the group -------------------------------------------------------------------------
     def subscribe(self) -> None:
@@ -118,6 +126,9 @@ class HistorySink:
         )
 
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        # The batch being inserted is committed before the partitions go: its records are
+        # written, so the new owner must not read them again.
+        self._commit_in_flight()
         dropped = self._pending.drop((tp.topic, tp.partition) for tp in partitions)
         if dropped:
             log.info(
@@ -134,6 +145,7 @@ class HistorySink:
         # its count or its timeout, which is right only once the batch wait has started.
         first = self.consumer.poll(idle_timeout_s)
         if first is None:
+            self._commit_in_flight()
             self._measure_lag()
             return 0
         deadline = time.monotonic() + self.max_wait_s
@@ -148,8 +160,25 @@ class HistorySink:
             for message in messages:
                 self._accept(batch, message)
         if batch.offsets:
-            self.write(batch)
+            if self._in_flight is None:
+                self.write(batch)
+            else:
+                self._commit_in_flight(unwritten=batch.size)
+                self._in_flight.start(batch, self._insert_batch)
         return batch.size
+
+    def finish(self) -> None:
+        """Commit the batch still being inserted, if any, and stop the insert thread: a
+        pipelined sink's last step before its consumer closes."""
+        self._commit_in_flight()
+        if self._in_flight is not None:
+            self._in_flight.close()
+
+    def _commit_in_flight(self, unwritten: int = 0) -> None:
+        if self._in_flight is not None:
+            done = self._in_flight.finish()
+            if done is not None:
+                self._commit(done, unwritten)
 
     def _accept(self, batch: Batch, message: Any) -> None:
         error = message.error()
@@ -204,14 +233,19 @@ class HistorySink:
             batch.add(table, row)
 
     def _dead_letter(self, source: Source, key: str | None, value: bytes, reason: str) -> None:
-        self.dead_letters.undecodable(
-            source.topic, source.partition, source.offset, key, value, reason
-        )
-        self.stats.dead_lettered += 1
+        with self._dead_letter_lock:
+            self.dead_letters.undecodable(
+                source.topic, source.partition, source.offset, key, value, reason
+            )
+            self.stats.dead_lettered += 1
 
     # -- write, then commit ----------------------------------------------------------------
     def write(self, batch: Batch) -> None:
         """Insert every table's rows, then commit the batch's offsets (never the other way)."""
+        self._insert_batch(batch)
+        self._commit(batch)
+
+    def _insert_batch(self, batch: Batch) -> None:
         frame_tables: dict[str, list[tuple[Frame, int]]] = {}
         for frame in batch.frames.values():
             for index, target in enumerate(frame.kind.tables):
@@ -233,9 +267,11 @@ class HistorySink:
         self.stats.last_batch_rows = written
         if self.after_insert is not None:
             self.after_insert(self.stats.batches)
+
+    def _commit(self, batch: Batch, unwritten: int = 0) -> None:
         try:
             self.consumer.commit(offsets=batch.commit_offsets(), asynchronous=False)
-            self._measure_lag(batch)
+            self._measure_lag(batch, unwritten)
         except KafkaException as exc:
             # A rebalance got in between: the records come back to whoever owns the
             # partitions now, and the idempotent write makes the second delivery harmless.
@@ -284,7 +320,7 @@ class HistorySink:
             self._accept_row(batch, route, message, source)
         return 0
 
-    def _measure_lag(self, batch: Batch | None = None) -> None:
+    def _measure_lag(self, batch: Batch | None = None, unwritten: int = 0) -> None:
         """Records behind on the assigned partitions after `batch`: each one's cached high
         watermark less the consumer's position (both local to the client: no broker round
         trip). Idle (no batch): zero, since everything fetched is written; what watermarks
@@ -317,7 +353,8 @@ class HistorySink:
             start = tp.offset if tp.offset >= 0 else low
             if high >= 0 and start >= 0:
                 lag += max(0, high - start)
-        self.stats.lag_records = lag
+        # Records read past this batch and not yet written (the next batch, pipelined).
+        self.stats.lag_records = lag + unwritten
         if batch.newest_ms > 0:
             self.stats.lag_ms = max(0, self._now_ms() - batch.newest_ms)
 

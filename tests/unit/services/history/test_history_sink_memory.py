@@ -18,6 +18,7 @@ from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryConsumer, MemoryEventProducer
 from tickwheel.clock import FakeClock
 from tickwheel.history.memory import MemoryHistoryStore
+from tickwheel.ports.history import HistoryStoreError
 from tickwheel.services.history.sink import HistorySink
 from tickwheel.topology import load_topology, topic_name
 
@@ -157,16 +158,20 @@ def test_offsets_are_committed_only_after_the_insert() -> None:
     assert world.committed(consumer) == 0
 
 
+@pytest.mark.parametrize("pipelined", [False, True], ids=["inline", "pipelined"])
 @pytest.mark.parametrize("recut", [False, True], ids=["same-cut", "cut-differently"])
-def test_a_crash_between_insert_and_commit_leaves_no_duplicate_as_read_back(recut: bool) -> None:
+def test_a_crash_between_insert_and_commit_leaves_no_duplicate_as_read_back(
+    recut: bool, pipelined: bool
+) -> None:
     world = World()
 
     def crash(_inserts: int) -> None:
         raise Crash
 
-    first, first_consumer = world.sink(after_insert=crash)
+    first, first_consumer = world.sink(after_insert=crash, pipelined=pipelined)
     with pytest.raises(Crash):
         _drain(first, world.records)
+        first.finish()  # pipelined: the insert thread's crash surfaces where it commits
     assert world.store.rows("execution_events")  # inserted ...
     assert world.committed(first_consumer) > 0  # ... and not committed
     # The process is gone: its session ends, and a new sink in the group reads it all again.
@@ -185,3 +190,52 @@ def test_a_crash_between_insert_and_commit_leaves_no_duplicate_as_read_back(recu
         else:
             # The same cut again: the same tokens, so the repeat never lands.
             assert _ids(raw) == _ids(final), table
+
+
+def _stored_records(world: World) -> int:
+    """Records whose rows are in the store (a request's two rows count once), plus the
+    dead-lettered ones."""
+    places = {
+        (row["source_topic"], row["source_partition"], row["source_offset"])
+        for table in ("execution_requests", "execution_events")
+        for row in world.store.rows(table)
+    }
+    return len(places) + len(world.dead_letters.letters)
+
+
+def test_a_pipelined_sink_commits_each_batch_only_after_its_insert() -> None:
+    world = World()
+    sink, consumer = world.sink(max_batch=10, pipelined=True)
+    sink.step(idle_timeout_s=0)
+    # The first batch's insert was started, not waited for: nothing is committed yet.
+    assert world.committed(consumer) == world.records
+    for _ in range(MAX_STEPS):
+        if sink.stats.records >= world.records:
+            break
+        sink.step(idle_timeout_s=0)
+        # A commit follows its insert: never more records committed than stored.
+        assert world.records - world.committed(consumer) <= _stored_records(world)
+    sink.finish()
+    assert world.committed(consumer) == 0
+    n = world.executions
+    assert len(world.store.rows("execution_requests")) == n
+    events = world.store.rows("execution_events")
+    assert len(events) == 3 * n == len(set(_ids(events)))
+    assert sink.stats.lag_records == 0
+
+
+class RefusingStore(MemoryHistoryStore):
+    """A store whose every insert fails (a ClickHouse that is down)."""
+
+    def insert(self, table: str, rows: Any, dedup_token: str | None = None) -> None:
+        raise HistoryStoreError(f"insert into {table} failed: the store is down")
+
+
+def test_a_pipelined_insert_that_fails_raises_and_commits_nothing() -> None:
+    world = World()
+    world.store = RefusingStore()
+    sink, consumer = world.sink(pipelined=True, sleep=lambda _s: None)
+    sink.step(idle_timeout_s=0)
+    with pytest.raises(HistoryStoreError):
+        sink.finish()
+    assert world.committed(consumer) == world.records
