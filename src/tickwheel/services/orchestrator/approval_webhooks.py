@@ -26,11 +26,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.core.timefmt import format_utc
+from tickwheel.records import WorkflowEvent
 from tickwheel.services.orchestrator.notices import ApprovalNotifier
 from tickwheel.services.webhooks import Outcome, WebhookSink, backoff_s
 
@@ -46,7 +47,7 @@ NOTICE_TYPES = {
 _APPROVAL_MARK = b"approval_"
 
 
-def approval_payload(event: dict[str, Any], notifier: ApprovalNotifier) -> dict[str, Any] | None:
+def approval_payload(event: WorkflowEvent, notifier: ApprovalNotifier) -> dict[str, Any] | None:
     """The Standard Webhooks body (`type`, `timestamp`, `data`) of one `WorkflowEvent`, or None
     for an event that is no approval notice."""
     kind = NOTICE_TYPES.get(event["event_type"])
@@ -142,7 +143,7 @@ class ApprovalWebhooks(threading.Thread):
         """Send the notice `value` stands for until the sink takes or refuses it; False when
         stopped before that."""
         try:
-            event = decode(value, "WorkflowEvent")[1]
+            event = decode_as(WorkflowEvent, value)
         except UndecodableRecord:
             return True  # not an event this version reads: no notice to send
         body_data = approval_payload(event, self.notifier)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.core.workflow import WorkflowDefinition, parse_definition
+from tickwheel.records import WorkflowDefinition as DefinitionRecord  # the parsed one is core's
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.orchestrator")
@@ -64,7 +64,7 @@ class DefinitionCatalog:
                 if record.value is None:
                     continue
                 try:
-                    added += self._add(decode(record.value, "WorkflowDefinition")[1])
+                    added += self._add(decode_as(DefinitionRecord, record.value))
                 except (UndecodableRecord, ValueError) as exc:
                     reason = getattr(exc, "reason", None) or str(exc)
                     self._dead_letters.undecodable(
@@ -73,12 +73,12 @@ class DefinitionCatalog:
                     )  # fmt: skip
             return added
 
-    def add(self, record: dict[str, Any]) -> int:
+    def add(self, record: DefinitionRecord) -> int:
         """A `WorkflowDefinition` record (tests and the restore read it this way)."""
         with self._lock:
             return self._add(record)
 
-    def _add(self, record: dict[str, Any]) -> int:
+    def _add(self, record: DefinitionRecord) -> int:
         key = (record["definition_id"], int(record["version"]))
         if key in self._versions:
             return 0

@@ -21,6 +21,7 @@ from typing import Any
 
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval
 from tickwheel.errors import InvalidInput
+from tickwheel.records import WorkflowEvent
 from tickwheel.sdk.workflows import DEFAULT_APPROVAL_TTL_MS, approval_keys
 from tickwheel.services.orchestrator.partition import Batch
 
@@ -51,16 +52,19 @@ class ApprovalNotifier:
             return self.link_template.format(token=token)
         return f"tickwheel workflows approve --token {token}"
 
-    def notice(self, event: Mapping[str, Any]) -> dict[str, Any]:
+    def notice(self, event: WorkflowEvent) -> dict[str, Any]:
         """The notice of one `approval_requested` event (a `WorkflowEvent` record): who, what,
         until when, the link."""
+        step_id = event["step_id"]
+        if step_id is None:  # the fold always names the step it asks approval for
+            raise ValueError(f"{event['event_id']}: an approval_requested event without step_id")
         data = json.loads(event["data"] or "{}")
         expires = data.get("expires_at_ms") or event["event_time"] + DEFAULT_APPROVAL_TTL_MS
         return {
-            "workflow_id": event["workflow_id"], "step_id": event["step_id"],
+            "workflow_id": event["workflow_id"], "step_id": step_id,
             "round": data["round"], "assignees": data.get("assignees", []),
             "expires_at_ms": expires,
-            "link": self.link(event["workflow_id"], event["step_id"], data["round"], expires),
+            "link": self.link(event["workflow_id"], step_id, data["round"], expires),
         }  # fmt: skip
 
     def notices(self, batch: Batch) -> list[dict[str, Any]]:

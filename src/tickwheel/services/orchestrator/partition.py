@@ -28,7 +28,7 @@ from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.wire import input_of_record
 from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
-from tickwheel.records import WorkflowInput
+from tickwheel.records import WorkflowEvent, WorkflowInput, WorkflowSnapshot
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.records import (
     Outgoing,
@@ -74,7 +74,7 @@ STEP_TRANSITIONS = frozenset({
 class Batch:
     """What one transaction of a partition carries (besides its checkpoint)."""
 
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[WorkflowEvent] = field(default_factory=list)
     # Each instance's latest state and when: encoded once per batch (`snapshot_records`).
     states: dict[str, tuple[WorkflowState, int]] = field(default_factory=dict)
     outgoing: list[Outgoing] = field(default_factory=list)
@@ -88,7 +88,7 @@ class Batch:
     def step_transitions(self) -> int:
         return sum(1 for event in self.events if event["event_type"] in STEP_TRANSITIONS)
 
-    def snapshot_records(self) -> dict[str, dict[str, Any]]:
+    def snapshot_records(self) -> dict[str, WorkflowSnapshot]:
         return {wid: snapshot_record(state, at) for wid, (state, at) in self.states.items()}
 
 
@@ -117,15 +117,16 @@ class PartitionOrchestrator:
     def open_instances(self) -> int:
         return len(self.instances) - len(self.finished)
 
-    def load(self, workflow_id: str, snapshot: dict[str, Any] | None, now_ms: int = 0) -> None:
+    def load(self, workflow_id: str, snapshot: WorkflowSnapshot | None, now_ms: int = 0) -> None:
         """During restore: an instance's latest snapshot (None: its tombstone, it was pruned)."""
-        if snapshot is None or snapshot.get("state") is None:
+        state_text = None if snapshot is None else snapshot["state"]
+        if snapshot is None or state_text is None:
             self.instances.pop(workflow_id, None)
             self.finished.pop(workflow_id, None)
             if snapshot is None:
                 self._remember_pruned(workflow_id, now_ms)
             return
-        self.instances[workflow_id] = snapshot["state"]
+        self.instances[workflow_id] = state_text
         self.pruned.pop(workflow_id, None)
         self._track(workflow_id, snapshot["status"], int(snapshot["updated_at"]))
 
@@ -166,7 +167,7 @@ class PartitionOrchestrator:
         """The instance's state (built from its snapshot on first use)."""
         state = self.instances.get(workflow_id)
         if isinstance(state, str):
-            state = state_of_snapshot({"state": state})
+            state = state_of_snapshot(state)
             self.instances[workflow_id] = state
         return state
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.core.timer.workflow_steps import STEP_KEY_PREFIX
@@ -37,6 +36,7 @@ from tickwheel.core.workflow import (
     WorkflowState,
 )
 from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
+from tickwheel.records import Alert, TimerCommand, TimerCommandKind, WorkflowEvent, WorkflowSnapshot
 
 CHECKPOINT_PREFIX = "__partition__/"
 # Built once: json.dumps with keyword arguments builds an encoder per call, and every event,
@@ -69,7 +69,7 @@ def checkpoint_key(partition: int) -> str:
 def event_record(
     state: WorkflowState, event: Event, input_id: str, tenant_id: str | None,
     *, status: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> WorkflowEvent:  # fmt: skip
     """`event` of instance `state` as a `WorkflowEvent` v2; `status` is the instance's status
     right after the event (default: `state`'s)."""
     data = event.data
@@ -104,7 +104,7 @@ class Outgoing:
     topic: str
     key: str
     record: str
-    value: dict[str, Any]
+    value: TimerCommand | Alert
 
 
 def _max_attempts(definition: WorkflowDefinition, step: str, compensation: bool) -> int:
@@ -119,26 +119,50 @@ def command_records(
 ) -> list[Outgoing]:  # fmt: skip
     """What `command` (an effect of `event`) is on the wire."""
     wid, at = state.workflow_id, event.at_ms
-    base: dict[str, Any] = {"job_id": key, "requested_at": at, "workflow_id": wid}
     if isinstance(command, ScheduleStep | ScheduleCompensation):
         comp = isinstance(command, ScheduleCompensation)
-        value = {**base, "command_id": f"wf:{wid}:run:{command.execution_id}:{command.attempt}",
-                 "kind": "run_step", "execution_id": command.execution_id,
-                 "step_id": command.step, "attempt": command.attempt, "compensation": comp,
-                 "job_type": command.job_type, "payload": json.dumps(command.payload),
-                 "tenant_id": tenant_id, "fire_at": command.not_before_ms,
-                 "max_attempts": _max_attempts(definition, command.step, comp)}  # fmt: skip
+        value = timer_command(
+            key,
+            at,
+            wid,
+            f"wf:{wid}:run:{command.execution_id}:{command.attempt}",
+            "run_step",
+            execution_id=command.execution_id,
+            step_id=command.step,
+            attempt=command.attempt,
+            compensation=comp,
+            job_type=command.job_type,
+            payload=json.dumps(command.payload),
+            tenant_id=tenant_id,
+            fire_at=command.not_before_ms,
+            max_attempts=_max_attempts(definition, command.step, comp),
+        )
         return [Outgoing("timers.commands", key, "TimerCommand", value)]
     if isinstance(command, StartTimer | CancelTimer):
-        kind = "start_timer" if isinstance(command, StartTimer) else "cancel_timer"
-        value = {**base, "command_id": f"wf:{wid}:{kind}:{command.timer_id}:{event.seq}",
-                 "kind": kind, "timer_id": command.timer_id,
-                 "fire_at": command.fire_at_ms if isinstance(command, StartTimer) else None}  # fmt: skip
+        kind: TimerCommandKind = (
+            "start_timer" if isinstance(command, StartTimer) else "cancel_timer"
+        )
+        value = timer_command(
+            key,
+            at,
+            wid,
+            f"wf:{wid}:{kind}:{command.timer_id}:{event.seq}",
+            kind,
+            timer_id=command.timer_id,
+            fire_at=command.fire_at_ms if isinstance(command, StartTimer) else None,
+        )
         return [Outgoing("timers.commands", key, "TimerCommand", value)]
     if isinstance(command, CancelExecution):
-        value = {**base, "command_id": f"wf:{wid}:cancel:{command.execution_id}:{command.attempt}",
-                 "kind": "cancel_execution", "execution_id": command.execution_id,
-                 "step_id": command.step, "attempt": command.attempt}  # fmt: skip
+        value = timer_command(
+            key,
+            at,
+            wid,
+            f"wf:{wid}:cancel:{command.execution_id}:{command.attempt}",
+            "cancel_execution",
+            execution_id=command.execution_id,
+            step_id=command.step,
+            attempt=command.attempt,
+        )
         return [Outgoing("timers.commands", key, "TimerCommand", value)]
     if isinstance(command, RaiseAlert | ClearAlert):
         firing = isinstance(command, RaiseAlert)
@@ -146,17 +170,44 @@ def command_records(
                    "fingerprint": command.alert_id, "seq": event.seq}  # fmt: skip
         if isinstance(command, RaiseAlert):
             details["step_id"] = command.step
-        value = {"alert_id": f"{command.alert_id}:{event.seq}", "event_time": at,
-                 "kind": command.kind if isinstance(command, RaiseAlert) else "workflow_alert",
-                 "severity": "warning", "job_id": None, "tenant_id": tenant_id,
-                 "message": command.message if isinstance(command, RaiseAlert)
-                 else f"resolved: {command.alert_id}",
-                 "details": json.dumps(details)}  # fmt: skip
-        return [Outgoing("alerts", value["alert_id"], "Alert", value)]
+        alert: Alert = {
+            "alert_id": f"{command.alert_id}:{event.seq}", "event_time": at,
+            "kind": command.kind if isinstance(command, RaiseAlert) else "workflow_alert",
+            "severity": "warning", "job_id": None, "tenant_id": tenant_id,
+            "message": command.message if isinstance(command, RaiseAlert)
+            else f"resolved: {command.alert_id}",
+            "details": json.dumps(details),
+            # A workflow's alert is not an incident of the watchdog's: its v2 lifecycle
+            # fields keep their defaults.
+            "incident_id": None, "fingerprint": None, "transition": None, "state": None,
+            "subject": None, "opened_at": None, "resolved_at": None, "acknowledged_by": None,
+            "acknowledged_note": None, "acknowledged_at": None, "suppressed_by": None,
+            "notify": True,
+        }  # fmt: skip
+        return [Outgoing("alerts", alert["alert_id"], "Alert", alert)]
     return []  # OpenApproval: the approval_requested event is the notice
 
 
-def snapshot_record(state: WorkflowState, now_ms: int) -> dict[str, Any]:
+def timer_command(
+    key: str, at: int, workflow_id: str, command_id: str, kind: TimerCommandKind, *,
+    execution_id: str | None = None, step_id: str | None = None, attempt: int = 0,
+    compensation: bool = False, job_type: str | None = None, payload: str | None = None,
+    tenant_id: str | None = None, max_attempts: int = 1, timer_id: str | None = None,
+    fire_at: int | None = None,
+) -> TimerCommand:  # fmt: skip
+    """A workflow's `TimerCommand` (key: its step key); the keyword defaults are the schema's,
+    so a command names only what its kind carries."""
+    return {
+        "command_id": command_id, "job_id": key, "kind": kind, "requested_at": at,
+        "range_start": None, "range_end": None, "execution_id": execution_id, "data": None,
+        "workflow_id": workflow_id, "step_id": step_id, "attempt": attempt,
+        "compensation": compensation, "job_type": job_type, "payload": payload,
+        "tenant_id": tenant_id, "max_attempts": max_attempts, "timer_id": timer_id,
+        "fire_at": fire_at,
+    }  # fmt: skip
+
+
+def snapshot_record(state: WorkflowState, now_ms: int) -> WorkflowSnapshot:
     return {
         "workflow_id": state.workflow_id,
         "definition_id": state.definition_id,
@@ -169,11 +220,12 @@ def snapshot_record(state: WorkflowState, now_ms: int) -> dict[str, Any]:
     }
 
 
-def state_of_snapshot(record: dict[str, Any]) -> WorkflowState:
-    return state_from_json(json.loads(record["state"]))
+def state_of_snapshot(state_text: str) -> WorkflowState:
+    """The instance state a `WorkflowSnapshot` carries as JSON text (its `state`)."""
+    return state_from_json(json.loads(state_text))
 
 
-def checkpoint_record(partition: int, offsets: dict[str, int], now_ms: int) -> dict[str, Any]:
+def checkpoint_record(partition: int, offsets: dict[str, int], now_ms: int) -> WorkflowSnapshot:
     return {
         "workflow_id": checkpoint_key(partition),
         "definition_id": "",

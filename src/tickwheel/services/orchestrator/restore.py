@@ -10,10 +10,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.producer import TransactionalProducer
 from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.records import WorkflowSnapshot
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.partition import PartitionOrchestrator
 from tickwheel.services.orchestrator.records import checkpoint_key
@@ -84,7 +85,7 @@ class PartitionRestorer:
             snapshot = None
             if record.value is not None:
                 try:
-                    snapshot = decode(record.value, "WorkflowSnapshot")[1]
+                    snapshot = decode_as(WorkflowSnapshot, record.value)
                 except UndecodableRecord as exc:
                     orchestrator.batch.dead_letters.append(dead_letter_record(
                         record.topic, record.partition, record.offset, record.key,

@@ -82,7 +82,7 @@ def test_a_partition_folds_records_as_the_core_folds_inputs(path: Path) -> None:
     assert got == expected and batch.dead_letters == []
     assert {e["event_id"] for e in batch.events} == {f"wf:{fixture['workflow_id']}:{s}"
                                                      for s, _, _ in expected}  # fmt: skip
-    assert state_of_snapshot(batch.snapshot_records()[fixture["workflow_id"]]) == state
+    assert state_of_snapshot(batch.snapshot_records()[fixture["workflow_id"]]["state"]) == state
     keys = {out.key for out in batch.outgoing if out.topic == "timers.commands"}
     assert keys <= {step_key(fixture["workflow_id"], 6)}
 
