@@ -14,7 +14,7 @@ from tickwheel.core.watchdog.conditions import KINDS, Condition, diagnose
 from tickwheel.core.watchdog.evaluator import WatchdogState, evaluate
 from tickwheel.core.watchdog.facts import Acknowledgement, Facts, Observed
 from tickwheel.core.watchdog.jobs import Interval, JobSpec, effective_interval, job_spec
-from tickwheel.core.watchdog.lifecycle import Incident, Transition, fingerprint
+from tickwheel.core.watchdog.lifecycle import Incident, Transition, fingerprint, plain_alert
 from tickwheel.core.watchdog.thresholds import Thresholds
 
 __all__ = [
@@ -34,4 +34,5 @@ __all__ = [
     "evaluate",
     "fingerprint",
     "job_spec",
+    "plain_alert",
 ]

@@ -122,6 +122,22 @@ class Transition:
         return record
 
 
+def plain_alert(
+    alert_id: str, event_time: int, kind: str, severity: AlertSeverity, message: str, *,
+    job_id: str | None = None, tenant_id: str | None = None, details: str | None = None,
+) -> Alert:  # fmt: skip
+    """An `Alert` that is no incident's transition (a workflow's alert, the watchdog's state
+    and checkpoint records): its v2 lifecycle fields keep the schema's defaults."""
+    return {
+        "alert_id": alert_id, "event_time": event_time, "kind": kind, "severity": severity,
+        "job_id": job_id, "tenant_id": tenant_id, "message": message, "details": details,
+        "incident_id": None, "fingerprint": None, "transition": None, "state": None,
+        "subject": None, "opened_at": None, "resolved_at": None, "acknowledged_by": None,
+        "acknowledged_note": None, "acknowledged_at": None, "suppressed_by": None,
+        "notify": True,
+    }  # fmt: skip
+
+
 # The Alert v2 fields that `details` repeats for readers of v1 (decision 0076).
 _LIFECYCLE_FIELDS = frozenset({"incident_id", "fingerprint", "transition", "state", "subject",
                                "opened_at", "resolved_at", "suppressed_by", "notify"})  # fmt: skip

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.core.timer.workflow_steps import STEP_KEY_PREFIX
+from tickwheel.core.watchdog import plain_alert
 from tickwheel.core.workflow import (
     CancelExecution,
     CancelTimer,
@@ -170,20 +171,12 @@ def command_records(
                    "fingerprint": command.alert_id, "seq": event.seq}  # fmt: skip
         if isinstance(command, RaiseAlert):
             details["step_id"] = command.step
-        alert: Alert = {
-            "alert_id": f"{command.alert_id}:{event.seq}", "event_time": at,
-            "kind": command.kind if isinstance(command, RaiseAlert) else "workflow_alert",
-            "severity": "warning", "job_id": None, "tenant_id": tenant_id,
-            "message": command.message if isinstance(command, RaiseAlert)
-            else f"resolved: {command.alert_id}",
-            "details": json.dumps(details),
-            # A workflow's alert is not an incident of the watchdog's: its v2 lifecycle
-            # fields keep their defaults.
-            "incident_id": None, "fingerprint": None, "transition": None, "state": None,
-            "subject": None, "opened_at": None, "resolved_at": None, "acknowledged_by": None,
-            "acknowledged_note": None, "acknowledged_at": None, "suppressed_by": None,
-            "notify": True,
-        }  # fmt: skip
+        alert = plain_alert(
+            f"{command.alert_id}:{event.seq}", at,
+            command.kind if isinstance(command, RaiseAlert) else "workflow_alert", "warning",
+            command.message if isinstance(command, RaiseAlert) else f"resolved: {command.alert_id}",
+            tenant_id=tenant_id, details=json.dumps(details),
+        )  # fmt: skip
         return [Outgoing("alerts", alert["alert_id"], "Alert", alert)]
     return []  # OpenApproval: the approval_requested event is the notice
 

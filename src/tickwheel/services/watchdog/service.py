@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode, decode_as, encode
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.client import (
     OFFSET_BEGINNING,
@@ -39,6 +39,7 @@ from tickwheel.core.watchdog.freshness import topics as output_topics
 from tickwheel.core.watchdog.parents import ages
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
+from tickwheel.records import Alert
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.watchdog.freshness_probe import FreshnessProbe
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
@@ -209,7 +210,7 @@ class WatchdogService:
             if record.key is None or record.value is None:
                 continue
             try:
-                parsed = parse_state_record(decode(record.value, "Alert")[1])
+                parsed = parse_state_record(decode_as(Alert, record.value))
             except (UndecodableRecord, KeyError, TypeError, ValueError):
                 self.metrics.undecodable.inc()
                 continue

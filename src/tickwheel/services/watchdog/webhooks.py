@@ -19,14 +19,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.core.timefmt import format_utc
+from tickwheel.records import Alert
 from tickwheel.services.webhooks import (
     RETRYABLE_CLIENT_ERRORS,
     TIMEOUT_S,
@@ -50,14 +51,16 @@ __all__ = [
 log = logging.getLogger("tickwheel.watchdog")
 
 
-def payload(alert: Mapping[str, Any]) -> dict[str, Any]:
+def payload(alert: Alert) -> dict[str, Any]:
     """The Standard Webhooks body of one `Alert` transition: `type`, `timestamp`, `data`."""
     try:
-        lifecycle = json.loads(alert.get("details") or "{}")
+        lifecycle = json.loads(alert["details"] or "{}")
     except ValueError:
         lifecycle = {}
-    data = {key: alert[key] for key in ("alert_id", "event_time", "kind", "severity", "job_id",
-                                        "tenant_id", "message")}  # fmt: skip
+    data: dict[str, Any] = {"alert_id": alert["alert_id"], "event_time": alert["event_time"],
+                            "kind": alert["kind"], "severity": alert["severity"],
+                            "job_id": alert["job_id"], "tenant_id": alert["tenant_id"],
+                            "message": alert["message"]}  # fmt: skip
     data.update({k: v for k, v in lifecycle.items() if k != "evidence"})
     data["evidence"] = lifecycle.get("evidence", {})
     return {
@@ -130,7 +133,7 @@ class WebhookDispatcher(threading.Thread):
 
     def _deliver(self, value: bytes) -> None:
         try:
-            alert = decode(value, "Alert")[1]
+            alert = decode_as(Alert, value)
         except UndecodableRecord:
             return
         body_data = payload(alert)
