@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,8 +34,10 @@ from bench._common import Report, bench_broker, percentile, stop_process  # noqa
 from bench.bench_api import (  # noqa: E402
     SPEC,
     WARM_UP,
+    RawConnection,
     _timed_stages,
     append_report,
+    async_load,
     start_api,
     timed,
 )
@@ -137,6 +140,92 @@ def compare_reads(reads: int, concurrency: int, rounds: int) -> None:
         for name, got in figures.items():
             ratio = percentile(got["reads"], 0.99) / percentile(got["noop"], 0.99)
             report.add(f"\n{name}: read p99 / no-op p99 on the same server = {ratio:.2f}.")
+        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+        report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
+                   "cores shared with other work.")  # fmt: skip
+        for _, api in servers.values():
+            stop_process(api)
+    append_report(report, "api-reads.md")
+
+
+def baseline_tree(rev: str) -> Path:
+    """The source tree at `rev`, exported to a scratch directory (no git state touched): an
+    API started with it on PYTHONPATH is the code before, for an A/B in one run."""
+    target = Path(tempfile.mkdtemp(prefix="tickwheel-baseline-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "schemas", "topology", "pyproject.toml"], check=True,
+                             capture_output=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target / "src"
+
+
+def open_loop_reads(reads: int, rate: float, in_flight: int, rounds: int, baseline: str) -> None:
+    """Job reads at saturation (a closed loop of `in_flight` outstanding requests from one
+    async client) and at an offered open-loop `rate` below it, each beside the no-op route
+    (`/healthz`) on the same server, for this code and for `baseline` (a git revision) in
+    interleaved rounds: p50/p99, reads/s, and each API's CPU per request (decision 0153)."""
+    report = Report("HTTP API: job reads at saturation and at an offered rate (decision 0153)")
+    with bench_broker() as broker:
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
+        os.environ["TICKWHEEL_TOPIC_PREFIX"] = "bench."
+        apply_topology(bootstrap=broker.bootstrap)
+        token, _ = create_key("default", ["read"], bootstrap=broker.bootstrap, now_ms=1)
+        directory = Path(tempfile.mkdtemp(prefix="tickwheel-bench-api-"))
+        old_src = baseline_tree(baseline)
+        servers = {}
+        for name, extra in ((f"before ({baseline})", {"PYTHONPATH": str(old_src)}),
+                            ("this code", {})):  # fmt: skip
+            port = free_port()
+            servers[name] = (port, start_api(port, directory / f"api-{port}.log", extra))
+        jobs = JobsClient(broker.bootstrap)
+        for i in range(100):
+            jobs.create({**SPEC, "jobId": f"read-{i}"})
+        start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+        headers = {"Authorization": f"Bearer {token}"}
+
+        async def get(connection: RawConnection, i: int) -> None:
+            status, body = await connection.request("GET", f"/v1/jobs/read-{i % 100}")
+            assert status == 200, body
+
+        async def noop(connection: RawConnection, i: int) -> None:
+            assert (await connection.request("GET", "/healthz"))[0] == 200
+
+        loads = (("saturation", None), (f"open loop {rate:g}/s", rate))
+        figures: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+        per_round = max(1, reads // rounds)
+        for port, _ in servers.values():  # warm: connections, the catalogue caught up
+            async_load(f"http://127.0.0.1:{port}", headers, get, WARM_UP * 5, in_flight=4)
+        for _ in range(rounds):
+            for name, (port, api) in servers.items():
+                for load_name, offered in loads:
+                    for route, call in (
+                        ("`GET /jobs/{id}`", get),
+                        ("`GET /healthz` (no-op)", noop),
+                    ):
+                        got = figures.setdefault((name, load_name, route),
+                                                 {"lat": [], "rate": [], "cpu": [], "client": []})  # fmt: skip
+                        cpu = cpu_seconds(api.pid)
+                        per_s, latencies, client_ms = async_load(
+                            f"http://127.0.0.1:{port}", headers, call, per_round,
+                            in_flight=in_flight, rate=offered)  # fmt: skip
+                        got["cpu"].append((cpu_seconds(api.pid) - cpu) / per_round * 1000)
+                        got["lat"] += latencies
+                        got["rate"].append(per_s)
+                        got["client"].append(client_ms)
+        report.add(f"{per_round * rounds} requests per API, load and route in {rounds} "
+                   f"interleaved rounds from one async client (raw keep-alive HTTP/1.1 on asyncio streams, one event loop, at most "
+                   f"{in_flight} in flight); open loop: request i due at i/rate, its latency "
+                   f"counted from then. Each API in one process (uvicorn, one worker), one "
+                   f"broker. Load average at the start (1, 5, 15 min): {start_load}.")  # fmt: skip
+        report.add("")
+        report.add("| API | load | route | n | per second | p50 ms | p99 ms | API CPU ms a "
+                   "request | client CPU ms a request |")  # fmt: skip
+        report.add("|---|---|---|---|---|---|---|---|---|")
+        for (name, load_name, route), got in figures.items():
+            mean = {k: sum(v) / len(v) for k, v in got.items() if k != "lat"}
+            report.add(f"| {name} | {load_name} | {route} | {len(got['lat'])} | "
+                       f"{mean['rate']:,.0f} | {percentile(got['lat'], 0.5):.1f} | "
+                       f"{percentile(got['lat'], 0.99):.1f} | {mean['cpu']:.2f} | "
+                       f"{mean['client']:.2f} |")  # fmt: skip
         load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
                    "cores shared with other work.")  # fmt: skip
@@ -265,8 +354,14 @@ def main() -> None:
         metavar="N",
         help="only FastAPI's own layers' CPU per request, N requests each",
     )
+    parser.add_argument("--open-loop", type=float, default=0, metavar="RATE",
+                        help="saturation and this offered rate, A/B against --baseline")  # fmt: skip
+    parser.add_argument("--in-flight", type=int, default=32)
+    parser.add_argument("--baseline", default="HEAD", help="the git revision to compare with")
     args = parser.parse_args()
-    if args.framework:
+    if args.open_loop:
+        open_loop_reads(args.reads, args.open_loop, args.in_flight, args.rounds, args.baseline)
+    elif args.framework:
         framework_costs(args.framework)
     elif args.profile:
         profile_reads(args.profile, args.concurrency)
