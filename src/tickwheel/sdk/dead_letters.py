@@ -30,11 +30,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.errors import TickwheelError
+from tickwheel.records import DeadLetter, DeadLetterAction, DeadLetterResolution
 from tickwheel.topology import topic_name
 
 RESOLUTIONS_TOPIC = "executions.dlq.resolutions"
@@ -51,9 +52,12 @@ def read_dead_letters(bootstrap: str | None = None) -> list[dict[str, Any]]:
         if record.value is None:
             continue
         try:
-            letter = decode(record.value, "DeadLetter")[1]
+            decoded = decode_as(DeadLetter, record.value)
         except UndecodableRecord:
             continue
+        # A reader's view (JSON: what the CLI and the API show), not the record: the raw bytes
+        # as base64, where on the topic it lies, later its resolution.
+        letter: dict[str, Any] = dict(decoded)
         raw = letter.pop("raw_value", None)
         letter["raw_value_base64"] = base64.b64encode(raw).decode() if raw is not None else None
         letter["dlq_partition"] = record.partition
@@ -136,14 +140,14 @@ class JobsLike(Protocol):
     def trigger(self, job_id: str) -> dict[str, Any]: ...
 
 
-def read_resolutions(bootstrap: str | None = None) -> dict[str, dict[str, Any]]:
+def read_resolutions(bootstrap: str | None = None) -> dict[str, DeadLetterResolution]:
     """The latest resolution of each resolved dead letter, by dead letter id."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, DeadLetterResolution] = {}
     for record in read_to_end(topic_name(RESOLUTIONS_TOPIC), None, bootstrap):
         if record.value is None:
             continue
         try:
-            resolution = decode(record.value, "DeadLetterResolution")[1]
+            resolution = decode_as(DeadLetterResolution, record.value)
         except UndecodableRecord:
             continue
         out[resolution["dead_letter_id"]] = resolution
@@ -164,11 +168,11 @@ def with_resolutions(
 
 
 def resolution_record(
-    letter: Mapping[str, Any], action: str, by: str, note: str | None, at_ms: int,
+    letter: Mapping[str, Any], action: DeadLetterAction, by: str, note: str | None, at_ms: int,
     resolution_id: str, tenant_id: str | None = None, command: Mapping[str, Any] | None = None,
     retry_execution_id: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """Pure: the `DeadLetterResolution` of `letter`."""
+) -> DeadLetterResolution:  # fmt: skip
+    """Pure: the `DeadLetterResolution` of `letter` (a listed one: `read_dead_letters`)."""
     return {
         "resolution_id": resolution_id, "dead_letter_id": letter["dead_letter_id"],
         "event_time": at_ms, "action": action, "by": by, "note": note or None,
@@ -219,7 +223,7 @@ class DeadLettersClient:
         return [d for d in letters if include_resolved or d["resolution"] is None]
 
     def retry(self, dead_letter_id: str, *, by: str, note: str | None = None,
-              letters: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+              letters: list[dict[str, Any]] | None = None) -> DeadLetterResolution:  # fmt: skip
         """Ask for the letter's work again (see `retry_plan`) and record it as `retried`.
         Raises UnknownDeadLetter, AlreadyResolved, NotRetryable (and UnknownJob's kin from
         the job client). `letters` is a list already read (`letters()`), for a bulk retry."""
@@ -245,7 +249,7 @@ class DeadLettersClient:
         return record
 
     def discard(self, dead_letter_id: str, *, by: str, note: str,
-                letters: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+                letters: list[dict[str, Any]] | None = None) -> DeadLetterResolution:  # fmt: skip
         """Record the letter as `discarded` (nothing is re-run); the note is required."""
         text = _checked_note(note, required=True)
         letter = self._unresolved(dead_letter_id, letters)
@@ -267,7 +271,7 @@ class DeadLettersClient:
     def _now_ms(self) -> int:
         return int(self._clock.now() * 1000)
 
-    def _send(self, record: dict[str, Any]) -> None:
+    def _send(self, record: DeadLetterResolution) -> None:
         from tickwheel.adapters.kafka.producer import EventProducer
 
         producer = EventProducer(self.bootstrap)

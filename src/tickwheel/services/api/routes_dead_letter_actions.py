@@ -123,8 +123,8 @@ def _resolve_one(request: Request, b: Any, action: str, letter_id: str, note: st
     letters = visible_letters(request, b)
     try:
         if action == "retry":
-            return client.retry(letter_id, by=by, note=note, letters=letters)
-        return client.discard(letter_id, by=by, note=note or "", letters=letters)
+            return dict(client.retry(letter_id, by=by, note=note, letters=letters))
+        return dict(client.discard(letter_id, by=by, note=note or "", letters=letters))
     except (UnknownDeadLetter, AlreadyResolved, NotRetryable) as exc:
         raise problem_of(exc) from None
 
