@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
@@ -50,6 +50,8 @@ from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verif
 from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
+from tickwheel.records import WorkflowEvent, WorkflowSnapshot
 from tickwheel.topology import topic as declared_topic
 from tickwheel.topology import topic_name
 
@@ -148,7 +150,7 @@ class WorkflowsClient:
             if record.value is None:
                 continue
             try:
-                value = decode(record.value, "WorkflowDefinition")[1]
+                value = decode_as(DefinitionRecord, record.value)
             except UndecodableRecord:
                 continue  # the orchestrator dead-letters it
             if definition_id is None or value["definition_id"] == definition_id:
@@ -175,8 +177,10 @@ class WorkflowsClient:
             reasons = check_compatible(old, definition, self._live_steps(did, earlier[-1]))
             if reasons:
                 raise IncompatibleDefinition(did, version, reasons)
-        record = {"definition_id": did, "version": version, "body": json.dumps(document),
-                  "published_at": self._now_ms(), "published_by": actor}  # fmt: skip
+        record: DefinitionRecord = {
+            "definition_id": did, "version": version, "body": json.dumps(document),
+            "published_at": self._now_ms(), "published_by": actor,
+        }  # fmt: skip
         self._publish(self.definitions_topic, f"{did}/{version}",
                       encode("WorkflowDefinition", record))  # fmt: skip
         return {"definitionId": did, "version": version, "published": True}
@@ -192,7 +196,7 @@ class WorkflowsClient:
                 continue
             if snapshot["status"] in TERMINAL:
                 continue
-            state = state_from_json(json.loads(snapshot["state"]))
+            state = state_from_json(json.loads(snapshot["state"] or "{}"))
             live |= {
                 k
                 for k, s in state.steps.items()
@@ -290,8 +294,8 @@ class WorkflowsClient:
     def _partition(self, workflow_id: str) -> int:
         return partition_for(workflow_id, declared_topic("workflows.state").partitions)
 
-    def _snapshots(self, partition: int | None = None) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    def _snapshots(self, partition: int | None = None) -> dict[str, WorkflowSnapshot]:
+        found: dict[str, WorkflowSnapshot] = {}
         parts = None if partition is None else [partition]
         for record in read_to_end(self.state_topic, parts, self.bootstrap):
             if record.key is None or record.key.startswith("__partition__/"):
@@ -300,7 +304,7 @@ class WorkflowsClient:
                 found.pop(record.key, None)
                 continue
             try:
-                found[record.key] = decode(record.value, "WorkflowSnapshot")[1]
+                found[record.key] = decode_as(WorkflowSnapshot, record.value)
             except UndecodableRecord:
                 continue
         return found
@@ -309,7 +313,7 @@ class WorkflowsClient:
         snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
         if snapshot is None:
             raise UnknownWorkflow("instance", workflow_id)
-        return state_from_json(json.loads(snapshot["state"]))
+        return state_from_json(json.loads(snapshot["state"] or "{}"))
 
     def get(self, workflow_id: str) -> WorkflowTimeline:
         """The instance's timeline: its state now and every event, oldest first. An instance
@@ -355,10 +359,12 @@ class WorkflowsClient:
             if record.key != workflow_id or record.value is None:
                 continue
             try:
-                event = decode(record.value, "WorkflowEvent")[1]
+                decoded: WorkflowEvent = decode_as(WorkflowEvent, record.value)
             except UndecodableRecord:
                 continue
-            event["data"] = json.loads(event["data"]) if event.get("data") else None
+            # A reader's view (JSON), not the record: `data` parsed.
+            event: dict[str, Any] = dict(decoded)
+            event["data"] = json.loads(decoded["data"]) if decoded["data"] else None
             events.append(event)
         return events
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any
+from typing import Any, cast
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.clock import Clock
 from tickwheel.core.workflow.snapshot import state_from_json
+from tickwheel.records import WorkflowSnapshot
 from tickwheel.sdk.workflows import UnknownWorkflow, WorkflowsClient
 from tickwheel.services.api.followed_topics import FollowedTopics
 from tickwheel.services.api.freshness import window_from_env
@@ -159,12 +160,12 @@ class FollowedWorkflows(WorkflowsClient):
 
         return view.read(view.every(self.definitions_topic), found)
 
-    def _snapshots(self, partition: int | None = None) -> dict[str, dict[str, Any]]:
+    def _snapshots(self, partition: int | None = None) -> dict[str, WorkflowSnapshot]:
         view = self.view()
         every = view.every(self.state_topic)
         places = every if partition is None else [(self.state_topic, partition)]
-
-        return view.read(places, lambda: self.memory.snapshots_in([p for _, p in places]))
+        snapshots = view.read(places, lambda: self.memory.snapshots_in([p for _, p in places]))
+        return cast("dict[str, WorkflowSnapshot]", snapshots)  # decoded WorkflowSnapshots
 
     def _state(self, workflow_id: str) -> Any:
         view = self.view()
