@@ -12,10 +12,13 @@ an attempt that already finished stays finished.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
+
+if TYPE_CHECKING:  # annotations only: importing the SDK stays cheap
+    from tickwheel.records import ExecutionControl
 
 __all__ = ["cancel", "cancel_record", "require_execution_id"]
 
@@ -34,7 +37,7 @@ def cancel_record(
     job_id: str | None = None,
     reason: str | None = None,
     control_id: str | None = None,
-) -> dict[str, Any]:
+) -> ExecutionControl:
     """The `ExecutionControl` record that cancels `execution_id` (every attempt of it).
 
     Raises `InvalidInput` when `execution_id` is empty or blank.
@@ -47,6 +50,7 @@ def cancel_record(
         "kind": "cancel",
         "requested_at": now_ms,
         "reason": reason,
+        "attempt": None,  # every attempt: only the timer's cancel of a step names one (0092)
     }
 
 
@@ -57,7 +61,7 @@ def cancel(
     reason: str | None = None,
     bootstrap: str | None = None,
     clock: Clock | None = None,
-) -> dict[str, Any]:
+) -> ExecutionControl:
     """Ask every worker to cancel `execution_id`; returns the record once the broker has it.
 
     `job_id` and `reason` are recorded with the instruction (and the reason with the

@@ -23,12 +23,15 @@ from __future__ import annotations
 import functools
 import importlib
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tickwheel.errors import InvalidInput, TickwheelError
+
+if TYPE_CHECKING:  # annotations only: importing the SDK stays cheap
+    from tickwheel.records import ExecutionRequest
 
 __all__ = [
     "DuplicateJobType",
@@ -123,7 +126,9 @@ class ExecutionContext:
     @classmethod
     def from_request(
         cls,
-        request: dict[str, Any],
+        # An ExecutionRequest; the worker's lanes still hold theirs as plain dicts, so any
+        # mapping of its fields is taken.
+        request: ExecutionRequest | Mapping[str, Any],
         payload: dict[str, Any],
         heartbeat: Heartbeater = _no_heartbeat,
         cancel_event: threading.Event | None = None,

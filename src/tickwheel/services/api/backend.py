@@ -93,7 +93,13 @@ class Backend:
     ) -> dict[str, Any]:
         from tickwheel.sdk import cancel
 
-        record: dict[str, Any] = cancel(
-            execution_id, job_id=job_id, reason=reason, bootstrap=self.bootstrap, clock=self.clock
+        record: dict[str, Any] = dict(
+            cancel(
+                execution_id,
+                job_id=job_id,
+                reason=reason,
+                bootstrap=self.bootstrap,
+                clock=self.clock,
+            )
         )
         return record
