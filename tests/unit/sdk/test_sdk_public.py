@@ -110,6 +110,7 @@ def test_a_cancel_record_names_the_execution_and_when() -> None:
         "kind": "cancel",
         "requested_at": 5,
         "reason": "r",
+        "attempt": None,  # every attempt of it
     }
     assert cancel_record("exec-9", now_ms=5)["control_id"]
 
