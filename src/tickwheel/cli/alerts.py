@@ -20,8 +20,9 @@ class UnknownAlert(TickwheelError, LookupError):
 
 def read_transitions(bootstrap: str | None = None) -> list[dict[str, Any]]:
     """Every watchdog transition on the `alerts` topic, oldest first, lifecycle unpacked."""
-    from tickwheel.adapters.avro import UndecodableRecord, decode
+    from tickwheel.adapters.avro import UndecodableRecord, decode_as
     from tickwheel.adapters.kafka.reader import read_to_end
+    from tickwheel.records import Alert
     from tickwheel.topology import topic_name
 
     out = []
@@ -29,11 +30,11 @@ def read_transitions(bootstrap: str | None = None) -> list[dict[str, Any]]:
         if record.value is None:
             continue
         try:
-            alert = decode(record.value, "Alert")[1]
+            alert = decode_as(Alert, record.value)
         except UndecodableRecord:
             continue
         try:
-            details = json.loads(alert.get("details") or "{}")
+            details = json.loads(alert["details"] or "{}")
         except ValueError:
             details = {}
         if not isinstance(details, dict) or "incident_id" not in details:
@@ -223,10 +224,11 @@ def disabled_jobs(bootstrap: str | None = None) -> list[dict[str, Any]]:
     """Every disabled job with its owner, reason, who disabled it and since when, folded from
     `jobs.definitions` by the watchdog's own code (`since`: the first disabled version of the
     current disable that the topic still holds)."""
-    from tickwheel.adapters.avro import UndecodableRecord, decode
+    from tickwheel.adapters.avro import UndecodableRecord, decode_as
     from tickwheel.adapters.kafka.reader import read_to_end
     from tickwheel.core.watchdog import Observed, WatchdogState
     from tickwheel.core.watchdog.runs import disabled_report
+    from tickwheel.records import JobDefinition
     from tickwheel.topology import topic_name
 
     state = WatchdogState()
@@ -234,7 +236,7 @@ def disabled_jobs(bootstrap: str | None = None) -> list[dict[str, Any]]:
         if record.key is None or not record.key_is_text:
             continue
         try:
-            value = None if record.value is None else decode(record.value, "JobDefinition")[1]
+            value = None if record.value is None else decode_as(JobDefinition, record.value)
         except UndecodableRecord:
             continue
         state.apply(Observed("definition", record.key, value))

@@ -10,12 +10,15 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickwheel.core.describe import describe
 from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview_schedule
 from tickwheel.core.schedule import DST_POLICIES, parse_schedule
 from tickwheel.core.timefmt import format_utc, parse_iso_ms
+
+if TYPE_CHECKING:
+    from tickwheel.core.calendars import BusinessCalendar
 
 
 def register(subparsers: Any) -> None:
@@ -132,7 +135,7 @@ def register(subparsers: Any) -> None:
     cmd.set_defaults(handler=run_preview)
 
 
-def _calendars(args: argparse.Namespace) -> dict[str, Any] | None:
+def _calendars(args: argparse.Namespace) -> dict[str, BusinessCalendar] | None:
     """The calendars the preview compiles with: the file's dates, the cluster's calendar, or
     None (weekends only) without --calendar."""
     from tickwheel.core.calendars import make_calendar, parse_date

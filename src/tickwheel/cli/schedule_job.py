@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tickwheel.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from tickwheel.core.calendars import BusinessCalendar
 
 #: Flags that say what the schedule is: with --job, the stored definition says it.
 SCHEDULE_FLAGS = (
@@ -38,7 +41,7 @@ def run_job_preview(args: argparse.Namespace, from_ms: int) -> int:
     bootstrap = connect()
     record = JobsClient(bootstrap).get(args.job)
     schedule = record_schedule(record)
-    calendars: dict[str, Any] | None = None
+    calendars: dict[str, BusinessCalendar] | None = None
     name = record.get("calendar")
     if name is not None:
         try:
