@@ -12,9 +12,10 @@ import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from tickwheel.clock import Clock
+from tickwheel.records import ExecutionRequest
 from tickwheel.sdk.worker import (
     ExecutionCancelled,
     ExecutionContext,
@@ -94,7 +95,7 @@ class LeaseTerms:
     heartbeat_seconds: float
 
 
-def lease_terms(request: dict[str, Any], job_type: JobType | None) -> LeaseTerms:
+def lease_terms(request: ExecutionRequest, job_type: JobType | None) -> LeaseTerms:
     """The job type's own lease settings win over the request's (its author knows how the
     handler behaves); the heartbeat is kept to at most half the lease so one late heartbeat
     does not lose it."""
@@ -106,7 +107,7 @@ def lease_terms(request: dict[str, Any], job_type: JobType | None) -> LeaseTerms
     return LeaseTerms(lease, max(0.1, min(beat, lease / 2)))
 
 
-def run_limit(request: dict[str, Any], job_type: JobType | None, default: float) -> float:
+def run_limit(request: ExecutionRequest, job_type: JobType | None, default: float) -> float:
     """Seconds one attempt may run: the job's own limit (carried in the request) is the most
     specific, then the job type's, then the worker's default."""
     for limit in (request.get("max_run_seconds"), job_type and job_type.max_run_seconds):
@@ -131,7 +132,7 @@ class AttemptLease:
 
     def __init__(
         self,
-        request: dict[str, Any],
+        request: ExecutionRequest,
         terms: LeaseTerms,
         *,
         worker_id: str,
@@ -318,8 +319,17 @@ def handler_outcome(
     return Outcome.succeeded(duration_ms=duration_ms, **details)
 
 
-def parse_payload(request: dict[str, Any]) -> dict[str, Any]:
-    """The request's payload as a JSON object; `PermanentError` if it is not one."""
+def as_json_record(request: ExecutionRequest) -> dict[str, Any]:
+    """`request` for the functions outside the worker that still take a request as a plain
+    `dict[str, Any]` (`ExecutionContext.from_request`, `tickwheel.events.execution_event`).
+    The same object, no copy: a TypedDict is a dict at run time. Goes once those take an
+    `ExecutionRequest`."""
+    return cast("dict[str, Any]", request)
+
+
+def parse_payload(request: ExecutionRequest) -> dict[str, Any]:
+    """The request's payload as a JSON object (arbitrary JSON: the handler's input);
+    `PermanentError` if it is not one."""
     text = request.get("payload") or "{}"
     if text == "{}":  # most payloads, and every no-op's: no parser needed
         return {}

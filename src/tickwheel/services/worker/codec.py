@@ -26,6 +26,7 @@ from tickwheel.adapters.avro.binary import write_long as _long
 from tickwheel.adapters.avro.binary import write_opt_long as _opt_long
 from tickwheel.adapters.avro.binary import write_opt_string as _opt_string
 from tickwheel.adapters.avro.binary import write_string as _string
+from tickwheel.records import ExecutionRequest
 from tickwheel.services.worker.events import execution_event
 
 EVENT_TYPES = (
@@ -115,7 +116,7 @@ class AttemptEvents:
     __slots__ = ("_header", "_id_tail", "_id_tail_bytes", "_middle", "job_key", "request",
                  "worker_id")  # fmt: skip
 
-    def __init__(self, request: Mapping[str, Any], worker_id: str) -> None:
+    def __init__(self, request: ExecutionRequest, worker_id: str) -> None:
         self.request = request
         self.worker_id = worker_id
         self.job_key: str = request["job_id"]
@@ -156,7 +157,7 @@ class AttemptEvents:
         """One event's bytes, identical to `encode("ExecutionEvent", execution_event(...))`."""
         if self._middle is None:  # a schema this module was not taught: the generic path
             return encode("ExecutionEvent", execution_event(
-                dict(self.request), event_type, worker_id=self.worker_id,
+                self.request, event_type, worker_id=self.worker_id,
                 event_time_ms=event_time_ms, unique=unique, lease_deadline_ms=lease_deadline_ms,
                 error=error, error_kind=error_kind, reason=reason,
                 details=dict(details) if details else None,

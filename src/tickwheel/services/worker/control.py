@@ -8,15 +8,16 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.clock import Clock
 from tickwheel.errors import TickwheelError
+from tickwheel.ports.kafka import KafkaMessage
+from tickwheel.records import ExecutionControl
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.worker")
@@ -175,26 +176,30 @@ class ControlListener:
                 )
                 self._stop.wait(1.0)
 
-    def _handle(self, msg: Any) -> None:
-        if msg.error() or msg.value() is None:
+    def _handle(self, msg: KafkaMessage) -> None:
+        value = msg.value()
+        if msg.error() or value is None:
             return
         try:
-            _, control = decode(msg.value(), "ExecutionControl")
+            control = decode_as(ExecutionControl, value)
         except UndecodableRecord as exc:
-            key = msg.key().decode(errors="replace") if msg.key() is not None else None
+            key = msg.key()
+            partition, offset = msg.partition(), msg.offset()
+            assert partition is not None and offset is not None  # a consumed record has both
             self.dead_letters.undecodable(
-                msg.topic(), msg.partition(), msg.offset(), key, msg.value(), exc.reason
-            )
+                msg.topic() or "", partition, offset,
+                key.decode(errors="replace") if key is not None else None, value, exc.reason,
+            )  # fmt: skip
             return
         self.received += 1
         if control["kind"] == "cancel":
             signalled = self.cancels.cancel(
-                control["execution_id"], control.get("reason"), control.get("attempt")
+                control["execution_id"], control["reason"], control["attempt"]
             )
             log.info(
                 "cancellation received",
                 extra={"action": "cancel_received", "execution_id": control["execution_id"],
-                       "job_id": control.get("job_id"), "running_here": signalled,
+                       "job_id": control["job_id"], "running_here": signalled,
                        "control_id": control["control_id"]},
             )  # fmt: skip
 

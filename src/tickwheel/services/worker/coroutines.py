@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from tickwheel.clock import Clock
+from tickwheel.records import ExecutionRequest
 from tickwheel.sdk.worker import JobType
 from tickwheel.services.worker.attempt import (
     AttemptLease,
@@ -76,7 +77,7 @@ class CoroutineRunner:
 
     def submit(
         self,
-        request: dict[str, Any],
+        request: ExecutionRequest,
         job_type: JobType,
         *,
         on_leased: DeliveryCallback,

@@ -4,9 +4,10 @@ they belong to. Pure: time and ids are arguments."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tickwheel.events import execution_event as build_execution_event
+from tickwheel.records import ExecutionEvent, ExecutionRequest
 
 OutcomeType = Literal["succeeded", "failed", "cancelled"]
 MAX_ERROR_CHARS = 4000
@@ -48,13 +49,13 @@ class Outcome:
         return cls("cancelled", reason=reason, details=details)
 
 
-def event_id(event_type: str, request: dict[str, Any], worker_id: str, unique: str) -> str:
+def event_id(event_type: str, request: ExecutionRequest, worker_id: str, unique: str) -> str:
     """`<type>:<execution>:<attempt>:<worker>:<unique>`: unique per event, readable in SQL."""
     return f"{event_type}:{request['execution_id']}:{request['attempt']}:{worker_id}:{unique}"
 
 
 def execution_event(
-    request: dict[str, Any],
+    request: ExecutionRequest,
     event_type: str,
     *,
     worker_id: str,
@@ -65,10 +66,12 @@ def execution_event(
     error_kind: str | None = None,
     reason: str | None = None,
     details: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """An `ExecutionEvent` record for one attempt of `request` (an `ExecutionRequest`)."""
-    return build_execution_event(
-        request,
+) -> ExecutionEvent:
+    """An `ExecutionEvent` record for one attempt of `request`."""
+    # `tickwheel.events` builds every field of the event (its keys are the schema's, checked
+    # by encoding it); it still speaks `dict[str, Any]`, so the type is given here, once.
+    return cast(ExecutionEvent, build_execution_event(
+        dict(request),
         event_type,
         event_id=event_id(event_type, request, worker_id, unique),
         event_time_ms=event_time_ms,
@@ -78,12 +81,17 @@ def execution_event(
         error_kind=error_kind,
         reason=reason,
         details=details,
-    )
+    ))  # fmt: skip
 
 
 def outcome_event(
-    request: dict[str, Any], outcome: Outcome, *, worker_id: str, event_time_ms: int, unique: str
-) -> dict[str, Any]:
+    request: ExecutionRequest,
+    outcome: Outcome,
+    *,
+    worker_id: str,
+    event_time_ms: int,
+    unique: str,
+) -> ExecutionEvent:
     return execution_event(
         request,
         outcome.event_type,

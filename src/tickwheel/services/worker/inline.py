@@ -18,10 +18,12 @@ from typing import Any, NamedTuple
 
 from tickwheel.clock import Clock
 from tickwheel.jobtypes.basic import fail, noop
+from tickwheel.records import ExecutionRequest
 from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
 from tickwheel.services.worker.attempt import (
     DeliveryCallback,
     EventSink,
+    as_json_record,
     handler_failure,
     handler_outcome,
     lease_terms,
@@ -42,7 +44,7 @@ def runs_inline(job_type: JobType | None) -> bool:
 
 
 class InlineAttempt(NamedTuple):
-    request: dict[str, Any]
+    request: ExecutionRequest
     job_type: JobType
 
 
@@ -77,12 +79,12 @@ class InlineBatch:
         now = self.clock.now()
         now_ms = int(now * 1000)
         worker_id = self.worker_id
-        lease_ms: dict[tuple[str, Any], int] = {}  # (type, request's lease) -> deadline
+        lease_ms: dict[tuple[str, int], int] = {}  # (type, request's lease) -> deadline
         leases: list[tuple[str, bytes]] = []
         encoders: list[AttemptEvents] = []
         for attempt in attempts:
             request = attempt.request
-            terms_key = (attempt.job_type.name, request.get("lease_seconds"))
+            terms_key = (attempt.job_type.name, request["lease_seconds"])
             deadline_ms = lease_ms.get(terms_key)
             if deadline_ms is None:
                 terms = lease_terms(request, attempt.job_type)
@@ -133,7 +135,9 @@ class InlineBatch:
             payload = parse_payload(attempt.request)
         except PermanentError as exc:
             return Outcome.failed(str(exc), "permanent"), clock_now(), 0
-        ctx = ExecutionContext.from_request(attempt.request, payload, cancel_event=_NEVER_CANCELLED)
+        ctx = ExecutionContext.from_request(
+            as_json_record(attempt.request), payload, cancel_event=_NEVER_CANCELLED
+        )
         started = clock_now()
         failure = None
         result: Any = None

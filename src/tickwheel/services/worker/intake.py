@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from tickwheel.adapters.avro import UndecodableRecord
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.core.queues import DEFAULT_QUEUE
 from tickwheel.ports.kafka import KafkaMessage
+from tickwheel.records import ExecutionRequest
 from tickwheel.services.worker.offsets import OffsetTracker
 from tickwheel.services.worker.request_codec import decode_request
 
@@ -23,7 +24,7 @@ class Pending(NamedTuple):
     """A request waiting in the lane for a slot (or for the next inline batch). A tuple: a
     frozen dataclass cost a microsecond per request to build."""
 
-    request: dict[str, Any]
+    request: ExecutionRequest
     partition: int
     offset: int
     received: float  # monotonic seconds, for the wait a slot's start logs

@@ -14,14 +14,15 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from tickwheel.clock import Clock
+from tickwheel.records import ExecutionRequest
 from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
 from tickwheel.services.worker.attempt import (
     AttemptLease,
     DeliveryCallback,
     EventSink,
+    as_json_record,
     lease_terms,
     parse_payload,
     run_limit,
@@ -51,7 +52,7 @@ class AttemptRun:
 
     def __init__(
         self,
-        request: dict[str, Any],
+        request: ExecutionRequest,
         job_type: JobType | None,
         services: AttemptServices,
         on_done: Callable[[], None],
@@ -93,7 +94,7 @@ class AttemptRun:
         except PermanentError as exc:
             return Outcome.failed(str(exc), "permanent")
         self.ctx = ExecutionContext.from_request(
-            self.request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
+            as_json_record(self.request), payload, heartbeat=lambda: lease.heartbeat(manual=True)
         )
         return self.ctx
 

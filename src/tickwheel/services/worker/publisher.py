@@ -10,6 +10,7 @@ from typing import Any
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.records import ExecutionEvent
 from tickwheel.services.worker.attempt import AllDelivered, DeliveryCallback
 from tickwheel.topology import topic_name
 
@@ -36,7 +37,7 @@ class EventPublisher(EventProducer):
         self._thread = threading.Thread(target=self._serve, name="deliveries", daemon=True)
         self._thread.start()
 
-    def publish(self, event: dict[str, Any], on_delivery: DeliveryCallback | None = None) -> None:
+    def publish(self, event: ExecutionEvent, on_delivery: DeliveryCallback | None = None) -> None:
         """Queue an `ExecutionEvent` given as a dict (the generic encoder)."""
         self.publish_record(event["job_id"], encode("ExecutionEvent", event), on_delivery)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwheel.clock import Clock
+from tickwheel.records import ExecutionRequest
 from tickwheel.sdk.worker import HandlerRegistry, UnknownJobType
 from tickwheel.services.worker.attempt import DeliveryCallback, EventSink, run_handler
 from tickwheel.services.worker.control import CancelRegistry
@@ -122,7 +123,7 @@ class AttemptRunner:
 
     def submit(
         self,
-        request: dict[str, Any],
+        request: ExecutionRequest,
         *,
         on_leased: DeliveryCallback,
         on_done: Callable[[], None],
@@ -136,7 +137,7 @@ class AttemptRunner:
     def shutdown(self) -> None:
         self._pool.shutdown(self.capacity)
 
-    def _ids(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _ids(self, request: ExecutionRequest) -> dict[str, Any]:
         return {"execution_id": request["execution_id"], "job_id": request["job_id"],
                 "attempt": request["attempt"], "job_type": request["job_type"],
                 "tenant_id": request["tenant_id"], "priority": self.priority}  # fmt: skip
@@ -187,7 +188,7 @@ class AttemptRunner:
         with run.watched(lambda _lease: self._overran(run, thread)):
             return run_handler(run.job_type, ctx, self.clock, run.cancel_reason)
 
-    def _no_handler(self, request: dict[str, Any]) -> Outcome:
+    def _no_handler(self, request: ExecutionRequest) -> Outcome:
         """A type this worker lacks is not the job's fault: a worker of an older release in
         a rolling deploy, or one narrowed with --types, shares the group with workers that
         have it. Retryable, so the execution is offered again rather than dead-lettered."""
