@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.config import quiet_client_logs
@@ -28,6 +28,7 @@ from tickwheel.demo_workflows import (
     start_demo_workflow,
 )
 from tickwheel.events import requested_event
+from tickwheel.records import ExecutionEvent, WorkflowEvent
 from tickwheel.sdk.jobs import PRIORITIES, JobExists, JobsClient
 from tickwheel.stack import supervisor
 from tickwheel.topology import topic_name
@@ -74,7 +75,7 @@ def _clock_text(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%H:%M:%S")
 
 
-def describe(event: dict[str, Any]) -> str:
+def describe(event: ExecutionEvent) -> str:
     kind = event["event_type"]
     what = ARROWS.get(kind, kind)
     who = (
@@ -95,7 +96,7 @@ def describe(event: dict[str, Any]) -> str:
             )
     elif kind in ("failed", "dead_lettered") and event.get("error"):
         extra = f": {event['error']}"
-    elif kind == "retry_scheduled" and event.get("details"):
+    elif kind == "retry_scheduled" and event["details"]:
         details = json.loads(event["details"])
         extra = f" in {details['delay_ms'] / 1000:.1f}s as attempt {details['next_attempt']}"
     elif kind == "skipped":
@@ -220,16 +221,22 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
                 except UndecodableRecord as exc:
                     print(f"  (a record could not be decoded: {exc.reason})")
                     continue
+                # The tail reads several topics: the record's name says which type it is.
                 if name == "Alert":  # the watchdog's transitions (docs/watchdog.md)
                     print(describe_alert(record), flush=True)
                     continue
                 if name == "WorkflowEvent":
-                    print(describe_workflow_event(record), flush=True)
-                    done = approve_when_asked(flows, record, workflow_id)
+                    workflow_event = cast(WorkflowEvent, record)
+                    print(describe_workflow_event(workflow_event), flush=True)
+                    done = approve_when_asked(flows, workflow_event, workflow_id)
                     if done:
                         print(done, flush=True)
                     continue
-                event = requested_event(record) if name == "ExecutionRequest" else record
+                event = (
+                    cast(ExecutionEvent, requested_event(record))
+                    if name == "ExecutionRequest"
+                    else cast(ExecutionEvent, record)
+                )
                 if event["event_type"] != "heartbeat":
                     print(describe(event), flush=True)
             if time.monotonic() >= next_summary:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tickwheel.errors import TickwheelError
+from tickwheel.records import WorkflowEvent
 from tickwheel.sdk.workflows import WorkflowsClient
 
 # A local demo's own key: the approval below is signed and checked like any other.
@@ -38,7 +39,7 @@ def start_demo_workflow(bootstrap: str) -> tuple[WorkflowsClient, str]:
     return flows, flows.start("demo_order", {"order": "demo"})
 
 
-def describe_workflow_event(event: dict[str, Any]) -> str:
+def describe_workflow_event(event: WorkflowEvent) -> str:
     at = datetime.fromtimestamp(event["event_time"] / 1000, tz=UTC).strftime("%H:%M:%S")
     step = f" {event['step_id']}" if event.get("step_id") else ""
     who = f" by {event['actor']}" if event.get("actor") else ""
@@ -48,17 +49,20 @@ def describe_workflow_event(event: dict[str, Any]) -> str:
 
 
 def approve_when_asked(
-    flows: WorkflowsClient, event: dict[str, Any], workflow_id: str
+    flows: WorkflowsClient, event: WorkflowEvent, workflow_id: str
 ) -> str | None:
     """When the demo's instance asks for approval: sign a token for that round and approve
     with it, as the approver's link would. Returns what was done, for the account."""
+    step = event["step_id"]
     if event["workflow_id"] != workflow_id or event["event_type"] != "approval_requested":
         return None
+    if step is None:
+        return "  (an approval request without its step: nothing to approve)"
     try:
-        token = flows.approval_token(workflow_id, event["step_id"])
+        token = flows.approval_token(workflow_id, step)
         claim = flows.approve(token, actor=DEMO_APPROVER, note="looks good")
     except TickwheelError as exc:
         return f"  (the demo could not approve: {exc})"
-    data = json.loads(event["data"]) if isinstance(event.get("data"), str) else {}
+    data = json.loads(event["data"]) if event["data"] else {}
     return (f"  approval round {claim.round} (asked of {', '.join(data.get('assignees', []))}) "
             f"approved with a signed token")  # fmt: skip

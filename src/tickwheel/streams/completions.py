@@ -22,6 +22,7 @@ import faust
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.clock import SystemClock
+from tickwheel.records import ExecutionEvent, WorkflowEvent
 from tickwheel.streams.codec import AVRO_CODEC, Undecodable
 from tickwheel.streams.settings import app_settings, topic_names
 from tickwheel.topology import load_topology, topic_name
@@ -75,7 +76,7 @@ async def _dead_letter(event: faust.EventT[Any], bad: Undecodable) -> None:
     await dead_letters.send(key=(key or "").encode(), value=encode("DeadLetter", letter))
 
 
-def execution_completion(event: dict[str, Any]) -> dict[str, Any]:
+def execution_completion(event: ExecutionEvent) -> dict[str, Any]:
     """The output for a succeeded execution."""
     return {
         "kind": "execution",
@@ -87,7 +88,7 @@ def execution_completion(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def workflow_completion(event: dict[str, Any]) -> dict[str, Any]:
+def workflow_completion(event: WorkflowEvent) -> dict[str, Any]:
     """The output for a finished workflow instance."""
     return {
         "kind": "workflow",
