@@ -115,7 +115,10 @@ class HistoryService:
                     if settings.crash_after_insert
                     else None
                 ),
-                pipelined=True,
+                # A server's insert is a wait on the network, which the next batch's read
+                # can fill; embedded chDB's is this process's CPU on the same cores as the
+                # loop, and overlapping the two measured slower there (decision 0150).
+                pipelined=not settings.embedded,
             )
             self.sink.subscribe()
             if isinstance(store, ChdbHistoryStore):
