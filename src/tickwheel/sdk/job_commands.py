@@ -141,7 +141,8 @@ class JobCommandWriter:
         self._producer = clients.events()
         self._consumer = clients.consumer(
             f"tickwheel-verdicts-{uuid.uuid4()}",
-            **{"enable.partition.eof": False, "fetch.wait.max.ms": 5},
+            # A verdict answers the held fetch at once: the wait only paces idle asks (0152).
+            **{"enable.partition.eof": False, "fetch.wait.max.ms": 100},
         )
         reader = clients.reader()
         partitions = range(reader.partition_count(self.verdicts))
