@@ -62,7 +62,7 @@ def stamp_api() -> None:
           lambda _s, _k, job_id, *a, **k: stamp(job_id, "woken"))  # fmt: skip
     _wrap(EventProducer, "deliver", None,
           lambda _s, topic, key, *a, **k: stamp(key, "acked") if topic == commands else None)  # fmt: skip
-    _wrap(JobCommandWriter, "_answer", lambda _s, verdict: stamp(verdict.job_id, "verdict_read"),
+    _wrap(JobCommandWriter, "_answer", lambda _s, value: stamp(value["job_id"], "verdict_read"),
           None)  # fmt: skip
 
 

@@ -151,6 +151,7 @@ class JobCommandWriter:
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
         self._seen: OrderedDict[str, Verdict] = OrderedDict()
+        self._heard: OrderedDict[str, dict[str, Any]] = OrderedDict()  # others' commands
         self._mine: set[str] = set()  # sent by this writer and not answered yet
         self._stop = threading.Event()
         self._failure: Exception | None = None
@@ -169,18 +170,26 @@ class JobCommandWriter:
                 for message in [first, *self._consumer.consume(5000, 0)]:
                     if message.error() or message.value() is None:
                         continue
-                    self._answer(Verdict.of(decode(message.value() or b"", "JobVerdict")[1]))
+                    self._answer(decode(message.value() or b"", "JobVerdict")[1])
         except Exception as exc:  # reported to every waiter from now on
             self._failure = exc
             with self._lock:
                 for waiting in self._waiting.values():
                     waiting.done.set()
 
-    def _answer(self, verdict: Verdict) -> None:
+    def _answer(self, value: dict[str, Any]) -> None:
+        command_id = value["command_id"]
         with self._lock:
-            if verdict.command_id not in self._mine:
-                return  # another writer's command (or one answered already)
-            self._mine.discard(verdict.command_id)
+            if command_id not in self._mine:
+                # Another writer's command (another API instance's): kept undecoded for
+                # `status`, if it wrote a job (whose tenant the asker can be checked against).
+                if value.get("definition") is not None and command_id not in self._seen:
+                    self._heard[command_id] = value
+                    if len(self._heard) > SEEN_KEPT:
+                        self._heard.popitem(last=False)
+                return
+            verdict = Verdict.of(value)
+            self._mine.discard(command_id)
             self._seen[verdict.command_id] = verdict
             if len(self._seen) > SEEN_KEPT:
                 self._seen.popitem(last=False)
@@ -190,12 +199,16 @@ class JobCommandWriter:
             waiting.done.set()
 
     def status(self, command_id: str) -> Verdict | str | None:
-        """The verdict of a command this writer sent, `pending` while none came, or None
-        (not this writer's, or forgotten)."""
+        """The verdict of a command this writer sent, `pending` while none came; the verdict
+        of another writer's command that wrote a job, once it is on `jobs.verdicts` (any API
+        instance answers a 202's status resource); else None (unknown, or forgotten)."""
         with self._lock:
             if command_id in self._seen:
                 return self._seen[command_id]
-            return "pending" if command_id in self._mine else None
+            if command_id in self._mine:
+                return "pending"
+            heard = self._heard.get(command_id)
+        return None if heard is None else Verdict.of(heard)
 
     def submit(
         self,

@@ -3,9 +3,11 @@ write route shares (a stale version is a 409 with `currentVersion`), what a rout
 a verdict is late (202 and the command's status resource), and the keyed create's answer that
 the judge records with the job.
 
-`GET /v1/job-commands/{commandId}` answers from the verdicts this API instance has seen for
-the commands it sent (the status resource of a 202): `pending`, or the verdict with the job as
-it was written. Another instance's command, or one older than this process, is a 404.
+`GET /v1/job-commands/{commandId}` answers from the verdicts this API instance has read on
+`jobs.verdicts` (the status resource of a 202): for a command it sent, `pending` or the
+verdict with the job as it was written; for another instance's command, the verdict once it
+is there, if it wrote a job of the caller's tenant (a refusal names no tenant to check, so it
+is answered only where it was sent). Anything else, or older than this process, is a 404.
 """
 
 from __future__ import annotations
@@ -195,5 +197,6 @@ def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
             return view
     if status == "pending":
         return {"commandId": command_id, "jobId": None, "status": "pending"}
-    raise Problem(404, "not-found", f"no job command {command_id!r} sent through this API "
-                  "instance (or its verdict is older than this process)")  # fmt: skip
+    raise Problem(404, "not-found", f"no job command {command_id!r} known to this API "
+                  "instance (not judged yet, sent elsewhere and refused, or its verdict is "
+                  "older than this process)")  # fmt: skip

@@ -1,5 +1,6 @@
 """The writer's side of the single writer on the in-memory Kafka (decision 0126): a command's
-verdict reaches the writer that sent it (and only that one); a late verdict raises
+verdict reaches the writer that sent it (another writer answers its status only when it
+wrote a job, whose tenant can be checked); a late verdict raises
 `VerdictPending` with the command's id and is still recorded for its status resource; a
 route answers such a write with a 202 pointing at `/v1/job-commands/{id}`."""
 
@@ -44,8 +45,13 @@ def test_each_writer_gets_its_own_verdicts() -> None:
         assert created.definition is not None and created.definition["jobId"] == "a"
         refused = second.submit("create", "a", cluster.definition("a"))
         assert refused.outcome == "exists"
-        assert first.status(refused.command_id) is None  # not first's command
+        assert first.status(refused.command_id) is None  # not first's, and it wrote no job
         assert isinstance(second.status(refused.command_id), Verdict)
+        # Another writer's command that wrote a job is answered too (any API instance answers
+        # a 202's status resource); its verdict is read before second's own, one partition.
+        heard = second.status(created.command_id)
+        assert isinstance(heard, Verdict) and heard.outcome == "created"
+        assert heard.definition is not None and heard.definition["jobId"] == "a"
     finally:
         stop.set()
         judge.join(30)
