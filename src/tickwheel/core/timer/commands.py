@@ -9,7 +9,7 @@ with the command's topic, partition and offset). A command for a job the timer d
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tickwheel.core.definition import MAX_BACKFILL
 from tickwheel.core.identity import EXECUTION_NAMESPACE, execution_name
@@ -19,6 +19,7 @@ from tickwheel.core.timer.jobs import JobEntry
 from tickwheel.core.timer.occurrences import skipped_event
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.errors import TickwheelError
+from tickwheel.records import ExecutionTrigger, TimerCommand
 
 if TYPE_CHECKING:
     from tickwheel.core.timer.partition import PartitionScheduler
@@ -29,14 +30,14 @@ COMMAND_KINDS = ("trigger", "backfill")
 class RejectedCommand(TickwheelError, ValueError):
     """A timer command that cannot be carried out; `reason` says why, for the dead letter."""
 
-    def __init__(self, command: dict[str, Any], reason: str) -> None:
+    def __init__(self, command: TimerCommand, reason: str) -> None:
         super().__init__(
             f"command {command.get('command_id')!r} ({command.get('kind')!r}): {reason}"
         )
         self.reason = reason
 
 
-def command_slots(job: JobEntry, command: dict[str, Any]) -> tuple[str, list[int]]:
+def command_slots(job: JobEntry, command: TimerCommand) -> tuple[ExecutionTrigger, list[int]]:
     """(trigger, slots) the command asks for: a trigger fires once at its request time, a
     backfill every slot of the job's schedule in (range_start, range_end], at most MAX_BACKFILL.
     Raises RejectedCommand for an unknown kind or an unusable range."""
@@ -74,7 +75,7 @@ def backfill_execution_id(command_id: str, job_id: str, version: int, slot_ms: i
 
 
 def job_command(
-    scheduler: PartitionScheduler, command: dict[str, Any], now_ms: int
+    scheduler: PartitionScheduler, command: TimerCommand, now_ms: int
 ) -> PartitionWrites:
     """Carry out a trigger or backfill on `scheduler`'s partition. Raises RejectedCommand (for a dead letter) when it
     cannot be: an unknown job, kind or range."""

@@ -4,12 +4,14 @@ an execution that gave up, and the `fenced` record of a write it refused. Pure."
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
+
+from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest
 
 
 def execution_dead_letter(
-    request: dict[str, Any], attempt: int, reason: str, error: str | None, now_ms: int
-) -> dict[str, Any]:
+    request: ExecutionRequest, attempt: int, reason: str, error: str | None, now_ms: int
+) -> DeadLetter:
     """The `DeadLetter` of the execution `request` stands for, given up at `attempt`. One per
     execution: the history sink de-duplicates it if a restore writes it again."""
     return {
@@ -28,10 +30,10 @@ def execution_dead_letter(
     }
 
 
-def fenced_event(event: dict[str, Any], now_ms: int, current_attempt: int | None) -> dict[str, Any]:
+def fenced_event(event: ExecutionEvent, now_ms: int, current_attempt: int | None) -> ExecutionEvent:
     """The `fenced` record of a worker's event that was not applied (a stale attempt, a second
     worker on the same attempt, an execution no longer in flight)."""
-    return {
+    fenced: ExecutionEvent = {
         **event,
         "event_id": f"timer:fenced:{event['event_id']}",
         "event_time": now_ms,
@@ -41,3 +43,10 @@ def fenced_event(event: dict[str, Any], now_ms: int, current_attempt: int | None
                                "current_attempt": current_attempt,
                                "fenced_event_type": event["event_type"]}),
     }  # fmt: skip
+    return fenced
+
+
+def plain(record: ExecutionRequest) -> dict[str, Any]:
+    """A request as the plain dict `tickwheel.events.execution_event` takes (the same object:
+    that shared helper is typed for any record, not the timer's)."""
+    return cast(dict[str, Any], record)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import Any, cast
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
-from tickwheel.core.timer.execution_records import execution_dead_letter, fenced_event
+from tickwheel.core.timer.execution_records import execution_dead_letter, fenced_event, plain
 from tickwheel.core.timer.flight_book import FlightBook
 from tickwheel.core.timer.flights import Decision as Decision  # re-exported
 from tickwheel.core.timer.flights import InFlight as InFlight  # re-exported
@@ -23,6 +23,7 @@ from tickwheel.core.timer.flights import empty_decision as _empty
 from tickwheel.core.timer.step_flights import StepFlights
 from tickwheel.core.timer.workflow_steps import is_step, step_outcome
 from tickwheel.events import execution_event
+from tickwheel.records import ExecutionEvent, ExecutionRequest, ExecutionTrigger
 
 # A lease runs on the owner's clock (now + the lease's length) plus this much: the time an
 # event takes to reach the owner.
@@ -61,7 +62,7 @@ class ExecutionTracker(FlightBook, StepFlights):
         super().__init__()
 
     # -- bookkeeping -----------------------------------------------------------------------
-    def started(self, request: dict[str, Any], size: int | None = None) -> InFlight:
+    def started(self, request: ExecutionRequest, size: int | None = None) -> InFlight:
         """A first request was emitted: the execution is in flight, queued until its dispatch
         deadline. Returns the flight, whose deadline the caller holds in its wheel. `size`:
         the request's `footprint`, when the caller has it already."""
@@ -72,7 +73,7 @@ class ExecutionTracker(FlightBook, StepFlights):
         self._add(flight, size)
         return flight
 
-    def dispatch_deadline(self, request: dict[str, Any], now_ms: int) -> int:
+    def dispatch_deadline(self, request: ExecutionRequest, now_ms: int) -> int:
         """When a queued request restored by a new owner stops waiting for its lease."""
         due = int(request["requested_at"]) + self.dispatch_timeout_ms
         return max(due, now_ms + min(self.dispatch_timeout_ms, DISPATCH_RESTORE_GRACE_MS))
@@ -105,7 +106,7 @@ class ExecutionTracker(FlightBook, StepFlights):
         return entries
 
     @staticmethod
-    def queued_entry(request: dict[str, Any]) -> dict[str, Any]:
+    def queued_entry(request: ExecutionRequest) -> dict[str, Any]:
         """The `pending` entry of a request not yet leased (as `pending_of` writes it)."""
         execution_id = request["execution_id"]
         return {"timer_id": execution_id, "kind": "lease_deadline", "fire_at": 0,
@@ -134,7 +135,7 @@ class ExecutionTracker(FlightBook, StepFlights):
         return restored
 
     # -- worker events ---------------------------------------------------------------------
-    def on_event(self, event: dict[str, Any], now_ms: int) -> tuple[Decision, InFlight | None]:
+    def on_event(self, event: ExecutionEvent, now_ms: int) -> tuple[Decision, InFlight | None]:
         """A worker's leased/heartbeat/outcome event. Returns the decision and, when the
         execution's deadline moved, the flight whose timer must be (re)set."""
         decision = _empty()
@@ -196,7 +197,7 @@ class ExecutionTracker(FlightBook, StepFlights):
         return decision, None
 
     @staticmethod
-    def lease_ms(event: dict[str, Any], request: dict[str, Any]) -> int:
+    def lease_ms(event: ExecutionEvent, request: ExecutionRequest) -> int:
         """How long the lease an event renews runs, measured on the owner's clock: the worker's
         deadline minus its own event time (both read off the worker's clock, so its skew
         cancels out), else the request's lease terms. A worker clock an hour ahead can then
@@ -207,7 +208,7 @@ class ExecutionTracker(FlightBook, StepFlights):
         return int(request.get("lease_seconds") or 30) * 1000
 
     def _unhandled(
-        self, flight: InFlight, event: dict[str, Any], now_ms: int, decision: Decision
+        self, flight: InFlight, event: ExecutionEvent, now_ms: int, decision: Decision
     ) -> tuple[Decision, InFlight | None]:
         """A worker that lacks the handler handed the attempt back: offer it again soon, to
         whichever worker reads it then, without spending one of the job's attempts."""
@@ -283,8 +284,10 @@ class ExecutionTracker(FlightBook, StepFlights):
             return decision, flight
         return decision, None
 
-    def _reissue(self, flight: InFlight, trigger: str, now_ms: int, decision: Decision) -> None:
-        request = {
+    def _reissue(
+        self, flight: InFlight, trigger: ExecutionTrigger, now_ms: int, decision: Decision
+    ) -> None:
+        request: ExecutionRequest = {
             **flight.request,
             "attempt": flight.attempt + 1,
             "trigger": trigger,
@@ -320,10 +323,10 @@ class ExecutionTracker(FlightBook, StepFlights):
         error: str | None = None,
         error_kind: str | None = None,
         details: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ExecutionEvent:
         request = flight.request
-        return execution_event(
-            request,
+        event = execution_event(
+            plain(request),
             event_type,
             event_id=f"timer:{event_type}:{request['execution_id']}:{request['attempt']}",
             event_time_ms=now_ms,
@@ -334,3 +337,4 @@ class ExecutionTracker(FlightBook, StepFlights):
             reason=reason,
             details=details,
         )
+        return cast(ExecutionEvent, event)  # built from the request's own fields

@@ -13,6 +13,7 @@ from tickwheel.core.timer.flight_book import IN_FLIGHT_BYTES_PER_JOB, PENDING_OV
 from tickwheel.core.timer.jobs import JobEntry, shared_next_after
 from tickwheel.core.timer.occurrences import request_record, skipped_event
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.records import ExecutionTrigger
 
 if TYPE_CHECKING:
     from tickwheel.core.timer.partition import PartitionScheduler
@@ -132,7 +133,7 @@ def fire(
 
 
 def start_occurrence(
-    scheduler: PartitionScheduler, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: str,
+    scheduler: PartitionScheduler, job: JobEntry, slot: int, fire_ms: int, now_ms: int, trigger: ExecutionTrigger,
     previous: int | None, emission: PartitionWrites, run_id: str | None = None,
 ) -> bool:  # fmt: skip
     """Emit attempt 1 of (job, slot), or record the slot as skipped with the reason it

@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest, WorkflowInput
 
 __all__ = ["Decision", "InFlight", "empty_decision"]
 
 
 @dataclass(slots=True)
 class InFlight:
-    request: dict[str, Any]  # the current attempt's ExecutionRequest
+    request: ExecutionRequest  # the current attempt's
     state: str  # queued | running | retry_wait
     deadline_ms: int | None = None  # lease deadline (running) or retry time (retry_wait)
     worker_id: str | None = None
@@ -31,13 +32,13 @@ class InFlight:
 class Decision:
     """What one event or one expired timer asks for."""
 
-    requests: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-    dead_letters: list[dict[str, Any]]
+    requests: list[ExecutionRequest]
+    events: list[ExecutionEvent]
+    dead_letters: list[DeadLetter]
     changed_jobs: set[str]
     finished: list[InFlight]
     # For workflow steps: the accepted outcome, as the WorkflowInput the orchestrator is owed.
-    workflow_inputs: list[dict[str, Any]] = field(default_factory=list)
+    workflow_inputs: list[WorkflowInput] = field(default_factory=list)
 
 
 def empty_decision() -> Decision:

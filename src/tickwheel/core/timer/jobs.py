@@ -19,6 +19,7 @@ from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.core.schedule import CompiledSchedule
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import InvalidInput
+from tickwheel.records import ExecutionRequest, JobDefinition, Priority
 
 
 @dataclass(slots=True)
@@ -29,7 +30,7 @@ class JobEntry:
     version: int
     job_type: str
     tenant_id: str
-    priority: str
+    priority: Priority
     payload: str
     payload_template: str | None
     max_attempts: int
@@ -57,7 +58,7 @@ class JobEntry:
     entry: int = -1  # what `handle` carries in the wheel: dropped with it when unscheduled
     # The definition of a job that follows a calendar, kept to compile it again when the
     # calendar changes (services/timer/calendars.py); None for every other job.
-    calendar_source: dict[str, Any] | None = None
+    calendar_source: JobDefinition | None = None
 
     def same_as(self, other: JobEntry) -> bool:
         """Whether `other` came from the same definition record (a replay, not a new write)."""
@@ -117,7 +118,7 @@ def _jitter_window(period_ms: int | None, jitter: str | None) -> int:
 
 
 def entry_from_definition(
-    record: dict[str, Any], calendars: Mapping[str, BusinessCalendar] | None = None
+    record: JobDefinition, calendars: Mapping[str, BusinessCalendar] | None = None
 ) -> JobEntry:
     """A JobDefinition record as a JobEntry, compiled with the holiday `calendars` known (the
     service's calendar book). The SDK validated it before publishing, but any Kafka client
@@ -138,7 +139,7 @@ def entry_from_definition(
         version=record["version"],
         job_type=sys.intern(record["type"]),
         tenant_id=sys.intern(record["tenantId"]),
-        priority=sys.intern(record["priority"]),
+        priority=record["priority"],  # a Literal: one of three interned strings already
         payload=record["payload"],
         payload_template=record.get("payloadTemplate"),
         max_attempts=record["maxAttempts"],
@@ -170,7 +171,7 @@ def state_of_a_predecessor(state: dict[str, Any], job: JobEntry) -> bool:
     return version > job.version or updated_at < job.created_at_ms - CLOCK_SKEW_MS
 
 
-def request_of_a_predecessor(request: dict[str, Any], job: JobEntry) -> bool:
+def request_of_a_predecessor(request: ExecutionRequest, job: JobEntry) -> bool:
     """A request of a predecessor: a deleted job of the same id (deleted and re-created while nobody owned
     the partition): of a version this job never had, for a slot before this job existed (a
     cron job's first slot is strictly after its creation), or requested long before."""

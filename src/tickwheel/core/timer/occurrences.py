@@ -4,11 +4,11 @@ was skipped. Pure: every instant is an argument."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tickwheel.core.identity import execution_id
 from tickwheel.core.period import render_payload_template
 from tickwheel.core.timer.jobs import JobEntry, shared_next_after, shared_period
+from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest, ExecutionTrigger
 
 # An emission later than this after its fire time is flagged `late`.
 LATE_AFTER_MS = 1_000
@@ -19,11 +19,11 @@ def request_record(
     slot: int,
     fire_ms: int,
     now_ms: int,
-    trigger: str,
+    trigger: ExecutionTrigger,
     previous: int | None,
     lease_terms: tuple[int, int],
     run_id: str | None = None,
-) -> dict[str, Any]:
+) -> ExecutionRequest:
     """The `ExecutionRequest` of attempt 1 of (job, slot), fired at `fire_ms`, emitted at
     `now_ms`; `lease_terms` = (lease seconds, heartbeat seconds) written into it. `run_id`:
     its execution id when it is not the slot's own (a backfill's rerun, decision 0121)."""
@@ -71,12 +71,14 @@ def request_record(
         "heartbeat_seconds": lease_terms[1],
         "max_run_seconds": job.max_run_seconds,
         "queue": job.queue,
+        "workflow_id": None,
+        "step_id": None,
     }
 
 
 def skipped_event(
     job: JobEntry, slot: int, now_ms: int, reason: str, run_id: str | None = None
-) -> dict[str, Any]:
+) -> ExecutionEvent:
     """The `skipped` event of (job, slot), or of the execution `run_id` that would have run it
     (a backfill's rerun): recorded, never dropped."""
     run_id = run_id or execution_id(job.job_id, job.version, slot)
@@ -102,7 +104,7 @@ def skipped_event(
 
 def job_dead_letter(
     job_id: str, version: int, stage: str, error: Exception, now_ms: int
-) -> dict[str, Any]:
+) -> DeadLetter:
     """The `DeadLetter` saying a job was set aside: its scheduling raised at `stage` (restore,
     tick, fire, edit). One per job, version and stage, so a restore that meets it again
     writes the same dead letter (the history sink de-duplicates it)."""

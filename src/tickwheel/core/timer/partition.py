@@ -39,6 +39,7 @@ from tickwheel.core.timer.states import (
 from tickwheel.core.timer.workflow_commands import fire_workflow_timers, workflow_command
 from tickwheel.core.timer.workflow_steps import WorkflowTimers, is_workflow_command
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.records import ExecutionEvent, ExecutionRequest, JobDefinition, TimerCommand
 
 # How the scheduler tells of a failure it contained (the service logs it): an action key,
 # a message, and the ids that go with them. The core itself writes nothing anywhere.
@@ -113,12 +114,12 @@ class PartitionScheduler:
         """During restore: a job's timer state as read (None = deleted)."""
         self.restoring.load(job_id, state)
 
-    def load_request(self, request: dict[str, Any], seq: int) -> bool:
+    def load_request(self, request: ExecutionRequest, seq: int) -> bool:
         """During restore, after states and definitions: a request from the request topics'
         tail, written by transaction `seq` (states.RestoringStates.apply_request)."""
         return self.restoring.apply_request(request, seq, self.jobs.get(request["job_id"]))
 
-    def load_definition(self, job_id: str, record: dict[str, Any] | None) -> None:
+    def load_definition(self, job_id: str, record: JobDefinition | None) -> None:
         """During restore: remember the latest definition (None = deleted)."""
         if record is None:
             self.jobs.pop(job_id, None)
@@ -149,7 +150,7 @@ class PartitionScheduler:
 
     # -- live changes ----------------------------------------------------------------------
     def apply_definition(
-        self, job_id: str, record: dict[str, Any] | None, now_ms: int
+        self, job_id: str, record: JobDefinition | None, now_ms: int
     ) -> PartitionWrites:
         """A definition changed while serving: delete, pause, resume or edit."""
         old = self.jobs.get(job_id)
@@ -225,7 +226,7 @@ class PartitionScheduler:
         fire_ms = slot_ms + self.jitter_of(job, slot_ms)
         job.entry, job.handle = self.horizon.add_slot(job.job_id, slot_ms, fire_ms)
 
-    def start_execution(self, request: dict[str, Any], emission: PartitionWrites) -> None:
+    def start_execution(self, request: ExecutionRequest, emission: PartitionWrites) -> None:
         """Emit attempt `request` of an execution and hold its dispatch deadline."""
         emission.requests.append(request)
         self.hold_deadline(self.executions.started(request))
@@ -275,7 +276,7 @@ class PartitionScheduler:
         return self.carry_out(decision, None, now_ms)
 
     # -- executions ------------------------------------------------------------------------
-    def on_execution_event(self, event: dict[str, Any], now_ms: int) -> PartitionWrites:
+    def on_execution_event(self, event: ExecutionEvent, now_ms: int) -> PartitionWrites:
         """A worker's leased/heartbeat/outcome event for an execution this partition owns."""
         decision, flight = self.executions.on_event(event, now_ms)
         return self.carry_out(decision, flight, now_ms)
@@ -375,7 +376,7 @@ class PartitionScheduler:
         return len(self.ready)
 
     # -- commands --------------------------------------------------------------------------
-    def command(self, command: dict[str, Any], now_ms: int) -> PartitionWrites:
+    def command(self, command: TimerCommand, now_ms: int) -> PartitionWrites:
         """Carry out a command: a workflow's, or a trigger or backfill (`commands.py`)."""
         if is_workflow_command(command):
             return workflow_command(self, command, now_ms)

@@ -12,6 +12,7 @@ from tickwheel.core.timer.jobs import (
     request_of_a_predecessor,
     state_of_a_predecessor,
 )
+from tickwheel.records import ExecutionRequest
 
 
 class RestoringStates:
@@ -29,7 +30,7 @@ class RestoringStates:
             self.states[job_id] = state
             self.tombstoned.discard(job_id)
 
-    def apply_request(self, request: dict[str, Any], seq: int, job: JobEntry | None) -> bool:
+    def apply_request(self, request: ExecutionRequest, seq: int, job: JobEntry | None) -> bool:
         """A request from the request topics' tail, written by transaction `seq`, for `job` (its
         current definition, if any). Applied to its job's state unless that state was written
         by the same or a later transaction (it has seen the request already). Returns whether it

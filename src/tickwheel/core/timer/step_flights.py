@@ -5,11 +5,10 @@ bookkeeping (`_finish`, `_dead_letter`, `_event`) it uses."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tickwheel.core.timer.flights import Decision, InFlight
 from tickwheel.core.timer.flights import empty_decision as _empty
 from tickwheel.core.timer.workflow_steps import step_outcome
+from tickwheel.records import ExecutionEvent
 
 
 class StepFlights:
@@ -23,7 +22,7 @@ class StepFlights:
         raise NotImplementedError
 
     def _event(self, flight: InFlight, event_type: str, now_ms: int, *,
-               reason: str | None = None) -> dict[str, Any]:  # fmt: skip
+               reason: str | None = None) -> ExecutionEvent:  # fmt: skip
         raise NotImplementedError
 
     def _step_failed(

@@ -7,22 +7,25 @@ transaction as the requests, cancels and inputs it causes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tickwheel.core.timer.workflow_steps import (
     START_PREFIX,
     OneOff,
+    required,
+    required_fire_at,
     step_outcome,
     step_request,
 )
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.records import ExecutionControl, TimerCommand
 
 if TYPE_CHECKING:
     from tickwheel.core.timer.partition import PartitionScheduler
 
 
 def workflow_command(
-    timer: PartitionScheduler, command: dict[str, Any], now_ms: int
+    timer: PartitionScheduler, command: TimerCommand, now_ms: int
 ) -> PartitionWrites:
     """Carry out a run_step, start_timer, cancel_timer or cancel_execution command."""
     emission = PartitionWrites()
@@ -30,10 +33,10 @@ def workflow_command(
     if kind == "run_step":
         _run_step(timer, command, now_ms, emission)
     elif kind == "start_timer":
-        timer.workflows.add(OneOff(key, command["timer_id"], command["workflow_id"],
-                                   int(command["fire_at"])))  # fmt: skip
+        timer.workflows.add(OneOff(key, required(command, "timer_id"),
+                                   required(command, "workflow_id"), required_fire_at(command)))  # fmt: skip
     elif kind == "cancel_timer":
-        timer.workflows.remove(key, command["timer_id"])
+        timer.workflows.remove(key, required(command, "timer_id"))
     else:
         _cancel_execution(timer, command, now_ms, emission)
     emission.states[key] = timer.state_of(key, now_ms)
@@ -41,9 +44,9 @@ def workflow_command(
 
 
 def _run_step(
-    timer: PartitionScheduler, command: dict[str, Any], now_ms: int, emission: PartitionWrites
+    timer: PartitionScheduler, command: TimerCommand, now_ms: int, emission: PartitionWrites
 ) -> None:
-    key, execution_id = command["job_id"], command["execution_id"]
+    key, execution_id = command["job_id"], required(command, "execution_id")
     attempt = int(command["attempt"])
     flight = timer.executions.in_flight.get(execution_id)
     if flight is not None and flight.attempt >= attempt:
@@ -57,18 +60,20 @@ def _run_step(
     not_before = int(command.get("fire_at") or 0)
     if not_before > now_ms:
         timer_id = f"{START_PREFIX}{execution_id}:{attempt}"
-        timer.workflows.add(OneOff(key, timer_id, command["workflow_id"], not_before, request))
+        timer.workflows.add(
+            OneOff(key, timer_id, request["workflow_id"] or "", not_before, request)
+        )
         return
     timer.start_execution(request, emission)
 
 
 def _cancel_execution(
-    timer: PartitionScheduler, command: dict[str, Any], now_ms: int, emission: PartitionWrites
+    timer: PartitionScheduler, command: TimerCommand, now_ms: int, emission: PartitionWrites
 ) -> None:
     """Stop the attempt, and owe the workflow its verdict: at once for an attempt no worker
     holds, from the worker (cancelled, or what it finished with) for a running one. An attempt
     already over has had its verdict sent: nothing to do."""
-    key, execution_id = command["job_id"], command["execution_id"]
+    key, execution_id = command["job_id"], required(command, "execution_id")
     attempt = int(command["attempt"])
     delayed = timer.workflows.remove(key, f"{START_PREFIX}{execution_id}:{attempt}")
     if delayed is not None and delayed.request is not None:
@@ -97,7 +102,7 @@ def fire_workflow_timers(timer: PartitionScheduler, now_ms: int, emission: Parti
 
 def cancel_control(
     control_id: str, execution_id: str, key: str, now_ms: int, attempt: int
-) -> dict[str, Any]:
+) -> ExecutionControl:
     """The `ExecutionControl` that tells the worker holding the attempt to stop (the same
     record the SDK's `cancel` publishes; its id names the attempt, so a repeat is one). It
     reaches that attempt and earlier ones only: a step retried after it runs as a later

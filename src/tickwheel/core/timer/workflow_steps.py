@@ -27,6 +27,13 @@ from tickwheel.core.workflow.inputs import (
     TimerFired,
 )
 from tickwheel.core.workflow.wire import fired_input_id, input_record, outcome_input_id
+from tickwheel.records import (
+    ExecutionControl,
+    ExecutionEvent,
+    ExecutionRequest,
+    TimerCommand,
+    WorkflowInput,
+)
 
 WORKFLOW_KINDS = ("run_step", "start_timer", "cancel_timer", "cancel_execution")
 STEP_KEY_PREFIX = "__wf/"
@@ -35,22 +42,25 @@ TIMER_KIND = "workflow_sleep"
 START_PREFIX = "start:"
 
 
-def is_workflow_command(command: dict[str, Any]) -> bool:
+def is_workflow_command(command: TimerCommand) -> bool:
     return command.get("kind") in WORKFLOW_KINDS
 
 
-def is_step(request: dict[str, Any]) -> bool:
+def is_step(request: ExecutionRequest) -> bool:
     return request.get("workflow_id") is not None and request.get("step_id") is not None
 
 
-def step_request(command: dict[str, Any], now_ms: int, terms: tuple[int, int]) -> dict[str, Any]:
+def step_request(command: TimerCommand, now_ms: int, terms: tuple[int, int]) -> ExecutionRequest:
     """The `ExecutionRequest` of the attempt a `run_step` command asks for."""
     attempt = int(command["attempt"])
+    # A run_step command names its execution, type, workflow and step (the orchestrator
+    # always sets them; a command without one is refused where it is read, as a KeyError).
+    execution_id, job_type = required(command, "execution_id"), required(command, "job_type")
     return {
-        "execution_id": command["execution_id"],
+        "execution_id": execution_id,
         "job_id": command["job_id"],
         "job_version": 0,
-        "job_type": command["job_type"],
+        "job_type": job_type,
         "tenant_id": command.get("tenant_id") or "default",
         "priority": "normal",
         "attempt": attempt,
@@ -67,27 +77,50 @@ def step_request(command: dict[str, Any], now_ms: int, terms: tuple[int, int]) -
         "heartbeat_seconds": terms[1],
         "max_run_seconds": None,
         "queue": None,
-        "workflow_id": command["workflow_id"],
-        "step_id": command["step_id"],
+        "workflow_id": required(command, "workflow_id"),
+        "step_id": required(command, "step_id"),
     }
 
 
-def _is_compensation(request: dict[str, Any]) -> bool:
+def required(command: TimerCommand, field: str) -> str:
+    """A text field a workflow command must carry (null in the record when its sender left it
+    out): its absence refuses the command, which is dead-lettered with the field's name."""
+    value = command.get(field)
+    if not isinstance(value, str):
+        raise KeyError(field)
+    return value
+
+
+def required_fire_at(command: TimerCommand) -> int:
+    """The instant a start_timer command must carry (refused without one, as `required`)."""
+    fire_at = command["fire_at"]
+    if fire_at is None:
+        raise KeyError("fire_at")
+    return int(fire_at)
+
+
+def _is_compensation(request: ExecutionRequest) -> bool:
     wf, step = request["workflow_id"], request["step_id"]
+    if wf is None or step is None:
+        return False
     return bool(request["execution_id"] == step_execution_id(wf, step, compensation=True))
 
 
 def step_outcome(
-    request: dict[str, Any], kind: str, now_ms: int, *, event: dict[str, Any] | None = None,
+    request: ExecutionRequest, kind: str, now_ms: int, *, event: ExecutionEvent | None = None,
     error: str | None = None, permanent: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+) -> WorkflowInput:  # fmt: skip
     """The `WorkflowInput` telling the workflow what its attempt came to (`kind`: succeeded,
     failed, cancelled); a success carries the handler's result as the step's output."""
-    step, attempt = request["step_id"], int(request["attempt"])
+    step, workflow_id = request["step_id"], request["workflow_id"]
+    if step is None or workflow_id is None:
+        raise ValueError(f"{request['execution_id']} is not a workflow step's execution")
+    attempt = int(request["attempt"])
     comp = _is_compensation(request)
     item: Input
     if kind == "succeeded":
-        details: Any = json.loads(event["details"]) if event and event.get("details") else {}
+        text = event["details"] if event is not None else None
+        details: Any = json.loads(text) if text else {}
         output = details.get("result") if isinstance(details, dict) else None
         item = StepSucceeded(now_ms, step, attempt, output=output, compensation=comp)
     elif kind == "cancelled":
@@ -96,7 +129,7 @@ def step_outcome(
         item = StepFailed(now_ms, step, attempt, error=error or "", permanent=permanent,
                           compensation=comp)  # fmt: skip
     input_id = outcome_input_id(kind, request["execution_id"], attempt)
-    return dict(input_record(request["workflow_id"], item, input_id))
+    return input_record(workflow_id, item, input_id)
 
 
 @dataclass(slots=True)
@@ -107,7 +140,7 @@ class OneOff:
     timer_id: str
     workflow_id: str
     fire_at: int
-    request: dict[str, Any] | None = None
+    request: ExecutionRequest | None = None
 
 
 class WorkflowTimers:
@@ -118,8 +151,8 @@ class WorkflowTimers:
         self.timers: dict[tuple[str, str], OneOff] = {}
         self.by_key: dict[str, set[str]] = {}
         self._heap: list[tuple[int, str, str]] = []
-        self.inputs: list[dict[str, Any]] = []
-        self.controls: list[dict[str, Any]] = []
+        self.inputs: list[WorkflowInput] = []
+        self.controls: list[ExecutionControl] = []
 
     def __len__(self) -> int:
         return len(self.timers)
@@ -150,10 +183,10 @@ class WorkflowTimers:
                 fired.append(timer)
         return fired
 
-    def fired_input(self, timer: OneOff) -> dict[str, Any]:
+    def fired_input(self, timer: OneOff) -> WorkflowInput:
         item = TimerFired(timer.fire_at, timer.timer_id)
         input_id = fired_input_id(timer.workflow_id, timer.timer_id, timer.fire_at)
-        return dict(input_record(timer.workflow_id, item, input_id))
+        return input_record(timer.workflow_id, item, input_id)
 
     def pending_of(self, key: str) -> list[dict[str, Any]]:
         """The key's timers as `TimerState` pending entries."""
@@ -178,7 +211,7 @@ class WorkflowTimers:
     def owed(self) -> bool:
         return bool(self.inputs or self.controls)
 
-    def take(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def take(self) -> tuple[list[WorkflowInput], list[ExecutionControl]]:
         """What the next transaction must carry, handed over once."""
         inputs, controls = self.inputs, self.controls
         self.inputs, self.controls = [], []

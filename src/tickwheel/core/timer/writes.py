@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest
+
 
 @dataclass
 class PartitionWrites:
@@ -18,10 +20,10 @@ class PartitionWrites:
     partition's next transaction: requests, skipped-occurrence events, job states (None: a
     tombstone), dead letters, and the jobs that fired without their state ("unsaved")."""
 
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[ExecutionRequest] = field(default_factory=list)
+    events: list[ExecutionEvent] = field(default_factory=list)
     states: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
     # Jobs that fired without their state: their requests stand for it until it is written
     # (core/timer/request_log.py, decision 0008).
     unsaved: list[str] = field(default_factory=list)

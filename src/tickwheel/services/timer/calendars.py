@@ -18,14 +18,15 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
+from tickwheel.records import Calendar
 
 if TYPE_CHECKING:
     from tickwheel.adapters.kafka.client import TopicPartition
     from tickwheel.core.timer.writes import PartitionWrites
-    from tickwheel.ports.kafka import KafkaClients, PartitionReader
+    from tickwheel.ports.kafka import KafkaClients, KafkaMessage, PartitionReader, ReadRecord
     from tickwheel.services.timer.runtime import PartitionRuntime
     from tickwheel.services.timer.scheduler import PartitionTimer
 
@@ -94,7 +95,7 @@ class CalendarFollower:
         reader: PartitionReader,
         topic: str | None = None,
         book: CalendarBook = CALENDARS,
-        dead_letter: Callable[[Any, Exception], None] | None = None,
+        dead_letter: Callable[[ReadRecord, Exception], None] | None = None,
     ) -> None:
         from tickwheel.topology import topic_name
 
@@ -145,7 +146,7 @@ class CalendarFollower:
                 changed = self._apply(msg) or changed
         return changed
 
-    def _apply(self, msg: Any) -> bool:
+    def _apply(self, msg: KafkaMessage) -> bool:
         from tickwheel.adapters.avro import UndecodableRecord, decode
         from tickwheel.services.timer.gate import record_of
 
@@ -155,7 +156,7 @@ class CalendarFollower:
         try:
             calendar = None
             if record.value is not None:
-                value = decode(record.value, "Calendar")[1]
+                value = cast(Calendar, decode(record.value, "Calendar")[1])  # the boundary
                 calendar = calendar_from_record(value)
                 if calendar.name != record.key:
                     raise ValueError(f"the record key {record.key!r} differs from its name")

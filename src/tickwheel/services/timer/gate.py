@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
@@ -16,6 +16,13 @@ from tickwheel.core.definition_record import check_definition_record
 from tickwheel.core.timer.commands import RejectedCommand
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.kafka import ReadRecord
+from tickwheel.records import (
+    DeadLetter,
+    ExecutionEvent,
+    ExecutionRequest,
+    JobDefinition,
+    TimerCommand,
+)
 from tickwheel.services.timer.records import decode_state
 
 log = logging.getLogger("tickwheel.timer")
@@ -23,7 +30,7 @@ log = logging.getLogger("tickwheel.timer")
 # Network targets are the worker's to judge (its allow-list, its network): to the timer every
 # network counts as allowed.
 ANY_NETWORK = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
-DeadLetters = list[dict[str, Any]]
+DeadLetters = list[DeadLetter]
 
 
 def record_of(msg: Any) -> Record:
@@ -41,17 +48,41 @@ class RecordGate:
         self.max_payload_bytes = max_payload_bytes
         self.now_ms = now_ms
 
+    @overload
+    def decode(
+        self, record: ReadRecord, expected: Literal["JobDefinition"], rejects: DeadLetters
+    ) -> JobDefinition | None: ...
+    @overload
+    def decode(
+        self, record: ReadRecord, expected: Literal["ExecutionEvent"], rejects: DeadLetters
+    ) -> ExecutionEvent | None: ...
+    @overload
+    def decode(
+        self, record: ReadRecord, expected: Literal["ExecutionRequest"], rejects: DeadLetters
+    ) -> ExecutionRequest | None: ...
+    @overload
+    def decode(
+        self, record: ReadRecord, expected: Literal["TimerCommand"], rejects: DeadLetters
+    ) -> TimerCommand | None: ...
+    @overload
+    def decode(
+        self, record: ReadRecord, expected: Literal["TimerState"], rejects: DeadLetters
+    ) -> dict[str, Any] | None: ...
     def decode(
         self, record: ReadRecord, expected: str, rejects: DeadLetters
-    ) -> dict[str, Any] | None:
-        """A record decoded (a TimerState with its requests), or dead-lettered into `rejects`."""
+    ) -> JobDefinition | ExecutionEvent | ExecutionRequest | TimerCommand | dict[str, Any] | None:
+        """A record decoded, or dead-lettered into `rejects`. The decode boundary: the one place
+        a record read becomes its generated type (the decoder fills every field, defaults
+        included, so the record has them all). A TimerState comes with its pending requests as
+        dicts (`records.decode_state`), which is not the record's shape: it stays a dict."""
         try:
             if expected == "TimerState":
                 return decode_state(record.value or b"")
-            return decode(record.value or b"", expected)[1]
+            value = decode(record.value or b"", expected)[1]
         except UndecodableRecord as exc:
             rejects.append(self.dead_letter(record, exc.reason, "undecodable"))
             return None
+        return cast(JobDefinition | ExecutionEvent | ExecutionRequest | TimerCommand, value)
 
     def usable_key(self, record: ReadRecord, rejects: DeadLetters) -> bool:
         """Keys are job ids, so one that is not UTF-8 belongs to no job: dead-lettered, live and
@@ -61,7 +92,7 @@ class RecordGate:
         rejects.append(self.dead_letter(record, "the record key is not UTF-8", "rejected"))
         return False
 
-    def check_definition(self, key: str, definition: dict[str, Any], partition: int) -> None:
+    def check_definition(self, key: str, definition: JobDefinition, partition: int) -> None:
         """Refuse what the SDK would have refused (the core's one validator: a key that is not
         the job's id, a reserved id, a template that does not render, ...), and a job published
         to a partition its key does not hash to (its requests and its workers' events would
@@ -77,18 +108,19 @@ class RecordGate:
                 "partitioner other than Kafka's default (murmur2)",
             )
 
-    def rejection(self, record: ReadRecord, exc: Exception) -> dict[str, Any]:
+    def rejection(self, record: ReadRecord, exc: Exception) -> DeadLetter:
         """The dead letter of a decodable but unacceptable record."""
         reason = exc.reason if isinstance(exc, RejectedCommand) else str(exc) or repr(exc)
         return self.dead_letter(record, reason, "rejected")
 
-    def dead_letter(self, record: ReadRecord, reason: str, kind: str) -> dict[str, Any]:
+    def dead_letter(self, record: ReadRecord, reason: str, kind: str) -> DeadLetter:
         log.error(
             f"{kind} record sent to the dead-letter topic",
             extra={"action": "record_dead_lettered", "topic": record.topic,
                    "partition": record.partition, "offset": record.offset, "reason": reason},
         )  # fmt: skip
-        return dead_letter_record(
+        letter = dead_letter_record(
             record.topic, record.partition, record.offset, record.key, record.value, reason,
             kind, self.now_ms(),
         )  # fmt: skip
+        return cast(DeadLetter, letter)  # the shared builder's plain dict, every field set

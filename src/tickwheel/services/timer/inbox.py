@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.timer.workflow_steps import is_workflow_command
 from tickwheel.ports.kafka import ReadRecord
+from tickwheel.records import TimerCommand
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
 
@@ -25,7 +25,7 @@ log = logging.getLogger("tickwheel.timer")
 COMMAND_WAIT_S = 30.0
 
 
-def _waits_for_its_job(runtime: PartitionRuntime, command: dict[str, Any]) -> bool:
+def _waits_for_its_job(runtime: PartitionRuntime, command: TimerCommand) -> bool:
     """A job's command waits for the job's definition; a workflow's has no definition here."""
     return not is_workflow_command(command) and command["job_id"] not in runtime.timer.jobs
 
@@ -90,7 +90,7 @@ class CommandInbox:
 
     def _apply(
         self, runtime: PartitionRuntime, offset: int, key: str | None, raw: bytes | None,
-        command: dict[str, Any], now: int,
+        command: TimerCommand, now: int,
     ) -> None:  # fmt: skip
         self._done(runtime, offset)
         try:

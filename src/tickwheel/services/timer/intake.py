@@ -22,9 +22,13 @@ from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 
 WORKER_EVENTS = frozenset(("leased", "heartbeat", "succeeded", "failed", "cancelled"))
-# At most this many records from each consumer a turn: the turn's transactions stay bounded
-# and the tick is not held back by a long backlog.
-TURN_LIMIT = 1000
+# Records taken from a consumer per call.
+CHUNK = 1000
+# At most this many inputs a turn: enough that a turn reads what arrived during the last one
+# under a steady pipeline (a worker's leased and succeeded events, two per execution), so the
+# partition learns promptly which executions finished (its in-flight count gates the tenant
+# caps, decision 0144); few enough that the tick is not held back by a long backlog.
+INPUTS_PER_TURN = 20_000
 
 
 class Intake:
@@ -54,25 +58,34 @@ class Intake:
         hop through the timer paid part of a tick for nothing (decision 0143)."""
         if not self.partitions:
             # Nothing served, so no inputs assigned: the group's consumer is the one to wait
-            # on (its rebalance callbacks run inside the wait).
-            messages = list(self.consumer.consume(TURN_LIMIT, 0))
+            # on (its rebalance callbacks run inside it).
+            messages = list(self.consumer.consume(CHUNK, 0))
             if messages:
                 return messages
             first = self.consumer.poll(timeout_s)
             if first is None:
                 return []
-            return [first, *self.consumer.consume(TURN_LIMIT - 1, 0)]
+            return [first, *self.consumer.consume(CHUNK - 1, 0)]
         # The group's consumer first, without waiting: it also runs the rebalance callbacks,
         # which may take a partition away before its inputs are read.
-        messages = list(self.consumer.consume(TURN_LIMIT, 0))
-        inputs = list(self.inputs.consume(TURN_LIMIT))
+        messages = list(self.consumer.consume(CHUNK, 0))
+        inputs = self._drain([])
         if not messages and not inputs and self.partitions:
             first = self.inputs.poll(timeout_s)
             if first is not None:
-                inputs = [first, *self.inputs.consume(TURN_LIMIT - 1)]
-                messages = list(self.consumer.consume(TURN_LIMIT, 0))
+                inputs = self._drain([first])
+                messages = list(self.consumer.consume(CHUNK, 0))
         messages.extend(inputs)
         return messages
+
+    def _drain(self, taken: list[KafkaMessage]) -> list[KafkaMessage]:
+        """The inputs fetched already, after `taken`, up to INPUTS_PER_TURN."""
+        while len(taken) < INPUTS_PER_TURN:
+            chunk = self.inputs.consume(min(CHUNK, INPUTS_PER_TURN - len(taken)))
+            taken.extend(chunk)
+            if len(chunk) < CHUNK:
+                break
+        return taken
 
     def apply(self, messages: list[KafkaMessage]) -> None:
         """Each record to its partition's scheduler; what it produces waits in the partition's

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.core.timer.request_log import SEQ_HEADER, RequestLog
@@ -146,9 +146,7 @@ class PartitionRestorer:
                     continue
                 if not self.gate.usable_key(record, rejects):
                     continue
-                request: dict[str, Any] | None = self.gate.decode(
-                    record, "ExecutionRequest", rejects
-                )
+                request = self.gate.decode(record, "ExecutionRequest", rejects)
                 written_by = _header(record, SEQ_HEADER)
                 if request is None or written_by is None:
                     continue

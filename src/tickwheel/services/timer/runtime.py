@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.core.timer.request_log import RequestLog
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import TransactionalWriter
+from tickwheel.records import TimerCommand
 from tickwheel.services.timer.records import RequestKey
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
@@ -42,7 +42,7 @@ class HeldCommand:
     offset: int
     key: str | None
     raw: bytes
-    command: dict[str, Any]
+    command: TimerCommand
     definitions_end: int
     give_up_at: float
 
