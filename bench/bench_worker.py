@@ -16,6 +16,7 @@ Run: `.venv/bin/python bench/bench_worker.py [--executions N] [--concurrency C]`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -37,9 +38,11 @@ from bench._charts import rate_over_time  # noqa: E402
 from bench._common import exit_on_sigterm, stop_all, stop_process, track  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
 from bench.profile_worker import run as lane_cpu  # noqa: E402
+from bench.worker_stages import run as lane_stages  # noqa: E402
+from bench.worker_stages import summarise as stages_summary  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
-from tickwheel.adapters.kafka.client import Consumer, TopicPartition  # noqa: E402
+from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition  # noqa: E402
 from tickwheel.adapters.kafka.config import consumer_config  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
 from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
@@ -88,19 +91,29 @@ def count_events(
     """Wait until `expected` records are on executions.events; returns the wall time it did,
     and the CPU µs process `pid` spent per record between a fifth of them and the last, by
     kind of thread (start-up and the group join left out; CPU time, so the figure holds on a
-    loaded machine)."""
+    loaded machine). Counted from the partitions' high watermarks every 20 ms (the topic is
+    the run's own), not by consuming the events: a consumer of every event would take CPU
+    from the worker on the same two cores."""
     topic = topic_name("executions.events")
     consumer = Consumer(consumer_config(f"bench-{uuid.uuid4()}", bootstrap))
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    partitions = [
+        TopicPartition(topic, p)
+        for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    ]
     seen = 0
+    high: dict[int, int] = {}
     mark: tuple[int, dict[str, float]] | None = None
     deadline = time.monotonic() + timeout
     try:
         while seen < expected:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {seen}/{expected} events after {timeout}s")
-            seen += sum(1 for m in consumer.consume(10000, 0.2) if not m.error())
+            time.sleep(0.02)
+            for tp in partitions:
+                # A new topic's leader may not be elected yet: asked again next time.
+                with contextlib.suppress(KafkaException):
+                    high[tp.partition] = consumer.get_watermark_offsets(tp, 5, cached=False)[1]
+            seen = sum(high.values())
             if pid is not None and mark is None and seen >= expected // 5:
                 mark = (seen, process_cpu_s(pid))
         done = time.monotonic()
@@ -224,7 +237,7 @@ def cpu_profile(executions: int) -> tuple[float, float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--executions", type=int, default=20000)
+    parser.add_argument("--executions", type=int, default=50000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--profile-executions", type=int, default=5000)
     parser.add_argument("--old-code", type=Path,
@@ -263,6 +276,9 @@ def main() -> None:
                 run = end_to_end(bootstrap, args.executions, args.concurrency, level, code)
                 runs.append(run)
                 print(json.dumps({k: v for k, v in run.items() if k != "times"}), flush=True)
+        # Where the lane waits: the service's lane in this process, each stage timed.
+        stages = stages_summary(lane_stages(bootstrap, args.executions), args.executions)
+        print(stages, flush=True)
         cpu_rate, cpu_us, profile = cpu_profile(args.profile_executions)
     finally:
         try:
@@ -364,12 +380,23 @@ produced to the worker's own publisher with no broker behind it):
 
 Repeated runs vary by about ±20% on this shared machine (other work shares the two cores).
 
+Where the lane waits (`bench/worker_stages.py`: the service's lane in this process against
+the same broker, {args.executions:,} requests, each stage timed; decision 0146):
+
+```
+{stages}
+```
+
 Reading: no-ops run inline on the lane thread in batches (decisions 0071, 0118): a poll's
 requests are read by the worker's own decoder (decision 0117), sorted under one hold of the
 lane lock, and an inline batch's leases are produced together with one delivery report for
 the batch, then the handlers run and the outcomes follow as a second batch; an attempt's
 events are written around its request's bytes (decision 0114). No thread hand-off, lease
-object, heartbeat schedule or log line per execution. What is left per execution is Python
+object, heartbeat schedule or log line per execution, and no wait between batches: the lane
+never waits for its leases' acknowledgements before the handlers (only the commit does), its
+consumer refetches within 20 ms once its prefetch drains (librdkafka's default, 1 s, left it
+dry for 0.6-0.7 s a run) and a part batch is taken at once, not held for consume's 0.1 s
+(decision 0146). What is left per execution is Python
 spread thin (the decode, two event encodes, the handler's context, the tenant queue and the
 ledger's bookkeeping, two produce calls, two delivery callbacks) and librdkafka's own
 threads (column "of which librdkafka's threads": compression, the broker connections, the
