@@ -12,12 +12,21 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from sys import intern
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
 from tickwheel.core.watchdog.jobs import VERSIONS_KEPT, job_spec
 from tickwheel.core.watchdog.steps import WorkflowFacts
 from tickwheel.core.watchdog.table import JobFacts, JobTable, SlotFacts
+from tickwheel.records import (
+    Alert,
+    Calendar,
+    DeadLetter,
+    DeadLetterResolution,
+    ExecutionEvent,
+    ExecutionRequest,
+    JobDefinition,
+)
 
 __all__ = ["Acknowledgement", "ExecutionFacts", "Facts", "JobFacts", "Observed", "SlotFacts"]
 
@@ -188,27 +197,28 @@ class Facts:
         and the history sink dead-letter such records; the watchdog must not crash on them)."""
         try:
             if observed.kind == "definition":
-                self._definition(observed.key, observed.record)
+                self._definition(observed.key, cast("JobDefinition | None", observed.record))
                 if observed.partition is not None:
                     self.job(observed.key).partition = observed.partition
             elif observed.kind == "calendar":
-                self._calendar(observed.key, observed.record)
+                self._calendar(observed.key, cast("Calendar | None", observed.record))
             elif observed.record is None:
                 return
+            # The kind names the record the reader decoded (`decode_as` by the topic's schema).
             elif observed.kind == "request":
-                self._request(observed.record)
+                self._request(cast(ExecutionRequest, observed.record))
                 if observed.partition is not None:
                     at = int(observed.record["requested_at"])
                     fired = self.partition_fired_ms.get(observed.partition, at)
                     self.partition_fired_ms[observed.partition] = max(fired, at)
             elif observed.kind == "event":
-                self._event(observed.record)
+                self._event(cast(ExecutionEvent, observed.record))
             elif observed.kind == "dead_letter":
-                self._dead_letter(observed.record)
+                self._dead_letter(cast(DeadLetter, observed.record))
             elif observed.kind == "dead_letter_resolution":
-                self._resolution(observed.record)
+                self._resolution(cast(DeadLetterResolution, observed.record))
             elif observed.kind == "command":
-                self._command(observed.record)
+                self._command(cast(Alert, observed.record))
             elif observed.kind == "workflow_definition":
                 self.workflows.definition(observed.record)
             elif observed.kind == "workflow_event":
@@ -216,7 +226,7 @@ class Facts:
         except (KeyError, TypeError, ValueError):
             return
 
-    def _definition(self, job_id: str, record: Mapping[str, Any] | None) -> None:
+    def _definition(self, job_id: str, record: JobDefinition | None) -> None:
         facts = self.job(job_id)
         table = self.jobs
         table.touch(job_id)  # an older version too: it can move when the job was resumed
@@ -255,7 +265,7 @@ class Facts:
             else:
                 self.calendar_sources.pop(job_id, None)
 
-    def _calendar(self, name: str, record: Mapping[str, Any] | None) -> None:
+    def _calendar(self, name: str, record: Calendar | None) -> None:
         """A calendar set (or, as a tombstone, removed): each job following it is compiled
         again from its own definition, as the timer does; a record that is not a calendar
         (its name differing from its key, say) changes nothing (ValueError, ignored)."""
@@ -275,7 +285,7 @@ class Facts:
             if spec is not None:
                 self.jobs.set_spec(job_id, spec)
 
-    def _request(self, request: Mapping[str, Any]) -> None:
+    def _request(self, request: ExecutionRequest) -> None:
         job_id, attempt = str(request["job_id"]), int(request["attempt"])
         slot = int(request["scheduled_time"])
         self.job(job_id).slot(slot).see(attempt, STAGES["requested"], None)
@@ -295,7 +305,7 @@ class Facts:
         execution.job_type = intern(str(request["job_type"]))
         execution.last_seen_ms = max(execution.last_seen_ms, requested_at)
 
-    def _event(self, event: Mapping[str, Any]) -> None:
+    def _event(self, event: ExecutionEvent) -> None:
         kind = str(event["event_type"])
         job_id, attempt = str(event["job_id"]), int(event["attempt"])
         at, slot = int(event["event_time"]), int(event["scheduled_time"])
@@ -338,7 +348,7 @@ class Facts:
         elif kind == "dead_lettered":
             self._dead(execution, attempt, at)
 
-    def _dead_letter(self, dead_letter: Mapping[str, Any]) -> None:
+    def _dead_letter(self, dead_letter: DeadLetter) -> None:
         execution_id, job_id = dead_letter.get("execution_id"), dead_letter.get("job_id")
         if execution_id is None or job_id is None:
             return  # a record nobody could read: not an execution's dead letter
@@ -350,7 +360,7 @@ class Facts:
         self._dead(execution, attempt, at)
         execution.last_seen_ms = max(execution.last_seen_ms, at)
 
-    def _resolution(self, resolution: Mapping[str, Any]) -> None:
+    def _resolution(self, resolution: DeadLetterResolution) -> None:
         """An operator's retry or discard of a dead letter: its execution stops counting as
         dead-lettered (the newest resolution wins, whatever order they are read in)."""
         execution_id, job_id = resolution.get("execution_id"), resolution.get("job_id")
@@ -364,7 +374,7 @@ class Facts:
         execution.resolved_at_ms = max(execution.resolved_at_ms or at, at)
         execution.last_seen_ms = max(execution.last_seen_ms, at)
 
-    def _command(self, command: Mapping[str, Any]) -> None:
+    def _command(self, command: Alert) -> None:
         if command.get("kind") != "acknowledge":
             return
         details = json.loads(command.get("details") or "{}")
