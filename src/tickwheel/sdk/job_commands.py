@@ -182,7 +182,7 @@ class JobCommandWriter:
         with self._lock:
             if command_id not in self._mine:
                 # Another writer's command (another API instance's): kept undecoded for
-                # `status`, if it wrote a job (whose tenant the asker can be checked against).
+                # `status`, if it carries the job (whose tenant the route checks the asker's).
                 if value.get("definition") is not None and command_id not in self._seen:
                     self._heard[command_id] = value
                     if len(self._heard) > SEEN_KEPT:
@@ -200,7 +200,7 @@ class JobCommandWriter:
 
     def status(self, command_id: str) -> Verdict | str | None:
         """The verdict of a command this writer sent, `pending` while none came; the verdict
-        of another writer's command that wrote a job, once it is on `jobs.verdicts` (any API
+        of another writer's command that carries the job, once it is on `jobs.verdicts` (any API
         instance answers a 202's status resource); else None (unknown, or forgotten)."""
         with self._lock:
             if command_id in self._seen:

@@ -6,8 +6,8 @@ the judge records with the job.
 `GET /v1/job-commands/{commandId}` answers from the verdicts this API instance has read on
 `jobs.verdicts` (the status resource of a 202): for a command it sent, `pending` or the
 verdict with the job as it was written; for another instance's command, the verdict once it
-is there, if it wrote a job of the caller's tenant (a refusal names no tenant to check, so it
-is answered only where it was sent). Anything else, or older than this process, is a 404.
+is there, if it carries a job of the caller's tenant (one without a job names no tenant to
+check: answered only where it was sent). Anything else, or older than this process, is a 404.
 """
 
 from __future__ import annotations

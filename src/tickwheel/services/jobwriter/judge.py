@@ -53,6 +53,7 @@ class Batch:
     idempotency: list[tuple[str, bytes]] = field(default_factory=list)
     dead_letters: list[tuple[str | None, bytes]] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # by outcome, for the metrics
+    requested_at: list[int] = field(default_factory=list)  # of the judged, for the latency
     commands: int = 0
 
     def __bool__(self) -> bool:
@@ -112,6 +113,7 @@ class PartitionJudge:
             self._dead_letter(record, f"key {record.key!r} is not the command's job_id "
                               f"{command['job_id']!r}", "rejected", now_ms)  # fmt: skip
             return
+        self.batch.requested_at.append(int(command["requested_at"]))
         age = now_ms - int(command["requested_at"])
         if age > self.command_ttl_ms:
             # Nobody waits for it any more (a first start of the judge over an old log, or a

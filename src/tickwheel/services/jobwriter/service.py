@@ -31,6 +31,7 @@ from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage
+from tickwheel.services.jobwriter.figures import JudgeFigures
 from tickwheel.services.jobwriter.judge import Batch
 from tickwheel.services.jobwriter.restore import (
     JobWriterTopics,
@@ -86,6 +87,7 @@ class JobWriterService:
         )
         self.writer = BatchWriter(self.topics)
         self.judged: dict[str, int] = defaultdict(int)  # by outcome, since start
+        self.figures = JudgeFigures()  # logged every 10 s while it judges
         # The one transaction in flight per partition: what it carries and its outcome.
         self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
 
@@ -123,6 +125,7 @@ class JobWriterService:
         self._follow()
         self._judge(messages)
         self._retry_restores()
+        self.figures.maybe_log(time.monotonic())
 
     def stop(self, *_args: Any) -> None:
         self.running = False
@@ -270,7 +273,9 @@ class JobWriterService:
             if written.outcome == "committed":
                 for outcome, count in taken.outcomes.items():
                     self.judged[outcome] += count
+                self.figures.committed(taken, written.seconds, self.now_ms())
                 continue
+            self.figures.failed_with(written.outcome)
             if self.partitions.get(partition) is not runtime:
                 continue  # revoked meanwhile
             self._restore_failed(partition, RuntimeError(written.outcome),
