@@ -61,6 +61,7 @@ class Trace:
         self.done = threading.Event()
         self.process_cpu = time.process_time()
         self.steps: dict[str, list[tuple[float, float, float]]] = {}  # name -> start, wall, cpu
+        self.thread_cpu: dict[str, float] = {}  # thread name -> CPU s while the lane ran
         self.expected = 0
         self.last_offsets: list[dict[int, int]] = []  # per lease batch: partition -> last offset
 
@@ -121,6 +122,23 @@ class TracedPublisher(EventPublisher):
         stage["produced"] = now()
 
 
+def thread_cpu_s() -> dict[str, float]:
+    """CPU seconds of each live thread of this process, by name: Python's threads by their
+    `threading` name, librdkafka's by their own (`rdk:...`, summed per kind)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    result: dict[str, float] = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            comm, rest = (task / "stat").read_text().split("(", 1)[1].rsplit(")", 1)
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        fields = rest.split()
+        name = names.get(int(task.name)) or comm.split("#")[0]
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        result[name] = result.get(name, 0.0) + seconds
+    return result
+
+
 def _time_method(lane: PriorityLane, name: str, trace: Trace) -> None:
     """Record the wall and thread-CPU time of each call of one of the lane's steps."""
     inner = getattr(lane, name)
@@ -169,10 +187,15 @@ def run(bootstrap: str, executions: int, fetch_backoff_ms: int | None = None) ->
     )  # fmt: skip
     for name in ("_accept_all", "_dispatch", "_commit"):
         _time_method(lane, name, trace)
+    before = thread_cpu_s()
     lane.start()
     try:
         if not trace.done.wait(120):
             raise TimeoutError(f"{trace.acked_outcomes}/{executions} outcomes acknowledged")
+        after = thread_cpu_s()
+        trace.thread_cpu = {
+            name: seconds - before.get(name, 0.0) for name, seconds in after.items()
+        }
         time.sleep(1.0)  # the last commits
     finally:
         lane.stop()
@@ -234,6 +257,10 @@ def summarise(trace: Trace, executions: int) -> str:
         "consume calls over 20 ms (at s, took s, got): "
         + ", ".join(f"({a:.2f}, {b:.3f}, {n})" for a, b, n in long_consumes[:12])
     )
+    busiest = sorted(trace.thread_cpu.items(), key=lambda kv: -kv[1])
+    lines.append("CPU µs per execution by thread: " + ", ".join(
+        f"{name} {seconds / executions * 1e6:.1f}" for name, seconds in busiest if seconds > 0
+    ))  # fmt: skip
     process = time.process_time() - trace.process_cpu
     lines.append(f"process CPU over the run (all threads, fill excluded): {process:.2f} s")
     return "\n".join(lines)
