@@ -8,9 +8,12 @@ they work with no internet.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -201,6 +204,18 @@ def _workflows_client(backend: Backend) -> Any:
     return FollowedWorkflows(backend.bootstrap, clock=backend.clock)
 
 
+# Threads for the sync routes. A job write holds its thread until its verdict (one command
+# round trip and the judge's transaction, ~100 ms), so anyio's default of 40 capped the creates
+# in flight at 40 whatever the clients sent (decision 0152); a waiting thread costs no CPU.
+ROUTE_THREADS = 256
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = ROUTE_THREADS
+    yield
+
+
 def create_app(
     backend: Backend | None = None, door: Door | None = None, workflows: Any = None
 ) -> FastAPI:
@@ -214,6 +229,7 @@ def create_app(
         openapi_url=OPENAPI_URL,
         docs_url=None,
         redoc_url=None,
+        lifespan=_lifespan,
     )
     app.state.backend = backend = backend or Backend.from_env()
     app.state.workflows = workflows or _workflows_client(backend)
