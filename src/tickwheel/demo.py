@@ -233,7 +233,7 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
                         print(done, flush=True)
                     continue
                 event = (
-                    cast(ExecutionEvent, requested_event(record))
+                    requested_event(record)
                     if name == "ExecutionRequest"
                     else cast(ExecutionEvent, record)
                 )

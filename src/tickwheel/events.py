@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, get_args
+
+from tickwheel.records import ExecutionEvent, ExecutionEventType, ExecutionRequest
+
+# What the builders read of a request: an ExecutionRequest, or any mapping of its fields (a
+# lane that still holds its requests as plain dicts).
+RequestLike = ExecutionRequest | Mapping[str, Any]
+# Each event type the schema has, as its Literal: a type it lacks is a KeyError, a bug.
+_EVENT_TYPES: dict[str, ExecutionEventType] = {t: t for t in get_args(ExecutionEventType)}
 
 
 def execution_event(
-    request: dict[str, Any],
+    request: RequestLike,
     event_type: str,
     *,
     event_id: str,
@@ -18,12 +27,12 @@ def execution_event(
     error_kind: str | None = None,
     reason: str | None = None,
     details: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ExecutionEvent:
     """An `ExecutionEvent` about the attempt that `request` (an `ExecutionRequest`) stands for."""
     return {
         "event_id": event_id,
         "event_time": event_time_ms,
-        "event_type": event_type,
+        "event_type": _EVENT_TYPES[event_type],
         "job_id": request["job_id"],
         "job_type": request["job_type"],
         "tenant_id": request["tenant_id"],
@@ -40,7 +49,7 @@ def execution_event(
     }
 
 
-def requested_event(request: dict[str, Any]) -> dict[str, Any]:
+def requested_event(request: RequestLike) -> ExecutionEvent:
     """The `requested` event an `ExecutionRequest` stands for.
 
     The timer does not publish it: the request record on `executions.<priority>` is the fact,

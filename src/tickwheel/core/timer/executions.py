@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, cast
+from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
 from tickwheel.core.timer.execution_records import execution_dead_letter, fenced_event, plain
@@ -337,4 +337,4 @@ class ExecutionTracker(FlightBook, StepFlights):
             reason=reason,
             details=details,
         )
-        return cast(ExecutionEvent, event)  # built from the request's own fields
+        return event  # built from the request's own fields

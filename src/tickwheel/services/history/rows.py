@@ -16,7 +16,7 @@ import datetime as dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from tickwheel.errors import TickwheelError
 from tickwheel.events import requested_event
@@ -134,7 +134,7 @@ def requested_event_row(request: ExecutionRequest, source: Source) -> Row:
     """An `ExecutionRequest` → its `requested` row of `execution_events` (derived, not
     published: docs/decisions/0007)."""
     # `requested_event` builds every field of an ExecutionEvent (tickwheel.events).
-    return execution_event_row(cast(ExecutionEvent, requested_event(dict(request))), source)
+    return execution_event_row(requested_event(request), source)
 
 
 def request_event_id(execution_id: str, attempt: int) -> str:

@@ -4,7 +4,7 @@ they belong to. Pure: time and ids are arguments."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from tickwheel.events import execution_event as build_execution_event
 from tickwheel.records import ExecutionEvent, ExecutionRequest
@@ -68,10 +68,9 @@ def execution_event(
     details: dict[str, Any] | None = None,
 ) -> ExecutionEvent:
     """An `ExecutionEvent` record for one attempt of `request`."""
-    # `tickwheel.events` builds every field of the event (its keys are the schema's, checked
-    # by encoding it); it still speaks `dict[str, Any]`, so the type is given here, once.
-    return cast(ExecutionEvent, build_execution_event(
-        dict(request),
+    # `tickwheel.events` builds every field of the event, typed.
+    return build_execution_event(
+        request,
         event_type,
         event_id=event_id(event_type, request, worker_id, unique),
         event_time_ms=event_time_ms,
@@ -81,7 +80,7 @@ def execution_event(
         error_kind=error_kind,
         reason=reason,
         details=details,
-    ))  # fmt: skip
+    )
 
 
 def outcome_event(

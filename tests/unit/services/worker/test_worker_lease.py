@@ -253,7 +253,8 @@ def test_a_cancel_naming_an_attempt_stops_it_and_earlier_ones_never_a_later_one(
 def test_a_cancel_record_needs_an_execution_id() -> None:
     record = cancel_record("exec-9", now_ms=5, job_id="j", reason="r", control_id="c")
     assert record == {"control_id": "c", "execution_id": "exec-9", "job_id": "j",
-                      "kind": "cancel", "requested_at": 5, "reason": "r"}  # fmt: skip
+                      "kind": "cancel", "requested_at": 5, "reason": "r",
+                      "attempt": None}  # fmt: skip
     with pytest.raises(InvalidInput):
         cancel_record(" ", now_ms=5)
 
