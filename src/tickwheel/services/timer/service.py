@@ -37,7 +37,7 @@ from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestorer
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 from tickwheel.services.timer.settings import TimerSettings
-from tickwheel.services.timer.writer import TransactionWriter
+from tickwheel.services.timer.writer import Outcome, Sent, TransactionWriter
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.timer")
@@ -307,7 +307,10 @@ class TimerService:
 
     # -- the loop --------------------------------------------------------------------------
     def _tick_all(self) -> None:
+        """Tick every served partition and send its transaction, then commit them all: each
+        commit's wait for the broker overlaps the other partitions' ticks and sends."""
         now = self.now_ms()
+        sent: list[Sent] = []
         for partition, runtime in list(self.partitions.items()):
             if runtime.held_commands:
                 self.inbox.release(runtime, now)
@@ -337,13 +340,22 @@ class TimerService:
                 emission.extend(runtime.timer.snapshot(due, now))
             runtime.timer.refresh_fired_states(emission, now)
             if emission or runtime.inputs_moved:
-                self._commit(runtime, emission)
+                outcome = self.writer.send(runtime, emission)
+                if isinstance(outcome, Sent):
+                    sent.append(outcome)
+                else:
+                    self._settle(runtime, outcome)
             self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
+        for transaction in sent:
+            self._settle(transaction.runtime, self.writer.finish(transaction))
 
     def _commit(self, runtime: PartitionRuntime, emission: PartitionWrites) -> bool:
         """Write `emission` in one transaction; on failure the partition's memory is dropped and
         a restore is scheduled. Returns whether it committed."""
-        outcome = self.writer.commit(runtime, emission)
+        return self._settle(runtime, self.writer.commit(runtime, emission))
+
+    def _settle(self, runtime: PartitionRuntime, outcome: Outcome) -> bool:
+        """Act on a transaction's outcome; returns whether it committed."""
         if outcome == "fenced":
             # A newer owner has this partition. Stop emitting and wait for the group to tell us
             # what we own; restoring now would fence the rightful owner in turn. Should the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from tickwheel.adapters.avro import encode
@@ -24,6 +25,16 @@ MAX_ENCODED_REQUESTS = 1_000_000
 Outcome = Literal["committed", "fenced", "failed"]
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A partition's transaction sent, not committed yet (`TransactionWriter.finish`)."""
+
+    runtime: PartitionRuntime
+    emission: PartitionWrites
+    seq: int
+    first_offsets: dict[str, int]
+
+
 class TransactionWriter:
     def __init__(
         self, topics: TimerTopics, metrics: TimerMetrics, now_ms: Callable[[], int]
@@ -35,6 +46,15 @@ class TransactionWriter:
     def commit(self, runtime: PartitionRuntime, emission: PartitionWrites) -> Outcome:
         """Write `emission` and the checkpoint in one transaction. `fenced`: a newer owner has
         the partition; `failed`: aborted (the caller drops the partition and restores it)."""
+        sent = self.send(runtime, emission)
+        return sent if isinstance(sent, str) else self.finish(sent)
+
+    def send(self, runtime: PartitionRuntime, emission: PartitionWrites) -> Sent | Outcome:
+        """The first half of `commit`: begin the partition's transaction and send everything in
+        it, the checkpoint last. `finish` commits it. A loop with several partitions sends
+        them all before committing any, so each commit's wait for the broker overlaps the
+        next partitions' sends (their producers are independent: one transaction each, as
+        before). An outcome instead of `Sent`: nothing to write, or the send failed."""
         workflows = runtime.timer.workflows
         if not emission and not runtime.inputs_moved and not workflows.owed():
             return "committed"
@@ -92,34 +112,29 @@ class TransactionWriter:
                 self._checkpoint(runtime, emission, seq),
                 partition=partition,
             )
-            producer.commit()
+        except KafkaException as exc:
+            return self._failed(runtime, exc)
+        return Sent(runtime, emission, seq, first_offsets)
+
+    def finish(self, sent: Sent) -> Outcome:
+        """The second half of `commit`: commit the transaction `send` filled, then record what
+        it wrote (the request log's marks, the metrics)."""
+        runtime, emission = sent.runtime, sent.emission
+        try:
+            runtime.producer.commit()
             self.metrics.transactions.inc()
         except KafkaException as exc:
-            self.metrics.aborts.inc()
-            if is_fatal(exc):
-                log.warning(
-                    "fenced; dropping the partition until it is assigned again",
-                    extra={"action": "producer_fenced", "partition": runtime.partition,
-                           "error": str(exc)},
-                )  # fmt: skip
-                return "fenced"
-            log.warning(
-                "transaction failed; restoring the partition from Kafka",
-                extra={"action": "transaction_failed", "partition": runtime.partition,
-                       "error": str(exc)},
-            )  # fmt: skip
-            with contextlib.suppress(KafkaException):
-                producer.abort()
-            return "failed"
+            return self._failed(runtime, exc)
         runtime.inputs_moved = False
+        encoded = runtime.encoded_requests
         if len(encoded) > MAX_ENCODED_REQUESTS:
             encoded.clear()  # a safety net only: each job's go with its next state
         emitted_at = self.now_ms()
         runtime.log.committed(
-            seq,
+            sent.seq,
             emission.unsaved,
             emission.states,
-            {topic: offset for topic, offset in first_offsets.items() if offset >= 0},
+            {topic: offset for topic, offset in sent.first_offsets.items() if offset >= 0},
             emitted_at,
         )
         self.metrics.fire_lag.observe_many(
@@ -128,6 +143,24 @@ class TransactionWriter:
         self.metrics.emitted.inc(len(emission.requests))
         self.metrics.skipped.inc(len(emission.events))
         return "committed"
+
+    def _failed(self, runtime: PartitionRuntime, exc: KafkaException) -> Outcome:
+        self.metrics.aborts.inc()
+        if is_fatal(exc):
+            log.warning(
+                "fenced; dropping the partition until it is assigned again",
+                extra={"action": "producer_fenced", "partition": runtime.partition,
+                       "error": str(exc)},
+            )  # fmt: skip
+            return "fenced"
+        log.warning(
+            "transaction failed; restoring the partition from Kafka",
+            extra={"action": "transaction_failed", "partition": runtime.partition,
+                   "error": str(exc)},
+        )  # fmt: skip
+        with contextlib.suppress(KafkaException):
+            runtime.producer.abort()
+        return "failed"
 
     def _checkpoint(self, runtime: PartitionRuntime, emission: PartitionWrites, seq: int) -> bytes:
         """Where the partition's inputs stand and, on the request topics, where the requests

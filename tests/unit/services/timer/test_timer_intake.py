@@ -14,6 +14,7 @@ from typing import Any
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.memory import MemoryClients
+from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.services.timer.service import TimerService
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.topology import topic as declared_topic
@@ -111,3 +112,20 @@ def test_a_command_is_committed_in_the_turn_that_reads_it_before_the_tick_is_due
     manual = [r for r in cluster.requests() if r["trigger"] == "manual"]
     assert before == []
     assert [r["job_id"] for r in manual] == ["job-1"]
+
+
+def test_a_turn_reads_every_input_fetched_not_one_chunk() -> None:
+    """A worker's events arrive two per execution: a turn that took only the first thousand
+    left the partition believing finished executions were in flight (their tenant's cap held
+    the next slots back), and the pipeline fired in waves (decision 0144)."""
+    cluster = Cluster()
+    cluster.publish_job("job-1")
+    timer, _clients = _served_timer(cluster)
+    cluster.clock.advance(1.0)
+    timer.step()
+    for _ in range(2_500):
+        _trigger(cluster, "job-1")
+    timer.step()  # one turn, the clock still
+    runtime = timer.partitions[partition_for("job-1", PARTITIONS)]
+    assert runtime.command_offset == 2_500  # every command read, and committed with its effect
+    assert not runtime.inputs_moved
