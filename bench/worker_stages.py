@@ -206,16 +206,17 @@ def run(bootstrap: str, executions: int, fetch_backoff_ms: int | None = None) ->
 
 def summarise(trace: Trace, executions: int) -> str:
     busy = [c for c in trace.consumes if c[5] > 0]
-    first = busy[0][0]
+    # From when the first records are in hand: the group join and the first fetch left out.
+    first = busy[0][1]
     end = max(o["acked"] for o in trace.outcomes)
     span = end - first
-    in_window = [c for c in trace.consumes if c[1] >= first and c[0] <= end]
+    in_window = [c for c in trace.consumes if first <= c[0] <= end]
     waited = sum(c[1] - c[0] for c in in_window)
     cpu_in_consume = sum(c[3] for c in in_window)
     lane_cpu = in_window[-1][2] - in_window[0][2]
     short = [c for c in in_window if c[5] < c[4]]
     lines = [
-        f"{executions:,} executions in {span:.3f} s from the first non-empty consume to the "
+        f"{executions:,} executions in {span:.3f} s from the first records consumed to the "
         f"last outcome acknowledged: {executions / span:,.0f}/s",
         f"lane thread: {len(in_window)} consume calls, {waited:.3f} s inside consume "
         f"({waited / span:.0%} of the span; {cpu_in_consume:.3f} s of it CPU), "
