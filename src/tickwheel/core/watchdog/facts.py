@@ -132,7 +132,7 @@ class Facts:
     # job that follows one with it, as the timer does, and again when it changes.
     calendars: dict[str, BusinessCalendar] = field(default_factory=dict)
     # The definition record of each job that follows a calendar, to compile it again then.
-    calendar_sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    calendar_sources: dict[str, JobDefinition] = field(default_factory=dict)
     # Workflow definitions' expected step durations, and the steps of running instances.
     workflows: WorkflowFacts = field(default_factory=WorkflowFacts)
 

@@ -22,6 +22,7 @@ from tickwheel.core.watchdog.fields import Freshness, parse_freshness
 from tickwheel.core.zones import zone_timeline
 from tickwheel.durations import parse_duration_ms
 from tickwheel.errors import TickwheelError
+from tickwheel.records import JobDefinition
 
 DAY_MS = 86_400_000
 # How far ahead the schedule is scanned for its largest gap, and how many slots at most.
@@ -165,7 +166,7 @@ class JobSpec:
 
 def job_spec(
     job_id: str,
-    record: Mapping[str, Any],
+    record: JobDefinition,
     calendars: Mapping[str, BusinessCalendar] | None = None,
 ) -> JobSpec | None:
     """The spec of a decoded `JobDefinition` record, or None if it is not one at all.
@@ -192,7 +193,7 @@ def job_spec(
 
 
 def job_profile(
-    record: Mapping[str, Any],
+    record: JobDefinition,
     job_type: str,
     calendars: Mapping[str, BusinessCalendar] | None,
 ) -> JobProfile:
