@@ -23,6 +23,7 @@ from tickwheel.records import (
     JobDefinition,
     TimerCommand,
 )
+from tickwheel.services.timer.event_codec import decode_event
 from tickwheel.services.timer.records import decode_state
 
 log = logging.getLogger("tickwheel.timer")
@@ -78,6 +79,8 @@ class RecordGate:
         try:
             if expected == "TimerState":
                 return decode_state(record.value or b"")
+            if expected == "ExecutionEvent":  # two per execution: read by hand (decision 0144)
+                return decode_event(record.value or b"")
             value = decode(record.value or b"", expected)[1]
         except UndecodableRecord as exc:
             rejects.append(self.dead_letter(record, exc.reason, "undecodable"))
