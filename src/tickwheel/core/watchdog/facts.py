@@ -26,7 +26,9 @@ from tickwheel.records import (
     ExecutionEvent,
     ExecutionRequest,
     JobDefinition,
+    WorkflowEvent,
 )
+from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 
 __all__ = ["Acknowledgement", "ExecutionFacts", "Facts", "JobFacts", "Observed", "SlotFacts"]
 
@@ -220,9 +222,9 @@ class Facts:
             elif observed.kind == "command":
                 self._command(cast(Alert, observed.record))
             elif observed.kind == "workflow_definition":
-                self.workflows.definition(observed.record)
+                self.workflows.definition(cast(DefinitionRecord, observed.record))
             elif observed.kind == "workflow_event":
-                self.workflows.event(observed.record)
+                self.workflows.event(cast(WorkflowEvent, observed.record))
         except (KeyError, TypeError, ValueError):
             return
 

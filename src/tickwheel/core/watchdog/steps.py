@@ -12,12 +12,12 @@ settled (`settled_after_ms` after its last event), as executions are.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from tickwheel.core.workflow.definition import parse_definition
 from tickwheel.core.workflow.state import _STEP_STATUS
+from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
+from tickwheel.records import WorkflowEvent
 
 # The fold's own table of which event puts a step in which status (one table, not a copy
 # that could drift from it).
@@ -43,7 +43,7 @@ class WorkflowFacts:
     expected: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
     steps: dict[tuple[str, str], StepFacts] = field(default_factory=dict)
 
-    def definition(self, record: Mapping[str, Any]) -> None:
+    def definition(self, record: DefinitionRecord) -> None:
         """A `WorkflowDefinition` record; one that does not parse declares nothing."""
         key = (str(record["definition_id"]), int(record["version"]))
         parsed = parse_definition(json.loads(str(record["body"])))
@@ -51,7 +51,7 @@ class WorkflowFacts:
             s.id: s.expected_duration_ms for s in parsed.steps if s.expected_duration_ms
         }
 
-    def event(self, record: Mapping[str, Any]) -> None:
+    def event(self, record: WorkflowEvent) -> None:
         """A `WorkflowEvent` record about one step (events of the instance alone are skipped:
         a step's own events say when it ends, including by a cancel or a repair)."""
         step_id = record.get("step_id")
@@ -83,7 +83,7 @@ class WorkflowFacts:
             del self.steps[key]
 
 
-def _final(record: Mapping[str, Any]) -> bool:
+def _final(record: WorkflowEvent) -> bool:
     try:
         return bool(json.loads(record.get("data") or "{}").get("final"))
     except (ValueError, AttributeError):
