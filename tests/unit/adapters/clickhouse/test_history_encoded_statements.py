@@ -48,7 +48,7 @@ def test_a_server_gets_the_records_as_the_body_read_with_input() -> None:
     assert data == b"Obj\x01..."
     assert statement == (
         "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0, "
-        "optimize_on_insert = 0, insert_deduplication_token = 'tickwheel-history:execution_events:avro:ab12' "
+        "insert_deduplication_token = 'tickwheel-history:execution_events:avro:ab12' "
         "SELECT event_id, tw_source_offset "
         "FROM input('event_id String, tw_source_offset Int64') FORMAT Avro"
     )
@@ -61,8 +61,8 @@ def test_embedded_chdb_reads_a_spooled_file_that_lives_for_the_statement_only() 
     [(statement, data)] = client.commands
     assert data is None and client.spooled == [b"records"]
     assert statement.startswith(
-        "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0, "
-        "optimize_on_insert = 0 SELECT event_id, tw_source_offset FROM file('"
+        "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0 "
+        "SELECT event_id, tw_source_offset FROM file('"
     )
     assert statement.endswith("', 'Avro', 'event_id String, tw_source_offset Int64')")
     path = statement.split(" FROM file('", 1)[1].split("'", 1)[0]
