@@ -24,13 +24,21 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tickwheel.adapters.avro import decode, encode
+from tickwheel.adapters.avro import decode_as, encode
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.ports.kafka import KafkaClients
+from tickwheel.records import (
+    JobCommand,
+    JobCommandKind,
+    JobDefinition,
+    JobVerdict,
+    JobVerdictOutcome,
+)
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.sdk")
@@ -67,19 +75,19 @@ class VersionConflict(InvalidInput):
 class Verdict:
     command_id: str
     job_id: str
-    outcome: str
+    outcome: JobVerdictOutcome
     current_version: int | None
-    definition: dict[str, Any] | None
+    definition: JobDefinition | None
     idempotency_recorded: bool
     detail: str | None
 
     @classmethod
-    def of(cls, value: dict[str, Any]) -> Verdict:
-        raw = value.get("definition")
+    def of(cls, value: JobVerdict) -> Verdict:
+        raw = value["definition"]
         return cls(value["command_id"], value["job_id"], value["outcome"],
-                   value.get("current_version"),
-                   None if raw is None else decode(raw, "JobDefinition")[1],
-                   bool(value.get("idempotency_recorded")), value.get("detail"))  # fmt: skip
+                   value["current_version"],
+                   None if raw is None else decode_as(JobDefinition, raw),
+                   value["idempotency_recorded"], value["detail"])  # fmt: skip
 
 
 def write_path() -> str:
@@ -151,7 +159,7 @@ class JobCommandWriter:
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
         self._seen: OrderedDict[str, Verdict] = OrderedDict()
-        self._heard: OrderedDict[str, dict[str, Any]] = OrderedDict()  # others' commands
+        self._heard: OrderedDict[str, JobVerdict] = OrderedDict()  # others' commands
         self._mine: set[str] = set()  # sent by this writer and not answered yet
         self._stop = threading.Event()
         self._failure: Exception | None = None
@@ -170,20 +178,20 @@ class JobCommandWriter:
                 for message in [first, *self._consumer.consume(5000, 0)]:
                     if message.error() or message.value() is None:
                         continue
-                    self._answer(decode(message.value() or b"", "JobVerdict")[1])
+                    self._answer(decode_as(JobVerdict, message.value() or b""))
         except Exception as exc:  # reported to every waiter from now on
             self._failure = exc
             with self._lock:
                 for waiting in self._waiting.values():
                     waiting.done.set()
 
-    def _answer(self, value: dict[str, Any]) -> None:
+    def _answer(self, value: JobVerdict) -> None:
         command_id = value["command_id"]
         with self._lock:
             if command_id not in self._mine:
                 # Another writer's command (another API instance's): kept undecoded for
                 # `status`, if it carries the job (whose tenant the route checks the asker's).
-                if value.get("definition") is not None and command_id not in self._seen:
+                if value["definition"] is not None and command_id not in self._seen:
                     self._heard[command_id] = value
                     if len(self._heard) > SEEN_KEPT:
                         self._heard.popitem(last=False)
@@ -212,9 +220,9 @@ class JobCommandWriter:
 
     def submit(
         self,
-        kind: str,
+        kind: JobCommandKind,
         job_id: str,
-        definition: dict[str, Any] | None,
+        definition: Mapping[str, Any] | None,
         expected_version: int | None = None,
         *,
         tenant_id: str | None = None,
@@ -223,7 +231,7 @@ class JobCommandWriter:
         idempotency_answer: str | None = None,
     ) -> Verdict:
         command_id = str(uuid.uuid4())
-        command = {
+        command: JobCommand = {
             "command_id": command_id, "job_id": job_id, "kind": kind,
             "expected_version": expected_version,
             "definition": None if definition is None else encode("JobDefinition", definition),

@@ -35,6 +35,7 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.definition import MAX_BACKFILL
 from tickwheel.core.schedule import compile_schedule
 from tickwheel.errors import InvalidInput
+from tickwheel.records import JobCommandKind
 from tickwheel.sdk.job_commands import Verdict, VerdictPending, VersionConflict, WritePath
 
 # The record half of this module, split out: importable from here as before (`x as x`).
@@ -82,8 +83,9 @@ class JobsClient:
         return {}
 
     def _submit(
-        self, kind: str, job_id: str, record: dict[str, Any] | None, expected: int | None
-    ) -> Verdict:
+        self, kind: JobCommandKind, job_id: str, record: dict[str, Any] | None,
+        expected: int | None,
+    ) -> Verdict:  # fmt: skip
         tenant = record.get("tenantId") if record is not None else None
         extras = self._command_extras(kind, record)
         return self.writes.writer().submit(kind, job_id, record, expected, tenant_id=tenant,
@@ -269,7 +271,7 @@ class JobsClient:
 def _accepted(verdict: Verdict, wanted: str) -> dict[str, Any]:
     """The definition a verdict accepted, or the refusal as the SDK's error."""
     if verdict.outcome == wanted:
-        return verdict.definition or {}
+        return {} if verdict.definition is None else dict(verdict.definition)
     if verdict.outcome == "not_found":
         raise UnknownJob(verdict.job_id)
     if verdict.outcome == "exists":

@@ -186,14 +186,16 @@ def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
     principal = getattr(request.state, "principal", None)
     tenant = None if principal is None else principal.tenant_id
     if isinstance(status, Verdict):
-        if tenant is not None and status.definition and owner_of(status.definition) != tenant:
+        # The JSON edge: the typed record becomes the view's document here.
+        job = None if status.definition is None else dict(status.definition)
+        if tenant is not None and job and owner_of(job) != tenant:
             status = None  # another tenant's: as unknown as a command never sent
         else:
             view = verdict_view(status)
-            if status.definition is not None:
+            if job is not None:
                 from tickwheel.services.api.views import job_view
 
-                view["job"] = job_view(status.definition, request.app.state.backend.now_ms())
+                view["job"] = job_view(job, request.app.state.backend.now_ms())
             return view
     if status == "pending":
         return {"commandId": command_id, "jobId": None, "status": "pending"}

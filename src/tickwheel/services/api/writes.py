@@ -28,6 +28,7 @@ from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.clock import Clock
+from tickwheel.records import JobCommandKind
 from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
 from tickwheel.sdk.job_commands import Verdict
 
@@ -110,8 +111,9 @@ class AckedJobsClient(CataloguedJobsClient):
                 "idempotency_answer": json.dumps(answer)}  # fmt: skip
 
     def _submit(
-        self, kind: str, job_id: str, record: dict[str, Any] | None, expected: int | None
-    ) -> Verdict:
+        self, kind: JobCommandKind, job_id: str, record: dict[str, Any] | None,
+        expected: int | None,
+    ) -> Verdict:  # fmt: skip
         verdict = super()._submit(kind, job_id, record, expected)
         keyed = KEYED_WRITE.get()
         if keyed is not None and verdict.idempotency_recorded:

@@ -23,11 +23,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.ports.kafka import ReadRecord
+from tickwheel.records import (
+    IdempotencyRecord,
+    JobCommand,
+    JobDefinition,
+    JobVerdict,
+    JobVerdictOutcome,
+)
 
 # A definition the judge wrote carries this header, so the judge's follower of
 # jobs.definitions can tell its own writes (already in the catalogue) from direct producers'.
@@ -40,7 +46,7 @@ DEFAULT_TENANT = "default"
 class Stored:
     """A live definition: decoded, and the bytes on jobs.definitions (a verdict carries them)."""
 
-    record: dict[str, Any]
+    record: JobDefinition
     raw: bytes
 
 
@@ -60,7 +66,7 @@ class Batch:
         return bool(self.verdicts or self.dead_letters)
 
 
-def owner_of(record: dict[str, Any]) -> str:
+def owner_of(record: JobDefinition) -> str:
     return record.get("tenantId") or DEFAULT_TENANT
 
 
@@ -82,7 +88,7 @@ class PartitionJudge:
             self.catalogue.pop(key, None)
             return
         try:
-            record = decode(value, "JobDefinition")[1]
+            record = decode_as(JobDefinition, value)
         except UndecodableRecord:
             return
         self.catalogue[key] = Stored(record, value)
@@ -105,7 +111,7 @@ class PartitionJudge:
         if record.value is None:
             return  # a tombstone on a delete-only topic: nothing asked
         try:
-            command = decode(record.value, "JobCommand")[1]
+            command = decode_as(JobCommand, record.value)
         except UndecodableRecord as exc:
             self._dead_letter(record, exc.reason, "undecodable", now_ms)
             return
@@ -127,14 +133,14 @@ class PartitionJudge:
         except (UndecodableRecord, KeyError, TypeError, ValueError) as exc:
             self._verdict(command, "invalid", None, now_ms, detail=str(exc) or repr(exc))
 
-    def _judge(self, command: dict[str, Any], now_ms: int) -> None:
+    def _judge(self, command: JobCommand, now_ms: int) -> None:
         job_id, kind = command["job_id"], command["kind"]
         current = self.catalogue.get(job_id)
-        tenant = command.get("tenant_id")
+        tenant = command["tenant_id"]
         if current is not None and tenant is not None and owner_of(current.record) != tenant:
             # Another tenant's job: a create says the id is taken, the rest say no such job,
             # and neither says whose it is (decision 0068).
-            outcome = "exists" if kind == "create" else "not_found"
+            outcome: JobVerdictOutcome = "exists" if kind == "create" else "not_found"
             self._verdict(command, outcome, None, now_ms)
             return
         if kind == "create":
@@ -146,7 +152,7 @@ class PartitionJudge:
         if current is None:
             self._verdict(command, "not_found", None, now_ms)
             return
-        expected = command.get("expected_version")
+        expected = command["expected_version"]
         if expected is not None and expected != current.record["version"]:
             self._verdict(command, "version_conflict", current, now_ms)
             return
@@ -155,26 +161,28 @@ class PartitionJudge:
             return
         self._write(command, job_id, self._definition(command, current), "updated", now_ms)
 
-    def _definition(self, command: dict[str, Any], current: Stored | None) -> Stored:
+    def _definition(self, command: JobCommand, current: Stored | None) -> Stored:
         """The definition to write: the command's, at the version after `current`'s (1 for a
         create), keeping the job's creation time. The writer's bytes are kept when they
         already say so (the usual case: the writer put expected + 1)."""
-        raw = command.get("definition")
+        raw = command["definition"]
         if raw is None:
             raise ValueError(f"a {command['kind']} needs a definition")
-        record = decode(raw, "JobDefinition")[1]
+        record = decode_as(JobDefinition, raw)
         if record["jobId"] != command["job_id"]:
             raise ValueError(f"the definition's jobId {record['jobId']!r} is not the "
                              f"command's {command['job_id']!r}")  # fmt: skip
         version = 1 if current is None else int(current.record["version"]) + 1
         created = record["createdAt"] if current is None else current.record["createdAt"]
         if record["version"] != version or record["createdAt"] != created:
-            record = {**record, "version": version, "createdAt": created}
+            record = record.copy()
+            record["version"], record["createdAt"] = version, created
             raw = encode("JobDefinition", record)
         return Stored(record, raw)
 
     def _write(
-        self, command: dict[str, Any], job_id: str, stored: Stored | None, outcome: str,
+        self, command: JobCommand, job_id: str, stored: Stored | None,
+        outcome: JobVerdictOutcome,
         now_ms: int,
     ) -> None:  # fmt: skip
         self.batch.definitions.append((job_id, None if stored is None else stored.raw))
@@ -185,18 +193,20 @@ class PartitionJudge:
         recorded = self._record_answer(command, now_ms)
         self._verdict(command, outcome, stored, now_ms, recorded=recorded)
 
-    def _record_answer(self, command: dict[str, Any], now_ms: int) -> bool:
+    def _record_answer(self, command: JobCommand, now_ms: int) -> bool:
         """The idempotency record of an accepted command, in its transaction: a crash can no
         longer separate the effect from the answer a retry gets (decision 0069's gap)."""
-        slot, answer = command.get("idempotency_slot"), command.get("idempotency_answer")
-        if not slot or not answer or not command.get("fingerprint"):
+        slot, answer = command["idempotency_slot"], command["idempotency_answer"]
+        fingerprint = command["fingerprint"]
+        if not slot or not answer or not fingerprint:
             return False
         tenant, _, key = slot.partition("/")
         reply = json.loads(answer)
-        record = {
+        # The answer is JSON the API wrote (an HTTP edge), the record a typed one.
+        record: IdempotencyRecord = {
             "tenant_id": tenant,
             "idempotency_key": key,
-            "fingerprint": command["fingerprint"],
+            "fingerprint": fingerprint,
             "status": int(reply["status"]),
             "body": reply["body"],
             "headers": json.dumps(reply.get("headers") or {}),
@@ -207,10 +217,11 @@ class PartitionJudge:
         return True
 
     def _verdict(
-        self, command: dict[str, Any], outcome: str, stored: Stored | None, now_ms: int,
+        self, command: JobCommand, outcome: JobVerdictOutcome, stored: Stored | None,
+        now_ms: int,
         *, recorded: bool = False, detail: str | None = None,
     ) -> None:  # fmt: skip
-        verdict = {
+        verdict: JobVerdict = {
             "command_id": command["command_id"],
             "job_id": command["job_id"],
             "outcome": outcome,

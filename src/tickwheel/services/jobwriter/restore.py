@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.ports.kafka import KafkaClients, TransactionalWriter
+from tickwheel.records import JobWriterCheckpoint
 from tickwheel.services.jobwriter.judge import PartitionJudge
 from tickwheel.topology import topic_name
 
@@ -77,7 +78,7 @@ class PartitionRestorer:
             if record.key != checkpoint_key(partition) or record.value is None:
                 continue
             try:
-                next_command = int(decode(record.value, "JobWriterCheckpoint")[1]["next_command"])
+                next_command = decode_as(JobWriterCheckpoint, record.value)["next_command"]
             except UndecodableRecord:
                 continue  # not ours: the group's committed offset is the fallback
         close = getattr(reader, "close", None)

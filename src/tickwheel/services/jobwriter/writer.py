@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
+from tickwheel.records import JobWriterCheckpoint
 from tickwheel.services.jobwriter.judge import WRITER_HEADER, WRITER_VALUE, Batch
 from tickwheel.services.jobwriter.restore import (
     JobWriterTopics,
@@ -53,8 +54,9 @@ class BatchWriter:
                 producer.send(topics.idempotency, slot, record)
             for key, letter in batch.dead_letters:
                 producer.send(topics.dlq, key, letter)
-            checkpoint = {"partition": partition, "next_command": next_command,
-                          "updated_at": at_ms}  # fmt: skip
+            checkpoint: JobWriterCheckpoint = {"partition": partition,
+                                               "next_command": next_command,
+                                               "updated_at": at_ms}  # fmt: skip
             producer.send(topics.state, checkpoint_key(partition),
                           encode("JobWriterCheckpoint", checkpoint), partition=partition)  # fmt: skip
             producer.commit()
