@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tickwheel.adapters.avro import decode, encode
+from tickwheel.services.history.batch import Batch
 from tickwheel.services.history.columnar import (
     CHECK_VALUE,
     dedup_token,
@@ -119,3 +120,21 @@ def _minimal(schema: str) -> dict[str, Any]:
         "fire_time": T0, "period_start": T0, "max_attempts": 3, "trigger": "scheduled",
         "requested_at": T0,
     }  # fmt: skip
+
+
+def test_a_frame_built_as_read_and_cut_by_a_revocation_is_the_frame_of_what_is_left() -> None:
+    kind = encoded_kinds()["ExecutionEvent"]
+    value = encode("ExecutionEvent", _minimal("ExecutionEvent"))
+    messages = [Message("t", n % 3, 100 + n, value) for n in range(9)]
+    batch = Batch()
+    for m in messages:
+        batch.note(m.topic(), m.partition(), m.offset())
+        batch.add_encoded(kind, m, m.value(), m.topic(), m.partition(), m.offset())
+    assert batch.frames["ExecutionEvent"].data() == kind.frame(messages)
+    # Partition 1 is revoked: its records leave the frame, and its bytes, the rest stay.
+    batch.drop([("t", 1)])
+    kept = [m for m in messages if m.partition() != 1]
+    assert batch.frames["ExecutionEvent"].messages == kept
+    assert batch.frames["ExecutionEvent"].data() == kind.frame(kept)
+    batch.drop([("t", 0), ("t", 2)])
+    assert "ExecutionEvent" not in batch.frames
