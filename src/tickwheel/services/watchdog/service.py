@@ -20,7 +20,8 @@ import os
 import time
 from typing import Any
 
-from tickwheel.adapters.avro import UndecodableRecord, decode, decode_as, encode
+from tickwheel import records
+from tickwheel.adapters.avro import UndecodableRecord, decode, decode_as, encode, record_name
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.client import (
     OFFSET_BEGINNING,
@@ -33,6 +34,7 @@ from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState, evaluate
+from tickwheel.core.watchdog.facts import InputKind
 from tickwheel.core.watchdog.freshness import failed_queries, stale_outputs
 from tickwheel.core.watchdog.freshness import queries as output_queries
 from tickwheel.core.watchdog.freshness import topics as output_topics
@@ -82,7 +84,7 @@ class WatchdogService:
         self.alerts_topic = topic_name("alerts")
         self.state_topic = topic_name("watchdog.state")
         # topic -> the kind of input its records are
-        declared = {
+        declared: dict[str, InputKind] = {
             "jobs.definitions": "definition",
             "executions.events": "event",
             "executions.dlq": "dead_letter",
@@ -97,13 +99,19 @@ class WatchdogService:
             "workflows.events": "workflow_event",
             **{f"executions.{p}": "request" for p in ("high", "normal", "low")},
         }
-        self.inputs: dict[str, str] = {topic_name(name): kind for name, kind in declared.items()}
-        self.schemas = {"definition": "JobDefinition", "event": "ExecutionEvent",
-                        "dead_letter": "DeadLetter", "request": "ExecutionRequest",
-                        "dead_letter_resolution": "DeadLetterResolution",
-                        "command": "Alert", "calendar": "Calendar",
-                        "workflow_definition": "WorkflowDefinition",
-                        "workflow_event": "WorkflowEvent"}  # fmt: skip
+        self.inputs = {topic_name(name): kind for name, kind in declared.items()}
+        # The record each kind is decoded as (the fold casts to the same types).
+        self.schemas: dict[InputKind, str] = {
+            "definition": record_name(records.JobDefinition),
+            "event": record_name(records.ExecutionEvent),
+            "dead_letter": record_name(records.DeadLetter),
+            "request": record_name(records.ExecutionRequest),
+            "dead_letter_resolution": record_name(records.DeadLetterResolution),
+            "command": record_name(records.Alert),
+            "calendar": record_name(records.Calendar),
+            "workflow_definition": record_name(records.WorkflowDefinition),
+            "workflow_event": record_name(records.WorkflowEvent),
+        }
         self.partitions = [
             TopicPartition(topic_name(name), p)
             for name in declared
@@ -251,7 +259,7 @@ class WatchdogService:
                     continue
             elif kind not in ("definition", "calendar"):
                 continue
-            self.state.apply(Observed(kind, text, record, partition))  # type: ignore[arg-type]
+            self.state.apply(Observed(kind, text, record, partition))
 
     def _watermark(self, now: int) -> int | None:
         ends: dict[str, int] = {}
