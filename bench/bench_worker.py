@@ -38,13 +38,13 @@ from bench._charts import rate_over_time  # noqa: E402
 from bench._common import exit_on_sigterm, stop_all, stop_process, track  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
 from bench.profile_worker import run as lane_cpu  # noqa: E402
+from bench.worker_stages import fill, thread_cpu_s  # noqa: E402
 from bench.worker_stages import run as lane_stages  # noqa: E402
 from bench.worker_stages import summarise as stages_summary  # noqa: E402
-from tickwheel.adapters.avro import decode, encode  # noqa: E402
+from tickwheel.adapters.avro import decode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition  # noqa: E402
 from tickwheel.adapters.kafka.config import consumer_config  # noqa: E402
-from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
 from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
 from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
@@ -59,28 +59,11 @@ RUN_LOG_TABLE = (
 )
 
 
-def noop_request(i: int, at_ms: int) -> dict[str, Any]:
-    execution_id = str(uuid.uuid4())
-    return {
-        "execution_id": execution_id, "job_id": f"bench-{i % 997}", "job_version": 1,
-        "job_type": "noop", "tenant_id": f"tenant-{i % 7}", "priority": "normal", "attempt": 1,
-        "scheduled_time": at_ms, "fire_time": at_ms, "period_start": at_ms, "period_end": None,
-        "payload": "{}", "max_attempts": 3, "trigger": "scheduled", "late": False,
-        "requested_at": at_ms, "lease_seconds": 30, "heartbeat_seconds": 10,
-    }  # fmt: skip
-
-
 def process_cpu_s(pid: int) -> dict[str, float]:
     """User + system CPU seconds of a live process's threads (Linux /proc), by kind:
     librdkafka's own threads (named `rdk:...`) and the interpreter's (every Python thread)."""
     by_kind = {"python": 0.0, "librdkafka": 0.0}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            name, rest = (task / "stat").read_text().split("(", 1)[1].rsplit(")", 1)
-        except OSError:  # the thread ended between the listing and the read
-            continue
-        fields = rest.split()
-        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for name, seconds in thread_cpu_s(pid).items():
         by_kind["librdkafka" if name.startswith("rdk:") else "python"] += seconds
     return by_kind
 
@@ -161,14 +144,8 @@ def worker_command(
 def end_to_end(
     bootstrap: str, executions: int, concurrency: int, log_level: str, code: Path | None = None
 ) -> dict[str, Any]:
-    now = int(time.time() * 1000)
-    producer = EventProducer(bootstrap, **{"linger.ms": 20, "batch.size": 1_000_000})
     started = time.perf_counter()
-    topic = topic_name("executions.normal")
-    for i in range(executions):
-        request = noop_request(i, now)
-        producer.send(topic, request["job_id"], encode("ExecutionRequest", request))
-    producer.flush()
+    fill(bootstrap, executions)
     publish_s = time.perf_counter() - started
 
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "TICKWHEEL_LOG_LEVEL": log_level}

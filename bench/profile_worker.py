@@ -41,7 +41,7 @@ PARTITIONS = 6
 
 
 def noop_request(i: int, at_ms: int) -> dict[str, Any]:
-    """A no-op request as the timer writes it (the same as `bench_worker.noop_request`)."""
+    """A no-op request as the timer writes it (`worker_stages.fill` gives each a fresh id)."""
     return {
         "execution_id": str(uuid.UUID(int=i)), "job_id": f"bench-{i % 997}", "job_version": 1,
         "job_type": "noop", "tenant_id": f"tenant-{i % 7}", "priority": "normal", "attempt": 1,

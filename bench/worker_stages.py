@@ -122,18 +122,19 @@ class TracedPublisher(EventPublisher):
         stage["produced"] = now()
 
 
-def thread_cpu_s() -> dict[str, float]:
-    """CPU seconds of each live thread of this process, by name: Python's threads by their
-    `threading` name, librdkafka's by their own (`rdk:...`, summed per kind)."""
-    names = {t.native_id: t.name for t in threading.enumerate()}
+def thread_cpu_s(pid: int | None = None) -> dict[str, float]:
+    """User + system CPU seconds of each live thread of process `pid` (None: this one), by
+    name, summed per name: librdkafka's threads by their own (`rdk:...`), this process's
+    Python threads by their `threading` name (another's by its OS name)."""
+    names = {t.native_id: t.name for t in threading.enumerate()} if pid is None else {}
     result: dict[str, float] = {}
-    for task in Path("/proc/self/task").iterdir():
+    for task in Path(f"/proc/{pid or 'self'}/task").iterdir():
         try:
             comm, rest = (task / "stat").read_text().split("(", 1)[1].rsplit(")", 1)
         except OSError:  # the thread ended between the listing and the read
             continue
         fields = rest.split()
-        name = names.get(int(task.name)) or comm.split("#")[0]
+        name = names.get(int(task.name)) or comm
         seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         result[name] = result.get(name, 0.0) + seconds
     return result
@@ -155,6 +156,7 @@ def _time_method(lane: PriorityLane, name: str, trace: Trace) -> None:
 
 
 def fill(bootstrap: str, executions: int) -> None:
+    """`executions` no-op requests onto `executions.normal`, each its own execution."""
     producer = EventProducer(bootstrap, **{"linger.ms": 20, "batch.size": 1_000_000})
     at = int(time.time() * 1000)
     topic = topic_name("executions.normal")
