@@ -224,11 +224,8 @@ def async_creates(creates: int, levels: list[int], rounds: int) -> None:
         time.sleep(IDLE_S)  # what each process spends with nothing to do: followers' polls
         idle = {name: (cpu_seconds(pid) - before[name]) / IDLE_S for name, pid in pids.items()}
         start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-        code = (
-            f"the services at {os.environ['PYTHONPATH']}"
-            if "PYTHONPATH" in os.environ
-            else ("this code")
-        )
+        baseline = os.environ.get("TICKWHEEL_BENCH_BASELINE")
+        code = f"the services at revision {baseline}" if baseline else "this code"
         report.add(f"{code}: {rounds} rounds of {creates} keyed creates per level, from one async "
                    f"client (raw keep-alive HTTP/1.1, one event loop); the API (uvicorn, one "
                    f"worker), the judge and the broker each in one process. Load average at "
@@ -252,9 +249,7 @@ def async_creates(creates: int, levels: list[int], rounds: int) -> None:
         report.add("")
         report.add("Raw limits in the same run (threads, no HTTP):")
         report.add("")
-        report.add(
-            "| operation | n | per second | p50 ms | p99 ms | judge CPU ms | broker CPU ms |"
-        )
+        report.add("| operation | n | per second | p50 ms | p99 ms |")
         report.add("|---|---|---|---|---|")
         for level in levels:
             for row in raw_limits(broker.bootstrap, creates, level):
@@ -378,6 +373,7 @@ def main() -> None:
         from bench.bench_api_reads import baseline_tree
 
         os.environ["PYTHONPATH"] = str(baseline_tree(args.baseline))
+        os.environ["TICKWHEEL_BENCH_BASELINE"] = args.baseline
     if args.stages:
         stage_times(args.stages, int(args.in_flight or "64"))
         return
