@@ -12,7 +12,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from tickwheel.clock import Clock
 from tickwheel.records import ExecutionRequest
@@ -317,14 +317,6 @@ def handler_outcome(
                    "result_bytes": details["result_bytes"]},
         )  # fmt: skip
     return Outcome.succeeded(duration_ms=duration_ms, **details)
-
-
-def as_json_record(request: ExecutionRequest) -> dict[str, Any]:
-    """`request` for the functions outside the worker that still take a request as a plain
-    `dict[str, Any]` (`ExecutionContext.from_request`, `tickwheel.events.execution_event`).
-    The same object, no copy: a TypedDict is a dict at run time. Goes once those take an
-    `ExecutionRequest`."""
-    return cast("dict[str, Any]", request)
 
 
 def parse_payload(request: ExecutionRequest) -> dict[str, Any]:

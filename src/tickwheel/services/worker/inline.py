@@ -23,7 +23,6 @@ from tickwheel.sdk.worker import ExecutionContext, JobType, PermanentError
 from tickwheel.services.worker.attempt import (
     DeliveryCallback,
     EventSink,
-    as_json_record,
     handler_failure,
     handler_outcome,
     lease_terms,
@@ -135,9 +134,7 @@ class InlineBatch:
             payload = parse_payload(attempt.request)
         except PermanentError as exc:
             return Outcome.failed(str(exc), "permanent"), clock_now(), 0
-        ctx = ExecutionContext.from_request(
-            as_json_record(attempt.request), payload, cancel_event=_NEVER_CANCELLED
-        )
+        ctx = ExecutionContext.from_request(attempt.request, payload, cancel_event=_NEVER_CANCELLED)
         started = clock_now()
         failure = None
         result: Any = None

@@ -22,7 +22,6 @@ from tickwheel.services.worker.attempt import (
     AttemptLease,
     DeliveryCallback,
     EventSink,
-    as_json_record,
     lease_terms,
     parse_payload,
     run_limit,
@@ -94,7 +93,7 @@ class AttemptRun:
         except PermanentError as exc:
             return Outcome.failed(str(exc), "permanent")
         self.ctx = ExecutionContext.from_request(
-            as_json_record(self.request), payload, heartbeat=lambda: lease.heartbeat(manual=True)
+            self.request, payload, heartbeat=lambda: lease.heartbeat(manual=True)
         )
         return self.ctx
 
