@@ -9,7 +9,13 @@ its line (`python -m tests.unit.records.record_annotations` prints the table).
 
 from __future__ import annotations
 
-from tests.unit.records.record_annotations import PACKAGE, counts, untyped_annotations
+from tests.unit.records.record_annotations import (
+    PACKAGE,
+    counts,
+    decode_counts,
+    named_decodes,
+    untyped_annotations,
+)
 
 # New modules here may annotate JSON as dict[str, Any]: HTTP bodies and CLI input.
 JSON_EDGES = ("services/api/", "cli/")
@@ -128,6 +134,16 @@ CEILINGS = {
     "streams/settings.py": 2,
 }
 
+# path -> the `decode(data, "Record")[1]` calls it may keep (`decode_as(Record, data)` is typed).
+NAMED_DECODES = {
+    "sdk/job_records.py": 1,
+    "services/api/calendars.py": 1,
+    "services/api/console/operations.py": 2,
+    "services/api/workflow_view.py": 3,
+    "services/timer/calendars.py": 1,
+    "services/timer/records.py": 2,
+}
+
 
 def test_no_module_annotates_more_untyped_dicts_than_it_did() -> None:
     grown = []
@@ -163,3 +179,28 @@ def test_the_count_sees_parameters_returns_and_fields_but_not_text(tmp_path) -> 
         "x = cast(dict[str, Any], {})\n"
     )
     assert untyped_annotations(module) == [3, 3, 3, 5, 9]
+
+
+def test_records_come_out_of_the_codec_typed_a_module_keeps_no_more_untyped_decodes() -> None:
+    grown = [
+        f"{name}: {n} > {NAMED_DECODES.get(name, 0)} (lines "
+        f"{', '.join(map(str, named_decodes(PACKAGE / name)))})"
+        for name, n in decode_counts().items()
+        if n > NAMED_DECODES.get(name, 0)
+    ]
+    assert not grown, (
+        "decode(data, 'Record')[1] gives a dict[str, Any]; decode_as(Record, data) gives the "
+        "record's type (decision 0157):\n" + "\n".join(grown)
+    )
+
+
+def test_an_untyped_decode_is_seen_and_a_typed_one_is_not(tmp_path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "a = decode(data, 'Alert')[1]\n"
+        "b = codec.decode(data, expected='TimerState')[1]\n"
+        "c = decode_as(Alert, data)\n"
+        "d = decode(data)[1]  # any record: switched on its name\n"
+        "e = decode(data, expected=name)[1]\n"
+    )
+    assert named_decodes(module) == [1, 2]
