@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,32 @@ def test_jobs_client_takes_back_the_record_it_returns() -> None:
         k: v for k, v in record.items() if k != "updatedAt"
     }
     assert as_spec(spec) is spec  # a spec is taken as it is
+
+
+def test_the_status_resource_shows_a_verdicts_job_to_its_tenant_only() -> None:
+    """Another instance's verdict is answered from the job it carries (decision 0126's status
+    resource on any instance): to the job's tenant, and as unknown (404) to any other."""
+    from types import SimpleNamespace
+
+    from tickwheel.sdk.jobs import validate_job
+    from tickwheel.services.api.problems import Problem
+    from tickwheel.services.api.routes_job_commands import job_command
+
+    record = validate_job({"jobId": "nightly", "type": "noop", "cron": "0 3 * * *",
+                           "timezone": "Europe/London"}, 1_800_000_000_000)  # fmt: skip
+    record["tenantId"] = "acme"
+    verdict = Verdict("c-9", "nightly", "created", 1, record, True, None)  # type: ignore[arg-type]
+    backend = SimpleNamespace(jobs=SimpleNamespace(command_status=lambda _id: verdict),
+                              now_ms=lambda: 1_800_000_000_000)  # fmt: skip
+
+    def asked_by(tenant: str) -> Any:
+        principal = SimpleNamespace(tenant_id=tenant)
+        request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(backend=backend)),
+                                  state=SimpleNamespace(principal=principal))  # fmt: skip
+        return job_command(request, "c-9")  # type: ignore[arg-type]
+
+    answer = asked_by("acme")
+    assert answer["status"] == "created" and answer["job"]["jobId"] == "nightly"
+    with pytest.raises(Problem) as refused:
+        asked_by("globex")
+    assert refused.value.status == 404 and "acme" not in refused.value.detail
