@@ -28,7 +28,7 @@ from tickwheel.demo_workflows import (
     start_demo_workflow,
 )
 from tickwheel.events import requested_event
-from tickwheel.records import ExecutionEvent, WorkflowEvent
+from tickwheel.records import Alert, ExecutionEvent, WorkflowEvent
 from tickwheel.sdk.jobs import PRIORITIES, JobExists, JobsClient
 from tickwheel.stack import supervisor
 from tickwheel.topology import topic_name
@@ -223,7 +223,7 @@ def run_demo(duration: float | None, keep: bool, clock: Clock | None = None) -> 
                     continue
                 # The tail reads several topics: the record's name says which type it is.
                 if name == "Alert":  # the watchdog's transitions (docs/watchdog.md)
-                    print(describe_alert(record), flush=True)
+                    print(describe_alert(cast(Alert, record)), flush=True)
                     continue
                 if name == "WorkflowEvent":
                     workflow_event = cast(WorkflowEvent, record)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickwheel.errors import TickwheelError
+
+if TYPE_CHECKING:
+    from tickwheel.records import Alert
 
 
 class UnknownAlert(TickwheelError, LookupError):
@@ -70,14 +73,14 @@ def incidents(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(by_id.values(), key=lambda i: (i["opened_at"] or 0, i["incident_id"]))
 
 
-def describe_alert(alert: dict[str, Any]) -> str:
+def describe_alert(alert: Alert) -> str:
     """One line for one transition (what `tickwheel demo` prints as the watchdog writes it)."""
     from tickwheel.core.timefmt import format_utc
 
-    transition = alert.get("transition") or "raised"
+    transition = alert["transition"] or "raised"
     when = format_utc(int(alert["event_time"]))[11:19]
-    under = f" (suppressed by {alert['suppressed_by']})" if alert.get("suppressed_by") else ""
-    return (f"[{when}] ALERT {transition.upper()} {alert['kind']} {alert.get('incident_id') or ''}"
+    under = f" (suppressed by {alert['suppressed_by']})" if alert["suppressed_by"] else ""
+    return (f"[{when}] ALERT {transition.upper()} {alert['kind']} {alert['incident_id'] or ''}"
             f"{under}: {alert['message']}")  # fmt: skip
 
 
