@@ -105,13 +105,14 @@ class Door:
         rates: RateSettings | None = None,
     ) -> Door:
         """The door over the cluster's `api.keys` and `api.idempotency` (read to their end)."""
+        from tickwheel.records import IdempotencyRecord
         from tickwheel.services.api.keys import open_key_view
         from tickwheel.services.api.topic_view import TopicView
 
         keys = None
         if (mode or auth_mode()) == "keys":
             keys = KeyRing(open_key_view(bootstrap).start(), now)
-        view = TopicView("api.idempotency", "IdempotencyRecord", bootstrap).start()
+        view = TopicView("api.idempotency", IdempotencyRecord, bootstrap).start()
         return cls(
             keys=keys,
             idempotency=IdempotencyStore(view, lambda: int(now() * 1000)),

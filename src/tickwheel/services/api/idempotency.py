@@ -35,6 +35,7 @@ from starlette.responses import Response
 from tickwheel.services.api.problems import Problem
 
 if TYPE_CHECKING:
+    from tickwheel.records import IdempotencyRecord
     from tickwheel.services.api.keys import Principal
     from tickwheel.services.api.topic_view import TopicView
 
@@ -102,13 +103,13 @@ def _invalid(detail: str, pointer: str | None = None) -> Problem:
 class IdempotencyStore:
     """The recorded answers, from `api.idempotency` (a `TopicView`), and the keys in flight."""
 
-    def __init__(self, view: TopicView, now_ms: Callable[[], int]) -> None:
+    def __init__(self, view: TopicView[IdempotencyRecord], now_ms: Callable[[], int]) -> None:
         self.view = view
         self.now_ms = now_ms
         self._in_flight: set[str] = set()
-        self._held: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._held: OrderedDict[str, IdempotencyRecord] = OrderedDict()
 
-    def recorded(self, slot: str) -> dict[str, Any] | None:
+    def recorded(self, slot: str) -> IdempotencyRecord | None:
         held = self._held.get(slot)
         return held if held is not None else self.view.get(slot)
 
@@ -158,7 +159,7 @@ class IdempotencyStore:
                 return response, False
             content = bytes(response.body)  # the whole answer (`asgi.captured`)
             kept = {k: v for k, v in response.headers.items() if k in REPLAYED_HEADERS}
-            record = {
+            record: IdempotencyRecord = {
                 "tenant_id": principal.tenant_id,
                 "idempotency_key": key,
                 "fingerprint": wanted,

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.records import ApiKey
 
 if TYPE_CHECKING:
     from tickwheel.services.api.topic_view import TopicView
@@ -103,14 +104,14 @@ def new_key(
     now_ms: int,
     description: str | None = None,
     token_bytes: Callable[[int], bytes] = secrets.token_bytes,
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, ApiKey]:
     """A fresh token and the `ApiKey` record to store for it (which holds only its hash)."""
     check_tenant(tenant_id)
     key_id = token_bytes(8).hex()
     secret = base64.urlsafe_b64encode(token_bytes(32)).decode().rstrip("=")
     body = f"tw_{key_id}_{secret}"
     token = f"{body}_{_check(body)}"
-    record = {
+    record: ApiKey = {
         "key_id": key_id,
         "tenant_id": tenant_id,
         "scopes": validate_scopes(scopes),
@@ -126,7 +127,7 @@ class KeyRing:
     """Authenticates tokens against the `api.keys` view. An unknown key id makes the view read
     the topic again (at most once a second), so a key issued a moment ago works at once."""
 
-    def __init__(self, view: TopicView, monotonic: Callable[[], float]) -> None:
+    def __init__(self, view: TopicView[ApiKey], monotonic: Callable[[], float]) -> None:
         self.view = view
         self._monotonic = monotonic
         self._last_miss_refresh = -1e9
@@ -147,10 +148,10 @@ class KeyRing:
         return Principal(record["tenant_id"], key_id, granted(record["scopes"]))
 
 
-def open_key_view(bootstrap: str | None = None) -> TopicView:
+def open_key_view(bootstrap: str | None = None) -> TopicView[ApiKey]:
     from tickwheel.services.api.topic_view import TopicView
 
-    return TopicView("api.keys", "ApiKey", bootstrap)
+    return TopicView("api.keys", ApiKey, bootstrap)
 
 
 def create_key(
@@ -160,25 +161,26 @@ def create_key(
     *,
     bootstrap: str | None = None,
     now_ms: int,
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, ApiKey]:
     """Issue a key and store its record; returns the token (shown once) and the record."""
     token, record = new_key(tenant_id, scopes, now_ms, description)
     open_key_view(bootstrap).publish(record["key_id"], record)
     return token, record
 
 
-def revoke_key(key_id: str, *, bootstrap: str | None = None, now_ms: int) -> dict[str, Any]:
+def revoke_key(key_id: str, *, bootstrap: str | None = None, now_ms: int) -> ApiKey:
     view = open_key_view(bootstrap)
     view.refresh()
     record = view.get(key_id)
     if record is None:
         raise UnknownKey(f"no API key {key_id!r}; accepted: a key id that `list` shows")
-    revoked = {**record, "revoked_at": record.get("revoked_at") or now_ms}
+    revoked = record.copy()
+    revoked["revoked_at"] = record["revoked_at"] or now_ms
     view.publish(key_id, revoked)
     return revoked
 
 
-def list_keys(bootstrap: str | None = None) -> list[dict[str, Any]]:
+def list_keys(bootstrap: str | None = None) -> list[ApiKey]:
     view = open_key_view(bootstrap)
     view.refresh()
     return sorted(view.values(), key=lambda r: (r["tenant_id"], r["created_at"], r["key_id"]))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
 
-from tickwheel.adapters.avro import UndecodableRecord, decode, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode, record_name
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.topology import topic_name
@@ -20,19 +20,22 @@ from tickwheel.topology import topic_name
 log = logging.getLogger("tickwheel.api")
 
 READ_TIMEOUT_S = 30.0
+R = TypeVar("R", bound=Mapping[str, object])
 
 
-class TopicView:
-    """`topic`'s latest record per key, decoded as `record_name` (undecodable ones skipped)."""
+class TopicView(Generic[R]):
+    """`topic`'s latest record per key, decoded as a `record_type` (a `tickwheel.records`
+    type; undecodable ones skipped)."""
 
     def __init__(
-        self, topic: str, record_name: str, bootstrap: str | None, refresh_s: float = 2.0
+        self, topic: str, record_type: type[R], bootstrap: str | None, refresh_s: float = 2.0
     ) -> None:
         self.topic = topic_name(topic)
-        self.record_name = record_name
+        self.record_type = record_type
+        self.record_name = record_name(record_type)
         self.bootstrap = bootstrap
         self.refresh_s = refresh_s
-        self._items: dict[str, dict[str, Any]] = {}
+        self._items: dict[str, R] = {}
         self._offsets: dict[int, int] = {}
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()
@@ -54,13 +57,13 @@ class TopicView:
                         self._items.pop(record.key, None)
                     continue
                 try:
-                    value = decode(record.value, self.record_name)[1]
+                    value = decode_as(self.record_type, record.value)
                 except UndecodableRecord:
                     continue  # somebody else's garbage: not ours to answer with
                 with self._lock:
                     self._items[record.key] = value
 
-    def start(self) -> TopicView:
+    def start(self) -> TopicView[R]:
         """Read the topic to its end now, then follow it on a daemon thread."""
         self.refresh()
         self._thread = threading.Thread(target=self._follow, name=f"view-{self.topic}", daemon=True)
@@ -78,16 +81,16 @@ class TopicView:
                            "error": str(exc)},
                 )  # fmt: skip
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> R | None:
         with self._lock:
             return self._items.get(key)
 
-    def values(self) -> Iterator[dict[str, Any]]:
+    def values(self) -> Iterator[R]:
         with self._lock:
             items = list(self._items.values())
         return iter(items)
 
-    def publish(self, key: str, value: dict[str, Any]) -> None:
+    def publish(self, key: str, value: R) -> None:
         """Write `value` under `key`, wait for the broker's acknowledgement, and hold it."""
         with self._lock:
             if self._producer is None:

@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from tickwheel.errors import InvalidInput
+from tickwheel.records import ApiKey
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.render import error_page, one, page, read_form, see_other
@@ -105,7 +106,7 @@ async def admin_page(request: Request) -> Response:
         return error_page(request, exc, "admin")
 
 
-def _issue(b: Backend, form: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
+def _issue(b: Backend, form: dict[str, list[str]]) -> tuple[str, ApiKey]:
     from tickwheel.services.api.keys import create_key
 
     tenant = one(form, "tenant").strip()
