@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
-from bench.bench_api import SPEC, line, start_api, timed  # noqa: E402
+from bench.bench_api import SPEC, append_report, line, start_api, timed  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
@@ -259,11 +259,7 @@ def async_creates(creates: int, levels: list[int], rounds: int) -> None:
                    "cores shared with other work.")  # fmt: skip
         stop_process(api)
         stop_process(judge)
-    path = ROOT / "bench" / "reports" / "api-writes.md"
-    earlier = path.read_text() if path.exists() else ""
-    written = report.write("api-writes.md")
-    if earlier:
-        written.write_text(earlier.rstrip("\n") + "\n\n" + written.read_text())
+    append_report(report, "api-writes.md")
 
 
 STAGE_SPANS = (
@@ -446,12 +442,7 @@ def main() -> None:
     if args.sample:  # a profiled run: its figures carry the sampler's cost
         print("\n".join(report.lines))
         return
-    path = ROOT / "bench" / "reports" / "api-writes.md"
-    earlier = path.read_text() if path.exists() else ""
-    written = report.write("api-writes.md")
-    if earlier:
-        written.write_text(earlier.rstrip("\n") + "\n\n" + written.read_text())
-    print(written.read_text())
+    append_report(report, "api-writes.md")
 
 
 if __name__ == "__main__":

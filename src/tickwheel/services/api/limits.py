@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.errors import InvalidInput
+from tickwheel.services.api.asgi import replaying
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -149,15 +150,7 @@ class BodyLimit:
                 response = await self.too_large(scope, size)
                 await response(scope, receive, send)
                 return
-        body = b"".join(chunks)
-        delivered = False
-
-        async def replay() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+        replay = replaying(b"".join(chunks), receive)
 
         if size <= self.warn_bytes:
             await self.app(scope, replay, send)
