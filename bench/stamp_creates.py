@@ -1,5 +1,5 @@
 """Stage timestamps of job creates across processes (decision 0152), for
-`bench_api_writes.py --stages`: run a service with its create path's stages stamped.
+`bench_api_writes.py --stages` (bench_api_creates.py): run a service with its create path's stages stamped.
 
     python bench/stamp_creates.py api|judge OUT.jsonl
 
