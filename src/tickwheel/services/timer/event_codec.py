@@ -17,20 +17,21 @@ schema on first use: another layout turns the fast path off until this module is
 
 from __future__ import annotations
 
-import functools
 from typing import Any, cast
 
-from tickwheel.adapters.avro import HEADER_SIZE, decode_as, default_registry
-from tickwheel.records import ExecutionEvent
-from tickwheel.services.worker.request_codec import (
-    _long,
-    _opt_long,
-    _opt_string,
-    _string,
-    _Unusual,
+from tickwheel.adapters.avro import HEADER_SIZE, decode_as
+from tickwheel.adapters.avro.binary import (
+    REQUIRED,
+    layout_header,
 )
+from tickwheel.adapters.avro.binary import Unusual as _Unusual
+from tickwheel.adapters.avro.binary import read_long as _long
+from tickwheel.adapters.avro.binary import read_opt_long as _opt_long
+from tickwheel.adapters.avro.binary import read_opt_string as _opt_string
+from tickwheel.adapters.avro.binary import read_string as _string
+from tickwheel.records import ExecutionEvent
 
-_REQUIRED = "<required>"
+_REQUIRED = REQUIRED
 EVENT_TYPES = ("requested", "skipped", "leased", "heartbeat", "succeeded", "failed",
                "retry_scheduled", "dead_lettered", "fenced", "cancelled")  # fmt: skip
 # (field, declared type, default) of ExecutionEvent v1, in schema order.
@@ -54,25 +55,9 @@ EVENT_LAYOUT: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
-def _shape(avro_type: Any) -> Any:
-    if isinstance(avro_type, list):
-        return tuple(_shape(t) for t in avro_type)
-    if isinstance(avro_type, dict):
-        if avro_type["type"] == "enum":
-            return ("enum", tuple(avro_type["symbols"]))
-        return _shape(avro_type["type"])
-    return avro_type
-
-
-@functools.cache
 def _current_header() -> bytes | None:
     """The current version's header when its layout is the one read here, else None."""
-    version = default_registry().current("ExecutionEvent")
-    declared = tuple(
-        (f["name"], _shape(f["type"]), f.get("default", _REQUIRED))
-        for f in version.schema["fields"]
-    )
-    return version.header if declared == EVENT_LAYOUT else None
+    return layout_header("ExecutionEvent", EVENT_LAYOUT)
 
 
 def fast_layout() -> bool:

@@ -17,13 +17,21 @@ module is taught it (`tests/unit/services/worker/test_worker_request_codec.py` f
 
 from __future__ import annotations
 
-import functools
 from typing import Any, cast
 
-from tickwheel.adapters.avro import HEADER_SIZE, decode_as, default_registry
+from tickwheel.adapters.avro import HEADER_SIZE, decode_as
+from tickwheel.adapters.avro.binary import (
+    REQUIRED,
+    layout_header,
+)
+from tickwheel.adapters.avro.binary import Unusual as _Unusual
+from tickwheel.adapters.avro.binary import read_long as _long
+from tickwheel.adapters.avro.binary import read_opt_long as _opt_long
+from tickwheel.adapters.avro.binary import read_opt_string as _opt_string
+from tickwheel.adapters.avro.binary import read_string as _string
 from tickwheel.records import ExecutionRequest
 
-_REQUIRED = "<required>"
+_REQUIRED = REQUIRED
 PRIORITIES = ("high", "normal", "low")
 TRIGGERS = ("scheduled", "manual", "backfill", "retry", "lease_expired", "catch_up")
 # (field, declared type, default) of ExecutionRequest v4, in schema order.
@@ -53,87 +61,14 @@ REQUEST_LAYOUT: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
-class _Unusual(Exception):
-    """Something the fast path leaves to the generic decoder."""
-
-
-def _shape(avro_type: Any) -> Any:
-    if isinstance(avro_type, list):
-        return tuple(_shape(t) for t in avro_type)
-    if isinstance(avro_type, dict):
-        if avro_type["type"] == "enum":
-            return ("enum", tuple(avro_type["symbols"]))
-        return _shape(avro_type["type"])
-    return avro_type
-
-
-@functools.cache
 def _current_header() -> bytes | None:
     """The current version's header when its layout is the one read here, else None."""
-    version = default_registry().current("ExecutionRequest")
-    declared = tuple(
-        (f["name"], _shape(f["type"]), f.get("default", _REQUIRED))
-        for f in version.schema["fields"]
-    )
-    return version.header if declared == REQUEST_LAYOUT else None
+    return layout_header("ExecutionRequest", REQUEST_LAYOUT)
 
 
 def fast_layout() -> bool:
     """True when the registry's current `ExecutionRequest` is the layout read here."""
     return _current_header() is not None
-
-
-def _long(data: bytes, pos: int) -> tuple[int, int]:
-    """A zig-zag varint at `pos`: (value, position after it)."""
-    byte = data[pos]
-    pos += 1
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), pos
-    z = byte & 0x7F
-    shift = 7
-    while True:
-        byte = data[pos]
-        pos += 1
-        z |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            # A tenth byte can carry bits past the 64th; the generic decoder reads into 64
-            # bits and drops them, so this reader does too.
-            z &= 0xFFFF_FFFF_FFFF_FFFF
-            return (z >> 1) ^ -(z & 1), pos
-        shift += 7
-        if shift > 63:
-            raise _Unusual
-
-
-def _string(data: bytes, pos: int) -> tuple[str, int]:
-    byte = data[pos]
-    if byte < 0x80:  # shorter than 64 bytes: a one-byte length
-        size = (byte >> 1) ^ -(byte & 1)
-        pos += 1
-    else:
-        size, pos = _long(data, pos)
-    end = pos + size
-    if size < 0 or end > len(data):
-        raise _Unusual
-    return data[pos:end].decode(), end
-
-
-def _opt_string(data: bytes, pos: int) -> tuple[str | None, int]:
-    branch = data[pos]
-    if branch == 0:
-        return None, pos + 1
-    if branch != 2:
-        raise _Unusual
-    return _string(data, pos + 1)
-
-
-def _opt_long(data: bytes, pos: int) -> tuple[int | None, int]:
-    branch = data[pos]
-    if branch == 0:
-        return None, pos + 1
-    if branch != 2:
-        raise _Unusual
-    return _long(data, pos + 1)
 
 
 # The fields after the two ids repeat across a burst (the same version, type, tenant, slot,
