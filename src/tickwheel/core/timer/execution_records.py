@@ -4,7 +4,6 @@ an execution that gave up, and the `fenced` record of a write it refused. Pure."
 from __future__ import annotations
 
 import json
-from typing import Any, cast
 
 from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest
 
@@ -44,9 +43,3 @@ def fenced_event(event: ExecutionEvent, now_ms: int, current_attempt: int | None
                                "fenced_event_type": event["event_type"]}),
     }  # fmt: skip
     return fenced
-
-
-def plain(record: ExecutionRequest) -> dict[str, Any]:
-    """A request as the plain dict `tickwheel.events.execution_event` takes (the same object:
-    that shared helper is typed for any record, not the timer's)."""
-    return cast(dict[str, Any], record)

@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from tickwheel.core.retry import ErrorKind, RetryPolicy, decide_retry
-from tickwheel.core.timer.execution_records import execution_dead_letter, fenced_event, plain
+from tickwheel.core.timer.execution_records import execution_dead_letter, fenced_event
 from tickwheel.core.timer.flight_book import FlightBook
 from tickwheel.core.timer.flights import Decision as Decision  # re-exported
 from tickwheel.core.timer.flights import InFlight as InFlight  # re-exported
@@ -326,7 +326,7 @@ class ExecutionTracker(FlightBook, StepFlights):
     ) -> ExecutionEvent:
         request = flight.request
         event = execution_event(
-            plain(request),
+            request,
             event_type,
             event_id=f"timer:{event_type}:{request['execution_id']}:{request['attempt']}",
             event_time_ms=now_ms,
