@@ -19,6 +19,12 @@ from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port
 REPORTS = Path(__file__).resolve().parent / "reports"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")

@@ -32,14 +32,29 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._charts import rate_over_time  # noqa: E402
-from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench._common import (  # noqa: E402
+    Report,
+    bench_broker,
+    cpu_seconds,
+    percentile,
+    stop_process,
+    track,
+)
+from bench._pipeline_records import (  # noqa: E402
+    assignments,
+    count_by_worker,
+    cpu_per_execution,
+    describe_cpu,
+    events,
+    history_rows,
+    times_of,
+    wait_for_succeeded,
+)
 from bench.bench_limits import measure_limits  # noqa: E402
-from tickwheel.adapters.avro import decode, encode  # noqa: E402
+from tickwheel.adapters.avro import encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.producer import EventProducer  # noqa: E402
-from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
-from tickwheel.events import requested_event  # noqa: E402
-from tickwheel.sdk.jobs import PRIORITIES, validate_job  # noqa: E402
+from tickwheel.sdk.jobs import validate_job  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
 
 WARM_UP_S = 5  # the steady run's first seconds, left out of its latencies
@@ -53,33 +68,6 @@ def start(
             [sys.executable, "-m", f"tickwheel.services.{service}", "--instance", name, *args],
             stdout=log, stderr=subprocess.STDOUT, env=env,
         ))  # fmt: skip
-
-
-def events(bootstrap: str) -> list[dict[str, Any]]:
-    """Every execution event, with each request as its `requested` event (the timer publishes
-    the request alone; history derives the event from it)."""
-    out = [
-        decode(r.value, "ExecutionEvent")[1]
-        for r in read_to_end(topic_name("executions.events"), None, bootstrap, timeout=600)
-        if r.value is not None
-    ]
-    for priority in PRIORITIES:
-        topic = topic_name(f"executions.{priority}")
-        out += [
-            requested_event(decode(r.value, "ExecutionRequest")[1])
-            for r in read_to_end(topic, None, bootstrap, timeout=600)
-            if r.value is not None
-        ]
-    return out
-
-
-def times_of(all_events: list[dict[str, Any]], kind: str) -> dict[str, int]:
-    """Execution id -> the time of its first event of `kind` (epoch ms)."""
-    first: dict[str, int] = {}
-    for e in all_events:
-        if e["event_type"] == kind:
-            first.setdefault(e["execution_id"], e["event_time"])
-    return first
 
 
 def setup(bootstrap: str, **extra: str) -> dict[str, str]:
@@ -106,25 +94,8 @@ def publish(bootstrap: str, specs: list[dict[str, Any]]) -> None:
     producer.flush(300)
 
 
-def history_rows(history_dir: Path) -> int:
-    """Distinct `execution_events` rows the history holds (read through the sink, its owner)."""
-    from tickwheel.adapters.clickhouse import HistorySettings
-    from tickwheel.history import open_history_reader
-
-    try:
-        reader = open_history_reader(HistorySettings(history_dir=history_dir), wait_s=1.0)
-    except Exception:  # not started yet, or busy starting
-        return -1
-    try:
-        return int(reader.query("SELECT uniqExact(event_id) FROM execution_events", {}).scalar())
-    except Exception:
-        return -1
-    finally:
-        reader.close()
-
-
 def throughput(
-    bootstrap: str, jobs: int, workers: int, log_dir: Path, timers: int = 1
+    bootstrap: str, jobs: int, workers: int, log_dir: Path, timers: int = 1, broker_pid: int = 0
 ) -> dict[str, Any]:
     group = f"bench-history-{uuid.uuid4().hex[:8]}"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +106,8 @@ def throughput(
         TICKWHEEL_HISTORY_GROUP=group,
         TICKWHEEL_HISTORY_DIR=str(history_dir),
     )
-    due = datetime.fromtimestamp(time.time() + 25, tz=UTC).isoformat()
+    due_at = time.time() + 25
+    due = datetime.fromtimestamp(due_at, tz=UTC).isoformat()
     publish(bootstrap, [{"jobId": f"n-{i}", "type": "noop", "runAt": due} for i in range(jobs)])
     # The timers log at INFO: their `partition_restored` lines say who owns what.
     timer_env = {**env, "TICKWHEEL_LOG_LEVEL": "INFO"}
@@ -145,17 +117,15 @@ def throughput(
         for i in range(workers)
     ]
     procs.append(start("history", "history", env, log_dir, "--port", "0"))
-    deadline = time.time() + 25 + 120
-    done = 0
-    while time.time() < deadline:
-        time.sleep(5)
-        done = sum(1 for e in events(bootstrap) if e["event_type"] == "succeeded")
-        if done >= jobs:
-            break
+    pids = {_role(p): p.pid for p in procs} | ({"broker": broker_pid} if broker_pid else {})
+    time.sleep(max(0.0, due_at - 1 - time.time()))  # restored and idle: CPU counted from here
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    done = wait_for_succeeded(bootstrap, jobs, due_at + 120)
+    cpu = cpu_per_execution(cpu_before, pids, done)
     # The sink keeps running: how long after the last outcome is every event in ClickHouse
     # (requested, leased, succeeded: three rows per execution)?
     lag_zero_s = float("nan")
-    while time.time() < deadline + 60:
+    while time.time() < due_at + 120 + 60:
         if history_rows(history_dir) >= 3 * done:
             lag_zero_s = time.time()
             break
@@ -171,14 +141,15 @@ def throughput(
         (e["execution_id"], e["attempt"]) for e in all_events if e["event_type"] == "requested"
     ]
     return {
+        "cpu": cpu,
         "lag_zero_after_s": lag_zero_s - last_outcome_s,
         "times": {
             kind: [e["event_time"] / 1000 for e in all_events if e["event_type"] == kind]
             for kind in ("requested", "leased", "succeeded")
         },
         "fired_twice": len(fired) - len(set(fired)),
-        "leased_by": _count_by_worker(all_events),
-        "timer_partitions": _assignments(log_dir, [f"timer-{i}" for i in range(timers)]),
+        "leased_by": count_by_worker(all_events),
+        "timer_partitions": assignments(log_dir, [f"timer-{i}" for i in range(timers)]),
         "jobs": jobs,
         "succeeded": len(succeeded),
         "span_s": span,
@@ -188,7 +159,9 @@ def throughput(
     }
 
 
-def steady(bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path) -> dict[str, Any]:
+def steady(
+    bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path, broker_pid: int = 0
+) -> dict[str, Any]:
     """`rate` jobs, each every second (jitter spreading them over the second) for `seconds`
     runs, through 1 timer, `workers` workers and the history sink: fired → succeeded over
     the runs after the first few seconds (the pipeline warm), and what it kept up with."""
@@ -207,12 +180,11 @@ def steady(bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path)
         for i in range(workers)
     ]
     procs.append(start("history", "history", env, log_dir, "--port", "0"))
+    pids = {_role(p): p.pid for p in procs} | ({"broker": broker_pid} if broker_pid else {})
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     expected = rate * seconds
-    deadline = time.time() + 60 + 3 * seconds
-    while time.time() < deadline:
-        time.sleep(5)
-        if sum(1 for e in events(bootstrap) if e["event_type"] == "succeeded") >= expected:
-            break
+    done = wait_for_succeeded(bootstrap, expected, time.time() + 60 + 3 * seconds)
+    cpu = cpu_per_execution(cpu_before, pids, done)  # the restore included: 10,000 jobs
     for proc in procs:
         stop_process(proc)
     all_events = events(bootstrap)
@@ -228,7 +200,8 @@ def steady(bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path)
     ]
     fired_s = (max(requested.values()) - warm) / 1000 if window else float("nan")
     return {
-        "rate": rate, "seconds": seconds, "workers": workers, "requested": len(requested),
+        "cpu": cpu, "rate": rate, "seconds": seconds, "workers": workers,
+        "requested": len(requested),
         "succeeded": len(succeeded), "window": len(window), "fired_s": fired_s,
         "fired_per_s": len(window) / fired_s if fired_s else float("nan"),
         "finished_in_window": len(latencies),
@@ -239,30 +212,10 @@ def steady(bootstrap: str, rate: int, seconds: int, workers: int, log_dir: Path)
     }  # fmt: skip
 
 
-def _count_by_worker(all_events: list[dict[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for e in all_events:
-        if e["event_type"] == "leased":
-            name = str(e["worker_id"]).split("@")[0]
-            counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
-def _assignments(log_dir: Path, names: list[str]) -> dict[str, list[int]]:
-    """The partitions each timer restored, from its log (the last assignment wins)."""
-    import json
-
-    owned: dict[str, list[int]] = {}
-    for name in names:
-        partitions: set[int] = set()
-        for line in (log_dir / f"{name}.log").read_text(errors="replace").splitlines():
-            if '"partition_restored"' in line:
-                try:
-                    partitions.add(int(json.loads(line)["partition"]))
-                except (ValueError, KeyError, TypeError):
-                    continue
-        owned[name] = sorted(partitions)
-    return owned
+def _role(process: subprocess.Popen[bytes]) -> str:
+    """The instance name a service process was started with (`--instance NAME`)."""
+    args = [str(a) for a in process.args]  # type: ignore[union-attr]
+    return args[args.index("--instance") + 1]
 
 
 def death_to_rerun(bootstrap: str, lease: int, log_dir: Path) -> float:
@@ -317,11 +270,12 @@ def main() -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-"))
     report = Report("Pipeline benchmarks (timer → worker → timer)")
     with bench_broker(log_dir / "kafka") as broker:
+        broker_pid = broker.process.pid if broker.process else 0
         limits = measure_limits(broker.bootstrap)
         report.add(f"- {limits.describe()} (`bench/bench_limits.py`, same broker, same run)")
         if args.steady_rate:
             d = steady(broker.bootstrap, args.steady_rate, args.steady_s, args.workers,
-                       log_dir / "steady")  # fmt: skip
+                       log_dir / "steady", broker_pid)  # fmt: skip
             report.add(
                 f"- steady, {d['rate']:,} jobs each every second (jitter 999 ms) for {d['seconds']} s, "
                 f"1 timer + {d['workers']} worker(s) + the history sink: fired "
@@ -330,18 +284,21 @@ def main() -> None:
                 f"{d['window']:,} executions {d['finished_in_window']:,} succeeded, fired → "
                 f"succeeded p50 {d['p50']:.2f} s, p99 {d['p99']:.2f} s (fired → leased p99 "
                 f"{d['to_lease_p99']:.2f} s, leased → succeeded p99 {d['in_worker_p99']:.2f} s) "
-                f"({d['succeeded']:,}/{d['requested']:,} succeeded in all)"
+                f"({d['succeeded']:,}/{d['requested']:,} succeeded in all); "
+                f"{describe_cpu(d['cpu'])} (the whole run)"
             )
         if args.only_steady:  # printed, not written: the report holds whole runs
             return
-        t = throughput(broker.bootstrap, args.jobs, args.workers, log_dir)
+        t = throughput(broker.bootstrap, args.jobs, args.workers, log_dir,
+                       broker_pid=broker_pid)  # fmt: skip
         report.add(
             f"- {t['succeeded']}/{t['jobs']} no-op executions due at once, 1 timer + {args.workers} "
             f"worker process(es) + the history sink: **{t['rate']:,.0f} executions/s end to end, "
             f"{limits.ratio_loop(t['rate'])} of the raw loop** (fired → leased → succeeded over "
             f"{t['span_s']:.1f} s); fired → succeeded p50 {t['p50']:.2f} s, p99 {t['p99']:.2f} s; "
             f"the history sink's lag back to zero {t['lag_zero_after_s']:.1f} s after the last "
-            "outcome"
+            f"outcome; {describe_cpu(t['cpu'])} (from a second before the due time to the "
+            "last outcome)"
         )
         chart = rate_over_time(
             t["times"], "pipeline-throughput.png",
