@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import re
+import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -63,20 +67,105 @@ def _reason(errors: list[KafkaError], fallback: KafkaError | None) -> str:
 
 def require_broker(bootstrap: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> str:
     """The bootstrap address, once a broker there has answered a metadata request within
-    `timeout`; BrokerUnreachable (naming the address and where it came from) otherwise."""
+    `timeout`; BrokerUnreachable (naming the address and where it came from) otherwise.
+
+    Gives up before `timeout` once every bootstrap address has refused the connection at
+    every address its host resolves to: a refusal is definitive, while a timeout or a name
+    that does not resolve may still clear up (a broker starting, a DNS record propagating),
+    so those wait the whole `timeout` (decision 0168)."""
     source = "" if bootstrap else bootstrap_source()[1]
     bootstrap = bootstrap or bootstrap_servers()
     errors: list[KafkaError] = []
     admin = admin_client(bootstrap, quiet=True, error_cb=errors.append)
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        admin.poll(0)  # serves the queued error callbacks: they say why
-        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        raise BrokerUnreachable(bootstrap, _reason(errors, error), timeout, source) from None
+    entries = bootstrap_entries(bootstrap)
+    started = time.monotonic()
+    deadline = started + timeout
+    while True:
+        try:
+            # In slices, so that the error callbacks (served by poll) can say "refused" early.
+            metadata = admin.list_topics(
+                timeout=max(0.0, min(_PROBE_SLICE_S, deadline - time.monotonic()))
+            )
+            break
+        except KafkaException as exc:
+            admin.poll(0)  # serves the queued error callbacks: they say why
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            refused = entries is not None and all_refused(entries, errors)
+            if refused or time.monotonic() >= deadline:
+                waited = _waited_s(time.monotonic() - started) if refused else timeout
+                raise BrokerUnreachable(bootstrap, _reason(errors, error), waited, source) from None
     if not metadata.brokers:
         raise BrokerUnreachable(bootstrap, "the cluster lists no broker", timeout, source)
     return bootstrap
+
+
+_PROBE_SLICE_S = 0.1
+_DEFAULT_PORT = 9092
+# librdkafka's error for one refused connection: "<host:port>/bootstrap: Connect to
+# ipv4#127.0.0.1:9092 failed: Connection refused (after 0ms in state CONNECT)".
+_REFUSED = re.compile(
+    r"^(?P<name>\S+)/bootstrap: Connect to ipv[46]#(?P<address>\S+) failed: Connection refused"
+)
+
+
+def _waited_s(elapsed: float) -> float:
+    """What the message says was waited: the elapsed time rounded up to a tenth of a second."""
+    return math.ceil(elapsed * 10) / 10
+
+
+def _host_port(text: str) -> tuple[str, int] | None:
+    """`host:port`, `[v6]:port` or a bare host (Kafka's port) as (host, port); None if neither."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":") or str(_DEFAULT_PORT)
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    elif ":" not in text:
+        host, port = text, str(_DEFAULT_PORT)
+    else:
+        return None
+    return (host.lower(), int(port)) if host and port.isdigit() else None
+
+
+def bootstrap_entries(bootstrap: str) -> set[tuple[str, int]] | None:
+    """The (host, port) of every address in a `bootstrap.servers` string (a `PLAINTEXT://`
+    style prefix dropped); None when one cannot be read, so that nothing counts as refused."""
+    entries = set()
+    for raw in bootstrap.split(","):
+        entry = _host_port(raw.strip().rsplit("://", 1)[-1])
+        if entry is None:
+            return None
+        entries.add(entry)
+    return entries or None
+
+
+def _resolved(host: str, port: int) -> set[str] | None:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return None  # a name that does not resolve is not a refusal
+    return {str(info[4][0]) for info in infos}
+
+
+def all_refused(
+    entries: set[tuple[str, int]],
+    errors: list[KafkaError],
+    resolve: Callable[[str, int], set[str] | None] = _resolved,
+) -> bool:
+    """True when the client's errors show every entry refused at every address its host
+    resolves to (librdkafka tries one address per connection attempt, in turn)."""
+    refused: dict[tuple[str, int], set[str]] = {}
+    for error in errors:
+        match = _REFUSED.match(str(error.str())) if error.code() == KafkaError._TRANSPORT else None
+        name = _host_port(match["name"]) if match else None
+        address = _host_port(match["address"]) if match else None
+        if name is not None and address is not None:
+            refused.setdefault(name, set()).add(address[0])
+    for host, port in entries:
+        addresses = resolve(host, port) if (host, port) in refused else None
+        if not addresses or not addresses <= refused[(host, port)]:
+            return False
+    return True
 
 
 def _list_topics(admin: AdminClient, bootstrap: str, timeout: float = METADATA_TIMEOUT_S) -> Any:
