@@ -4,13 +4,13 @@ topic/partition/offset; the consumer that met them keeps running."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from confluent_kafka import KafkaException
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.records import DeadLetter
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.dead_letters")
@@ -33,13 +33,13 @@ def dead_letter_record(
     reason: str,
     kind: str,
     now_ms: int,
-) -> dict[str, Any]:
+) -> DeadLetter:
     """The `DeadLetter` of the record at topic/partition/offset. `kind` is `undecodable` (not a
     record of its schema) or `rejected` (decoded, but not acceptable). Bounded in size whatever
     the bad record carries, so writing it inside a transaction can never fail that transaction."""
     if key is not None and len(key) > MAX_KEY_CHARS:
         key = key[:MAX_KEY_CHARS]
-    record: dict[str, Any] = {
+    record: DeadLetter = {
         # Deterministic: a record met again (a restore re-reads a compacted topic) is the
         # same dead letter, which the history sink de-duplicates.
         "dead_letter_id": f"{kind}:{topic}:{partition}:{offset}",

@@ -18,7 +18,6 @@ import heapq
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
@@ -28,7 +27,7 @@ from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.wire import input_of_record
 from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
-from tickwheel.records import WorkflowEvent, WorkflowInput, WorkflowSnapshot
+from tickwheel.records import DeadLetter, WorkflowEvent, WorkflowInput, WorkflowSnapshot
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.records import (
     Outgoing,
@@ -78,7 +77,7 @@ class Batch:
     # Each instance's latest state and when: encoded once per batch (`snapshot_records`).
     states: dict[str, tuple[WorkflowState, int]] = field(default_factory=dict)
     outgoing: list[Outgoing] = field(default_factory=list)
-    dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # instances whose snapshot is tombstoned
     inputs: int = 0
 
