@@ -9,7 +9,6 @@ import json
 import logging
 import threading
 import traceback
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,7 +21,7 @@ from tickwheel.sdk.worker import (
     JobType,
     PermanentError,
 )
-from tickwheel.services.worker.codec import AttemptEvents
+from tickwheel.services.worker.codec import AttemptEvents, new_unique
 from tickwheel.services.worker.events import Outcome
 
 log = logging.getLogger("tickwheel.worker")
@@ -114,16 +113,6 @@ def run_limit(request: ExecutionRequest, job_type: JobType | None, default: floa
         if limit and limit > 0:  # a non-positive value from a foreign producer means unset
             return max(float(limit), 1.0)
     return default
-
-
-_PROCESS_SALT = uuid.uuid4().hex[:8]
-_COUNTER = itertools.count()
-
-
-def new_unique() -> str:
-    """Unique within the worker id it goes with: a per-process salt and a counter (cheaper
-    than a UUID per event, and a restarted process with a reused pid gets a new salt)."""
-    return f"{_PROCESS_SALT}{next(_COUNTER):x}"
 
 
 class AttemptLease:

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
@@ -67,6 +68,21 @@ class CancelRegistry:
         with self._lock:
             known = self._cancelled.get(execution_id)
             return known is not None and self._reaches(known[1], attempt)
+
+    def cancelled_among(self, keys: Sequence[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Those of `keys` ((execution_id, attempt) each) that `is_cancelled`, under one lock
+        (a lane's batch; with no cancellation known, at once)."""
+        with self._lock:
+            cancelled = self._cancelled
+            if not cancelled:
+                return set()
+            reaches = self._reaches
+            found = set()
+            for key in keys:
+                known = cancelled.get(key[0])
+                if known is not None and reaches(known[1], key[1]):
+                    found.add(key)
+            return found
 
     def reason(self, execution_id: str) -> str | None:
         with self._lock:

@@ -29,16 +29,16 @@ from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock
 from tickwheel.ports.kafka import KafkaMessage
 from tickwheel.sdk.worker import HandlerRegistry, JobType
-from tickwheel.services.worker.attempt import EventSink, new_unique
-from tickwheel.services.worker.codec import AttemptEvents
+from tickwheel.services.worker.attempt import EventSink
 from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.coroutines import CoroutineRunner, is_async
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
-from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, runs_inline
+from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, JobKinds
 from tickwheel.services.worker.intake import Pending, RequestIntake
 from tickwheel.services.worker.ledger import AttemptKey, LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
 from tickwheel.services.worker.pulling import PullControl
+from tickwheel.services.worker.ready import Skipped, Skips, sort_inline
 from tickwheel.services.worker.runner import AttemptRunner
 from tickwheel.services.worker.settings import WorkerSettings, lane_consumer_config
 from tickwheel.services.worker.tenants import TenantQueue
@@ -90,8 +90,10 @@ class PriorityLane:
         self._lock = threading.Lock()
         self._last_commit = 0.0
         self._idle = threading.Condition(self._lock)
-        # Job type name -> (its handler, whether it runs inline), looked up once per name.
-        self._kinds: dict[str, tuple[JobType | None, bool]] = {}
+        self.kinds = JobKinds(registry)
+        self.skips = Skips(
+            ledger=self.ledger, cancels=cancels, sink=sink, clock=clock, worker_id=self.worker_id
+        )
         self.runner = AttemptRunner(
             self.capacity,
             f"run-{priority}",
@@ -189,7 +191,9 @@ class PriorityLane:
             messages = []
             with self._idle:
                 self._idle.wait(0.05)
-        self._accept_all(messages)
+        ready = self._accept_all(messages, at_once=True)
+        if ready:
+            self._start_now(ready)
         self._dispatch()
         self._commit(force=False)
 
@@ -207,13 +211,40 @@ class PriorityLane:
             return []
         return [first, *self.consumer.consume(limit - 1, 0)] if limit > 1 else [first]
 
-    def _accept_all(self, messages: Sequence[KafkaMessage]) -> None:
+    def _accept_all(self, messages: Sequence[KafkaMessage], at_once: bool = False) -> list[Pending]:
+        """Queue a poll's requests; with `at_once`, a poll that could all start now as one
+        inline batch is returned instead, for `_start_now` (decision 0163)."""
         accepted = self.intake.accept(messages, time.monotonic())
+        if not accepted:
+            return []
         with self._lock:
+            if at_once and self._all_start_inline(accepted):
+                return accepted
             for item in accepted:
                 self.queue.push(item.request["tenant_id"], item)
+        return []
 
-    def _accept(self, msg: KafkaMessage) -> None:
+    def _all_start_inline(self, accepted: list[Pending]) -> bool:
+        """Under the lock: `_dispatch` would start every one of `accepted` in one inline batch
+        (nothing waits before them, a slot is free, each is an inline type whose tenant is
+        below its cap; inline attempts end before the next starts, so no count moves)."""
+        if not self.running or self.queue or self.running_count >= self.capacity:
+            return False
+        kind_of, queue = self.kinds.of, self.queue
+        if not all(kind_of(name)[1] for name in {item.request["job_type"] for item in accepted}):
+            return False
+        if queue.any_running():  # slot attempts hold tenant shares: each tenant below its cap?
+            running, cap = queue.running, queue.cap
+            return all(
+                running(tenant) < cap for tenant in {i.request["tenant_id"] for i in accepted}
+            )
+        return True
+
+    def _start_now(self, ready: list[Pending]) -> None:
+        """Start a poll `_all_start_inline` passed, sorted as `_dispatch_batch` sorts."""
+        self._start(*sort_inline(ready, self.cancels, self.ledger, self.kinds), [])
+
+    def _accept(self, msg: KafkaMessage) -> None:  # units feed a lane one record at a time
         self._accept_all([msg])
 
     def _dispatch(self) -> None:
@@ -225,12 +256,12 @@ class PriorityLane:
 
     def _dispatch_batch(self) -> bool:
         """One batch of `_dispatch`; False once nothing more can start."""
-        skipped: list[tuple[str, Pending, AttemptKey]] = []  # ("cancelled"|"duplicate", ...)
+        skipped: list[Skipped] = []  # ("cancelled"|"duplicate", ...)
         inline: list[InlineAttempt] = []
         inline_keys: list[AttemptKey] = []
         inline_positions: list[tuple[int, int]] = []
         slots: list[tuple[str, Pending, JobType | None]] = []
-        kinds = self._kinds
+        kind_of = self.kinds.of
         with self._lock:
             queue, capacity = self.queue, self.capacity
             while len(inline) + len(skipped) + len(slots) < BATCH:
@@ -242,13 +273,7 @@ class PriorityLane:
                 tenant, item = popped
                 request = item.request
                 key = (request["execution_id"], request["attempt"])
-                name = request["job_type"]
-                kind = kinds.get(name)
-                if kind is None:
-                    job_type = self.registry.get(name) if name in self.registry else None
-                    kind = (job_type, runs_inline(job_type))
-                    if job_type is not None:  # only registered names: the memo stays small
-                        kinds[name] = kind
+                kind = kind_of(request["job_type"])
                 if self.cancels.is_cancelled(key[0], key[1]):
                     skipped.append(("cancelled", item, key))
                 elif not self.ledger.take(key):
@@ -263,58 +288,40 @@ class PriorityLane:
                     slots.append((tenant, item, kind[0]))
                     continue
                 queue.release(tenant)  # an inline attempt ends before anything else starts
+        self._start(skipped, inline, inline_keys, inline_positions, slots)
+        return bool(skipped or inline or slots)
+
+    def _start(
+        self,
+        skipped: list[Skipped],
+        inline: list[InlineAttempt],
+        inline_keys: list[AttemptKey],
+        inline_positions: list[tuple[int, int]],
+        slots: list[tuple[str, Pending, JobType | None]],
+    ) -> None:
+        """What a sorted batch needs, outside the lock, in order: the cancelled and duplicate
+        records, the inline batch, the slot and event-loop submissions."""
         for what, item, key in skipped:
             if what == "cancelled":
-                self._skip_cancelled(item)
+                self.skips.cancelled(item)
             else:
-                self._skip_duplicate(item, key)
+                self.skips.duplicate(item, key)
         if inline:
             self.inline.run(inline, self.ledger.delivered_all(inline_keys, inline_positions))
         for tenant, item, job_type in slots:
             if self.coroutines is not None and is_async(job_type):
                 assert job_type is not None
                 self.coroutines.submit(
-                    item.request, job_type, on_leased=self._delivered(item),
+                    item.request, job_type, on_leased=self.skips.delivered(item),
                     on_done=partial(self._slot_freed, tenant),
                 )  # fmt: skip
             else:
                 self.runner.submit(
                     item.request,
-                    on_leased=self._delivered(item),
+                    on_leased=self.skips.delivered(item),
                     on_done=partial(self._slot_freed, tenant),
                     extra={"wait_ms": int((time.monotonic() - item.received) * 1000)},
                 )
-        return bool(skipped or inline or slots)
-
-    def _skip_duplicate(self, item: Pending, key: tuple[str, int]) -> None:
-        """Redelivered (a rebalance) while this worker runs or ran the same attempt: its lease
-        and outcome are recorded by that run."""
-        self.ledger.duplicate(key, item.partition, item.offset)
-        log.info(
-            "attempt already taken here",
-            extra={"action": "duplicate_request_skipped", "execution_id": key[0],
-                   "attempt": key[1]},
-        )  # fmt: skip
-
-    # -- one attempt -------------------------------------------------------------------------
-    def _delivered(self, item: Pending, what: str = "leased") -> Callable[[str | None], None]:
-        key = (item.request["execution_id"], item.request["attempt"])
-        return self.ledger.delivered(key, item.partition, item.offset, what)
-
-    def _skip_cancelled(self, item: Pending) -> None:
-        request = item.request
-        reason = self.cancels.reason(request["execution_id"]) or "cancel requested"
-        events = AttemptEvents(request, self.worker_id)
-        value = events.encode(
-            "cancelled", event_time_ms=int(self.clock.now() * 1000), unique=new_unique(),
-            reason=reason, details={"started": False},
-        )  # fmt: skip
-        self.sink.publish_record(events.job_key, value, self._delivered(item, "cancelled"))
-        log.info(
-            "cancelled before it started",
-            extra={"action": "execution_skipped_cancelled", "execution_id": request["execution_id"],
-                   "job_id": request["job_id"], "attempt": request["attempt"], "reason": reason},
-        )  # fmt: skip
 
     def _slot_freed(self, tenant: str) -> None:
         """An attempt ended (or overran its limit): its slot and tenant share are free."""

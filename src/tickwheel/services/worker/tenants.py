@@ -68,6 +68,9 @@ class TenantQueue(Generic[T]):
     def running(self, tenant: str) -> int:
         return self._running.get(tenant, 0)
 
+    def any_running(self) -> bool:
+        return bool(self._running)
+
     def drop(self, predicate: Callable[[T], bool]) -> list[T]:
         """Remove (and return) the waiting requests matching `predicate`."""
         dropped: list[T] = []
