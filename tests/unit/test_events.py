@@ -8,7 +8,7 @@ import typing
 
 import pytest
 
-from tests.unit.adapters.avro.test_schemas import REPO_SCHEMAS, sample_value
+from tests.unit.adapters.avro.schema_samples import REPO_SCHEMAS, sample_value
 from tickwheel.adapters.avro import decode_as, load_schemas
 from tickwheel.adapters.avro.records_gen import latest_schemas
 from tickwheel.events import execution_event, requested_event

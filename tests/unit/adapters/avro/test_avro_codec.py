@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.adapters.avro.test_schemas import REPO_SCHEMAS, sample_value
+from tests.unit.adapters.avro.schema_samples import REPO_SCHEMAS, sample_value
 from tickwheel.adapters import avro as codec
 from tickwheel.adapters.avro import (
     HEADER_SIZE,

@@ -12,7 +12,7 @@ import typing
 
 import pytest
 
-from tests.unit.adapters.avro.test_schemas import REPO_SCHEMAS, sample_value
+from tests.unit.adapters.avro.schema_samples import REPO_SCHEMAS, sample_value
 from tickwheel import records
 from tickwheel.adapters.avro import (
     UndecodableRecord,
