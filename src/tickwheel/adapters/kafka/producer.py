@@ -51,6 +51,11 @@ class EventProducer:
                 self._producer.poll(0.05)
         self._producer.poll(0)
 
+    def poll(self, timeout: float = 0.0) -> int:
+        """Serve delivery reports for up to `timeout` s (a report ends the wait); how many."""
+        served: int = self._producer.poll(timeout)
+        return served
+
     def flush(self, timeout: float = 30.0) -> None:
         remaining = self._producer.flush(timeout)
         if remaining:
