@@ -150,12 +150,17 @@ def line(name: str, rate: float, latencies: list[float]) -> str:
             f"{percentile(latencies, 0.99):.1f} |")  # fmt: skip
 
 
-def start_api(port: int, log: Path, extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start_api(
+    port: int, log: Path, extra: dict[str, str] | None = None, wrapper: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """The API on `port`, once it answers; `wrapper` runs the module under a script (a
+    profiler: `[script, args...]`, then `-m tickwheel.services.api`)."""
     env = {**os.environ, **(extra or {}), "TICKWHEEL_API_PORT": str(port),
            "TICKWHEEL_LOG_LEVEL": "WARNING",
            "TICKWHEEL_API_READS_PER_S": "1000000", "TICKWHEEL_API_READ_BURST": "1000000",
            "TICKWHEEL_API_WRITES_PER_S": "1000000", "TICKWHEEL_API_WRITE_BURST": "1000000"}  # fmt: skip
-    process = track(subprocess.Popen([sys.executable, "-m", "tickwheel.services.api"], env=env,
+    command = [sys.executable, *(wrapper or []), "-m", "tickwheel.services.api"]
+    process = track(subprocess.Popen(command, env=env,
                                      stdout=log.open("wb"), stderr=subprocess.STDOUT))  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

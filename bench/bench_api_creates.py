@@ -33,7 +33,9 @@ from tickwheel.stack.broker import free_port  # noqa: E402
 IDLE_S = 10.0
 
 
-def async_creates(creates: int, levels: list[int], rounds: int) -> None:
+def async_creates(
+    creates: int, levels: list[int], rounds: int, profile_api: Path | None = None
+) -> None:
     """Keyed `POST /jobs` through the single writer from one async client with many creates
     in flight (a closed loop per level: `levels` outstanding at once), beside the raw limits
     of the same run at the same levels: acknowledged produces (`deliver` from that many
@@ -52,7 +54,9 @@ def async_creates(creates: int, levels: list[int], rounds: int) -> None:
         logs = Path(tempfile.mkdtemp(prefix="tickwheel-bench-writes-"))
         judge = start_judge(logs / "jobwriter.log")
         port = free_port()
-        api = start_api(port, logs / "api.log", {"TICKWHEEL_JOB_WRITES": "commands"})
+        wrapper = None if profile_api is None else [
+            str(ROOT / "bench" / "bench_api_profile.py"), str(profile_api)]  # fmt: skip
+        api = start_api(port, logs / "api.log", {"TICKWHEEL_JOB_WRITES": "commands"}, wrapper)
         assert broker.process is not None
         pids = {"API": api.pid, "judge": judge.pid, "broker": broker.process.pid}
         headers = {"Authorization": f"Bearer {token}"}
@@ -107,6 +111,8 @@ def async_creates(creates: int, levels: list[int], rounds: int) -> None:
                    "cores shared with other work.")  # fmt: skip
         stop_process(api)
         stop_process(judge)
+    if profile_api is not None:  # a profiled run (printed): its figures carry cProfile's cost
+        return
     append_report(report, "api-writes.md")
 
 

@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--in-flight", default="", help="e.g. 16,64,256: the async bench")
     parser.add_argument("--baseline", default="", help="run the services at this git revision")
     parser.add_argument("--stages", type=int, default=0, help="stage timestamps of N creates")
+    parser.add_argument("--profile-api", type=Path, default=None,
+                        help="with --in-flight: the API under cProfile, stats to this prefix")  # fmt: skip
     args = parser.parse_args()
     if args.baseline:  # the API and the judge start from the tree at that revision
         from bench.bench_api_reads import baseline_tree
@@ -207,7 +209,8 @@ def main() -> None:
         if args.stages:
             stage_times(args.stages, int(args.in_flight or "64"))
         else:
-            async_creates(args.creates, [int(v) for v in args.in_flight.split(",")], args.rounds)
+            levels = [int(v) for v in args.in_flight.split(",")]
+            async_creates(args.creates, levels, args.rounds, args.profile_api)
         return
     if args.profile:
         profile(args.profile, args.concurrency)

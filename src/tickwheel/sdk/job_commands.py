@@ -10,14 +10,17 @@ that wrote the change. `submit` waits for the verdict up to `wait_s` and raises
 `VerdictPending` (with the command id) when it has not come: the command is acknowledged and
 will be judged; `status(command_id)` answers later from the verdicts this writer has seen.
 
-`write_path()` says which path the SDK's writes take: `TICKWHEEL_JOB_WRITES` = `commands`,
-`direct` (publish definitions straight to `jobs.definitions`, last writer wins: for a cluster
-without a judge), or `auto` (the default: commands when the judge's consumer group has a
-member, else direct).
+`submit_async` is the same for a coroutine, holding no thread while it waits (decision
+0165). A command's id names its tenant (`tagged_command_id`), so any instance following
+`jobs.verdicts` can tell whose it is, with or without a job in its verdict (decision 0166).
+
+Which path the SDK's writes take (`write_path()`, `WritePath`) is `job_write_path`'s.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.avro import decode_as, encode
+from tickwheel.adapters.kafka.producer import ProduceFailed
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.ports.kafka import KafkaClients
@@ -39,18 +43,19 @@ from tickwheel.records import (
     JobVerdict,
     JobVerdictOutcome,
 )
+from tickwheel.sdk.acked_sends import AckedSends
+from tickwheel.sdk.command_ids import tagged_command_id
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.sdk")
 
 WAIT_S = 5.0
 SEEN_KEPT = 100_000  # verdicts of this writer's commands kept for `status`
+ACK_WAIT_S = 30.0  # a command's acknowledgement, as `EventProducer.deliver` waits
 WRITES_VAR = "TICKWHEEL_JOB_WRITES"
 WRITE_PATHS = ("auto", "commands", "direct")
 JUDGE_GROUP = "tickwheel-jobwriter"
 LIVE_GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING")
-# How long `auto` trusts what it learnt about the judge while it saw none.
-JUDGE_RECHECK_S = 10.0
 
 
 class VerdictPending(TickwheelError, TimeoutError):
@@ -82,11 +87,19 @@ class Verdict:
     detail: str | None
 
     @classmethod
-    def of(cls, value: JobVerdict) -> Verdict:
+    def of(cls, value: JobVerdict, sent: tuple[bytes, Any] | None = None) -> Verdict:
+        """The verdict, its definition decoded, unless it is the very bytes the command sent
+        (`sent`: those bytes and the record they encode), as an accepted create's are (the
+        judge keeps the writer's bytes, decision 0126): then that record, not decoded again."""
         raw = value["definition"]
+        if raw is None:
+            definition = None
+        elif sent is not None and raw == sent[0]:
+            definition = sent[1]
+        else:
+            definition = decode_as(JobDefinition, raw)
         return cls(value["command_id"], value["job_id"], value["outcome"],
-                   value["current_version"],
-                   None if raw is None else decode_as(JobDefinition, raw),
+                   value["current_version"], definition,
                    value["idempotency_recorded"], value["detail"])  # fmt: skip
 
 
@@ -116,11 +129,29 @@ def judge_running(bootstrap: str | None, timeout: float = 5.0) -> bool:
 
 
 class _Waiting:
-    __slots__ = ("done", "verdict")
+    """One command waiting for its verdict: a thread (`done`), or a coroutine (`future` on
+    `loop`, resolved from the follower's thread with one `call_soon_threadsafe` per drain)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("done", "future", "loop", "sent", "verdict")
+
+    def __init__(self, sent: tuple[bytes, Any] | None = None,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:  # fmt: skip
         self.done = threading.Event()
         self.verdict: Verdict | None = None
+        self.sent = sent
+        self.loop = loop
+        self.future: asyncio.Future[Verdict] | None = None if loop is None else loop.create_future()
+
+
+def _wake(futures: list[tuple[asyncio.Future[Verdict], Verdict | BaseException]]) -> None:
+    """On the waiters' loop: each future gets its verdict (or the follower's failure)."""
+    for future, outcome in futures:
+        if future.done():
+            continue  # its coroutine gave up (a 202) or was cancelled
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
 
 
 class JobCommandWriter:
@@ -146,6 +177,9 @@ class JobCommandWriter:
         self.instance = instance or f"writer-{uuid.uuid4()}"
         self.commands = topic_name("jobs.commands")
         self.verdicts = topic_name("jobs.verdicts")
+        # Taken before the follower is placed at the end: every verdict of a command sent
+        # after this instant is read here (a status for one not read yet is `pending`).
+        self.following_since_ms = int(self.clock.now() * 1000)
         self._producer = clients.events()
         self._consumer = clients.consumer(
             f"tickwheel-verdicts-{uuid.uuid4()}",
@@ -163,6 +197,7 @@ class JobCommandWriter:
         self._mine: set[str] = set()  # sent by this writer and not answered yet
         self._stop = threading.Event()
         self._failure: Exception | None = None
+        self._acks = AckedSends(self._producer)
         self._thread = threading.Thread(target=self._follow, name="verdicts", daemon=True)
         self._thread.start()
 
@@ -175,36 +210,55 @@ class JobCommandWriter:
                 if first is None:
                     self._stop.wait(0.002)  # the in-memory broker answers at once
                     continue
+                answered = []
                 for message in [first, *self._consumer.consume(5000, 0)]:
                     if message.error() or message.value() is None:
                         continue
-                    self._answer(decode_as(JobVerdict, message.value() or b""))
+                    waiting = self._answer(decode_as(JobVerdict, message.value() or b""))
+                    if waiting is not None:
+                        answered.append(waiting)
+                self._wake(answered)
         except Exception as exc:  # reported to every waiter from now on
             self._failure = exc
             with self._lock:
-                for waiting in self._waiting.values():
-                    waiting.done.set()
+                everyone = list(self._waiting.values())
+            self._wake(everyone, exc)
 
-    def _answer(self, value: JobVerdict) -> None:
+    def _wake(self, answered: list[_Waiting], failure: BaseException | None = None) -> None:
+        """Wake each waiter: a thread by its event, the coroutines of one loop with one
+        hand-over to that loop for the whole drain (not one per verdict)."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
+        for waiting in answered:
+            if waiting.loop is None or waiting.future is None:
+                waiting.done.set()
+                continue
+            outcome = failure if failure is not None else waiting.verdict
+            by_loop.setdefault(waiting.loop, []).append((waiting.future, outcome))
+        for loop, futures in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
+                loop.call_soon_threadsafe(_wake, futures)
+
+    def _answer(self, value: JobVerdict) -> _Waiting | None:
+        """Keep the verdict; the waiter it answers (woken by the caller), if any."""
         command_id = value["command_id"]
         with self._lock:
             if command_id not in self._mine:
                 # Another writer's command (another API instance's): kept undecoded for
-                # `status`, if it carries the job (whose tenant the route checks the asker's).
-                if value["definition"] is not None and command_id not in self._seen:
+                # `status` (the route checks the job's tenant, or the command's, decision 0166).
+                if command_id not in self._seen:
                     self._heard[command_id] = value
                     if len(self._heard) > SEEN_KEPT:
                         self._heard.popitem(last=False)
-                return
-            verdict = Verdict.of(value)
+                return None
+            waiting = self._waiting.pop(command_id, None)
+            verdict = Verdict.of(value, None if waiting is None else waiting.sent)
             self._mine.discard(command_id)
             self._seen[verdict.command_id] = verdict
             if len(self._seen) > SEEN_KEPT:
                 self._seen.popitem(last=False)
-            waiting = self._waiting.pop(verdict.command_id, None)
         if waiting is not None:
             waiting.verdict = verdict
-            waiting.done.set()
+        return waiting
 
     def status(self, command_id: str) -> Verdict | str | None:
         """The verdict of a command this writer sent, `pending` while none came; the verdict
@@ -218,32 +272,49 @@ class JobCommandWriter:
             heard = self._heard.get(command_id)
         return None if heard is None else Verdict.of(heard)
 
+    def _prepare(
+        self, kind: JobCommandKind, job_id: str, definition: Mapping[str, Any] | None,
+        expected_version: int | None, loop: asyncio.AbstractEventLoop | None,
+        extras: Mapping[str, Any],
+    ) -> tuple[str, bytes, _Waiting]:  # fmt: skip
+        """The command's id and bytes, and its waiter, registered before it is sent (its
+        verdict may come before the acknowledgement is served)."""
+        now_ms = int(self.clock.now() * 1000)
+        command_id = tagged_command_id(extras.get("tenant_id"), now_ms)
+        raw = None if definition is None else encode("JobDefinition", definition)
+        command: JobCommand = {
+            "command_id": command_id, "job_id": job_id, "kind": kind,
+            "expected_version": expected_version, "definition": raw,
+            "tenant_id": extras.get("tenant_id"),
+            "idempotency_slot": extras.get("idempotency_slot"),
+            "fingerprint": extras.get("fingerprint"),
+            "idempotency_answer": extras.get("idempotency_answer"),
+            "requested_at": now_ms, "reply_to": self.instance,
+        }  # fmt: skip
+        waiting = _Waiting(None if raw is None else (raw, definition), loop)
+        with self._lock:
+            self._waiting[command_id] = waiting
+            self._mine.add(command_id)
+        return command_id, encode("JobCommand", command), waiting
+
+    def _forget(self, command_id: str, sent: bool) -> None:
+        with self._lock:
+            self._waiting.pop(command_id, None)
+            if not sent:
+                self._mine.discard(command_id)
+
     def submit(
         self,
         kind: JobCommandKind,
         job_id: str,
         definition: Mapping[str, Any] | None,
         expected_version: int | None = None,
-        *,
-        tenant_id: str | None = None,
-        idempotency_slot: str | None = None,
-        fingerprint: str | None = None,
-        idempotency_answer: str | None = None,
+        **extras: Any,
     ) -> Verdict:
-        command_id = str(uuid.uuid4())
-        command: JobCommand = {
-            "command_id": command_id, "job_id": job_id, "kind": kind,
-            "expected_version": expected_version,
-            "definition": None if definition is None else encode("JobDefinition", definition),
-            "tenant_id": tenant_id, "idempotency_slot": idempotency_slot,
-            "fingerprint": fingerprint, "idempotency_answer": idempotency_answer,
-            "requested_at": int(self.clock.now() * 1000), "reply_to": self.instance,
-        }  # fmt: skip
-        waiting = _Waiting()
-        with self._lock:
-            self._waiting[command_id] = waiting
-            self._mine.add(command_id)
-        value = encode("JobCommand", command)
+        """Send the command, wait for its verdict (`tenant_id`, `idempotency_slot`,
+        `fingerprint`, `idempotency_answer` ride along)."""
+        command_id, value, waiting = self._prepare(kind, job_id, definition, expected_version,
+                                                   None, extras)  # fmt: skip
         try:
             deliver = getattr(self._producer, "deliver", None)
             if deliver is not None:  # its own acknowledgement only (decision 0100)
@@ -252,9 +323,7 @@ class JobCommandWriter:
                 self._producer.send(self.commands, job_id, value)
                 self._producer.flush()
         except BaseException:
-            with self._lock:
-                self._waiting.pop(command_id, None)
-                self._mine.discard(command_id)
+            self._forget(command_id, sent=False)
             raise
         # A duration, not an instant: the monotonic counter is no clock reading to inject.
         started = time.monotonic()
@@ -262,57 +331,55 @@ class JobCommandWriter:
         if self._failure is not None:
             raise self._failure
         if waiting.verdict is None:
-            with self._lock:
-                self._waiting.pop(command_id, None)
+            self._forget(command_id, sent=True)
             raise VerdictPending(command_id, job_id, time.monotonic() - started)
         return waiting.verdict
 
+    def can_await(self) -> bool:
+        """Whether `submit_async` waits with no thread of its own (a producer whose delivery
+        reports a poll thread serves); else it runs `submit` on a thread."""
+        return hasattr(self._producer, "poll")
+
+    async def submit_async(
+        self,
+        kind: JobCommandKind,
+        job_id: str,
+        definition: Mapping[str, Any] | None,
+        expected_version: int | None = None,
+        **extras: Any,
+    ) -> Verdict:
+        """`submit` for a coroutine, holding no thread while it waits (decision 0165): the
+        command's delivery report and its verdict resolve futures on the caller's loop."""
+        if not self.can_await():
+            return await asyncio.to_thread(self.submit, kind, job_id, definition,
+                                           expected_version, **extras)  # fmt: skip
+        loop = asyncio.get_running_loop()
+        command_id, value, waiting = self._prepare(kind, job_id, definition, expected_version,
+                                                   loop, extras)  # fmt: skip
+        assert waiting.future is not None
+        acked: asyncio.Future[None] = loop.create_future()
+        try:
+            self._acks.send(self.commands, job_id, value, loop, acked)
+            await asyncio.wait_for(acked, ACK_WAIT_S)
+        except BaseException as exc:
+            self._forget(command_id, sent=False)
+            if isinstance(exc, TimeoutError):
+                raise ProduceFailed(
+                    f"{self.commands}: not delivered within {ACK_WAIT_S}s"
+                ) from None
+            raise
+        # A duration, not an instant: the monotonic counter is no clock reading to inject.
+        started = time.monotonic()
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiting.future), self.wait_s)
+        except TimeoutError:
+            self._forget(command_id, sent=True)
+            if self._failure is not None:
+                raise self._failure from None
+            raise VerdictPending(command_id, job_id, time.monotonic() - started) from None
+
     def close(self) -> None:
         self._stop.set()
+        self._acks.close()
         self._thread.join(timeout=10)
         self._consumer.close()
-
-
-class WritePath:
-    """Which path a client's job writes take (`auto`, `commands`, `direct`; None reads
-    TICKWHEEL_JOB_WRITES), and the command writer once commands are used."""
-
-    def __init__(
-        self, bootstrap: str | None, clock: Clock, path: str | None = None, wait_s: float = WAIT_S
-    ) -> None:
-        self.bootstrap, self.clock, self.wait_s = bootstrap, clock, wait_s
-        self.path = path or write_path()
-        if self.path not in WRITE_PATHS:
-            raise InvalidInput("write_path", f"{path!r}; accepted: {', '.join(WRITE_PATHS)}")
-        self._writer: JobCommandWriter | None = None
-        self._asked_at: float | None = None  # monotonic; None: never asked
-
-    def commands(self) -> bool:
-        """Whether the next write goes through the judge."""
-        if self.path != "auto":
-            return self.path == "commands"
-        if self._writer is not None:
-            return True  # once the judge was seen, every write waits for its verdicts
-        # A duration, not an instant: the monotonic counter is no clock reading to inject.
-        now = time.monotonic()
-        if self._asked_at is not None and now - self._asked_at < JUDGE_RECHECK_S:
-            return False
-        self._asked_at = now
-        if not judge_running(self.bootstrap):
-            return False
-        self.writer()
-        return True
-
-    def writer(self) -> JobCommandWriter:
-        if self._writer is None:
-            self._writer = JobCommandWriter(self.bootstrap, clock=self.clock, wait_s=self.wait_s)
-        self._writer.wait_s = self.wait_s  # a caller may change how long it waits
-        return self._writer
-
-    def status(self, command_id: str) -> Verdict | str | None:
-        return None if self._writer is None else self._writer.status(command_id)
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None

@@ -25,6 +25,7 @@ after a start answers late) raises `VerdictPending` (the command will still be j
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from tickwheel.adapters.avro import encode
@@ -35,8 +36,8 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.definition import MAX_BACKFILL
 from tickwheel.core.schedule import compile_schedule
 from tickwheel.errors import InvalidInput
-from tickwheel.records import JobCommandKind
-from tickwheel.sdk.job_commands import Verdict, VerdictPending, VersionConflict, WritePath
+from tickwheel.records import JobCommandKind, JobDefinition
+from tickwheel.sdk.job_commands import Verdict, VerdictPending, VersionConflict
 
 # The record half of this module, split out: importable from here as before (`x as x`).
 from tickwheel.sdk.job_records import KNOWN_FIELDS as KNOWN_FIELDS
@@ -53,6 +54,7 @@ from tickwheel.sdk.job_records import definition_to_spec as definition_to_spec
 from tickwheel.sdk.job_records import parse_instant_ms as parse_instant_ms
 from tickwheel.sdk.job_records import schedule_of as schedule_of
 from tickwheel.sdk.job_records import validate_job as validate_job
+from tickwheel.sdk.job_write_path import WritePath
 from tickwheel.topology import topic_name
 
 # An update without an expected version retries on a conflict (another writer got in between
@@ -78,7 +80,7 @@ class JobsClient:
         self._producer: EventProducer | None = None
         self.writes = WritePath(bootstrap, self.clock, write_path, wait_s)
 
-    def _command_extras(self, kind: str, record: dict[str, Any] | None) -> dict[str, Any]:
+    def _command_extras(self, kind: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
         """What a command carries besides the change (a subclass adds the idempotency key)."""
         return {}
 
@@ -91,9 +93,40 @@ class JobsClient:
         return self.writes.writer().submit(kind, job_id, record, expected, tenant_id=tenant,
                                            **extras)  # fmt: skip
 
+    async def _submit_async(
+        self, kind: JobCommandKind, job_id: str, record: Mapping[str, Any] | None,
+        expected: int | None,
+    ) -> Verdict:  # fmt: skip
+        tenant = record.get("tenantId") if record is not None else None
+        extras = self._command_extras(kind, record)
+        return await self.writes.writer().submit_async(kind, job_id, record, expected,
+                                                       tenant_id=tenant, **extras)  # fmt: skip
+
+    def creates_await(self) -> bool:
+        """Whether `create_async` holds no thread: writes are known to be commands (a
+        coroutine calls `create` on a thread otherwise, as its path may ask the broker)."""
+        return self.writes.settled_on_commands()
+
+    async def create_async(self, spec: Mapping[str, Any]) -> JobDefinition:
+        """`create` for a coroutine once `creates_await()` (decision 0165): the same record,
+        command and verdict, waited for on the caller's loop; the record written, typed."""
+        record = validate_job(as_spec(dict(spec)), self._now_ms())
+        verdict = await self._submit_async("create", record["jobId"], record, None)
+        if verdict.outcome == "exists":
+            raise JobExists(record["jobId"])
+        _accepted(verdict, "created")  # a refusal raised as the SDK's error
+        if verdict.definition is None:
+            raise InvalidInput("command", "the single writer accepted it with no definition")
+        return verdict.definition.copy()
+
     def command_status(self, command_id: str) -> Verdict | str | None:
         """A command this client sent: its verdict, `pending`, or None (not known here)."""
         return self.writes.status(command_id)
+
+    def verdicts_followed_since_ms(self) -> int | None:
+        """Since when every verdict on `jobs.verdicts` is read by this client (None: no
+        command writer yet): a command sent later and not answered is still being judged."""
+        return self.writes.following_since_ms()
 
     def close(self) -> None:
         self.writes.close()

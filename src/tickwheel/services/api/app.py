@@ -35,6 +35,7 @@ from tickwheel.services.api import (
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console import mount as mount_console
 from tickwheel.services.api.door import GUARDED, Door, install_door
+from tickwheel.services.api.fast_create import FastCreates
 from tickwheel.services.api.metrics import install_metrics, metrics_router
 from tickwheel.services.api.models import Health
 from tickwheel.services.api.problems import Problem, install, problem_responses
@@ -233,6 +234,8 @@ def create_app(
     )
     app.state.backend = backend = backend or Backend.from_env()
     app.state.workflows = workflows or _workflows_client(backend)
+    # Innermost of the app's own layers: inside the request id, the metrics and the door.
+    app.add_middleware(FastCreates)  # POST /jobs past FastAPI's machinery (decision 0165)
     install(app)
     install_metrics(app)
     now = backend.clock.now

@@ -15,6 +15,7 @@ from tickwheel.history import ClosableHistoryReader
 
 if TYPE_CHECKING:
     from tickwheel.core.calendars import BusinessCalendar
+    from tickwheel.records import JobDefinition
     from tickwheel.services.api.calendars import CalendarSource
 
 
@@ -32,6 +33,14 @@ class JobsLike(Protocol):
     def backfill(
         self, job_id: str, from_ms: int, to_ms: int, command_id: str | None = None
     ) -> dict[str, Any]: ...
+
+
+class AsyncCreates(Protocol):
+    """A jobs client whose creates a coroutine can await with no thread held (decision 0165),
+    when `creates_await()` says so."""
+
+    def creates_await(self) -> bool: ...
+    async def create_async(self, spec: Mapping[str, Any]) -> JobDefinition: ...
 
 
 def _open_history() -> ClosableHistoryReader:

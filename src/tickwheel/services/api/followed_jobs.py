@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.reader import watermarks
+from tickwheel.records import JobDefinition
 from tickwheel.sdk.catalogue import CataloguedJobsClient
 from tickwheel.sdk.jobs import UnknownJob
 from tickwheel.services.api.freshness import Freshness, window_from_env
@@ -87,6 +88,18 @@ class FollowedJobs:
         finally:
             # Marked even when the create failed: a timed-out write may still have landed.
             self._wrote((created or spec).get("jobId"))
+
+    def creates_await(self) -> bool:
+        return self.writer.creates_await()
+
+    async def create_async(self, spec: Mapping[str, Any]) -> JobDefinition:
+        try:
+            created = await self.writer.create_async(spec)
+        finally:
+            # Marked even when the create failed: a timed-out write may still have landed.
+            self._wrote(spec.get("jobId"))
+        self._wrote(created["jobId"])  # the id the record got (a spec may name none)
+        return created
 
     def update(
         self, job_id: str, changes: dict[str, Any], expected_version: int | None = None

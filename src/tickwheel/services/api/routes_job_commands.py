@@ -4,22 +4,26 @@ a verdict is late (202 and the command's status resource), and the keyed create'
 the judge records with the job.
 
 `GET /v1/job-commands/{commandId}` answers from the verdicts this API instance has read on
-`jobs.verdicts` (the status resource of a 202): for a command it sent, `pending` or the
-verdict with the job as it was written; for another instance's command, the verdict once it
-is there, if it carries a job of the caller's tenant (one without a job names no tenant to
-check: answered only where it was sent). Anything else, or older than this process, is a 404.
+`jobs.verdicts` (the status resource of a 202), on any instance (decision 0166): the verdict,
+with the job as it was written, when the command's id names the caller's tenant or its job is
+the caller's; `pending` for a command of the caller's tenant sent after this instance began
+reading every verdict and not answered yet. Anything else is a 404: another tenant's, never
+sent, or older than this process.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from tickwheel.errors import InvalidInput
+from tickwheel.sdk.command_ids import PENDING_AT_MOST_MS, command_sent_at
 from tickwheel.sdk.job_commands import Verdict, VerdictPending
 from tickwheel.sdk.jobs import VersionConflict
 from tickwheel.services.api.models import JOB_EXAMPLE
@@ -72,6 +76,21 @@ def create_record(b: Backend, spec: dict[str, Any], aliases: dict[str, str] | No
         raise invalid_input(exc, aliases=aliases) from None
 
 
+async def create_record_async(
+    b: Backend, spec: Mapping[str, Any], aliases: dict[str, str] | None = None
+) -> Any:
+    """`create_record` for a coroutine: with no thread held while the verdict comes when the
+    jobs client can (writes known to be commands, decision 0165), else on a route thread."""
+    jobs: Any = b.jobs
+    ask = getattr(jobs, "creates_await", None)
+    if ask is None or not ask():
+        return await run_in_threadpool(create_record, b, dict(spec), aliases)
+    try:
+        return dict(await jobs.create_async(template_text(dict(spec))))
+    except InvalidInput as exc:
+        raise invalid_input(exc, aliases=aliases) from None
+
+
 def version_conflict(job_id: str, current: int, expected: int) -> Problem:
     return Problem(
         409,
@@ -116,6 +135,17 @@ def pending_view(exc: VerdictPending) -> JSONResponse:
 def answers_pending(route: F) -> F:
     """A write route that answers 202 (with the status resource) when the verdict is late."""
 
+    if inspect.iscoroutinefunction(route):
+
+        @functools.wraps(route)
+        async def waited(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await route(*args, **kwargs)
+            except VerdictPending as exc:
+                return pending_view(exc)
+
+        return waited  # type: ignore[return-value]
+
     @functools.wraps(route)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -144,12 +174,14 @@ def keyed_write(
     return KeyedWrite(slot, wanted, request_id(request), answer)
 
 
-def run_keyed(request: Request, keyed: KeyedWrite | None, write: Callable[[], Any]) -> Any:
+async def run_keyed_async(
+    request: Request, keyed: KeyedWrite | None, write: Callable[[], Awaitable[Any]]
+) -> Any:
     """`write()` with `keyed` visible to the jobs client; marks the request when the judge
     recorded the answer (the idempotency store then only holds it)."""
     token = KEYED_WRITE.set(keyed)
     try:
-        return write()
+        return await write()
     finally:
         KEYED_WRITE.reset(token)
         if keyed is not None and keyed.recorded:
@@ -185,20 +217,33 @@ def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
     status = jobs.command_status(command_id) if hasattr(jobs, "command_status") else None
     principal = getattr(request.state, "principal", None)
     tenant = None if principal is None else principal.tenant_id
+    # Whose the command is, from its id alone (decision 0166): any instance can tell.
+    sent_at = None if tenant is None else command_sent_at(command_id, tenant)
     if isinstance(status, Verdict):
         # The JSON edge: the typed record becomes the view's document here.
         job = None if status.definition is None else dict(status.definition)
-        if tenant is not None and job and owner_of(job) != tenant:
-            status = None  # another tenant's: as unknown as a command never sent
-        else:
+        if tenant is None or sent_at is not None or (job is not None and owner_of(job) == tenant):
             view = verdict_view(status)
             if job is not None:
                 from tickwheel.services.api.views import job_view
 
                 view["job"] = job_view(job, request.app.state.backend.now_ms())
             return view
-    if status == "pending":
+        status = None  # another tenant's: as unknown as a command never sent
+    if status == "pending" and (tenant is None or sent_at is not None):
+        return {"commandId": command_id, "jobId": None, "status": "pending"}
+    if status is None and sent_at is not None and _still_judged(jobs, sent_at, request):
+        # Sent by another instance, its verdict not on jobs.verdicts yet (this one reads
+        # every verdict since before it was sent): being judged.
         return {"commandId": command_id, "jobId": None, "status": "pending"}
     raise Problem(404, "not-found", f"no job command {command_id!r} known to this API "
-                  "instance (not judged yet, sent elsewhere and refused, or its verdict is "
-                  "older than this process)")  # fmt: skip
+                  "instance (another tenant's, never sent, or its verdict is older than this "
+                  "process)")  # fmt: skip
+
+
+def _still_judged(jobs: Any, sent_at: int, request: Request) -> bool:
+    """A command sent at `sent_at` whose verdict this instance would have read, and not so
+    old that the judge has answered it anyway (an expired command gets an `invalid` one)."""
+    since = getattr(jobs, "verdicts_followed_since_ms", lambda: None)()
+    now = request.app.state.backend.now_ms()
+    return since is not None and since <= sent_at and now - sent_at < PENDING_AT_MOST_MS

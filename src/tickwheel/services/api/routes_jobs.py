@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from tickwheel.core.definition import MAX_BACKFILL, parse_instant_ms
 from tickwheel.errors import InvalidInput
@@ -43,9 +44,10 @@ from tickwheel.services.api.routes_job_commands import (
     PENDING_EXAMPLE,
     answers_pending,
     command_view,
+    create_record_async,
     keyed_write,
     recorded_response,
-    run_keyed,
+    run_keyed_async,
 )
 from tickwheel.services.api.routes_job_commands import (
     create_record as create_record,
@@ -120,7 +122,7 @@ def job_response(
                **problem_responses(400, 409, 422, 503)},
 )  # fmt: skip
 @answers_pending
-def create_job(
+async def create_job(
     b: BackendDep,
     request: Request,
     spec: Annotated[
@@ -141,12 +143,15 @@ def create_job(
         # the key's record cannot make a second one (decision 0069).
         derived = body["jobId"] = derived_job_id(b.tenant_id or DEFAULT_TENANT, key)
     keyed = keyed_write(request, lambda r: job_response(b, r, 201, location=True))
+    # A coroutine (decision 0165): the command's acknowledgement and verdict are awaited on
+    # the event loop, no route thread held for them.
     try:
-        record = run_keyed(request, keyed, lambda: create_record(b, body))
+        record = await run_keyed_async(request, keyed, lambda: create_record_async(b, body))
     except JobExists:
         if derived is None:
             raise
-        record = b.jobs.get(derived)  # made by this key's first request, whose record was lost
+        # Made by this key's first request, whose record was lost (a read may wait: a thread).
+        record = await run_in_threadpool(b.jobs.get, derived)
     recorded = None if keyed is None else recorded_response(keyed)
     return recorded or job_response(b, record, 201, location=True)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -100,11 +100,11 @@ class AckedJobsClient(CataloguedJobsClient):
         with self._job_lock(job_id):
             super().delete(job_id)
 
-    def _command_extras(self, kind: str, record: dict[str, Any] | None) -> dict[str, Any]:
+    def _command_extras(self, kind: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
         keyed = KEYED_WRITE.get()
         if kind != "create" or keyed is None or record is None:
             return {}
-        keyed.answer = status, body, headers = keyed.render(record)
+        keyed.answer = status, body, headers = keyed.render(dict(record))
         answer = {"status": status, "body": body.decode(), "headers": headers,
                   "request_id": keyed.request_id}  # fmt: skip
         return {"idempotency_slot": keyed.slot, "fingerprint": keyed.fingerprint,
@@ -115,6 +115,16 @@ class AckedJobsClient(CataloguedJobsClient):
         expected: int | None,
     ) -> Verdict:  # fmt: skip
         verdict = super()._submit(kind, job_id, record, expected)
+        keyed = KEYED_WRITE.get()
+        if keyed is not None and verdict.idempotency_recorded:
+            keyed.recorded = True
+        return verdict
+
+    async def _submit_async(
+        self, kind: JobCommandKind, job_id: str, record: Mapping[str, Any] | None,
+        expected: int | None,
+    ) -> Verdict:  # fmt: skip
+        verdict = await super()._submit_async(kind, job_id, record, expected)
         keyed = KEYED_WRITE.get()
         if keyed is not None and verdict.idempotency_recorded:
             keyed.recorded = True
