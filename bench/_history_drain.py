@@ -18,7 +18,7 @@ from tickwheel.adapters.kafka.client import Consumer
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.services.history.settings import DEFAULT_MAX_BATCH
+from tickwheel.services.history.settings import DEFAULT_MAX_BATCH, SINK_FETCH
 from tickwheel.services.history.sink import HistorySink
 from tickwheel.topology import topic_name
 
@@ -45,7 +45,7 @@ def make_sink(
         consumer_config(
             f"bench-history-{uuid.uuid4().hex[:8]}",
             bootstrap,
-            **{"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000},
+            **{"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000, **SINK_FETCH},
         )
     )
     sink_type, sink_store = HistorySink, store

@@ -29,6 +29,7 @@ from tickwheel.services.history.endpoint import QueryEndpoint
 from tickwheel.services.history.metrics import HistoryMetrics
 from tickwheel.services.history.settings import (
     CRASH_VAR,
+    SINK_FETCH,
     HistorySinkSettings,
     add_arguments,
     settings_from_args,
@@ -101,7 +102,8 @@ class HistoryService:
                     **{"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
                        "max.poll.interval.ms": 300000, "enable.partition.eof": False,
                        # Static membership: a restarted sink gets its partitions back at once.
-                       "group.instance.id": f"{settings.group_id}-{settings.instance}"},
+                       "group.instance.id": f"{settings.group_id}-{settings.instance}",
+                       **SINK_FETCH},
                 )
             )  # fmt: skip
             self.sink = HistorySink(
