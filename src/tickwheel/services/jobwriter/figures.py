@@ -2,7 +2,8 @@
 no HTTP port): commands judged by outcome, transactions committed and failed, commands per
 transaction, a transaction's time, and the verdict latency — from the command's
 `requested_at` (the writer's clock, on this machine the same one) to its transaction's
-commit — as p50/p99/max over the interval. Totals since start ride along."""
+commit — as p50/p99/max over the interval. Totals since start ride along. The same figures
+are Prometheus metrics (`metrics.py`), served on TICKWHEEL_METRICS_PORT when it is set."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tickwheel.services.jobwriter.judge import Batch
+from tickwheel.services.jobwriter.metrics import JudgeMetrics
 
 log = logging.getLogger("tickwheel.jobwriter")
 LOG_EVERY_S = 10.0
@@ -31,16 +33,21 @@ class JudgeFigures:
     _tx_seconds: list[float] = field(default_factory=list)
     _commands: int = 0
     _next_log: float | None = None
+    # The same figures for a scraper (`/metrics` on TICKWHEEL_METRICS_PORT).
+    metrics: JudgeMetrics = field(default_factory=JudgeMetrics)
 
     def committed(self, batch: Batch, seconds: float, now_ms: int) -> None:
         self.transactions += 1
         self.judged.update(batch.outcomes)
         self._commands += batch.commands
         self._tx_seconds.append(seconds)
-        self._latencies_ms.extend(float(now_ms - at) for at in batch.requested_at)
+        latencies = [float(now_ms - at) for at in batch.requested_at]
+        self._latencies_ms.extend(latencies)
+        self.metrics.committed(batch.outcomes, seconds, latencies)
 
     def failed_with(self, outcome: str) -> None:
         self.failed[outcome] += 1
+        self.metrics.failed(outcome)
 
     def maybe_log(self, monotonic_s: float) -> None:
         """Log the interval's figures once it is `log_every_s` old and held any."""

@@ -105,6 +105,10 @@ class JobWriterService:
         from tickwheel.adapters.kafka.admin import verify_topology
 
         verify_topology(bootstrap=self.settings.bootstrap)
+        if self.settings.metrics_port:  # loopback unless the address says otherwise
+            self.figures.metrics.serve(
+                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
+            )
         self.start()
         try:
             while self.running:
@@ -161,6 +165,7 @@ class JobWriterService:
 
     def _drop(self, partition: int) -> None:
         runtime = self.partitions.pop(partition, None)
+        self.figures.metrics.partitions.set(len(self.partitions))
         if runtime is None:
             return
         with contextlib.suppress(KafkaException, RuntimeError):
@@ -189,6 +194,7 @@ class JobWriterService:
                 self._restore_failed(partition, exc)
                 continue
             self.partitions[partition] = runtime
+            self.figures.metrics.partitions.set(len(self.partitions))
             log.info("partition restored", extra={
                 "action": "partition_restored", "partition": partition,
                 "definitions": len(runtime.judge.catalogue), "next_command": runtime.next_command,

@@ -33,7 +33,8 @@ class JobWriterSettings:
     over every owned partition, default 1000), TICKWHEEL_JOBWRITER_POLL_MS (how long an idle poll
     waits, default 20; the first command ends the wait),
     TICKWHEEL_JOBWRITER_COMMAND_TTL (a command older than this when judged is answered
-    `invalid`/expired instead of applied: its writer gave up long ago; default 10m)."""
+    `invalid`/expired instead of applied: its writer gave up long ago; default 10m),
+    TICKWHEEL_METRICS_PORT (Prometheus text format on `/metrics`, 0 = off, the default)."""
 
     instance: str = "jobwriter"
     bootstrap: str = field(default_factory=bootstrap_servers)
@@ -45,3 +46,4 @@ class JobWriterSettings:
     max_batch: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_MAX_BATCH", "1000"))
     poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_POLL_MS", "20"))
     command_ttl_ms: int = field(default_factory=_ttl_ms)
+    metrics_port: int = field(default_factory=lambda: _int("TICKWHEEL_METRICS_PORT", "0", 0))

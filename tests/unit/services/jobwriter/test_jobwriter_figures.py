@@ -1,4 +1,5 @@
-"""The judge's figures (its log, every 10 s): commands, transactions, verdict latency."""
+"""The judge's figures (its log, every 10 s, and its `/metrics`): commands, transactions,
+verdict latency."""
 
 from __future__ import annotations
 
@@ -53,3 +54,29 @@ def test_the_service_counts_what_its_transactions_committed() -> None:
     finally:
         service.close()
         writer.close()
+
+
+def test_the_figures_are_served_as_prometheus_metrics() -> None:
+    import urllib.request
+
+    from tickwheel.stack.broker import free_port
+
+    figures = JudgeFigures()
+    batch = Batch(outcomes={"created": 2, "exists": 1}, requested_at=[900, 950, 990], commands=3)
+    figures.committed(batch, 0.040, now_ms=1000)
+    figures.failed_with("fenced")
+    figures.metrics.partitions.set(6)
+    port = free_port()
+    figures.metrics.serve(port)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    assert 'tickwheel_jobwriter_commands_total{outcome="created"} 2.0' in text
+    assert 'tickwheel_jobwriter_commands_total{outcome="exists"} 1.0' in text
+    assert 'tickwheel_jobwriter_transactions_total{outcome="committed"} 1.0' in text
+    assert 'tickwheel_jobwriter_transactions_total{outcome="fenced"} 1.0' in text
+    assert "tickwheel_jobwriter_verdict_latency_seconds_count 3.0" in text
+    assert 'tickwheel_jobwriter_verdict_latency_seconds_bucket{le="0.1"} 3.0' in text
+    assert 'tickwheel_jobwriter_verdict_latency_seconds_bucket{le="0.025"} 1.0' in text
+    assert 'tickwheel_jobwriter_verdict_latency_seconds_bucket{le="0.05"} 2.0' in text
+    assert "tickwheel_jobwriter_transaction_seconds_count 1.0" in text
+    assert "tickwheel_jobwriter_partitions 6.0" in text
