@@ -36,13 +36,32 @@ def finish_restore(scheduler: PartitionScheduler, now_ms: int) -> PartitionWrite
                 job.last_scheduled_ms = saved.get("last_scheduled_time")
                 job.emitted_ms = job.last_scheduled_ms
                 job.last_fire_ms = saved.get("last_fire_time")
+            resumed = walk_on_from_the_resume(scheduler, job)
             emission.extend(catch_up(scheduler, job, now_ms))
             scheduler.materialise(job, now_ms)
+            if resumed:
+                # Persisted: once compaction drops the paused version, a later restore reads
+                # the resumed definition alone, and must find the watermark in the state.
+                emission.states[job.job_id] = scheduler.state_of_entry(job, now_ms)
         except Exception as exc:
             scheduler.job_failed(job.job_id, "restore", exc, now_ms, emission)
     scheduler.restoring.clear()
     scheduler.serving = True
     return emission
+
+
+def walk_on_from_the_resume(scheduler: PartitionScheduler, job: JobEntry) -> bool:
+    """A job the restore read paused, then resumed (while nobody served its partition, or
+    before this restore read it live): its walk goes on from the resume instant, as when the
+    live loop reads a resume (`apply_definition`); the slots of the pause are not owed
+    (decisions 0004, 0159). Returns whether its watermark moved."""
+    resumed_ms = scheduler.restoring.resumed.get(job.job_id)
+    if resumed_ms is None or not job.enabled:
+        return False
+    if job.last_scheduled_ms is not None and job.last_scheduled_ms >= resumed_ms:
+        return False  # a state written after the resume covers it already
+    job.last_scheduled_ms = job.emitted_ms = resumed_ms
+    return True
 
 
 def restore_in_flight(scheduler: PartitionScheduler, state: dict[str, Any], now_ms: int) -> None:

@@ -120,11 +120,15 @@ class PartitionScheduler:
         return self.restoring.apply_request(request, seq, self.jobs.get(request["job_id"]))
 
     def load_definition(self, job_id: str, record: JobDefinition | None) -> None:
-        """During restore: remember the latest definition (None = deleted)."""
+        """During restore: remember the latest definition (None = deleted), and whether it
+        resumed a paused job."""
+        old = self.jobs.get(job_id)
         if record is None:
             self.jobs.pop(job_id, None)
+            self.restoring.definition_read(job_id, old, None)
         else:
-            self.jobs[job_id] = entry_from_definition(record, self.calendars())
+            job = self.jobs[job_id] = entry_from_definition(record, self.calendars())
+            self.restoring.definition_read(job_id, old, job)
 
     def job_failed(
         self, job_id: str, stage: str, exc: Exception, now_ms: int, emission: PartitionWrites

@@ -16,11 +16,23 @@ from tickwheel.records import ExecutionRequest
 
 
 class RestoringStates:
-    """The states a restore has read, per job, and the jobs whose state was deleted."""
+    """The states a restore has read, per job, the jobs whose state was deleted, and the
+    jobs whose definitions went from paused to enabled in what it read."""
 
     def __init__(self) -> None:
         self.states: dict[str, dict[str, Any]] = {}
         self.tombstoned: set[str] = set()  # states deleted: read during a restore only
+        # Job id -> the latest instant a definition read by the restore resumed it (enabled
+        # after a disabled version): slots before it fell while it was paused, and are not
+        # owed, as when the live loop reads the resume (decision 0159).
+        self.resumed: dict[str, int] = {}
+
+    def definition_read(self, job_id: str, old: JobEntry | None, new: JobEntry | None) -> None:
+        """A definition record the restore read, after `old` (None: a tombstone as `new`)."""
+        if new is None:
+            self.resumed.pop(job_id, None)  # a job created again later is a new job
+        elif old is not None and not old.enabled and new.enabled:
+            self.resumed[job_id] = new.updated_at_ms
 
     def load(self, job_id: str, state: dict[str, Any] | None) -> None:
         if state is None:
@@ -67,6 +79,7 @@ class RestoringStates:
     def clear(self) -> None:
         self.states.clear()
         self.tombstoned.clear()
+        self.resumed.clear()
 
 
 def pending_entries(
