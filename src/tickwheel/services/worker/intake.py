@@ -45,6 +45,7 @@ class RequestIntake:
         positions: list[tuple[int, int]] = []
         settled: list[tuple[int, int]] = []  # dead-lettered, or another queue's
         queue = self.queue
+        keep, seen, decode = accepted.append, positions.append, decode_request
         try:
             for msg in messages:
                 if msg.error():
@@ -55,9 +56,9 @@ class RequestIntake:
                     continue
                 partition, offset = msg.partition(), msg.offset()
                 assert partition is not None and offset is not None  # a consumed record has both
-                positions.append((partition, offset))
+                seen((partition, offset))
                 try:
-                    request = decode_request(msg.value() or b"")
+                    request = decode(msg.value() or b"")
                 except UndecodableRecord as exc:
                     key = msg.key()
                     self.dead_letters.undecodable(
@@ -71,7 +72,7 @@ class RequestIntake:
                     # Another queue's: its own workers (their own consumer group) take it.
                     settled.append((partition, offset))
                     continue
-                accepted.append(Pending(request, partition, offset, received))
+                keep(Pending(request, partition, offset, received))
         finally:  # even if a dead letter fails: what was seen is never committed past
             self.offsets.track_all(positions)
         if settled:

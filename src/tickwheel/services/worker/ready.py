@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 
 from tickwheel.clock import Clock
+from tickwheel.sdk.worker import JobType
 from tickwheel.services.worker.attempt import EventSink
 from tickwheel.services.worker.codec import AttemptEvents, new_unique
 from tickwheel.services.worker.control import CancelRegistry
@@ -39,13 +40,18 @@ def sort_inline(
     inline_keys: list[AttemptKey] = []
     positions: list[tuple[int, int]] = []
     kind_of = kinds.of
+    job_types: dict[str, JobType | None] = {}  # a poll has a few types: looked up once each
     for (item, key), fresh in zip(runnable, taken, strict=True):
         if not fresh:
             skipped.append(("duplicate", item, key))
             continue
-        job_type = kind_of(item.request["job_type"])[0]
+        request = item.request
+        name = request["job_type"]
+        job_type = job_types.get(name)
+        if job_type is None:
+            job_type = job_types[name] = kind_of(name)[0]
         assert job_type is not None  # the caller found every one inline
-        inline.append(InlineAttempt(item.request, job_type))
+        inline.append(InlineAttempt(request, job_type))
         inline_keys.append(key)
         positions.append((item.partition, item.offset))
     return skipped, inline, inline_keys, positions
