@@ -22,7 +22,7 @@ from tickwheel.adapters.clickhouse._limits import (
     MAX_ROWS_VAR,
     TIMEOUT_VAR,
 )
-from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.adapters.kafka.config import BULK_READER_FETCH, bootstrap_servers
 from tickwheel.errors import InvalidInput
 from tickwheel.history import history_settings_from_env
 from tickwheel.topology import topic_name
@@ -39,10 +39,8 @@ CRASH_VAR = "TICKWHEEL_HISTORY_CRASH_AFTER_INSERT"
 # its wait, so a quiet system still writes within DEFAULT_BATCH_MS.
 DEFAULT_MAX_BATCH = 20_000
 DEFAULT_BATCH_MS = 200
-# A fetch that waits for 256 KiB (about 1,500 records) or 100 ms, not for the first byte: at
-# pipeline rates fetch.min.bytes=1 made the broker answer a stream of tiny fetches, 14 µs of
-# its CPU per record read (decision 0172). A quiet system's event waits at most the 100 ms.
-SINK_FETCH = {"fetch.min.bytes": 262_144, "fetch.wait.max.ms": 100}
+# The sink reads every event and batches anyway: fetches that wait for a chunk (decision 0172).
+SINK_FETCH = BULK_READER_FETCH
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:

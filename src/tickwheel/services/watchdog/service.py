@@ -29,7 +29,7 @@ from tickwheel.adapters.kafka.client import (
     KafkaException,
     TopicPartition,
 )
-from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.config import BULK_READER_FETCH, consumer_config
 from tickwheel.adapters.kafka.producer import TransactionalProducer, is_fatal
 from tickwheel.adapters.kafka.reader import decode_key, read_to_end, watermarks
 from tickwheel.clock import Clock, SystemClock
@@ -127,7 +127,10 @@ class WatchdogService:
         self._last_now_ms = 0
         self.producer = TransactionalProducer(topic_name("tickwheel-watchdog"), settings.bootstrap)
         group = topic_name("tickwheel-watchdog")
-        self.consumer = Consumer(consumer_config(f"{group}-inputs-unused", settings.bootstrap))
+        # It reads every input and evaluates per tick: fetches that wait for a chunk (0172).
+        self.consumer = Consumer(
+            consumer_config(f"{group}-inputs-unused", settings.bootstrap, **BULK_READER_FETCH)
+        )
         # Never assigned anything, so it answers where partitions end at once.
         self.probe = Consumer(consumer_config(f"{group}-watermarks-unused", settings.bootstrap))
         self.dispatchers = self._dispatchers(group)
