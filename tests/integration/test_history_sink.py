@@ -1,133 +1,47 @@
 """The history sink against the real broker and real chDB: it records every event of a known
-history once, and the documented queries, the timeline and the audit answer right.
+history once, dead-letters what no table can take and goes on, partitions by day with the
+configured TTL, and its owner serves the history read-only (the CLI through it, the endpoint
+on loopback behind a token).
 
-One sink (in a thread of this process, owning a fresh chDB directory) consumes the scenario
-of `history_sink_fixtures` once for the module; each test then checks one promise through the
-owner's endpoint, as the CLI reads it.
+One sink consumes the scenario of `history_scenario.py` once for the module
+(`history_sink_recorded.py`); each test then checks one promise through the owner's endpoint,
+as the CLI reads it. The documented answers are `test_history_sink_answers.py`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import http.client
 import json
-import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tickwheel.adapters.clickhouse import HistorySettings
-from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.history import (
-    ExecutionNotFound,
-    OwnerClient,
-    execution_timeline,
-    open_history_reader,
-    read_owner,
-    run_query,
-    schedule_audit,
-)
-from tickwheel.ports.history import HistoryQueryRejected, QueryResult
-from tickwheel.services.history.settings import HistorySinkSettings
-from tickwheel.topology import topic_name
-
-from .history_reference import (
-    reference_failure_rates,
-    reference_fire_lateness,
-    reference_open_executions,
-    reference_tenant_daily,
-)
-from .history_sink_fixtures import (
-    AS_OF,
+from tests.integration.history_cli import run_cli
+from tests.integration.history_scenario import (
     EPOCH,
     GARBAGE,
     UNSTORABLE_ID,
     WINDOW,
-    Scenario,
-    build_scenario,
-    ms,
-    run_cli,
-    sink_in_thread,
-    wait_caught_up,
 )
+from tests.integration.history_sink_recorded import (
+    EMBEDDED_ONLY,
+    RETENTION_DAYS,
+    recorded,
+    rows,
+    window,
+)
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.history import (
+    read_owner,
+    run_query,
+)
+from tickwheel.ports.history import HistoryQueryRejected
+from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-
-RETENTION_DAYS = 30
-# Every test runs on embedded chDB; with CLICKHOUSE_URL set, the same tests also run with the
-# sink writing to that server (in a database of their own), except the ones about the
-# embedded store's owner endpoint.
-BACKENDS = ["chdb"] + (["server"] if os.environ.get("CLICKHOUSE_URL") else [])
-EMBEDDED_ONLY = pytest.mark.parametrize("recorded", ["chdb"], indirect=True)
-
-
-@contextlib.contextmanager
-def history_location(backend: str, directory: Path) -> Iterator[HistorySettings]:
-    retention = {"execution_events": RETENTION_DAYS}
-    if backend == "chdb":
-        yield HistorySettings(history_dir=directory, retention_days=retention)
-        return
-    import clickhouse_connect  # test set-up only: a database of the test's own
-
-    url = os.environ["CLICKHOUSE_URL"]
-    database = f"tickwheel_sink_{uuid.uuid4().hex[:12]}"
-    admin = clickhouse_connect.get_client(dsn=url)
-    admin.command(f"CREATE DATABASE {database}")
-    parts = urlsplit(url)
-    test_url = urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, ""))
-    try:
-        yield HistorySettings(clickhouse_url=test_url, retention_days=retention)
-    finally:
-        admin.command(f"DROP DATABASE IF EXISTS {database} SYNC")
-        admin.close()
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def recorded(
-    request: pytest.FixtureRequest, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Scenario, Any, HistorySinkSettings]]:
-    """The scenario published under a fresh topic prefix and recorded by one sink; the reader
-    is what the CLI would get (the owner's endpoint when embedded)."""
-    from tickwheel.adapters.kafka.admin import apply_topology
-
-    with (
-        pytest.MonkeyPatch.context() as env,
-        history_location(request.param, tmp_path_factory.mktemp("sink") / "history") as where,
-    ):
-        env.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
-        env.setenv("TICKWHEEL_TOPIC_PREFIX", f"t{uuid.uuid4().hex[:10]}.")
-        apply_topology(bootstrap=kafka_bootstrap)
-        scenario = build_scenario()
-        scenario.publish(kafka_bootstrap)
-        settings = HistorySinkSettings(
-            instance="history-test",
-            bootstrap=kafka_bootstrap,
-            group_id=f"history-test-{uuid.uuid4().hex[:8]}",
-            max_batch=25,
-            max_wait_ms=100,
-            history=where,
-        )
-        with sink_in_thread(settings):
-            wait_caught_up(kafka_bootstrap, settings.group_id)
-            reader = open_history_reader(settings.history)
-            try:
-                if settings.embedded:
-                    assert isinstance(reader, OwnerClient), (
-                        "an owned directory is read via its owner"
-                    )
-                yield scenario, reader, settings
-            finally:
-                reader.close()
-
-
-def rows(reader: Any, sql: str, **params: Any) -> list[tuple[Any, ...]]:
-    result: QueryResult = reader.query(sql, params)
-    return result.rows
+__all__ = ["recorded"]  # a fixture, imported for pytest to find
 
 
 # -- every event recorded once ---------------------------------------------------------------
@@ -201,134 +115,6 @@ def test_undecodable_and_unstorable_records_are_dead_lettered_and_the_sink_goes_
                                                               GARBAGE)) + 2:]  # fmt: skip
     published = [r for r in after_garbage if r[:2] == ("executions.events", "audit-job")]
     assert published and later == len(published)
-
-
-# -- the documented analyst queries ------------------------------------------------------------
-def window() -> dict[str, str]:
-    return {"since": WINDOW[0], "until": WINDOW[1]}
-
-
-def window_ms() -> tuple[int, int]:
-    return ms(dt.datetime.fromisoformat(WINDOW[0])), ms(dt.datetime.fromisoformat(WINDOW[1]))
-
-
-def test_fire_lateness_percentiles_by_job_type_and_hour(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    result = run_query(reader, "fire_lateness", window())
-    assert result.columns == (
-        "job_type", "hour", "occurrences", "late", "p50_ms", "p99_ms", "max_ms",
-    )  # fmt: skip
-    assert result.rows == reference_fire_lateness(scenario, *window_ms())
-    # The manual run is not an occurrence fired from the schedule.
-    assert sum(r[2] for r in result.rows) == len(scenario.story) - 1
-
-
-def test_failure_and_retry_rates_by_job_type(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    result = run_query(reader, "failure_rates", window()).as_dicts()
-    reference = reference_failure_rates(scenario, *window_ms())
-    assert [r["job_type"] for r in result] == sorted(reference)
-    for row in result:
-        want = reference[row["job_type"]]
-        for key, value in want.items():
-            if key.endswith("_rate"):
-                assert row[key] == pytest.approx(value, abs=5e-5), (row["job_type"], key)
-            else:
-                assert row[key] == value, (row["job_type"], key)
-
-
-def test_executions_and_dead_letters_per_tenant_per_day(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    result = run_query(reader, "tenant_daily", window())
-    assert result.columns == ("day", "tenant_id", "executions", "succeeded", "dead_letters")
-    assert result.rows == reference_tenant_daily(scenario, *window_ms())
-    assert sum(r[4] for r in result.rows) == 2
-
-
-def test_executions_still_without_a_terminal_outcome(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    result = run_query(reader, "open_executions", {"as_of": AS_OF}).as_dicts()
-    as_of_ms = ms(dt.datetime.fromisoformat(AS_OF))
-    assert [r["execution_id"] for r in result] == reference_open_executions(scenario, as_of_ms)
-    by_id = {r["execution_id"]: r for r in result}
-    running = by_id[scenario.story["open"]]
-    assert (running["attempts"], running["last_event"]) == (1, "heartbeat")
-    # Its only success came from a fenced attempt: not accepted, so still open.
-    stale = by_id[scenario.story["fenced-open"]]
-    assert (stale["attempts"], stale["last_event"]) == (2, "fenced")
-    last = ms(stale["last_event_time"])
-    assert stale["quiet_for_s"] == (as_of_ms - last) // 1000
-
-
-def test_schedule_audit_finds_fired_skipped_missing_and_paused(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    audit = schedule_audit(reader, scenario.audit_job, *scenario.audit_window)
-    statuses = [o["status"] for o in audit["occurrences"]]
-    assert statuses == scenario.audit_statuses
-    assert (audit["expected"], audit["fired"], audit["skipped"], audit["missing"]) == (10, 5, 4, 1)
-    occurrences = audit["occurrences"]
-    assert [o["skip_reason"] for o in occurrences[4:8]] == ["misfire_skip"] + [
-        "misfire_skip:range"
-    ] * 3
-    late = occurrences[9]
-    assert (late["trigger"], late["lateness_ms"], late["outcome"]) == (
-        "catch_up",
-        95_000,
-        "succeeded",
-    )
-    events = {e["execution_id"]: e for e in scenario.events if e["event_type"] == "requested"}
-    for occurrence in occurrences[:4]:
-        request = events[occurrence["execution_id"]]
-        assert occurrence["lateness_ms"] == request["event_time"] - request["fire_time"]
-        assert occurrence["outcome"] == "succeeded"
-
-
-# -- the execution timeline ----------------------------------------------------------------------
-def test_timeline_shows_every_attempt_and_marks_the_fenced_outcome(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    timeline = execution_timeline(reader, scenario.story["fenced"])
-    assert json.loads(json.dumps(timeline)) == timeline, "JSON-able as it is"
-    assert (timeline["outcome"], timeline["status"], timeline["attempt_count"]) == (
-        "succeeded", "succeeded", 2,
-    )  # fmt: skip
-    first, second = timeline["attempts"]
-    assert (first["worker_id"], first["outcome"], first["accepted"]) == ("w-1", "succeeded", False)
-    assert first["fenced"]["reason"] == "stale_attempt"
-    assert (second["worker_id"], second["trigger"], second["accepted"]) == (
-        "w-2",
-        "lease_expired",
-        True,
-    )
-    assert timeline["finished_at"] == second["outcome_at"]
-    assert (timeline["job_version"], timeline["priority"]) == (1, "normal")
-
-
-def test_timeline_of_retries_and_jitter(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    late = execution_timeline(reader, scenario.story["audit-9"])
-    assert [a["outcome"] for a in late["attempts"]] == ["failed", "succeeded"]
-    assert late["attempts"][0]["error"] == "boom"
-    assert late["attempts"][0]["retry_scheduled"] is not None
-    assert (late["attempts"][0]["trigger"], late["attempts"][0]["late"]) == ("catch_up", True)
-    assert late["lateness_ms"] == 95_000
-    jittered = execution_timeline(reader, scenario.story["audit-2"])
-    assert jittered["jitter_ms"] == 3_000
-    beats = execution_timeline(reader, scenario.story["succeeded"])["attempts"][0]
-    assert len(beats["heartbeats"]) == 2 and len(beats["lease_deadlines"]) == 3
-    exhausted = execution_timeline(reader, scenario.story["exhausted"])
-    assert (exhausted["outcome"], exhausted["attempt_count"]) == ("dead_lettered", 3)
-    assert exhausted["dead_letter"]["reason"] == "max_attempts_exhausted"
-
-
-def test_every_timeline_outcome_matches_its_story(recorded: Any) -> None:
-    scenario, reader, _ = recorded
-    for execution, outcome in scenario.outcome.items():
-        timeline = execution_timeline(reader, execution)
-        assert timeline["outcome"] == outcome, execution
-        times = [e["event_time"] for e in timeline["events"]]
-        assert times == sorted(times)
-    with pytest.raises(ExecutionNotFound):
-        execution_timeline(reader, "no-such-execution")
 
 
 # -- partitions and retention, from ClickHouse's own system tables ------------------------------
