@@ -14,6 +14,7 @@ import pytest
 
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
+from tickwheel.adapters.kafka.memory import MemoryMessage
 from tickwheel.ports.history import HistoryStoreError
 from tickwheel.services.history import rows
 from tickwheel.services.history.columnar import (
@@ -28,24 +29,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 T0 = 4_076_000_000_000
 
 
-class Message:
-    """What the fast path reads of a consumed message."""
-
-    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
-        self._where = (topic, partition, offset)
-        self._value = value
-
-    def topic(self) -> str:
-        return self._where[0]
-
-    def partition(self) -> int:
-        return self._where[1]
-
-    def offset(self) -> int:
-        return self._where[2]
-
-    def value(self) -> bytes:
-        return self._value
+def consumed(topic: str, partition: int, offset: int, value: bytes) -> MemoryMessage:
+    """A consumed message as the fast path reads it, in the in-memory Kafka's own shape."""
+    return MemoryMessage(topic, partition, offset, None, value, None, 0)
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +78,11 @@ REQUESTS = [
 ]  # fmt: skip
 
 
-def _messages(schema: str, values: list[dict[str, Any]], topic: str) -> list[Message]:
-    return [Message(topic, n % 2, 1000 + n, encode(schema, v)) for n, v in enumerate(values)]
+def _messages(schema: str, values: list[dict[str, Any]], topic: str) -> list[MemoryMessage]:
+    return [consumed(topic, n % 2, 1000 + n, encode(schema, v)) for n, v in enumerate(values)]
 
 
-def _insert(store: EncodedInsert, kind: EncodedKind, messages: list[Message]) -> None:
+def _insert(store: EncodedInsert, kind: EncodedKind, messages: list[MemoryMessage]) -> None:
     data = kind.frame(messages)
     for table in kind.tables:
         store.insert_encoded(table.table, table.columns, table.select, kind.structure, data,
@@ -161,7 +147,7 @@ def test_a_record_the_row_path_refuses_fails_the_whole_fast_insert(
     topic = f"bad.{abs(hash(bad))}"
     good = _messages("ExecutionEvent", EVENTS, topic)
     # In the middle of the frame: the records after it must not be misread either.
-    frame = [*good[:2], Message(topic, 0, 5000, bad), *good[2:]]
+    frame = [*good[:2], consumed(topic, 0, 5000, bad), *good[2:]]
     with pytest.raises(HistoryStoreError):
         _insert(store, encoded_kinds()["ExecutionEvent"], frame)
     assert _stored(store, "execution_events", topic) == []

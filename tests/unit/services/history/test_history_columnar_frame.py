@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tickwheel.adapters.avro import decode, encode
+from tickwheel.adapters.kafka.memory import MemoryMessage
 from tickwheel.services.history.batch import Batch
 from tickwheel.services.history.columnar import (
     CHECK_VALUE,
@@ -25,22 +26,9 @@ from tickwheel.services.history.columnar import (
 T0 = 4_076_000_000_000
 
 
-class Message:
-    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
-        self._where = (topic, partition, offset)
-        self._value = value
-
-    def topic(self) -> str:
-        return self._where[0]
-
-    def partition(self) -> int:
-        return self._where[1]
-
-    def offset(self) -> int:
-        return self._where[2]
-
-    def value(self) -> bytes:
-        return self._value
+def consumed(topic: str, partition: int, offset: int, value: bytes) -> MemoryMessage:
+    """A consumed message as the fast path reads it, in the in-memory Kafka's own shape."""
+    return MemoryMessage(topic, partition, offset, None, value, None, 0)
 
 
 texts = st.text(max_size=30)
@@ -64,7 +52,7 @@ def test_a_frame_reads_back_as_the_records_with_their_places(
     records: list[tuple[dict[str, Any], tuple[str, int, int]]],
 ) -> None:
     kind = encoded_kinds()["ExecutionEvent"]
-    messages = [Message(*where, encode("ExecutionEvent", event)) for event, where in records]
+    messages = [consumed(*where, encode("ExecutionEvent", event)) for event, where in records]
     read = [r for r in fastavro.reader(io.BytesIO(kind.frame(messages))) if isinstance(r, dict)]
     assert len(read) == len(records)
     for got, message in zip(read, messages, strict=True):
@@ -95,13 +83,13 @@ def test_only_the_current_version_of_each_kind_takes_the_fast_path() -> None:
 def test_the_token_changes_with_any_record_or_place_and_not_otherwise() -> None:
     kind = encoded_kinds()["ExecutionEvent"]
     value = encode("ExecutionEvent", _minimal("ExecutionEvent"))
-    base = kind.frame([Message("t", 0, 7, value)])
+    base = kind.frame([consumed("t", 0, 7, value)])
     assert dedup_token("execution_events", base) == dedup_token(
-        "execution_events", kind.frame([Message("t", 0, 7, value)])
+        "execution_events", kind.frame([consumed("t", 0, 7, value)])
     )
-    other_place = kind.frame([Message("t", 0, 8, value)])
+    other_place = kind.frame([consumed("t", 0, 8, value)])
     renamed = {**_minimal("ExecutionEvent"), "event_id": "e-2"}
-    other_bytes = kind.frame([Message("t", 0, 7, encode("ExecutionEvent", renamed))])
+    other_bytes = kind.frame([consumed("t", 0, 7, encode("ExecutionEvent", renamed))])
     tokens = {dedup_token("execution_events", f) for f in (base, other_place, other_bytes)}
     assert len(tokens) == 3
     assert dedup_token("execution_requests", base) not in tokens
@@ -125,7 +113,7 @@ def _minimal(schema: str) -> dict[str, Any]:
 def test_a_frame_built_as_read_and_cut_by_a_revocation_is_the_frame_of_what_is_left() -> None:
     kind = encoded_kinds()["ExecutionEvent"]
     value = encode("ExecutionEvent", _minimal("ExecutionEvent"))
-    messages = [Message("t", n % 3, 100 + n, value) for n in range(9)]
+    messages = [consumed("t", n % 3, 100 + n, value) for n in range(9)]
     batch = Batch()
     for m in messages:
         batch.note(m.topic(), m.partition(), m.offset())
