@@ -1,11 +1,13 @@
 """The console benchmark's data: a fleet of jobs and their last executions, and 30 days of a
-per-minute job's history, written into a real embedded chDB (`bench/bench_console.py`)."""
+per-minute job's history, written into a real embedded chDB (`bench/bench_console.py`); its
+events and reader are the console tests' (`tests/console/history_rows.py`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tests.console.fakes import MemoryJobs
+from tests.console.history_rows import execution_event
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.clock import FakeClock
 from tickwheel.services.history.rows import Source, execution_event_row, job_definition_row
@@ -13,27 +15,6 @@ from tickwheel.services.history.rows import Source, execution_event_row, job_def
 NOW_S = 4_076_000_000.0  # 2099: no retention expires the rows
 MINUTE_MS = 60_000
 CRONS = ["0 2 * * *", "*/5 * * * *", "0 * * * *", "30 9 * * 1-5", "0 0 1 * *", "15 3 * * 0"]
-
-
-class KeptOpen:
-    """The store as a page's reader: the page closes its reader, the benchmark keeps it."""
-
-    def __init__(self, store: ChdbHistoryStore) -> None:
-        self.store = store
-
-    def query(self, sql: str, params: Any = None) -> Any:
-        return self.store.query(sql, params)
-
-    def close(self) -> None:
-        pass
-
-
-def _event(job_id: str, execution: str, kind: str, slot: int, at: int) -> dict[str, Any]:
-    return {"event_id": f"{kind}-{execution}", "event_time": at, "event_type": kind,
-            "job_id": job_id, "job_type": "noop", "tenant_id": "default",
-            "execution_id": execution, "attempt": 1, "scheduled_time": slot, "fire_time": slot,
-            "worker_id": "w", "lease_deadline": None, "error_kind": None, "error": None,
-            "reason": "scheduled" if kind == "requested" else None, "details": "{}"}  # fmt: skip
 
 
 def _insert(store: ChdbHistoryStore, events: list[dict[str, Any]], source: Source) -> None:
@@ -50,8 +31,8 @@ def fill_fleet(store: ChdbHistoryStore, jobs: MemoryJobs, per_job: int) -> int:
         for k in range(per_job):
             slot, execution = now_ms - (k + 1) * 3_600_000 - n, f"x-{n}-{k}"
             last = "failed" if n % 7 == 0 and k == 0 else "succeeded"
-            events.append(_event(record["jobId"], execution, "requested", slot, slot + 40))
-            events.append(_event(record["jobId"], execution, last, slot, slot + 900))
+            events.append(execution_event(record["jobId"], execution, "requested", slot, slot + 40))
+            events.append(execution_event(record["jobId"], execution, last, slot, slot + 900))
     _insert(store, events, Source("bench", 0, 0, now_ms))
     return len(events)
 
@@ -71,7 +52,11 @@ def fill_history(store: ChdbHistoryStore, jobs: MemoryJobs, days: int) -> int:
     events = []
     for slot in slots:
         if slot not in missing:
-            events.append(_event("per-minute", f"exec-{slot}", "requested", slot, slot + 40))
-            events.append(_event("per-minute", f"exec-{slot}", "succeeded", slot, slot + 900))
+            events.append(
+                execution_event("per-minute", f"exec-{slot}", "requested", slot, slot + 40)
+            )
+            events.append(
+                execution_event("per-minute", f"exec-{slot}", "succeeded", slot, slot + 900)
+            )
     _insert(store, events, source)
     return len(missing)

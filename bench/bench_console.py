@@ -35,10 +35,11 @@ import httpx  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
 from bench._console_browser import add_raw_route, figures, measure, serve  # noqa: E402
-from bench._console_fill import CRONS, NOW_S, KeptOpen, fill_fleet, fill_history  # noqa: E402
+from bench._console_fill import CRONS, NOW_S, fill_fleet, fill_history  # noqa: E402
 from bench._console_pieces import ab_rows, breakdown  # noqa: E402
 from tests.console.browser import chromium, playwright  # noqa: E402
 from tests.console.fakes import MemoryJobs  # noqa: E402
+from tests.console.history_rows import KeptOpen  # noqa: E402
 from tickwheel.adapters.clickhouse import ChdbHistoryStore  # noqa: E402
 from tickwheel.clock import FakeClock  # noqa: E402
 from tickwheel.services.api.backend import Backend  # noqa: E402

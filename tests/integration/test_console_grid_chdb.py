@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.console.fakes import MemoryJobs
+from tests.console.history_rows import KeptOpen, execution_event
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.clock import FakeClock
 from tickwheel.history import schedule_audit
@@ -32,26 +33,8 @@ HOURS = 3
 NS = "{http://www.w3.org/2000/svg}"
 
 
-class KeptOpen:
-    """The store as a page's reader: the page closes its reader, the test keeps the store."""
-
-    def __init__(self, store: ChdbHistoryStore) -> None:
-        self.store = store
-
-    def query(self, sql: str, params: Any = None) -> Any:
-        return self.store.query(sql, params)
-
-    def close(self) -> None:
-        pass
-
-
-def _event(kind: str, slot: int, offset: int, attempt: int = 1) -> dict[str, Any]:
-    return {"event_id": f"{kind}-{slot}-{attempt}", "event_time": slot + offset,
-            "event_type": kind, "job_id": "per-minute", "job_type": "noop",
-            "tenant_id": "default", "execution_id": f"exec-{slot}", "attempt": attempt,
-            "scheduled_time": slot, "fire_time": slot, "worker_id": "w",
-            "lease_deadline": None, "error_kind": None, "error": None,
-            "reason": "scheduled" if kind == "requested" else None, "details": "{}"}  # fmt: skip
+def _event(kind: str, slot: int, offset: int) -> dict[str, Any]:
+    return execution_event("per-minute", f"exec-{slot}", kind, slot, slot + offset)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.console.history_rows import KeptOpen, execution_event
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.services.api.console import reads
 from tickwheel.services.history.rows import Source, execution_event_row
@@ -22,23 +23,8 @@ BASE_MS = 4_076_000_000_000  # 2099: no retention expires the rows
 SLOTS = 40
 
 
-class KeptOpen:
-    def __init__(self, store: ChdbHistoryStore) -> None:
-        self.store = store
-
-    def query(self, sql: str, params: Any = None) -> Any:
-        return self.store.query(sql, params)
-
-    def close(self) -> None:
-        pass
-
-
 def event(job: str, slot: int, kind: str, at: int, attempt: int = 1) -> dict[str, Any]:
-    return {"event_id": f"{job}-{kind}-{slot}-{attempt}", "event_time": at, "event_type": kind,
-            "job_id": job, "job_type": "noop", "tenant_id": "default",
-            "execution_id": f"{job}-exec-{slot}", "attempt": attempt, "scheduled_time": slot,
-            "fire_time": slot, "worker_id": "w", "lease_deadline": None, "error_kind": None,
-            "error": None, "reason": None, "details": "{}"}  # fmt: skip
+    return execution_event(job, f"{job}-exec-{slot}", kind, slot, at, attempt=attempt)
 
 
 def recorded_events() -> list[dict[str, Any]]:
