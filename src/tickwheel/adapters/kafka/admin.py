@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import socket
 import time
@@ -109,8 +108,8 @@ _REFUSED = re.compile(
 
 
 def _waited_s(elapsed: float) -> float:
-    """What the message says was waited: the elapsed time rounded up to a tenth of a second."""
-    return math.ceil(elapsed * 10) / 10
+    """What the message says was waited: the elapsed time to a tenth of a second, at least 0.1."""
+    return max(0.1, round(elapsed, 1))
 
 
 def _host_port(text: str) -> tuple[str, int] | None:
