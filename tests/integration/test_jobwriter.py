@@ -173,3 +173,36 @@ def test_a_late_verdict_is_a_202_whose_status_resource_tells_the_outcome(
         assert client.get("/v1/jobs/late").json()["version"] == 2  # a read after it sees it
     finally:
         again.stop()
+
+
+def test_another_instance_answers_a_late_commands_status_for_its_tenant_only(
+    judge: Judge, api: Callable[..., TestClient], kafka_bootstrap: str
+) -> None:
+    """Decision 0166: the command's id names its tenant, so an instance that did not send it
+    answers `pending`, then the verdict — a delete's has no job — to that tenant, and a 404
+    to another."""
+    token = key(kafka_bootstrap, "acme", "write")
+    outsider = {"Authorization": f"Bearer {key(kafka_bootstrap, 'globex', 'read')}"}
+    first, second = api(token, wait_s=10.0), api(token)
+    assert first.post("/v1/jobs", json={**SEED_CRON, "jobId": "gone"}).status_code == 201
+    # The second instance reads every verdict from its first write on.
+    assert second.post("/v1/jobs", json={**SEED_CRON, "jobId": "seen"}).status_code == 201
+    judge.stop()  # its group member lingers: the first instance still sends commands
+    first.app.state.backend.jobs.writes.wait_s = 0.5  # type: ignore[attr-defined]
+    deleted = first.delete("/v1/jobs/gone")
+    created = first.post("/v1/jobs", json={**SEED_CRON, "jobId": "later"})  # an awaited create
+    assert (deleted.status_code, created.status_code) == (202, 202), created.text
+    locations = [deleted.headers["location"], created.headers["location"]]
+    for location in locations:
+        assert second.get(location).json()["status"] == "pending"
+        assert second.get(location, headers=outsider).status_code == 404
+    again = Judge(kafka_bootstrap)
+    try:
+        wait_for(lambda: all(second.get(at).json()["status"] != "pending" for at in locations),
+                 60, "both verdicts on the second instance")  # fmt: skip
+        gone, later = (second.get(at).json() for at in locations)
+        assert (gone["status"], gone.get("job")) == ("deleted", None)
+        assert (later["status"], later["job"]["jobId"]) == ("created", "later")
+        assert all(second.get(at, headers=outsider).status_code == 404 for at in locations)
+    finally:
+        again.stop()

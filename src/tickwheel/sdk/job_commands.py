@@ -280,7 +280,9 @@ class JobCommandWriter:
         """The command's id and bytes, and its waiter, registered before it is sent (its
         verdict may come before the acknowledgement is served)."""
         now_ms = int(self.clock.now() * 1000)
-        command_id = tagged_command_id(extras.get("tenant_id"), now_ms)
+        # The tenant the id names: the caller's (`for_tenant`: a delete's command carries no
+        # definition to say it), else the command's own.
+        command_id = tagged_command_id(extras.get("for_tenant") or extras.get("tenant_id"), now_ms)
         raw = None if definition is None else encode("JobDefinition", definition)
         command: JobCommand = {
             "command_id": command_id, "job_id": job_id, "kind": kind,

@@ -9,7 +9,9 @@ taken, not by whom).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, cast
 
 from tickwheel.errors import InvalidInput
@@ -17,6 +19,19 @@ from tickwheel.records import JobDefinition
 from tickwheel.sdk.jobs import UnknownJob
 from tickwheel.services.api.backend import AsyncCreates, JobsLike
 from tickwheel.services.api.keys import DEFAULT_TENANT
+
+# The tenant a write acts for, read by the jobs client that sends its command: the command's
+# id names it (decision 0166), a delete's included, whose command carries no definition.
+ACTING_TENANT: ContextVar[str | None] = ContextVar("acting_tenant", default=None)
+
+
+@contextmanager
+def _acting(tenant_id: str) -> Iterator[None]:
+    token = ACTING_TENANT.set(tenant_id)
+    try:
+        yield
+    finally:
+        ACTING_TENANT.reset(token)
 
 
 def owner_of(record: Mapping[str, Any]) -> str:
@@ -49,7 +64,8 @@ class TenantJobs:
         return {**spec, "tenantId": self.tenant_id}
 
     def create(self, spec: Mapping[str, Any]) -> dict[str, Any]:
-        return self.jobs.create(self._owned(spec))
+        with _acting(self.tenant_id):
+            return self.jobs.create(self._owned(spec))
 
     def creates_await(self) -> bool:
         """Whether the jobs' `create_async` holds no thread (decision 0165)."""
@@ -58,17 +74,20 @@ class TenantJobs:
 
     async def create_async(self, spec: Mapping[str, Any]) -> JobDefinition:
         jobs = cast(AsyncCreates, self.jobs)  # asked by `creates_await` first
-        return await jobs.create_async(self._owned(spec))
+        with _acting(self.tenant_id):
+            return await jobs.create_async(self._owned(spec))
 
     def update(
         self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
     ) -> dict[str, Any]:
         self.get(job_id)
-        return self.jobs.update(job_id, changes, expected_version)
+        with _acting(self.tenant_id):
+            return self.jobs.update(job_id, changes, expected_version)
 
     def delete(self, job_id: str) -> None:
         self.get(job_id)
-        self.jobs.delete(job_id)
+        with _acting(self.tenant_id):
+            self.jobs.delete(job_id)
 
     def trigger(self, job_id: str) -> dict[str, Any]:
         self.get(job_id)

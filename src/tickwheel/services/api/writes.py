@@ -31,6 +31,7 @@ from tickwheel.clock import Clock
 from tickwheel.records import JobCommandKind
 from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
 from tickwheel.sdk.job_commands import Verdict
+from tickwheel.services.api.tenancy import ACTING_TENANT
 
 # Locks striped by job id: bounded memory, and writes to different jobs rarely share one.
 WRITE_STRIPES = 256
@@ -101,13 +102,15 @@ class AckedJobsClient(CataloguedJobsClient):
             super().delete(job_id)
 
     def _command_extras(self, kind: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
+        acting = ACTING_TENANT.get()
+        extras: dict[str, Any] = {} if acting is None else {"for_tenant": acting}
         keyed = KEYED_WRITE.get()
         if kind != "create" or keyed is None or record is None:
-            return {}
+            return extras
         keyed.answer = status, body, headers = keyed.render(dict(record))
         answer = {"status": status, "body": body.decode(), "headers": headers,
                   "request_id": keyed.request_id}  # fmt: skip
-        return {"idempotency_slot": keyed.slot, "fingerprint": keyed.fingerprint,
+        return {**extras, "idempotency_slot": keyed.slot, "fingerprint": keyed.fingerprint,
                 "idempotency_answer": json.dumps(answer)}  # fmt: skip
 
     def _submit(
