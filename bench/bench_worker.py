@@ -365,21 +365,22 @@ the same broker, {args.executions:,} requests, each stage timed; decision 0146):
 ```
 
 Reading: no-ops run inline on the lane thread in batches (decisions 0071, 0118): a poll's
-requests are read by the worker's own decoder (decision 0117), sorted under one hold of the
-lane lock, and an inline batch's leases are produced together with one delivery report for
-the batch, then the handlers run and the outcomes follow as a second batch; an attempt's
-events are written around its request's bytes (decision 0114). No thread hand-off, lease
+requests are read by the worker's own decoder (decision 0117); a poll that can all start at
+once as one inline batch goes straight to it, sorted with one lock for its cancellations and
+one for the ledger, without the tenant queue (decision 0163; any other poll is queued and
+sorted under one hold of the lane lock); the batch's leases are written in one loop and
+produced together with one delivery report for the batch, then the handlers run (each
+context set at once) and the outcomes are written in a second loop and produced as a second
+batch (decision 0162), the bytes those of the per-attempt encoder. No thread hand-off, lease
 object, heartbeat schedule or log line per execution, and no wait between batches: the lane
 never waits for its leases' acknowledgements before the handlers (only the commit does), its
-consumer refetches within 20 ms once its prefetch drains (librdkafka's default, 1 s, left it
-dry for 0.6-0.7 s a run) and a part batch is taken at once, not held for consume's 0.1 s
-(decision 0146). What is left per execution is Python
-spread thin (the decode, two event encodes, the handler's context, the tenant queue and the
-ledger's bookkeeping, two produce calls, two delivery callbacks) and librdkafka's own
-threads (column "of which librdkafka's threads": compression, the broker connections, the
-consumer's fetches). The span is short (a few seconds) and the worker shares two cores with
-the broker, the benchmark's counting consumer and whatever else runs: executions/s follows
-the machine's load; the CPU per execution and the ratio to the raw loop much less so.
+consumer refetches within 20 ms once its prefetch drains and a part batch is taken at once
+(decision 0146). What is left per execution is the decode (two ids and a dict copy), two event
+writes, the context, two produce calls, one Python delivery call per event, and librdkafka's
+own threads (column "of which librdkafka's threads": compression, the broker connections,
+the consumer's fetches). The span is short (about a second at 50,000) and the worker shares
+two cores with the broker and whatever else runs: executions/s follows the machine's load;
+the CPU per execution and the ratio to the raw loop much less so.
 Scaling out is by processes (the group spreads the partitions), each its own interpreter.
 
 {RUN_LOG_HEADING}
