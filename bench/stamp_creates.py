@@ -7,9 +7,10 @@ patches the stages (keyed by job id: the bench's creates each name a new one), r
 service's `__main__`, and appends `{"job": id, "stage": name, "t": epoch s}` lines to OUT
 every half second. The wall clock, not a monotonic one: the stamps of three processes are compared.
 
-API stages: `submit` (the route's thread enters `JobCommandWriter.submit`), `acked` (the
-command's produce acknowledged), `verdict_read` (the follower thread decoded the verdict),
-`woken` (`submit` returns to the route). Judge stages: `polled` (the command reaches the
+API stages: `submit` (the route enters `JobCommandWriter.submit` or `submit_async`), `acked`
+(the command's acknowledgement reaches it: `deliver` returns, or the awaited future is
+resolved on the loop), `verdict_read` (the follower thread decoded the verdict), `woken`
+(`submit` returns to the route). Judge stages: `polled` (the command reaches the
 judge), `tx_begin` and `tx_committed` (its partition's transaction).
 """
 
@@ -52,16 +53,39 @@ def _wrap(owner: Any, name: str, before: Callable[..., None] | None,
     setattr(owner, name, wrapper)
 
 
+def _wrap_async(owner: Any, name: str, before: Callable[..., None],
+                after: Callable[..., None]) -> None:  # fmt: skip
+    original = getattr(owner, name)
+
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before(*args, **kwargs)
+        result = await original(*args, **kwargs)
+        after(*args, **kwargs)
+        return result
+
+    setattr(owner, name, wrapper)
+
+
 def stamp_api() -> None:
     from tickwheel.adapters.kafka.producer import EventProducer
+    from tickwheel.sdk.acked_sends import AckedSends
     from tickwheel.sdk.job_commands import JobCommandWriter
     from tickwheel.topology import topic_name
 
     commands = topic_name("jobs.commands")
-    _wrap(JobCommandWriter, "submit", lambda _s, _k, job_id, *a, **k: stamp(job_id, "submit"),
-          lambda _s, _k, job_id, *a, **k: stamp(job_id, "woken"))  # fmt: skip
+    entered = lambda _s, _k, job_id, *a, **k: stamp(job_id, "submit")  # noqa: E731
+    returned = lambda _s, _k, job_id, *a, **k: stamp(job_id, "woken")  # noqa: E731
+    _wrap(JobCommandWriter, "submit", entered, returned)
+    _wrap_async(JobCommandWriter, "submit_async", entered, returned)  # the API's creates (0165)
     _wrap(EventProducer, "deliver", None,
           lambda _s, topic, key, *a, **k: stamp(key, "acked") if topic == commands else None)  # fmt: skip
+
+    def acked_when_resolved(_s: Any, topic: str, key: str, _v: Any, _loop: Any,
+                            future: Any) -> None:  # fmt: skip
+        if topic == commands:
+            future.add_done_callback(lambda _f: stamp(key, "acked"))
+
+    _wrap(AckedSends, "send", acked_when_resolved, None)
     _wrap(JobCommandWriter, "_answer", lambda _s, value: stamp(value["job_id"], "verdict_read"),
           None)  # fmt: skip
 
