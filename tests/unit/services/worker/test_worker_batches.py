@@ -23,6 +23,7 @@ from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.inline import InlineAttempt, InlineBatch, runs_inline
 from tickwheel.services.worker.ledger import LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
+from tickwheel.services.worker.publisher import _BatchReport
 from tickwheel.services.worker.runner import OVERRUN_REASON
 
 from .test_worker_lease import ListSink
@@ -217,3 +218,26 @@ def test_an_empty_batch_is_reported_durable_at_once() -> None:
     reports: list[str | None] = []
     sink.publish_batch([], reports.append)
     assert reports == [None] and sink.events == []
+
+
+class _Record:
+    """What a delivery report's message is asked for."""
+
+    def key(self) -> bytes:
+        return b"job-1"
+
+
+def test_the_publishers_batch_report_served_per_record_is_the_batch_counters() -> None:
+    reports: list[str | None] = []
+    each = _BatchReport(3, reports.append)
+    each.delivered(None, _Record())
+    each.delivered(None, _Record())
+    assert reports == []  # two of three acknowledged: not yet
+    each.delivered(None, _Record())
+    assert reports == [None]
+    failing = _BatchReport(3, reports.append)
+    failing.delivered(None, _Record())
+    failing.delivered("broker down", _Record())
+    failing.delivered(None, _Record())
+    failing.delivered("again", _Record())
+    assert reports == [None, "broker down"]  # the failure once, and no success after it
