@@ -107,7 +107,7 @@ def transactional_producer_config(
 # fetch waits for 256 KiB (about 1,500 records) or 100 ms, not for the first byte. At pipeline
 # rates fetch.min.bytes=1 has the broker answer a stream of tiny fetches, about 14 µs of its
 # CPU per record read (decision 0172); a quiet topic's record waits at most the 100 ms.
-BULK_READER_FETCH: dict[str, Any] = {"fetch.min.bytes": 262_144, "fetch.wait.max.ms": 100}
+BULK_READER_FETCH: dict[str, int] = {"fetch.min.bytes": 262_144, "fetch.wait.max.ms": 100}
 
 
 def consumer_config(
