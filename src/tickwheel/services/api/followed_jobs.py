@@ -95,9 +95,10 @@ class FollowedJobs:
     async def create_async(self, spec: Mapping[str, Any]) -> JobDefinition:
         try:
             created = await self.writer.create_async(spec)
-        finally:
+        except BaseException:
             # Marked even when the create failed: a timed-out write may still have landed.
             self._wrote(spec.get("jobId"))
+            raise
         self._wrote(created["jobId"])  # the id the record got (a spec may name none)
         return created
 
