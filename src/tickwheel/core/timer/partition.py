@@ -30,6 +30,7 @@ from tickwheel.core.timer.horizon import Horizon
 from tickwheel.core.timer.jobs import JobEntry, entry_from_definition, shared_next_after
 from tickwheel.core.timer.occurrences import job_dead_letter
 from tickwheel.core.timer.ready import ReadyQueue
+from tickwheel.core.timer.state_writes import refresh_fired_states, snapshot
 from tickwheel.core.timer.states import (
     RestoringStates,
     job_state,
@@ -257,11 +258,16 @@ class PartitionScheduler:
         return self.horizon
 
     def carry_out(
-        self, decision: Decision, flight: InFlight | None, now_ms: int
-    ) -> PartitionWrites:
-        emission = PartitionWrites(
-            requests=decision.requests, events=decision.events, dead_letters=decision.dead_letters
-        )
+        self, decision: Decision, flight: InFlight | None, now_ms: int,
+        into: PartitionWrites | None = None,
+    ) -> PartitionWrites:  # fmt: skip
+        """What `decision` writes, added to `into` if given: then the states of the jobs it
+        changed are built once, as they stand when the transaction is sent (`changed`), not
+        once per event (a worker's leased and succeeded usually come in the same turn)."""
+        emission = PartitionWrites() if into is None else into
+        emission.requests.extend(decision.requests)
+        emission.events.extend(decision.events)
+        emission.dead_letters.extend(decision.dead_letters)
         self.workflows.inputs.extend(decision.workflow_inputs)
         if flight is not None:
             self.hold_deadline(flight)
@@ -271,6 +277,9 @@ class PartitionScheduler:
             if held is not None and job is not None and job.enabled:
                 fire_ms = held + self.jitter_of(job, held)
                 start_occurrence(self, job, held, fire_ms, now_ms, "scheduled", None, emission)
+        if into is not None:
+            emission.changed.extend(decision.changed_jobs)
+            return emission
         for job_id in decision.changed_jobs:
             emission.states[job_id] = self.state_of(job_id, now_ms)
         return emission
@@ -280,10 +289,13 @@ class PartitionScheduler:
         return self.carry_out(decision, None, now_ms)
 
     # -- executions ------------------------------------------------------------------------
-    def on_execution_event(self, event: ExecutionEvent, now_ms: int) -> PartitionWrites:
-        """A worker's leased/heartbeat/outcome event for an execution this partition owns."""
+    def on_execution_event(
+        self, event: ExecutionEvent, now_ms: int, into: PartitionWrites | None = None
+    ) -> PartitionWrites:
+        """A worker's leased/heartbeat/outcome event for an execution this partition owns
+        (what it writes added to `into`, as `carry_out` does)."""
         decision, flight = self.executions.on_event(event, now_ms)
-        return self.carry_out(decision, flight, now_ms)
+        return self.carry_out(decision, flight, now_ms, into)
 
     def refill(self, now_ms: int) -> None:
         for slot, job_id in self.horizon.reached(now_ms + self.horizon_ms):
@@ -333,33 +345,13 @@ class PartitionScheduler:
         return "" if flight is None else str(flight.request["job_id"])
 
     def refresh_fired_states(self, emission: PartitionWrites, now_ms: int) -> None:
-        """Before `emission` is written: a job that fired in it and also has a state in it
-        gets its state as it stands now (a state built before the fire would claim, by its
-        seq, to have seen a request it has not). The others stay "unsaved": their requests
-        stand for their states until a quieter tick writes them (decision 0008)."""
-        if not emission.unsaved:
-            return
-        unsaved = []
-        for job_id in dict.fromkeys(emission.unsaved):
-            if job_id in emission.states:
-                emission.states[job_id] = self.state_of(job_id, now_ms)
-            else:
-                unsaved.append(job_id)
-        emission.unsaved = unsaved
+        """Before `emission` is written: the states it carries as they stand now
+        (`state_writes.refresh_fired_states`)."""
+        refresh_fired_states(self, emission, now_ms)
 
     def snapshot(self, job_ids: list[str], now_ms: int) -> PartitionWrites:
         """The current states of `job_ids` (unsaved jobs written by a quieter tick)."""
-        # `state_of` inline: after a burst this runs once per job that fired.
-        jobs, held, executions = self.jobs, self.held, self.executions
-        states: dict[str, dict[str, Any] | None] = {}
-        for job_id in job_ids:
-            job = jobs.get(job_id)
-            if job is None:
-                states[job_id] = self.orphan_state_of(job_id, now_ms)
-            else:
-                pending = pending_entries(executions, job_id, held.get(job_id))
-                states[job_id] = job_state(job, pending, now_ms)
-        return PartitionWrites(states=states)
+        return snapshot(self, job_ids, now_ms)
 
     def state_of(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
         job = self.jobs.get(job_id)

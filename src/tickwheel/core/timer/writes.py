@@ -27,9 +27,14 @@ class PartitionWrites:
     # Jobs that fired without their state: their requests stand for it until it is written
     # (core/timer/request_log.py, decision 0008).
     unsaved: list[str] = field(default_factory=list)
+    # Jobs whose state an event changed: built once, as it stands when the transaction is
+    # sent (`PartitionScheduler.refresh_fired_states`), not once per event.
+    changed: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.requests or self.events or self.states or self.dead_letters)
+        return bool(
+            self.requests or self.events or self.states or self.dead_letters or self.changed
+        )
 
     def chunks(self, limit: int) -> list[PartitionWrites]:
         """Split into emissions of about `limit` records each, never splitting one job's
@@ -45,6 +50,8 @@ class PartitionWrites:
             by_job.setdefault(job_id, PartitionWrites()).states[job_id] = state
         for job_id in self.unsaved:
             by_job.setdefault(job_id, PartitionWrites()).unsaved.append(job_id)
+        for job_id in self.changed:
+            by_job.setdefault(job_id, PartitionWrites()).changed.append(job_id)
         chunks: list[PartitionWrites] = []
         current, size = PartitionWrites(), 0
         for part in by_job.values():
@@ -63,3 +70,4 @@ class PartitionWrites:
         self.states.update(other.states)
         self.dead_letters.extend(other.dead_letters)
         self.unsaved.extend(other.unsaved)
+        self.changed.extend(other.changed)

@@ -133,4 +133,4 @@ class Intake:
             if event is None or event["event_id"].startswith("timer:"):
                 return  # our own records come back to us: nothing to decide
             if event["event_type"] in WORKER_EVENTS:
-                runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
+                runtime.timer.on_execution_event(event, now, runtime.pending_emission)

@@ -56,6 +56,8 @@ class TransactionWriter:
         next partitions' sends (their producers are independent: one transaction each, as
         before). An outcome instead of `Sent`: nothing to write, or the send failed."""
         workflows = runtime.timer.workflows
+        if emission.changed:  # the states of the jobs events changed, as they stand now
+            runtime.timer.refresh_fired_states(emission, self.now_ms())
         if not emission and not runtime.inputs_moved and not workflows.owed():
             return "committed"
         producer = runtime.producer
