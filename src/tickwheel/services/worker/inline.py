@@ -85,7 +85,10 @@ _CONTEXT_FIELDS = (
     "step_id", "cancel_event", "_heartbeat",
 )  # fmt: skip
 _FIELDS = {f.name: f for f in dataclasses.fields(ExecutionContext)}
-_CONTEXT_KNOWN = tuple(_FIELDS) == _CONTEXT_FIELDS
+# ...and a `__post_init__` there (setting the fields at once would skip it) does the same.
+_CONTEXT_KNOWN = tuple(_FIELDS) == _CONTEXT_FIELDS and not hasattr(
+    ExecutionContext, "__post_init__"
+)
 _NO_HEARTBEAT = _FIELDS["_heartbeat"].default if _CONTEXT_KNOWN else None
 _new_context = object.__new__
 
