@@ -104,6 +104,15 @@ def test_the_seed_workflow_runs_with_a_step_retry_and_an_approval_over_http(
         listed = httpx.get(f"{base}/workflows", headers=other, timeout=30).json()["items"]
         assert seeded not in [w["workflowId"] for w in listed]
         assert seeded in [w["workflowId"] for w in client.get("/workflows").json()["items"]]
+        # The stream over the real server (httptools and uvloop, decision 0167): the timeline
+        # is flushed as its own chunk while the stream stays open, then it ends at its timeout.
+        with client.stream("GET", f"/v1/workflows/{seeded}/events?timeout=3&interval=0.5") as sse:
+            assert sse.headers["content-type"].startswith("text/event-stream")
+            chunks = sse.iter_text()
+            first = next(chunks)
+            rest = "".join(chunks)
+        assert first.startswith("event: timeline") and "event: end" not in first, first
+        assert rest.rstrip().endswith('event: end\ndata: {"reason": "timeout"}'), rest[-200:]
 
         assert wait_until(lambda: _timeline(client, retried_id).get("status") == "failed", 120), (
             _story(client, retried_id))  # fmt: skip

@@ -27,6 +27,20 @@ DEFAULT_PORT = 8780
 GRACE_S = 3
 
 
+# uvicorn's "auto" takes httptools and uvloop when installed (they are dependencies: a no-op
+# request costs the server about half what it does under h11 and the stdlib loop, decision
+# 0167); the pure-Python pair stays selectable for an A/B run and as a fallback.
+HTTP_PARSERS = ("auto", "httptools", "h11")
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+
+
+def _choice(name: str, accepted: tuple[str, ...]) -> str:
+    value = os.environ.get(name, "auto")
+    if value not in accepted:
+        raise InvalidInput(name, f"{value!r}; accepted: {', '.join(accepted)}")
+    return value
+
+
 def _port(text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise InvalidInput("TICKWHEEL_API_PORT", f"{text!r}; accepted: a port from 1 to 65535")
@@ -37,13 +51,17 @@ def _port(text: str) -> int:
 class ApiSettings:
     """Environment: TICKWHEEL_API_HOST (default 127.0.0.1), TICKWHEEL_API_PORT (default 8780),
     TICKWHEEL_API_AUTH (`keys`, the default, or `off`: the development mode without keys,
-    refused unless the host is loopback), KAFKA_BOOTSTRAP_SERVERS."""
+    refused unless the host is loopback), TICKWHEEL_API_HTTP (`auto`, `httptools`, `h11`) and
+    TICKWHEEL_API_LOOP (`auto`, `uvloop`, `asyncio`): uvicorn's parser and event loop,
+    KAFKA_BOOTSTRAP_SERVERS."""
 
     instance: str = "api"
     host: str = field(default_factory=lambda: os.environ.get("TICKWHEEL_API_HOST", DEFAULT_HOST))
     port: int = field(
         default_factory=lambda: _port(os.environ.get("TICKWHEEL_API_PORT", str(DEFAULT_PORT)))
     )
+    http: str = field(default_factory=lambda: _choice("TICKWHEEL_API_HTTP", HTTP_PARSERS))
+    loop: str = field(default_factory=lambda: _choice("TICKWHEEL_API_LOOP", EVENT_LOOPS))
 
 
 def _parse(argv: list[str] | None) -> ApiSettings:
@@ -103,6 +121,8 @@ def main(argv: list[str] | None = None) -> None:
             app,
             host=settings.host,
             port=settings.port,
+            http=settings.http,
+            loop=settings.loop,
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=GRACE_S,
