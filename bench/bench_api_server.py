@@ -30,6 +30,16 @@ from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
 
+
+def judge_transactions(port: int) -> float:
+    """The judge's partition transactions so far, from its /metrics (all outcomes)."""
+    import httpx
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return sum(float(row.rsplit(" ", 1)[1]) for row in text.splitlines()
+               if row.startswith("tickwheel_jobwriter_transactions_total{"))  # fmt: skip
+
+
 SERVERS = {
     "h11+asyncio": {"TICKWHEEL_API_HTTP": "h11", "TICKWHEEL_API_LOOP": "asyncio"},
     "httptools+uvloop": {"TICKWHEEL_API_HTTP": "httptools", "TICKWHEEL_API_LOOP": "uvloop"},
@@ -46,7 +56,10 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
         apply_topology(bootstrap=broker.bootstrap)
         token, _ = create_key("bench", ["write"], bootstrap=broker.bootstrap, now_ms=1)
         logs = Path(tempfile.mkdtemp(prefix="tickwheel-bench-server-"))
+        metrics_port = free_port()
+        os.environ["TICKWHEEL_METRICS_PORT"] = str(metrics_port)
         judge = start_judge(logs / "jobwriter.log")
+        del os.environ["TICKWHEEL_METRICS_PORT"]  # the APIs serve none
         apis = {}
         for name, env in SERVERS.items():
             port = free_port()
@@ -77,8 +90,8 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
                    f"average at the start: {start_load}.")  # fmt: skip
         report.add("")
         report.add("| server | request | in flight | n | per s | p50 ms | p99 ms | API CPU ms | "
-                   "of it librdkafka | judge | broker | client |")  # fmt: skip
-        report.add("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                   "of it librdkafka | judge | broker | client | judge transactions per create |")  # fmt: skip
+        report.add("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for round_ in range(rounds):
             for level in levels:
                 for name, (api, port) in apis.items():
@@ -88,6 +101,7 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
                                           ("POST /jobs", poster(f"c{round_}-{level}-{name}"), creates)):  # fmt: skip
                         before = {k: cpu_seconds(pid) for k, pid in pids.items()}
                         kafka_before = rdkafka_cpu_seconds(api.pid)
+                        tx_before = judge_transactions(metrics_port)
                         rate, latencies, client_ms = async_load(
                             base, headers, call, n, in_flight=level
                         )
@@ -95,9 +109,10 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
                             k: (cpu_seconds(pid) - before[k]) * 1000 / n for k, pid in pids.items()
                         }
                         kafka_ms = (rdkafka_cpu_seconds(api.pid) - kafka_before) * 1000 / n
+                        tx = (judge_transactions(metrics_port) - tx_before) / n
                         report.add(f"| {name} | {kind} {line(str(level), rate, latencies)} "
                                    f"{spent['API']:.2f} | {kafka_ms:.2f} | {spent['judge']:.2f} | "
-                                   f"{spent['broker']:.2f} | {client_ms:.2f} |")  # fmt: skip
+                                   f"{spent['broker']:.2f} | {client_ms:.2f} | {tx:.3f} |")  # fmt: skip
         load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
                    "cores shared with other work.")  # fmt: skip
