@@ -147,9 +147,10 @@ _MEMO_MAX = 4096
 _SLOT_RUNS: dict[tuple[Any, ...], bytes] = {}
 _TAIL_RUNS: dict[tuple[Any, ...], bytes] = {}
 _STATE_RUNS: dict[tuple[Any, ...], bytes] = {}
+_DATA_RUNS: dict[Any, bytes] = {}
 
 
-def _remember(memo: dict[tuple[Any, ...], bytes], key: tuple[Any, ...], value: bytes) -> bytes:
+def _remember(memo: dict[Any, bytes], key: Any, value: bytes) -> bytes:
     if len(memo) >= _MEMO_MAX:
         memo.clear()
     memo[key] = value
@@ -202,15 +203,25 @@ def _fast_pending(entry: Mapping[str, Any], encoded: MutableMapping[RequestKey, 
     if request is None:
         raw = _NULL
     else:
-        if isinstance(request, Mapping):
+        if type(request) is dict or isinstance(request, Mapping):  # a dict: no ABC check
             cached = encoded.pop(request_key(request), None)
             request = encode_request(request) if cached is None else cached
         elif type(request) is not bytes:
             raise TypeError("request")
         raw = _SOME + _long(len(request)) + request
+    timer_id, execution_id = entry["timer_id"], g("execution_id")
+    head = _string(timer_id)
+    # An execution's own entry is named after it (every entry a burst's states carry): its
+    # id is encoded once for both fields.
+    execution = _SOME + head if execution_id == timer_id else _opt_string(execution_id)
+    data = g("data")
+    # The same few `data` texts recur (every queued entry's is one constant).
+    written = _DATA_RUNS.get(data)
+    if written is None:
+        written = _remember(_DATA_RUNS, data, _opt_string(data))
     return b"".join((
-        _string(entry["timer_id"]), _KIND[entry["kind"]], _long(entry["fire_at"]),
-        _opt_string(g("execution_id")), _long(g("attempt", 0)), _opt_string(g("data")), raw,
+        head, _KIND[entry["kind"]], _long(entry["fire_at"]), execution,
+        _long(g("attempt", 0)), written, raw,
     ))  # fmt: skip
 
 
