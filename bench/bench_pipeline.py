@@ -304,11 +304,15 @@ def main() -> None:
             t["times"], "pipeline-throughput.png",
             f"{t['jobs']:,} no-op executions due at once: 1 timer, {args.workers} worker(s)",
         )  # fmt: skip
-        s = throughput(broker.bootstrap, args.spread_jobs, 2, log_dir / "spread", timers=2)
+        s = throughput(broker.bootstrap, args.spread_jobs, 2, log_dir / "spread", timers=2,
+                       broker_pid=broker_pid)  # fmt: skip
         report.add(
-            f"- spread, 2 timers + 2 workers, {s['jobs']:,} jobs: {s['rate']:,.0f} executions/s "
-            f"({limits.ratio_loop(s['rate'])} of the raw loop); partitions restored per timer "
-            "(one a rebalance moved shows under both) "
+            f"- spread, 2 timers + 2 workers + the history sink, {s['succeeded']}/{s['jobs']} "
+            f"due at once: **{s['rate']:,.0f} executions/s end to end, "
+            f"{limits.ratio_loop(s['rate'])} of the raw loop**; fired → succeeded p50 "
+            f"{s['p50']:.2f} s, p99 {s['p99']:.2f} s; the history sink's lag back to zero "
+            f"{s['lag_zero_after_s']:.1f} s after the last outcome; {describe_cpu(s['cpu'])}; "
+            "partitions restored per timer (one a rebalance moved shows under both) "
             f"{s['timer_partitions']}; leases per worker {s['leased_by']}; occurrences fired "
             f"twice: {s['fired_twice']}"
         )
