@@ -174,16 +174,17 @@ def resident_mib() -> float:
     return float("nan")
 
 
-def load_revision(src: str, name: str) -> ModuleType:
-    """This file's functions bound to the tickwheel package under `src` (another revision),
-    loaded beside the one already imported: its modules are taken out of `sys.modules` again
-    once loaded, and each function keeps the globals of the package it was loaded with."""
+def load_revision(src: str, name: str, path: str = __file__) -> ModuleType:
+    """The bench module at `path` (this file by default) bound to the tickwheel package under
+    `src` (another revision), loaded beside the one already imported: its modules are taken
+    out of `sys.modules` again once loaded, and each function keeps the globals of the
+    package it was loaded with."""
     ours = {k: m for k, m in sys.modules.items() if k == "tickwheel" or k.startswith("tickwheel.")}
     for key in ours:
         del sys.modules[key]
     sys.path.insert(0, src)
     try:
-        spec = importlib.util.spec_from_file_location(name, __file__)
+        spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

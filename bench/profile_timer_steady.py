@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import importlib.util
 import inspect
 import pstats
 import random
@@ -36,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import profile_timer
 from bench.profile_timer import PARTITIONS, CountingProducer
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.partitioner import partition_for
@@ -178,23 +178,8 @@ def run(jobs: int, seconds: int, stages: Stages, turn_ms: int = 250) -> tuple[in
 
 
 def load_revision(src: str, name: str) -> Any:
-    """This file's functions bound to the tickwheel package under `src` (another revision),
-    loaded beside the one imported already (as `profile_timer.load_revision` does)."""
-    ours = {k: m for k, m in sys.modules.items() if k == "tickwheel" or k.startswith("tickwheel.")}
-    for key in ours:
-        del sys.modules[key]
-    sys.path.insert(0, src)
-    try:
-        spec = importlib.util.spec_from_file_location(name, __file__)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(src)
-        for key in [k for k in sys.modules if k == "tickwheel" or k.startswith("tickwheel.")]:
-            del sys.modules[key]
-        sys.modules.update(ours)
-    return module
+    """This file's functions bound to the tickwheel package under `src` (another revision)."""
+    return profile_timer.load_revision(src, name, __file__)
 
 
 def ab(other_src: str, jobs: int, seconds: int, rounds: int, turn_ms: int) -> None:
