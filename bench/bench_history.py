@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._charts import points  # noqa: E402
+from bench._common import percentile  # noqa: E402
 from bench._history_drain import make_sink, throughput  # noqa: E402
 from bench._history_inserts import BASELINE_COMMIT, event, insert_rates  # noqa: E402
 
@@ -139,11 +140,6 @@ def _ratio(runs: list[dict[str, Any]], others: list[dict[str, Any]]) -> float:
         return sum(r["steady_rate"] for r in group) / max(len(group), 1)
 
     return rate(runs) / max(rate(others), 1.0)
-
-
-def percentile(values: list[float], level: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(level * len(ordered)), len(ordered) - 1)]
 
 
 def _load() -> str:

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._charts import rate_over_time  # noqa: E402
-from bench._common import exit_on_sigterm, stop_all, stop_process, track  # noqa: E402
+from bench._common import exit_on_sigterm, percentile, stop_all, stop_process, track  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
 from bench.profile_worker import run as lane_cpu  # noqa: E402
 from bench.worker_stages import fill, thread_cpu_s  # noqa: E402
@@ -109,11 +109,6 @@ def count_events(
         return done, per_event_us
     finally:
         consumer.close()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class WorkerRun:

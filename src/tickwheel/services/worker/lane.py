@@ -38,7 +38,7 @@ from tickwheel.services.worker.intake import Pending, RequestIntake
 from tickwheel.services.worker.ledger import AttemptKey, LeaseLedger
 from tickwheel.services.worker.offsets import OffsetTracker
 from tickwheel.services.worker.pulling import PullControl
-from tickwheel.services.worker.ready import Skipped, Skips, sort_inline
+from tickwheel.services.worker.ready import Skipped, Skips, all_start_inline, sort_inline
 from tickwheel.services.worker.runner import AttemptRunner
 from tickwheel.services.worker.settings import WorkerSettings, lane_consumer_config
 from tickwheel.services.worker.tenants import TenantQueue
@@ -218,30 +218,17 @@ class PriorityLane:
         if not accepted:
             return []
         with self._lock:
-            if at_once and self._all_start_inline(accepted):
+            # Nothing waits before them and a slot is free (inline attempts end before the
+            # next starts, so no count moves): can the whole poll start as one batch?
+            free = self.running and not self.queue and self.running_count < self.capacity
+            if at_once and free and all_start_inline(accepted, self.kinds, self.queue):
                 return accepted
             for item in accepted:
                 self.queue.push(item.request["tenant_id"], item)
         return []
 
-    def _all_start_inline(self, accepted: list[Pending]) -> bool:
-        """Under the lock: `_dispatch` would start every one of `accepted` in one inline batch
-        (nothing waits before them, a slot is free, each is an inline type whose tenant is
-        below its cap; inline attempts end before the next starts, so no count moves)."""
-        if not self.running or self.queue or self.running_count >= self.capacity:
-            return False
-        kind_of, queue = self.kinds.of, self.queue
-        if not all(kind_of(name)[1] for name in {item.request["job_type"] for item in accepted}):
-            return False
-        if queue.any_running():  # slot attempts hold tenant shares: each tenant below its cap?
-            running, cap = queue.running, queue.cap
-            return all(
-                running(tenant) < cap for tenant in {i.request["tenant_id"] for i in accepted}
-            )
-        return True
-
     def _start_now(self, ready: list[Pending]) -> None:
-        """Start a poll `_all_start_inline` passed, sorted as `_dispatch_batch` sorts."""
+        """Start a poll `all_start_inline` passed, sorted as `_dispatch_batch` sorts."""
         self._start(*sort_inline(ready, self.cancels, self.ledger, self.kinds), [])
 
     def _accept(self, msg: KafkaMessage) -> None:  # units feed a lane one record at a time

@@ -1,7 +1,8 @@
 """A lane's requests sorted for starting, outside the lane's lock: those cancelled before they
 started and redeliveries of attempts already taken here are skipped (each with the record
-that lets its offset be committed), the rest run. `sort_inline` sorts a poll that starts as
-one inline batch at once (decision 0163); `Skips` writes what a skipped request needs."""
+that lets its offset be committed), the rest run. `all_start_inline` says whether a poll can
+start as one inline batch at once and `sort_inline` sorts it (decision 0163); `Skips` writes
+what a skipped request needs."""
 
 from __future__ import annotations
 
@@ -16,10 +17,24 @@ from tickwheel.services.worker.control import CancelRegistry
 from tickwheel.services.worker.inline import InlineAttempt, JobKinds
 from tickwheel.services.worker.intake import Pending
 from tickwheel.services.worker.ledger import AttemptKey, LeaseLedger
+from tickwheel.services.worker.tenants import TenantQueue
 
 log = logging.getLogger("tickwheel.worker")
 
 Skipped = tuple[str, Pending, AttemptKey]  # ("cancelled" | "duplicate", the request, its key)
+
+
+def all_start_inline(accepted: list[Pending], kinds: JobKinds, queue: TenantQueue[Pending]) -> bool:
+    """Whether every one of `accepted` is an inline type whose tenant is below its cap: with
+    nothing waiting and a slot free (the caller's to check, under the lane's lock), the
+    lane's dispatch would then start them all in one inline batch (decision 0163)."""
+    kind_of = kinds.of
+    if not all(kind_of(name)[1] for name in {item.request["job_type"] for item in accepted}):
+        return False
+    if queue.any_running():  # slot attempts hold tenant shares: each tenant below its cap?
+        running, cap = queue.running, queue.cap
+        return all(running(tenant) < cap for tenant in {i.request["tenant_id"] for i in accepted})
+    return True
 
 
 def sort_inline(
