@@ -23,9 +23,16 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench._common import (  # noqa: E402
+    Report,
+    bench_broker,
+    cpu_seconds,
+    percentile,
+    stop_process,
+    track,
+)
 from bench.bench_api import SPEC, append_report, line, start_api  # noqa: E402
-from bench.bench_api_writes import cpu_seconds, raw_limits, start_judge  # noqa: E402
+from bench.bench_api_writes import raw_limits, start_judge  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench._common import Report, bench_broker, percentile, stop_process  # noqa: E402
+from bench._common import Report, bench_broker, cpu_seconds, percentile, stop_process  # noqa: E402
 from bench.bench_api import (  # noqa: E402
     SPEC,
     WARM_UP,
@@ -52,12 +52,6 @@ READ_STAGES = (
     ("tickwheel.services.api.routes_jobs", "_module", "job_view"),
     ("tickwheel.services.api.keys", "KeyRing", "authenticate"),
 )
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def compare_reads(reads: int, concurrency: int, rounds: int) -> None:

@@ -22,10 +22,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import Report, bench_broker, stop_process  # noqa: E402
+from bench._common import (  # noqa: E402
+    Report,
+    bench_broker,
+    cpu_seconds,
+    stop_process,
+)
 from bench.bench_api import SPEC, append_report, line, start_api  # noqa: E402
 from bench.bench_api_creates import rdkafka_cpu_seconds  # noqa: E402
-from bench.bench_api_writes import cpu_seconds, start_judge  # noqa: E402
+from bench.bench_api_writes import start_judge  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402

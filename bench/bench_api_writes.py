@@ -35,17 +35,11 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench._common import Report, bench_broker, cpu_seconds, percentile, stop_process, track  # noqa: E402
 from bench.bench_api import SPEC, append_report, line, start_api, timed  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sampled_api(port: int, log: Path, out: Path) -> subprocess.Popen[bytes]:

@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench._common import Report, bench_broker, cpu_seconds, percentile, stop_process, track  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
@@ -103,12 +103,6 @@ def wait_restored(log: Path, partitions: int, timeout: float) -> float:
     raise TimeoutError(f"{log}: not every partition restored in {timeout}s")
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds the process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def rss_mb(pid: int) -> float:
     out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True)
     return int(out.stdout.strip() or 0) / 1024
@@ -136,9 +130,9 @@ def fold_throughput(bootstrap: str, instances: int, steps: int, logs: Path) -> d
     producer.flush()
     # Per instance: started, then per step scheduled + succeeded, then workflow_succeeded.
     expected = instances * (2 + 2 * steps)
-    cpu_before = cpu_s(orchestrator.pid)
+    cpu_before = cpu_seconds(orchestrator.pid)
     done = count(bootstrap, "workflows.events", expected, timeout=900)
-    cpu = cpu_s(orchestrator.pid) - cpu_before
+    cpu = cpu_seconds(orchestrator.pid) - cpu_before
     stop_process(orchestrator)
     elapsed = done - started
     return {"instances": instances, "steps": steps, "inputs": len(encoded), "seconds": elapsed,
