@@ -140,8 +140,9 @@ def test_pause_resume_delete_edit_and_trigger_while_running_and_across_a_restart
         timer = TimerProcess("timer-1", tmp_path / "t2.log", env)
         timer.start()
         time.sleep(8)
-        jobs.resume("paused")
-        resumed_at = int(time.time() * 1000)
+        # The resume's own instant (its `updatedAt`): a slot after it is owed again (decision
+        # 0159), even one the client's return from `resume` comes a few ms after.
+        resumed_at = int(jobs.resume("paused")["updatedAt"])
         assert wait_until(
             lambda: every_job_reached(kafka_bootstrap, ["paused"], resumed_at + 2000), 60
         )
