@@ -19,13 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.history_sink_fixtures import (
-    SinkProcess,
-    build_scenario,
-    documented_answers,
-    run_cli,
-    wait_caught_up,
-)
+from tests.integration.history_cli import run_cli
+from tests.integration.history_scenario import build_scenario, documented_answers
+from tests.integration.history_sink_running import SinkProcess, wait_caught_up
 from tickwheel.adapters.clickhouse import ChdbHistoryStore, HistorySettings
 from tickwheel.history import open_history_reader, read_owner
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.history_sink_fixtures import SinkProcess
+from tests.integration.history_sink_running import SinkProcess
 from tests.integration.test_workflow_history_run import (
     TIMEOUT_S,
     Recorded,

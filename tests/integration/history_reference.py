@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from tests.integration.history_sink_fixtures import EPOCH, MIN, Scenario
+from tests.integration.history_scenario import EPOCH, MIN, Scenario
 
 
 def _unique(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.history_sink_fixtures import sink_in_thread, wait_caught_up
+from tests.integration.history_sink_running import sink_in_thread, wait_caught_up
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.clickhouse import HistorySettings
 from tickwheel.adapters.kafka.producer import EventProducer

@@ -20,7 +20,7 @@ from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProduc
 from tickwheel.services.history.sink import HistorySink
 from tickwheel.topology import topic_name
 
-from .history_sink_fixtures import group_caught_up
+from .history_sink_running import group_caught_up
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -22,7 +22,8 @@ from tickwheel.history import execution_timeline, open_history_reader, run_query
 from tickwheel.services.history.settings import HistorySinkSettings
 
 from .history_reference import quantile_exact
-from .history_sink_fixtures import EPOCH, iso, sink_in_thread
+from .history_scenario import EPOCH, iso
+from .history_sink_running import sink_in_thread
 from .timer_harness import TimerProcess, emitted_requests, publish_jobs, timer_env, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(200)]

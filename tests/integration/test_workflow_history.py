@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.history_sink_fixtures import run_cli
+from tests.integration.history_cli import run_cli
 from tests.integration.test_workflow_history_run import (
     TIMEOUT_S,
     Recorded,

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.history_sink_fixtures import sink_in_thread
+from tests.integration.history_sink_running import sink_in_thread
 from tests.integration.timer_harness import wait_until
 from tests.integration.workflow_harness import (
     APPROVAL_KEYS,

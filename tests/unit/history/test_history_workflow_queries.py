@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.history_sink_fixtures import run_cli
+from tests.integration.history_cli import run_cli
 from tickwheel.history import WORKFLOW_QUERIES, analyst_queries
 from tickwheel.history._workflows import EARLIEST_MS, LATEST_MS, iso_ms
 
