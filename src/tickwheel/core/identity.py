@@ -28,6 +28,10 @@ def execution_name(job_id: str, version: int, scheduled_ms: int) -> str:
 _NAMESPACE_SHA1 = hashlib.sha1(EXECUTION_NAMESPACE.bytes, usedforsecurity=False)
 
 
+# The hex digit that starts the fourth group, by the digest's digit there (RFC 4122 variant).
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
 def execution_id(job_id: str, version: int, scheduled_ms: int) -> str:
     """The deterministic execution id (UUIDv5 string) of occurrence (job, version, slot).
 
@@ -36,8 +40,6 @@ def execution_id(job_id: str, version: int, scheduled_ms: int) -> str:
     """
     sha1 = _NAMESPACE_SHA1.copy()
     sha1.update(execution_name(job_id, version, scheduled_ms).encode())
-    raw = bytearray(sha1.digest()[:16])
-    raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
-    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    text = sha1.hexdigest()
+    # The version nibble is 5; the variant keeps the digit's two low bits under 0b10.
+    return f"{text[:8]}-{text[8:12]}-5{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:32]}"
