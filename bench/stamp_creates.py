@@ -98,9 +98,10 @@ def stamp_judge() -> None:
           None)  # fmt: skip
 
     def each(stage: str) -> Callable[..., None]:
-        def mark(_self: Any, _runtime: Any, batch: Any, *args: Any) -> None:
-            for job_id, _value in batch.definitions:
-                stamp(job_id, stage)
+        def mark(_self: Any, _producer: Any, _consumer: Any, batches: Any) -> None:
+            for _runtime, batch in batches:  # the poll's one transaction (decision 0178)
+                for job_id, _value in batch.definitions:
+                    stamp(job_id, stage)
 
         return mark
 

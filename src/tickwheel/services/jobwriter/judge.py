@@ -65,6 +65,21 @@ class Batch:
     def __bool__(self) -> bool:
         return bool(self.verdicts or self.dead_letters)
 
+    @classmethod
+    def merged(cls, batches: list[Batch]) -> Batch:
+        """What several partitions' batches hold together (one transaction's, for figures)."""
+        out = cls()
+        for batch in batches:
+            out.definitions += batch.definitions
+            out.verdicts += batch.verdicts
+            out.idempotency += batch.idempotency
+            out.dead_letters += batch.dead_letters
+            out.requested_at += batch.requested_at
+            out.commands += batch.commands
+            for outcome, count in batch.outcomes.items():
+                out.outcomes[outcome] = out.outcomes.get(outcome, 0) + count
+        return out
+
 
 def owner_of(record: JobDefinition) -> str:
     return record.get("tenantId") or DEFAULT_TENANT

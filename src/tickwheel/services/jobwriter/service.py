@@ -1,15 +1,16 @@
-"""The single writer of job definitions (docs/decisions/0099, 0126): a consumer group on
-`jobs.commands`; the owner of partition p judges p's commands in log order against its
-catalogue of p's definitions, and writes each poll's verdicts and accepted changes in one
-transaction per partition, with the commands' offsets.
+"""The single writer of job definitions (docs/decisions/0099, 0126, 0178): a consumer group
+on `jobs.commands`; the owner of partition p judges p's commands in log order against its
+catalogue of p's definitions, and writes each poll's verdicts and accepted changes, over every
+partition it judged, in one transaction with the commands' offsets (KIP-447: the offsets carry
+the consumer's group generation, so a judge the group has moved past commits nothing).
 
 Built as the orchestrator is (decision 0061): on assignment the partition is paused, the
-restore thread fences the previous owner (`<prefix>tickwheel-jobwriter-p<N>`) and reads the
+restore thread waits out any transaction of the previous owner still open on it and reads the
 partition of `jobs.definitions` (read_committed) into the catalogue; then the loop seeks to
-the group's committed offset and resumes. A transaction that fails drops the partition and
-restores it from Kafka, so no verdict ever outlives its effect, nor an effect its verdict.
-Where the partition was judged to is a checkpoint record on `jobwriter.state`, in the same
-transaction (decision 0129).
+the group's committed offset and resumes. A transaction that fails drops every partition it
+carried and restores them from Kafka, so no verdict ever outlives its effect, nor an effect
+its verdict. No transaction is open while the consumer polls (each poll's ends first), so a
+rebalance, which only happens inside a poll, never revokes a partition under one.
 
 A follower consumer (assigned by hand, read_committed) reads the owned partitions of
 `jobs.definitions` from where the restore ended and folds what direct producers wrote (records
@@ -24,27 +25,27 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from concurrent.futures import Future
 from typing import Any
 
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import BULK_READER_FETCH
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
-from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage
+from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage, TransactionalWriter
 from tickwheel.services.jobwriter.figures import JudgeFigures
 from tickwheel.services.jobwriter.judge import Batch
 from tickwheel.services.jobwriter.restore import (
+    TRANSACTION_TIMEOUT_MS,
     JobWriterTopics,
     PartitionRestorer,
     PartitionRuntime,
+    transactional_id,
 )
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.jobwriter.writer import BatchWriter
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
-from tickwheel.services.transactions import Written
 
 log = logging.getLogger("tickwheel.jobwriter")
 
@@ -85,21 +86,25 @@ class JobWriterService:
         self.follower: GroupConsumer[Any] = clients.consumer(
             f"{settings.group_id}-follower-{uuid.uuid4()}", **BULK_READER_FETCH
         )
-        self.restorer = PartitionRestorer(clients, self.topics, settings.command_ttl_ms)
+        self.clients = clients
+        self.restorer = PartitionRestorer(clients, self.topics, settings.command_ttl_ms,
+                                          settings.group_id)  # fmt: skip
         self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
             self.restorer.restore, name="jobwriter-restore"
         )
         self.writer = BatchWriter(self.topics)
+        # The judge's one transactional producer (made and initialised at start, again after
+        # a fence); its id is the instance's, so it fences only this instance's last run.
+        self.producer: TransactionalWriter[Any] | None = None
         self.judged: dict[str, int] = defaultdict(int)  # by outcome, since start
         self.figures = JudgeFigures()  # logged every 10 s while it judges
-        # The one transaction in flight per partition: what it carries and its outcome.
-        self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
 
     def now_ms(self) -> int:
         return int(self.clock.now() * 1000)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        self._producer()  # before any partition: the last run's open transaction aborted
         self.consumer.subscribe([self.topics.commands], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
         log.info("jobwriter started", extra={"action": "jobwriter_started",
@@ -122,7 +127,7 @@ class JobWriterService:
 
     def step(self, timeout_s: float = 0.0) -> None:
         """One poll: install finished restores, fold direct writes, judge the commands read,
-        hand each partition's batch to its transaction, retry failed restores."""
+        commit them in one transaction, retry failed restores."""
         # The first command ends the wait (`consume(n, t)` waits for n or t), the rest of
         # what is there joins it: a batch is what arrived while the last one committed.
         first = self.consumer.poll(timeout_s)
@@ -143,9 +148,9 @@ class JobWriterService:
 
     def close(self) -> None:
         self.restores.stop()
-        self.settle()
         self.partitions.clear()
-        self.writer.close()
+        with contextlib.suppress(RuntimeError, KafkaException):
+            self.restorer.close()
         with contextlib.suppress(RuntimeError, KafkaException):
             self.follower.close()
         with contextlib.suppress(RuntimeError, KafkaException):
@@ -159,7 +164,7 @@ class JobWriterService:
             self.restores.begin(tp.partition)
 
     def _on_revoke(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
-        self.settle({tp.partition for tp in partitions})  # their transactions end first
+        # Called inside a poll, so no transaction is open: the last one ended before it.
         for tp in partitions:
             self.restore_due.pop(tp.partition, None)
             self.restores.cancel(tp.partition)
@@ -186,9 +191,6 @@ class JobWriterService:
             partition = runtime.partition
             try:
                 tp = TopicPartition(self.topics.commands, partition)
-                if runtime.next_command < 0:  # no checkpoint yet: the group's offset, if any
-                    committed = self.consumer.committed([tp], timeout=10)[0].offset
-                    runtime.next_command = max(0, committed)
                 self.consumer.seek(TopicPartition(self.topics.commands, partition,
                                                   runtime.next_command))  # fmt: skip
                 self.follower.incremental_assign([TopicPartition(
@@ -241,8 +243,8 @@ class JobWriterService:
 
     def _judge(self, messages: list[KafkaMessage] | Any) -> None:
         """Judge the poll into each partition's batch in log order (the catalogue moves at
-        once, so later commands see earlier ones), then commit every partition's batch, side
-        by side, each in its own transaction."""
+        once, so later commands see earlier ones), then commit every partition's batch in the
+        poll's one transaction, and wait for it: what arrives meanwhile is the next batch."""
         now = self.now_ms()
         for msg in messages:
             runtime = self.partitions.get(msg.partition() or 0)
@@ -253,44 +255,39 @@ class JobWriterService:
                 continue  # fetched before the seek took effect
             runtime.judge.receive(record_of(msg), now)
             runtime.next_command = offset + 1
-        for partition, runtime in self.partitions.items():
-            if not runtime.judge.batch.commands:
-                continue
-            taken = runtime.judge.take()
-            future = self.writer.submit(runtime, taken, runtime.next_command, now)
-            self.in_flight[partition] = (runtime, taken, future)
-        # Wait for every partition's commit before the next poll. Overlapping the next poll
-        # with the commits (handing a partition its next batch as soon as its last settled)
-        # measured slower on this 2-core machine: more, smaller transactions, and the broker
-        # shares the cores (bench/reports/api-writes.md). What arrives meanwhile is the next
-        # poll's batch.
-        self._settle(wait=True)
+        batches = [(runtime, runtime.judge.take()) for runtime in self.partitions.values()
+                   if runtime.judge.batch.commands]  # fmt: skip
+        if batches:
+            self._write(batches)
 
-    def settle(self, partitions: set[int] | None = None) -> None:
-        """Wait for the transactions in flight (of `partitions`, or all)."""
-        self._settle(wait=True, partitions=partitions)
+    def _write(self, batches: list[tuple[PartitionRuntime, Batch]]) -> None:
+        """The poll's transaction; a failure drops every partition it carried (their
+        catalogues moved past what committed) and restores them from Kafka."""
+        written = self.writer.write(self._producer(), self.consumer, batches)
+        if written.outcome == "committed":
+            taken = Batch.merged([batch for _runtime, batch in batches])
+            for outcome, count in taken.outcomes.items():
+                self.judged[outcome] += count
+            self.figures.committed(taken, written.seconds, self.now_ms())
+            return
+        self.figures.failed_with(written.outcome)
+        if written.outcome == "fenced":
+            self.producer = None  # unusable: a new one is made (and fences) when next needed
+        for runtime, _batch in batches:
+            if self.partitions.get(runtime.partition) is runtime:
+                self._restore_failed(runtime.partition, RuntimeError(written.outcome),
+                                     FENCED_RECHECK_S if written.outcome == "fenced"
+                                     else RESTORE_RETRY_S)  # fmt: skip
 
-    def _settle(self, wait: bool, partitions: set[int] | None = None) -> None:
-        """Take the outcomes of finished transactions (all of them when `wait`); a partition
-        whose transaction failed is dropped with what it judged since, and restored."""
-        for partition, (runtime, taken, future) in list(self.in_flight.items()):
-            if partitions is not None and partition not in partitions:
-                continue
-            if not wait and not future.done():
-                continue
-            del self.in_flight[partition]
-            written = future.result()
-            if written.outcome == "committed":
-                for outcome, count in taken.outcomes.items():
-                    self.judged[outcome] += count
-                self.figures.committed(taken, written.seconds, self.now_ms())
-                continue
-            self.figures.failed_with(written.outcome)
-            if self.partitions.get(partition) is not runtime:
-                continue  # revoked meanwhile
-            self._restore_failed(partition, RuntimeError(written.outcome),
-                                 FENCED_RECHECK_S if written.outcome == "fenced"
-                                 else RESTORE_RETRY_S)  # fmt: skip
+    def _producer(self) -> TransactionalWriter[Any]:
+        if self.producer is None:
+            producer = self.clients.transactional(
+                transactional_id(self.settings.instance),
+                **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS},
+            )
+            producer.init()  # fences this instance's earlier producer, aborts its transaction
+            self.producer = producer
+        return self.producer
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,27 +1,23 @@
-"""One partition's transaction: the batch's definitions and tombstones, verdicts, idempotency
-records and dead letters, and the partition's checkpoint (the next command to judge, on
-`jobwriter.state`), committed together (decisions 0126, 0129). The checkpoint is a record,
-as the orchestrator's is, not the group's offsets: `send_offsets` costs two round trips to
-the group coordinator per transaction, and fencing is the transactional id's already.
+"""A poll's one transaction over every partition it judged (decision 0178): each partition's
+definitions and tombstones, verdicts, idempotency records and dead letters, and the commands'
+next offsets committed to the group with them (`send_offsets`, KIP-447), together.
 
-The partitions of one poll commit side by side on a small pool (each has its own producer),
-so a poll waits for the slowest commit rather than their sum."""
+The offsets carry the consumer's group generation: once the group has given a partition to
+another judge, this judge's `send_offsets` is refused (the transaction must abort), so a judge
+that lost its partitions, even one that does not know it yet, commits nothing more. One
+transaction per poll instead of one per partition per poll: the commit markers, the
+transaction-state writes and the transaction requests are paid once per poll."""
 
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
-from tickwheel.adapters.avro import encode
-from tickwheel.adapters.kafka.client import KafkaException
-from tickwheel.records import JobWriterCheckpoint
+from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
+from tickwheel.ports.kafka import GroupConsumer, TransactionalWriter
 from tickwheel.services.jobwriter.judge import WRITER_HEADER, WRITER_VALUE, Batch
-from tickwheel.services.jobwriter.restore import (
-    JobWriterTopics,
-    PartitionRuntime,
-    checkpoint_key,
-)
+from tickwheel.services.jobwriter.restore import JobWriterTopics, PartitionRuntime
 from tickwheel.services.transactions import Written, ended_in_failure
 
 log = logging.getLogger("tickwheel.jobwriter")
@@ -29,40 +25,39 @@ MARK = [(WRITER_HEADER, WRITER_VALUE)]
 
 
 class BatchWriter:
-    def __init__(self, topics: JobWriterTopics, workers: int = 6) -> None:
+    def __init__(self, topics: JobWriterTopics) -> None:
         self.topics = topics
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jobwriter-tx")
-
-    def submit(
-        self, runtime: PartitionRuntime, batch: Batch, next_command: int, at_ms: int
-    ) -> Future[Written]:
-        return self._pool.submit(self.write, runtime, batch, next_command, at_ms)
 
     def write(
-        self, runtime: PartitionRuntime, batch: Batch, next_command: int, at_ms: int
+        self,
+        producer: TransactionalWriter[Any],
+        consumer: GroupConsumer[Any],
+        batches: list[tuple[PartitionRuntime, Batch]],
     ) -> Written:
-        producer, partition, topics = runtime.producer, runtime.partition, self.topics
+        """One transaction: every batch's records, then each partition's next command as the
+        group's offset (`runtime.next_command`), then the commit."""
+        topics = self.topics
         started = time.monotonic()
         try:
             producer.begin()
-            for job_id, value in batch.definitions:
-                # Same key, so the same partition p as the command (co-partitioned topics).
-                producer.send(topics.definitions, job_id, value, headers=MARK)
-            for command_id, verdict in batch.verdicts:
-                producer.send(topics.verdicts, command_id, verdict)
-            for slot, record in batch.idempotency:
-                producer.send(topics.idempotency, slot, record)
-            for key, letter in batch.dead_letters:
-                producer.send(topics.dlq, key, letter)
-            checkpoint: JobWriterCheckpoint = {"partition": partition,
-                                               "next_command": next_command,
-                                               "updated_at": at_ms}  # fmt: skip
-            producer.send(topics.state, checkpoint_key(partition),
-                          encode("JobWriterCheckpoint", checkpoint), partition=partition)  # fmt: skip
+            for _runtime, batch in batches:
+                for job_id, value in batch.definitions:
+                    # Same key, so the same partition p as the command (co-partitioned).
+                    producer.send(topics.definitions, job_id, value, headers=MARK)
+                for command_id, verdict in batch.verdicts:
+                    producer.send(topics.verdicts, command_id, verdict)
+                for slot, record in batch.idempotency:
+                    producer.send(topics.idempotency, slot, record)
+                for key, letter in batch.dead_letters:
+                    producer.send(topics.dlq, key, letter)
+            offsets = [TopicPartition(topics.commands, runtime.partition, runtime.next_command)
+                       for runtime, _batch in batches]  # fmt: skip
+            # Refused once the group's generation moved past this consumer's (KIP-447).
+            producer.send_offsets(consumer, offsets)
             producer.commit()
         except KafkaException as exc:
-            return ended_in_failure(producer, exc, partition, started, log)
+            partitions = [runtime.partition for runtime, _batch in batches]
+            log.warning("the poll's transaction ended in failure", extra={
+                "action": "poll_transaction_failed", "partitions": partitions})  # fmt: skip
+            return ended_in_failure(producer, exc, partitions[0], started, log)
         return Written("committed", time.monotonic() - started)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)

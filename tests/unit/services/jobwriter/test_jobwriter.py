@@ -37,7 +37,6 @@ class Cluster:
         # Bounded: the restore runs on its own thread; the fake answers at once.
         for _ in range(2000):
             service.step()
-            service.settle()
             if len(service.partitions) == 6:
                 return service
             threading.Event().wait(0.005)
@@ -78,7 +77,6 @@ class Cluster:
     def settle(self, service: JobWriterService, wanted: int) -> dict[str, dict[str, Any]]:
         for _ in range(50):
             service.step()
-            service.settle()
             verdicts = self.verdicts()
             if len(verdicts) >= wanted:
                 return verdicts
@@ -159,7 +157,7 @@ def test_a_new_owner_restores_and_judges_each_command_once() -> None:
     cluster.send("create", "r", cluster.definition("r"))
     cluster.settle(first, 1)
     first.close()
-    second = cluster.judge("judge-2")  # fences judge-1's producers, reads the catalogue
+    second = cluster.judge("judge-2")  # reads the catalogue, resumes at the group's offset
     conflict = cluster.send("create", "r", cluster.definition("r"))
     update = cluster.send("update", "r", cluster.definition("r", version=2), 1)
     verdicts = cluster.settle(second, 3)  # asserts one verdict per command
@@ -205,3 +203,23 @@ def test_an_unreadable_command_is_dead_lettered_and_an_expired_one_refused() -> 
     assert decode(letters[0].value or b"", "DeadLetter")[1]["source_topic"] == topic_name(
         "jobs.commands"
     )
+
+
+def test_a_judge_the_group_moved_past_commits_nothing_it_judged_after_the_handover() -> None:
+    """KIP-447 (decision 0178): one producer per judge, so no new owner fences the old one's
+    transactional id; the old one's offsets carry its group generation, and once its session
+    expired and the partitions went to another judge, its transaction is refused whole."""
+    cluster = Cluster()
+    zombie = cluster.judge("judge-1")
+    late = cluster.send("create", "late", cluster.definition("late"))
+    fetched = list(zombie.consumer.consume(10, 0))  # read, not yet judged: then it stalls
+    assert [m.key() for m in fetched] == [b"late"]
+    member = zombie.consumer.consumer_group_metadata().member_id  # type: ignore[attr-defined]
+    cluster.broker.expire_member("jw", member)  # its session timed out while it stalled
+    heir = cluster.judge("judge-2")
+    zombie._judge(fetched)  # wakes, not yet knowing, and writes what it judged
+    assert zombie.figures.failed["failed"] == 1 and zombie.figures.transactions == 0
+    assert cluster.verdicts() == {} and cluster.definitions("late") == []
+    verdicts = cluster.settle(heir, 1)  # the heir judges the command: once
+    assert verdicts[late]["outcome"] == "created"
+    assert [d["version"] for d in cluster.definitions("late") if d] == [1]

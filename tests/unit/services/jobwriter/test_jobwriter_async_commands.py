@@ -109,7 +109,6 @@ def test_a_late_verdict_is_pending_for_a_coroutine_too() -> None:
         assert writer.status(late.value.command_id) == "pending"
         for _ in range(500):  # bounded: the judge answers, the follower reads it
             service.step()
-            service.settle()
             if isinstance(writer.status(late.value.command_id), Verdict):
                 break
             threading.Event().wait(0.01)

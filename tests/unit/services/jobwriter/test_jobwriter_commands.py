@@ -25,7 +25,6 @@ def drive(cluster: Cluster, stop: threading.Event) -> threading.Thread:
             if stop.is_set():
                 break
             service.step()
-            service.settle()
             stop.wait(0.001)
         service.close()
 
@@ -78,7 +77,6 @@ def test_a_late_verdict_raises_pending_and_is_recorded_when_it_comes() -> None:
         assert writer.status(command_id) == "pending"
         for _ in range(500):  # bounded: the judge answers, the writer's follower reads it
             service.step()
-            service.settle()
             if isinstance(writer.status(command_id), Verdict):
                 break
             threading.Event().wait(0.01)
