@@ -4,8 +4,8 @@ default; loopback unless TICKWHEEL_METRICS_ADDR says otherwise): what `figures.p
 
 - `tickwheel_jobwriter_commands{outcome}`: commands judged and committed, by verdict
   (created, updated, deleted, exists, not_found, version_conflict, invalid);
-- `tickwheel_jobwriter_transactions{outcome}`: partition transactions, committed or how they
-  failed (fenced, failed, ...);
+- `tickwheel_jobwriter_transactions{outcome}`: transactions (one per poll that judged
+  anything, over all its partitions: decision 0178), committed or how they failed;
 - `tickwheel_jobwriter_transaction_seconds`: one committed transaction, begin to commit;
 - `tickwheel_jobwriter_verdict_latency_seconds`: a command's `requested_at` (its writer's
   clock) to its transaction's commit;
@@ -28,11 +28,11 @@ class JudgeMetrics:
                                 "Commands judged and committed, by verdict outcome.",
                                 ["outcome"], registry=self.registry)  # fmt: skip
         self.transactions = Counter("tickwheel_jobwriter_transactions",
-                                    "Partition transactions, committed or how they failed.",
+                                    "Transactions (one per poll), committed or how they failed.",
                                     ["outcome"], registry=self.registry)  # fmt: skip
         self.transaction_seconds = Histogram(
             "tickwheel_jobwriter_transaction_seconds",
-            "One committed partition transaction, from begin to the end of commit.",
+            "One committed transaction, from begin to the end of commit.",
             buckets=SECONDS_BUCKETS, registry=self.registry)  # fmt: skip
         self.verdict_latency = Histogram(
             "tickwheel_jobwriter_verdict_latency_seconds",

@@ -271,8 +271,10 @@ class JobWriterService:
             self.figures.committed(taken, written.seconds, self.now_ms())
             return
         self.figures.failed_with(written.outcome)
-        if written.outcome == "fenced":
-            self.producer = None  # unusable: a new one is made (and fences) when next needed
+        # A fenced producer is unusable; a failed one may be too (its abort can meet the fence
+        # of a transaction the broker timed out). A new one is made when next needed: its
+        # init costs one round trip, and fences only this instance's own earlier producer.
+        self.producer = None
         for runtime, _batch in batches:
             if self.partitions.get(runtime.partition) is runtime:
                 self._restore_failed(runtime.partition, RuntimeError(written.outcome),
