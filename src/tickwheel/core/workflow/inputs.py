@@ -38,35 +38,41 @@ class Start:
     input: Any = None
 
 
+# Three families share their fields through a private base, so that what differs between
+# the members is only their `kind` (and a field or two): each member stays its own type, the
+# one the fold dispatches on, and the field order (positional construction, `asdict`'s JSON)
+# is the base's fields, then the member's.
+
+
 @dataclass(frozen=True, slots=True)
-class StepSucceeded:
-    kind: ClassVar[str] = "step_succeeded"
+class _StepOutcome:
+    """The timer's verdict on one attempt of a step's execution (or of its compensation's)."""
+
     at_ms: int
     step: str
     attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepSucceeded(_StepOutcome):
+    kind: ClassVar[str] = "step_succeeded"
     output: Any = None
     compensation: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class StepFailed:
+class StepFailed(_StepOutcome):
     kind: ClassVar[str] = "step_failed"
-    at_ms: int
-    step: str
-    attempt: int
     error: str = ""
     permanent: bool = False
     compensation: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class StepCancelled:
+class StepCancelled(_StepOutcome):
     """The timer's verdict on an execution the fold asked it to cancel."""
 
     kind: ClassVar[str] = "step_cancelled"
-    at_ms: int
-    step: str
-    attempt: int
     compensation: bool = False
 
 
@@ -78,8 +84,9 @@ class TimerFired:
 
 
 @dataclass(frozen=True, slots=True)
-class Approve:
-    kind: ClassVar[str] = "approve"
+class _ApprovalDecision:
+    """An assignee's decision on round `round` of an approval step."""
+
     at_ms: int
     step: str
     round: int
@@ -88,13 +95,13 @@ class Approve:
 
 
 @dataclass(frozen=True, slots=True)
-class Reject:
+class Approve(_ApprovalDecision):
+    kind: ClassVar[str] = "approve"
+
+
+@dataclass(frozen=True, slots=True)
+class Reject(_ApprovalDecision):
     kind: ClassVar[str] = "reject"
-    at_ms: int
-    step: str
-    round: int
-    actor: str
-    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,28 +129,28 @@ class Cancel:
 
 
 @dataclass(frozen=True, slots=True)
-class RetryStep:
-    kind: ClassVar[str] = "retry_step"
+class _StepRepair:
+    """An operator's repair of one step (`core.workflow.repair`)."""
+
     at_ms: int
     step: str
     actor: str
 
 
 @dataclass(frozen=True, slots=True)
-class CompleteStep:
+class RetryStep(_StepRepair):
+    kind: ClassVar[str] = "retry_step"
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteStep(_StepRepair):
     kind: ClassVar[str] = "complete_step"
-    at_ms: int
-    step: str
-    actor: str
     output: Any = None
 
 
 @dataclass(frozen=True, slots=True)
-class SkipStep:
+class SkipStep(_StepRepair):
     kind: ClassVar[str] = "skip_step"
-    at_ms: int
-    step: str
-    actor: str
 
 
 Input = (
