@@ -9,38 +9,26 @@ from __future__ import annotations
 import json
 import signal
 import time
-import uuid
-from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.timer_harness import (
-    ServiceProcess,
-    execution_events,
-    publish_jobs,
-    timer_env,
-    wait_until,
-)
+from tests.chaos.execution_timeline import accepted_outcomes, execution_timeline
+from tests.chaos.worker_chaos_harness import LEASE_S, chaos_env
+from tests.integration.timer_harness import ServiceProcess, publish_jobs, wait_until
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
-LEASE_S = 3
-
 
 def _env(bootstrap: str, prefix: str) -> dict[str, str]:
-    return timer_env(
-        bootstrap,
-        prefix,
-        TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}",
-        TICKWHEEL_LEASE_SECONDS=str(LEASE_S),
-        TICKWHEEL_HEARTBEAT_SECONDS="1",
-        TICKWHEEL_RETRY_BASE_MS="500",
-        TICKWHEEL_RETRY_CAP_MS="4000",
+    return chaos_env(
+        bootstrap, prefix, TICKWHEEL_RETRY_BASE_MS="500", TICKWHEEL_RETRY_CAP_MS="4000"
     )
 
 
@@ -48,18 +36,16 @@ def _worker(name: str, tmp: Path, env: dict[str, str], *args: str) -> ServicePro
     return ServiceProcess(name, tmp / f"{name}.log", env, "worker", ("--concurrency", "4", *args))
 
 
-def _timeline(bootstrap: str) -> dict[str, list[dict[str, Any]]]:
-    by_execution: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for event in execution_events(bootstrap):
-        by_execution[event["execution_id"]].append(event)
-    return by_execution
+def _events_of(bootstrap: str, job_id: str) -> list[dict[str, Any]]:
+    """The recorded events of one-off `job_id`'s execution (none yet: empty)."""
+    return execution_timeline(bootstrap).get(_exec_id(job_id), [])
 
 
 def _has_event(bootstrap: str, job_id: str, kind: str, attempt: int | None = None) -> bool:
     """True once the execution of one-off `job_id` has an event of `kind` (of `attempt`)."""
     return any(
         e["event_type"] == kind and (attempt is None or e["attempt"] == attempt)
-        for e in _timeline(bootstrap).get(_exec_id(bootstrap, job_id), [])
+        for e in _events_of(bootstrap, job_id)
     )
 
 
@@ -68,21 +54,8 @@ def _outcome_fenced(bootstrap: str, job_id: str) -> bool:
     return any(
         e["event_type"] == "fenced"
         and json.loads(e["details"])["fenced_event_type"] in ("succeeded", "failed", "cancelled")
-        for e in _timeline(bootstrap).get(_exec_id(bootstrap, job_id), [])
+        for e in _events_of(bootstrap, job_id)
     )
-
-
-def _accepted_outcomes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Terminal outcomes that were not fenced by the owner."""
-    fenced = {
-        e["details"] and json.loads(e["details"])["fenced_event_id"]
-        for e in events
-        if e["event_type"] == "fenced"
-    }
-    return [
-        e for e in events
-        if e["event_type"] in ("succeeded", "cancelled") and e["event_id"] not in fenced
-    ]  # fmt: skip
 
 
 def _one_off(job_id: str, job_type: str, payload: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -95,69 +68,61 @@ def _one_off(job_id: str, job_type: str, payload: dict[str, Any], **extra: Any) 
     }
 
 
+@contextmanager
+def _leased(
+    bootstrap: str, prefix: str, tmp_path: Path, job_id: str, seconds: float, names: tuple[str, str]
+) -> Iterator[tuple[ServiceProcess, ServiceProcess]]:
+    """A timer and the first worker of `names` running, the one-off job `job_id` (sleeping
+    `seconds`) published and leased by it; yields that worker and the second one, not yet
+    started. All three are stopped on the way out."""
+    env = _env(bootstrap, prefix)
+    timer = ServiceProcess("timer", tmp_path / "timer.log", env)
+    holder, spare = (_worker(name, tmp_path, env) for name in names)
+    timer.start()
+    holder.start()
+    try:
+        spec = _one_off(job_id, "sleep", {"seconds": seconds})
+        publish_jobs(bootstrap, [spec], int(time.time() * 1000))
+        assert wait_until(lambda: _has_event(bootstrap, job_id, "leased"), 60)
+        yield holder, spare
+    finally:
+        timer.stop()
+        holder.stop()
+        spare.stop()
+
+
 def test_a_killed_worker_is_replaced_within_the_lease_by_attempt_two(
     kafka_bootstrap: str, applied_topology: str, tmp_path: Path
 ) -> None:
-    env = _env(kafka_bootstrap, applied_topology)
-    timer = ServiceProcess("timer", tmp_path / "timer.log", env)
-    doomed = _worker("doomed", tmp_path, env)
-    timer.start()
-    doomed.start()
-    rescuer = _worker("rescuer", tmp_path, env)
-    try:
-        publish_jobs(
-            kafka_bootstrap, [_one_off("slow", "sleep", {"seconds": 4})], int(time.time() * 1000)
-        )
-        assert wait_until(lambda: _has_event(kafka_bootstrap, "slow", "leased"), 60)
+    leased = _leased(kafka_bootstrap, applied_topology, tmp_path, "slow", 4, ("doomed", "rescuer"))
+    with leased as (doomed, rescuer):
         doomed.kill()
         killed_at = time.time()
         rescuer.start()
-        assert wait_until(
-            lambda: _accepted_outcomes(
-                _timeline(kafka_bootstrap)[_exec_id(kafka_bootstrap, "slow")]
-            ),
-            60,
-        )
-    finally:
-        timer.stop()
-        rescuer.stop()
-    events = _timeline(kafka_bootstrap)[_exec_id(kafka_bootstrap, "slow")]
+        assert wait_until(lambda: accepted_outcomes(_events_of(kafka_bootstrap, "slow")), 60)
+    events = _events_of(kafka_bootstrap, "slow")
     leases = [e for e in events if e["event_type"] == "leased"]
     assert [(e["attempt"], e["worker_id"].startswith("doomed")) for e in leases[:1]] == [(1, True)]
     second = [e for e in leases if e["attempt"] == 2]
     assert second and not second[0]["worker_id"].startswith("doomed")
     assert second[0]["event_time"] / 1000 - killed_at < LEASE_S + 2 + 10  # lease + grace + slack
-    [outcome] = _accepted_outcomes(events)
+    [outcome] = accepted_outcomes(events)
     assert (outcome["event_type"], outcome["attempt"]) == ("succeeded", 2)
 
 
 def test_a_stalled_workers_late_outcome_is_fenced_and_one_outcome_is_accepted(
     kafka_bootstrap: str, applied_topology: str, tmp_path: Path
 ) -> None:
-    env = _env(kafka_bootstrap, applied_topology)
-    timer = ServiceProcess("timer", tmp_path / "timer.log", env)
-    stalled = _worker("stalled", tmp_path, env)
-    timer.start()
-    stalled.start()
-    other = _worker("other", tmp_path, env)
-    try:
-        publish_jobs(
-            kafka_bootstrap, [_one_off("stall", "sleep", {"seconds": 2})], int(time.time() * 1000)
-        )
-        assert wait_until(lambda: _has_event(kafka_bootstrap, "stall", "leased"), 60)
+    leased = _leased(kafka_bootstrap, applied_topology, tmp_path, "stall", 2, ("stalled", "other"))
+    with leased as (stalled, other):
         stalled.signal(signal.SIGSTOP)
         other.start()
-        execution = _exec_id(kafka_bootstrap, "stall")
         assert wait_until(lambda: _has_event(kafka_bootstrap, "stall", "succeeded", 2), 60)
         stalled.signal(signal.SIGCONT)
         # Its heartbeats are fenced first; wait for its late outcome's fence.
         assert wait_until(lambda: _outcome_fenced(kafka_bootstrap, "stall"), 30)
-    finally:
-        timer.stop()
-        stalled.stop()
-        other.stop()
-    events = _timeline(kafka_bootstrap)[execution]
-    [accepted] = _accepted_outcomes(events)
+    events = _events_of(kafka_bootstrap, "stall")
+    [accepted] = accepted_outcomes(events)
     assert accepted["attempt"] == 2
     fenced = [e for e in events if e["event_type"] == "fenced"]
     assert all(e["attempt"] == 1 for e in fenced)
@@ -184,7 +149,7 @@ def test_retries_jitter_survive_a_timer_restart_and_hopeless_jobs_are_dead_lette
         assert wait_until(
             lambda: any(
                 e["event_type"] == "retry_scheduled"
-                for es in _timeline(kafka_bootstrap).values()
+                for es in execution_timeline(kafka_bootstrap).values()
                 for e in es
             ),
             60,
@@ -193,24 +158,26 @@ def test_retries_jitter_survive_a_timer_restart_and_hopeless_jobs_are_dead_lette
         time.sleep(1)
         timer = ServiceProcess("timer", tmp_path / "timer2.log", env)
         timer.start()
-        ids = [_exec_id(kafka_bootstrap, s["jobId"]) for s in specs]
-        assert wait_until(
-            lambda: all(
-                _accepted_outcomes(_timeline(kafka_bootstrap)[i])
-                or any(e["event_type"] == "dead_lettered" for e in _timeline(kafka_bootstrap)[i])
+        ids = [_exec_id(s["jobId"]) for s in specs]
+
+        def all_settled() -> bool:
+            # One read of the topic a look (not one an execution): each read is the whole topic.
+            timeline = execution_timeline(kafka_bootstrap)
+            return all(
+                accepted_outcomes(timeline[i])
+                or any(e["event_type"] == "dead_lettered" for e in timeline[i])
                 for i in ids
-            ),
-            90,
-            interval=1,
-        )
+            )
+
+        assert wait_until(all_settled, 90, interval=1)
     finally:
         timer.stop()
         worker.stop()
-    timeline = _timeline(kafka_bootstrap)
+    timeline = execution_timeline(kafka_bootstrap)
     delays = []
     for spec in specs[:12]:
-        events = timeline[_exec_id(kafka_bootstrap, spec["jobId"])]
-        [outcome] = _accepted_outcomes(events)
+        events = timeline[_exec_id(spec["jobId"])]
+        [outcome] = accepted_outcomes(events)
         assert (outcome["event_type"], outcome["attempt"]) == ("succeeded", 3)
         for e in events:
             if e["event_type"] == "retry_scheduled":
@@ -227,13 +194,13 @@ def test_retries_jitter_survive_a_timer_restart_and_hopeless_jobs_are_dead_lette
         and letters["exhausted"]["attempt"] == 2
     )
     assert letters["exhausted"]["error"]
-    long_events = timeline[_exec_id(kafka_bootstrap, "long")]
+    long_events = timeline[_exec_id("long")]
     assert {e["attempt"] for e in long_events if e["event_type"] == "leased"} == {1}
     assert sum(1 for e in long_events if e["event_type"] == "heartbeat") >= 3
-    assert [e["event_type"] for e in _accepted_outcomes(long_events)] == ["succeeded"]
+    assert [e["event_type"] for e in accepted_outcomes(long_events)] == ["succeeded"]
 
 
-def _exec_id(bootstrap: str, job_id: str) -> str:
+def _exec_id(job_id: str) -> str:
     from tickwheel.core.identity import execution_id
 
     return execution_id(job_id, 1, 1577836800000)  # runAt 2020-01-01T00:00:00Z, version 1

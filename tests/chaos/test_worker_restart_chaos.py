@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import socket
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.chaos.test_worker_chaos import _accepted, _timeline
-from tests.integration.timer_harness import ServiceProcess, publish_jobs, timer_env, wait_until
+from tests.chaos.execution_timeline import (
+    accepted_outcomes,
+    all_finished,
+    execution_timeline,
+    finished_by,
+    in_flight,
+    not_accepted_once,
+    of_incarnation,
+)
+from tests.chaos.worker_chaos_harness import HOLDERS, chaos_env, holding_worker
+from tests.integration.timer_harness import ServiceProcess, publish_jobs, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(300)]
 
-LEASE_S = 3
-HOLDERS = 300  # each holds a slot on the incarnation that leased it, until it dies
 NOOPS = 3000  # one-off, coming due over NOOP_SPREAD_S seconds: inline batches at every kill
 NOOP_SPREAD_S = 60
 KILLS = 2
@@ -40,19 +45,6 @@ def _worker_id(worker: ServiceProcess) -> str:
     return f"{worker.name}@{socket.gethostname()}:{worker.process.pid}"
 
 
-def _in_flight(timeline: dict[str, list[dict[str, Any]]], worker_id: str) -> set[str]:
-    """Executions the incarnation `worker_id` leased and reported no outcome for."""
-    return {
-        execution
-        for execution, events in timeline.items()
-        if any(e["event_type"] == "leased" and e["worker_id"] == worker_id for e in events)
-        and not any(
-            e["event_type"] in ("succeeded", "failed", "cancelled") and e["worker_id"] == worker_id
-            for e in events
-        )
-    }
-
-
 def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -60,23 +52,14 @@ def _iso(epoch_s: float) -> str:
 def test_a_worker_restarted_after_each_sigkill_mid_batch_loses_nothing_and_accepts_nothing_twice(
     kafka_bootstrap: str, applied_topology: str, tmp_path: Path
 ) -> None:
-    env = timer_env(
-        kafka_bootstrap,
-        applied_topology,
-        TICKWHEEL_TIMER_GROUP=f"g-{uuid.uuid4()}",
-        TICKWHEEL_LEASE_SECONDS=str(LEASE_S),
-        TICKWHEEL_HEARTBEAT_SECONDS="1",
-    )
-    args = ("--concurrency", f"normal={HOLDERS}", "--priority", "normal",
-            "--module", "tests.integration.worker_chaos_handlers")  # fmt: skip
+    env = chaos_env(kafka_bootstrap, applied_topology)
     timer = ServiceProcess("timer", tmp_path / "timer.log", env)
     incarnations: list[ServiceProcess] = []
 
     def start_worker(hold_s: int) -> ServiceProcess:
-        worker = ServiceProcess(
-            "restarted", tmp_path / f"worker-{len(incarnations)}.log",
-            {**env, "TICKWHEEL_TEST_HOLD_S": str(hold_s)}, "worker", args,
-        )  # fmt: skip
+        worker = holding_worker(
+            "restarted", tmp_path / f"worker-{len(incarnations)}.log", env, hold_s
+        )
         worker.start()
         incarnations.append(worker)
         return worker
@@ -91,7 +74,7 @@ def test_a_worker_restarted_after_each_sigkill_mid_batch_loses_nothing_and_accep
         {"jobId": f"noop-{i}", "type": "noop", "runAt": _iso(now + 2 + i % NOOP_SPREAD_S)}
         for i in range(NOOPS)
     ]  # fmt: skip
-    killed: list[tuple[str, set[str]]] = []  # (incarnation, what was in flight at its kill)
+    killed: list[tuple[str, set[str]]] = []  # (incarnation, what it held in flight at its kill)
     timer.start()
     worker = start_worker(600)
     try:
@@ -102,7 +85,7 @@ def test_a_worker_restarted_after_each_sigkill_mid_batch_loses_nothing_and_accep
 
             def hundreds_in_flight(worker_id: str = worker_id) -> bool:
                 nonlocal at_kill
-                at_kill = _in_flight(_timeline(kafka_bootstrap), worker_id)
+                at_kill = in_flight(execution_timeline(kafka_bootstrap), of_incarnation(worker_id))
                 return len(at_kill) >= IN_FLIGHT_AT_KILL
 
             assert wait_until(hundreds_in_flight, 90, interval=0.2), (
@@ -112,44 +95,32 @@ def test_a_worker_restarted_after_each_sigkill_mid_batch_loses_nothing_and_accep
             # What it leased since the last look is in flight too; an execution whose
             # outcome it did record before dying is not (kept from the first look: a slow
             # read may come after the timer expired the lease and wrote `failed`).
-            after = _timeline(kafka_bootstrap)
-            finished_there = {
-                execution for execution, events in after.items()
-                if any(e["worker_id"] == worker_id for e in _accepted(events))
-            }  # fmt: skip
-            killed.append((worker_id, (at_kill | _in_flight(after, worker_id)) - finished_there))
+            after = execution_timeline(kafka_bootstrap)
+            unfinished = at_kill | in_flight(after, of_incarnation(worker_id))
+            killed.append((worker_id, unfinished - finished_by(after, of_incarnation(worker_id))))
             worker = start_worker(600 if kill + 1 < KILLS else 0)
 
-        def all_finished() -> bool:
-            timeline = _timeline(kafka_bootstrap)
-            return len(timeline) >= len(specs) and all(
-                _accepted(events) for events in timeline.values()
-            )
-
-        assert wait_until(all_finished, 150, interval=1), "not every execution finished"
+        assert wait_until(lambda: all_finished(kafka_bootstrap, len(specs)), 150, interval=1), (
+            "not every execution finished"
+        )
     finally:
         timer.stop()
         for incarnation in incarnations:
             incarnation.stop()
 
-    timeline = _timeline(kafka_bootstrap)
+    timeline = execution_timeline(kafka_bootstrap)
     assert len(timeline) == len(specs), "one execution per one-off job, none lost"
-    twice = {
-        execution: [(e["event_type"], e["attempt"], e["worker_id"]) for e in accepted]
-        for execution, events in timeline.items()
-        if len(accepted := _accepted(events)) != 1
-    }
-    assert twice == {}, "every execution has exactly one accepted outcome"
+    assert not_accepted_once(timeline) == {}, "every execution has exactly one accepted outcome"
     ids = [_worker_id(incarnation) for incarnation in incarnations]
-    for kill, (dead, in_flight) in enumerate(killed):
-        assert dead == ids[kill] and len(in_flight) >= IN_FLIGHT_AT_KILL // 2, (
+    for kill, (dead, held) in enumerate(killed):
+        assert dead == ids[kill] and len(held) >= IN_FLIGHT_AT_KILL // 2, (
             kill,
-            len(in_flight),
+            len(held),
         )
         later = set(ids[kill + 1 :])
-        for execution in in_flight:
+        for execution in held:
             events = timeline[execution]
-            [outcome] = _accepted(events)
+            [outcome] = accepted_outcomes(events)
             # The dead incarnation's attempt cannot end: a later one leases it again and
             # finishes it.
             assert outcome["event_type"] == "succeeded" and outcome["worker_id"] in later, (
@@ -163,7 +134,7 @@ def test_a_worker_restarted_after_each_sigkill_mid_batch_loses_nothing_and_accep
         worker_id: sum(
             1 for events in timeline.values()
             if any(e["worker_id"] == worker_id and e["job_id"].startswith("noop-")
-                   for e in _accepted(events))
+                   for e in accepted_outcomes(events))
         )
         for worker_id, _ in killed
     }  # fmt: skip
