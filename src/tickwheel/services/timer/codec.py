@@ -18,6 +18,7 @@ it as before (decision 0116).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
@@ -157,11 +158,26 @@ def _remember(memo: dict[Any, bytes], key: Any, value: bytes) -> bytes:
     return value
 
 
+# The two runs of a request's fields, read in one C call each; a request without one of them
+# (a caller's, leaving a field to its default) raises KeyError: the generic encoder writes it.
+_SLOT_FIELDS = operator.itemgetter(
+    "job_version", "job_type", "tenant_id", "priority", "attempt", "scheduled_time",
+    "fire_time", "period_start", "period_end", "payload",
+)  # fmt: skip
+_TAIL_FIELDS = operator.itemgetter(
+    "max_attempts", "trigger", "late", "requested_at", "lease_seconds", "heartbeat_seconds",
+    "max_run_seconds", "queue", "workflow_id", "step_id",
+)  # fmt: skip
+
+
+_PENDING_ALL = operator.itemgetter(*(name for name, _, _ in PENDING_LAYOUT))
+_STATE_TIMES = operator.itemgetter(
+    "job_version", "last_scheduled_time", "last_fire_time", "next_scheduled_time", "updated_at"
+)
+
+
 def _fast_request(r: Mapping[str, Any]) -> bytes:
-    g = r.get
-    slot = (r["job_version"], r["job_type"], r["tenant_id"], r["priority"], r["attempt"],
-            r["scheduled_time"], r["fire_time"], r["period_start"], g("period_end"),
-            g("payload", "{}"))  # fmt: skip
+    slot = _SLOT_FIELDS(r)
     middle = _SLOT_RUNS.get(slot)
     if middle is None:
         middle = _remember(_SLOT_RUNS, slot, b"".join((
@@ -169,9 +185,7 @@ def _fast_request(r: Mapping[str, Any]) -> bytes:
             _long(slot[4]), _long(slot[5]), _long(slot[6]), _long(slot[7]), _opt_long(slot[8]),
             _string(slot[9]),
         )))  # fmt: skip
-    tail = (r["max_attempts"], r["trigger"], bool(g("late")), r["requested_at"],
-            g("lease_seconds", 30), g("heartbeat_seconds", 10), g("max_run_seconds"),
-            g("queue"), g("workflow_id"), g("step_id"))  # fmt: skip
+    tail = _TAIL_FIELDS(r)
     end = _TAIL_RUNS.get(tail)
     if end is None:
         end = _remember(_TAIL_RUNS, tail, b"".join((
@@ -179,10 +193,7 @@ def _fast_request(r: Mapping[str, Any]) -> bytes:
             _long(tail[4]), _long(tail[5]), _opt_long(tail[6]), _opt_string(tail[7]),
             _opt_string(tail[8]), _opt_string(tail[9]),
         )))  # fmt: skip
-    return b"".join(
-        (_headers()[0], _string(r["execution_id"]), _string(r["job_id"]),
-         middle, end)
-    )  # fmt: skip
+    return b"".join((_headers()[0], _string(r["execution_id"]), _string(r["job_id"]), middle, end))
 
 
 def encode_request(request: Mapping[str, Any]) -> bytes:
@@ -198,8 +209,14 @@ def encode_request(request: Mapping[str, Any]) -> bytes:
 def _fast_pending(entry: Mapping[str, Any], encoded: MutableMapping[RequestKey, bytes]) -> bytes:
     if not _PENDING_FIELDS.issuperset(entry):
         raise KeyError("a field TimerState's PendingTimer does not have")
-    g = entry.get
-    request = g("request")
+    try:  # an execution's entry has every field (`ExecutionTracker.pending_of`)
+        timer_id, kind, fire_at, execution_id, attempt, data, request = _PENDING_ALL(entry)
+    except KeyError:  # a held slot's has no request; any other may leave fields to defaults
+        g = entry.get
+        timer_id, kind, fire_at = entry["timer_id"], entry["kind"], entry["fire_at"]
+        execution_id, attempt, data, request = (
+            g("execution_id"), g("attempt", 0), g("data"), g("request")
+        )  # fmt: skip
     if request is None:
         raw = _NULL
     else:
@@ -209,20 +226,15 @@ def _fast_pending(entry: Mapping[str, Any], encoded: MutableMapping[RequestKey, 
         elif type(request) is not bytes:
             raise TypeError("request")
         raw = _SOME + _long(len(request)) + request
-    timer_id, execution_id = entry["timer_id"], g("execution_id")
     head = _string(timer_id)
     # An execution's own entry is named after it (every entry a burst's states carry): its
     # id is encoded once for both fields.
     execution = _SOME + head if execution_id == timer_id else _opt_string(execution_id)
-    data = g("data")
     # The same few `data` texts recur (every queued entry's is one constant).
     written = _DATA_RUNS.get(data)
     if written is None:
         written = _remember(_DATA_RUNS, data, _opt_string(data))
-    return b"".join((
-        head, _KIND[entry["kind"]], _long(entry["fire_at"]), execution,
-        _long(g("attempt", 0)), written, raw,
-    ))  # fmt: skip
+    return b"".join((head, _KIND[kind], _long(fire_at), execution, _long(attempt), written, raw))
 
 
 def _block(items: list[bytes]) -> bytes:
@@ -235,11 +247,15 @@ def _block(items: list[bytes]) -> bytes:
 def _fast_state(
     state: Mapping[str, Any], encoded: MutableMapping[RequestKey, bytes], seq: int
 ) -> bytes:
-    g = state.get
-    pending = g("pending", ())  # None: not a list, so the generic encoder says so
-    offsets = g("input_offsets", {})
-    times = (state["job_version"], g("last_scheduled_time"), g("last_fire_time"),
-             g("next_scheduled_time"), state["updated_at"])  # fmt: skip
+    try:  # a state the scheduler built has every field but `seq` (`states.job_state`)
+        times = _STATE_TIMES(state)
+        pending, offsets = state["pending"], state["input_offsets"]
+    except KeyError:
+        g = state.get
+        pending = g("pending", ())  # None: not a list, so the generic encoder says so
+        offsets = g("input_offsets", {})
+        times = (state["job_version"], g("last_scheduled_time"), g("last_fire_time"),
+                 g("next_scheduled_time"), state["updated_at"])  # fmt: skip
     middle = _STATE_RUNS.get(times)
     if middle is None:
         middle = _remember(_STATE_RUNS, times, b"".join((

@@ -17,6 +17,7 @@ schema on first use: another layout turns the fast path off until this module is
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
 from tickwheel.adapters.avro import HEADER_SIZE, decode_as
@@ -55,8 +56,10 @@ EVENT_LAYOUT: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
+@functools.cache
 def _current_header() -> bytes | None:
-    """The current version's header when its layout is the one read here, else None."""
+    """The current version's header when its layout is the one read here, else None. Cached
+    here too: `layout_header`'s own cache hashes the whole layout, twice an execution."""
     return layout_header("ExecutionEvent", EVENT_LAYOUT)
 
 

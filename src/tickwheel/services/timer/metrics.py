@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import HistogramMetricFamily
@@ -30,6 +30,16 @@ class BatchHistogram:
         for value in values:
             counts[bisect_left(buckets, value)] += 1  # the first bound >= value: `le`
             total += value
+        self.total += total
+
+    def observe_counted(self, counted: Mapping[float, int]) -> None:
+        """Each value of `counted` observed as many times as it counts: a burst's transaction
+        holds thousands of requests with one fire time, and so one lag."""
+        counts, buckets = self.counts, self.buckets
+        total = 0.0
+        for value, times in counted.items():
+            counts[bisect_left(buckets, value)] += times
+            total += value * times
         self.total += total
 
     def collect(self) -> Iterator[HistogramMetricFamily]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -22,6 +24,7 @@ from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 log = logging.getLogger("tickwheel.timer")
 
 MAX_ENCODED_REQUESTS = 1_000_000
+_FIRE_TIME = operator.itemgetter("fire_time")
 Outcome = Literal["committed", "fenced", "failed"]
 
 
@@ -75,7 +78,11 @@ class TransactionWriter:
                 # Each request is encoded once: its job's state below carries the same bytes.
                 raw = encode_request(request)  # the generic encoder's bytes (decision 0116)
                 job_id = request["job_id"]
-                encoded.setdefault(job_id, {})[request_key(request)] = raw
+                cache = encoded.get(job_id)
+                if cache is None:  # the usual: the job's one request since its last state
+                    encoded[job_id] = {request_key(request): raw}
+                else:
+                    cache[request_key(request)] = raw
                 topic = topics[request["priority"]]
                 if topic in first_offsets:
                     # On the job's own partition, as the checkpoint's offsets assume.
@@ -139,9 +146,11 @@ class TransactionWriter:
             {topic: offset for topic, offset in sent.first_offsets.items() if offset >= 0},
             emitted_at,
         )
-        self.metrics.fire_lag.observe_many(
-            max(0, emitted_at - request["fire_time"]) / 1000 for request in emission.requests
-        )
+        # Counted by fire time first (in C): a transaction's requests share a few of them.
+        lags: Counter[float] = Counter()
+        for fire_ms, n in Counter(map(_FIRE_TIME, emission.requests)).items():
+            lags[max(0, emitted_at - fire_ms) / 1000] += n  # fired early: a lag of 0
+        self.metrics.fire_lag.observe_counted(lags)
         self.metrics.emitted.inc(len(emission.requests))
         self.metrics.skipped.inc(len(emission.events))
         return "committed"
