@@ -36,6 +36,8 @@ def finish_restore(scheduler: PartitionScheduler, now_ms: int) -> PartitionWrite
                 job.last_scheduled_ms = saved.get("last_scheduled_time")
                 job.emitted_ms = job.last_scheduled_ms
                 job.last_fire_ms = saved.get("last_fire_time")
+            saved_version = None if saved is None else int(saved.get("job_version") or 0)
+            emission.extend(catch_up_closed_spans(scheduler, job, saved_version, now_ms))
             resumed = walk_on_from_the_resume(scheduler, job)
             emission.extend(catch_up(scheduler, job, now_ms))
             scheduler.materialise(job, now_ms)
@@ -62,6 +64,26 @@ def walk_on_from_the_resume(scheduler: PartitionScheduler, job: JobEntry) -> boo
         return False  # a state written after the resume covers it already
     job.last_scheduled_ms = job.emitted_ms = resumed_ms
     return True
+
+
+def catch_up_closed_spans(
+    scheduler: PartitionScheduler, job: JobEntry, saved_version: int | None, now_ms: int
+) -> PartitionWrites:
+    """The slots of the spans the job was enabled in before a pause the restore read and its
+    state does not cover (the pause's version is newer than the state's): nobody served the
+    partition then, so they are owed as an outage's, by the misfire policy (all of them missed:
+    each span ended before the resume that follows it). A pause the state covers was read by
+    an owner, which fired what it was going to fire before it (decision 0176)."""
+    emission = PartitionWrites()
+    for resumed_ms, paused_ms, version in scheduler.restoring.closed_spans.get(job.job_id, ()):
+        if saved_version is not None and saved_version >= version:
+            continue
+        if resumed_ms is not None and (job.last_scheduled_ms or 0) < resumed_ms:
+            # The slots of the pause before this span are not owed (decision 0159).
+            job.last_scheduled_ms = job.emitted_ms = resumed_ms
+        # A slot at the pause's instant is the pause's: the span's end is just before it.
+        emission.extend(catch_up(scheduler, job, now_ms, until_ms=paused_ms - 1))
+    return emission
 
 
 def restore_in_flight(scheduler: PartitionScheduler, state: dict[str, Any], now_ms: int) -> None:
@@ -91,12 +113,15 @@ def start_after(job: JobEntry) -> int:
     return job.created_at_ms
 
 
-def catch_up(scheduler: PartitionScheduler, job: JobEntry, now_ms: int) -> PartitionWrites:
-    """Slots missed by more than the grace period, under the job's misfire policy."""
+def catch_up(
+    scheduler: PartitionScheduler, job: JobEntry, now_ms: int, until_ms: int | None = None
+) -> PartitionWrites:
+    """Slots missed by more than the grace period, under the job's misfire policy; with
+    `until_ms`, every slot up to that instant (a span that ended: all of it missed)."""
     emission = PartitionWrites()
     if not job.enabled:
         return emission
-    cutoff = now_ms - scheduler.misfire_grace_ms
+    cutoff = now_ms - scheduler.misfire_grace_ms if until_ms is None else until_ms
     start = start_after(job)
     if start >= cutoff:
         return emission

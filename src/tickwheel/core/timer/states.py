@@ -26,13 +26,21 @@ class RestoringStates:
         # after a disabled version): slots before it fell while it was paused, and are not
         # owed, as when the live loop reads the resume (decision 0159).
         self.resumed: dict[str, int] = {}
+        # Job id -> the spans it was enabled in that a pause read by the restore closed, in
+        # order: (the resume that opened it, or None: from the job's state on; the pause's
+        # instant; the pause's version). Their slots were owed, as an outage's (decision 0176).
+        self.closed_spans: dict[str, list[tuple[int | None, int, int]]] = {}
 
     def definition_read(self, job_id: str, old: JobEntry | None, new: JobEntry | None) -> None:
         """A definition record the restore read, after `old` (None: a tombstone as `new`)."""
         if new is None:
             self.resumed.pop(job_id, None)  # a job created again later is a new job
+            self.closed_spans.pop(job_id, None)
         elif old is not None and not old.enabled and new.enabled:
             self.resumed[job_id] = new.updated_at_ms
+        elif old is not None and old.enabled and not new.enabled:
+            span = (self.resumed.get(job_id), new.updated_at_ms, new.version)
+            self.closed_spans.setdefault(job_id, []).append(span)
 
     def load(self, job_id: str, state: dict[str, Any] | None) -> None:
         if state is None:
@@ -80,6 +88,7 @@ class RestoringStates:
         self.states.clear()
         self.tombstoned.clear()
         self.resumed.clear()
+        self.closed_spans.clear()
 
 
 def pending_entries(

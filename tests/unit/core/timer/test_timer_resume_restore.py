@@ -109,3 +109,44 @@ def test_a_job_deleted_and_created_again_while_paused_is_a_new_job() -> None:
                                           None, recreated])  # fmt: skip
     fired = [r["scheduled_time"] for r in emission.requests] + _fired(timer, now, T0 + 14_000)
     assert fired == [T0 + 10_000, T0 + 12_000, T0 + 14_000]
+
+
+def test_the_slots_between_two_pauses_a_restore_reads_are_owed_by_the_misfire_policy() -> None:
+    """Paused (read live: the state is the pause's), then resumed, paused and resumed again
+    while nobody served the partition: the job was enabled between the first resume and the
+    second pause, and those slots were missed as in an outage (decision 0176). The slots of
+    either pause are still not owed."""
+    resumed_1, paused_2, resumed_2, now = T0 + 10_000, T0 + 20_000, T0 + 30_000, T0 + 31_000
+    records = [_job(1, T0 - 60_000), _job(2, T0 + 1_000, False), _job(3, resumed_1),
+               _job(4, paused_2, False), _job(5, resumed_2)]  # fmt: skip
+    span = [T0 + 12_000, T0 + 14_000, T0 + 16_000, T0 + 18_000]  # T0 + 20 s is the pause's
+    timer, emission = _restored(now, T0, [{**r, "misfirePolicy": "catch_up"} for r in records])
+    # Before the fix: nothing of the span, neither fired nor recorded.
+    assert [r["scheduled_time"] for r in emission.requests] == span
+    assert {r["trigger"] for r in emission.requests} == {"catch_up"}
+    assert _fired(timer, now, T0 + 34_000) == [T0 + 32_000, T0 + 34_000]
+    for policy, fired, recorded in (("coalesce", span[-1:], span[:-1]), ("skip", [], span)):
+        timer, emission = _restored(now, T0, [{**r, "misfirePolicy": policy} for r in records])
+        assert [r["scheduled_time"] for r in emission.requests] == fired, policy
+        assert [e["scheduled_time"] for e in emission.events] == recorded, policy
+        assert _fired(timer, now, T0 + 34_000) == [T0 + 32_000, T0 + 34_000], policy
+
+
+def test_the_slots_before_a_pause_the_state_does_not_cover_are_owed() -> None:
+    """The owner died before it read the pause (its state is the version before): the slots
+    between the state's last one and the pause fell while the job was enabled and unserved."""
+    paused_at, resumed_at, now = T0 + 9_000, T0 + 20_000, T0 + 21_000
+    records = [_job(1, T0 - 60_000, misfirePolicy="catch_up"),
+               _job(2, paused_at, False, misfirePolicy="catch_up"),
+               _job(3, resumed_at, misfirePolicy="catch_up")]  # fmt: skip
+    timer, emission = _restored(now, T0, records, state_version=1)
+    assert [r["scheduled_time"] for r in emission.requests] == [
+        T0 + 2_000,
+        T0 + 4_000,
+        T0 + 6_000,
+        T0 + 8_000,
+    ]
+    assert _fired(timer, now, T0 + 24_000) == [T0 + 22_000, T0 + 24_000]
+    # The state the pause wrote covers the span: nothing of it is owed again.
+    timer, emission = _restored(now, T0 + 8_000, records, state_version=2)
+    assert emission.requests == [] and emission.events == []
