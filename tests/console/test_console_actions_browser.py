@@ -12,7 +12,6 @@ timer, worker, orchestrator, watchdog, history and API on loopback):
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.console.browser import chromium, playwright, screenshot, watched_page
+from tests.console.browser import chromium, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
@@ -30,23 +29,12 @@ from tickwheel.sdk.dead_letters import DeadLettersClient
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-if shutil.which("chromium") is None:
-    pytest.fail(
-        "Debian's chromium is not installed: run `make setup` (or apt-get install chromium)",
-        pytrace=False,
-    )
+pytest_plugins = ["tests.console.browser_fixtures"]  # `driver`, Debian's Chromium
 
 
 @pytest.fixture(scope="module")
 def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     with console_stack(kafka_bootstrap, tmp_path_factory.mktemp("dlq"), runs=True) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    with playwright() as running:
         yield running
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from tests.console.browser import chromium, playwright, screenshot, watched_page
+from tests.console.browser import chromium, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
@@ -27,12 +26,7 @@ from tickwheel.services.api.keys import create_key, list_keys
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-if shutil.which("chromium") is None:
-    pytest.fail(
-        "Debian's chromium is not installed: run `make setup` (or apt-get install chromium)",
-        pytrace=False,
-    )
+pytest_plugins = ["tests.console.browser_fixtures"]  # `driver`, Debian's Chromium
 
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -69,12 +63,6 @@ def stack(
            "TICKWHEEL_WATCHDOG_WEBHOOK_SECRET": SECRET,
            "TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}  # fmt: skip
     with console_stack(kafka_bootstrap, tmp_path_factory.mktemp("keys"), env=env) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    with playwright() as running:
         yield running
 
 

@@ -12,7 +12,6 @@ that change nothing.
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,17 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.console.browser import chromium, playwright, screenshot, watched_page
+from tests.console.browser import chromium, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 from tickwheel.services.api.keys import create_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-if shutil.which("chromium") is None:
-    pytest.fail(
-        "Debian's chromium is not installed: run `make setup` (or apt-get install chromium)",
-        pytrace=False,
-    )
+pytest_plugins = ["tests.console.browser_fixtures"]  # `driver`, Debian's Chromium
 
 WORKFLOW = "wf-acme-release"
 WAIT_S = 120
@@ -41,12 +35,6 @@ def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     home = tmp_path_factory.mktemp("tenant-workflow")
     with console_stack(kafka_bootstrap, home, runs=True,
                        env={"TICKWHEEL_API_AUTH": "keys"}) as running:  # fmt: skip
-        yield running
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    with playwright() as running:
         yield running
 
 

@@ -9,7 +9,6 @@ Every test fails if a page asks for anything outside loopback or logs a console 
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,18 +16,12 @@ from urllib.request import urlopen
 
 import pytest
 
-from tests.console.browser import chromium, playwright, screenshot, watched_page
+from tests.console.browser import chromium, screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 from tests.integration.timer_harness import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-# A missing browser is a failure, not a skip: `make setup` and `.ci/run` install it.
-if shutil.which("chromium") is None:
-    pytest.fail(
-        "Debian's chromium is not installed: run `make setup` (or apt-get install chromium)",
-        pytrace=False,
-    )
+pytest_plugins = ["tests.console.browser_fixtures"]  # `driver` and `browser`, Debian's Chromium
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +29,6 @@ def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """History and API processes, no timer: no slot of a job here ever fires."""
     with console_stack(kafka_bootstrap, tmp_path_factory.mktemp("console")) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    with playwright() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(driver: Any) -> Iterator[Any]:
-    with chromium(driver) as context:
-        yield context
 
 
 def test_create_a_job_in_the_console_and_see_its_next_runs(

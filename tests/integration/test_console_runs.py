@@ -5,42 +5,23 @@ shows each attempt as it appears (Debian's Chromium through Playwright)."""
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.console.browser import chromium, playwright, screenshot, watched_page
+from tests.console.browser import screenshot, watched_page
 from tests.console.stack import ConsoleStack, console_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-# A missing browser is a failure, not a skip: `make setup` and `.ci/run` install it.
-if shutil.which("chromium") is None:
-    pytest.fail(
-        "Debian's chromium is not installed: run `make setup` (or apt-get install chromium)",
-        pytrace=False,
-    )
+pytest_plugins = ["tests.console.browser_fixtures"]  # `driver` and `browser`, Debian's Chromium
 
 
 @pytest.fixture(scope="module")
 def stack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     with console_stack(kafka_bootstrap, tmp_path_factory.mktemp("runs"), runs=True) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    with playwright() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(driver: Any) -> Iterator[Any]:
-    with chromium(driver) as context:
-        yield context
 
 
 def test_an_executions_attempts_appear_after_a_retry(stack: ConsoleStack, browser: Any) -> None:
