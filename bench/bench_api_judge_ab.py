@@ -86,6 +86,26 @@ def judge_ab(baseline: str, creates: int, levels: list[int], rounds: int) -> Non
 
             return post
 
+        def warm(base: str, headers: dict[str, str], tag: str) -> None:
+            """Until creates are answered (201) again: the judge holds the partitions and has
+            judged any backlog (a 202 meanwhile: the verdict was late). Bounded."""
+            pending: list[int] = []
+            attempt = [0]
+
+            async def post(connection: RawConnection, i: int) -> None:
+                body = json.dumps({**SPEC, "jobId": f"{tag}-{attempt[0]}-{i}"}).encode()
+                status, text = await connection.request("POST", "/v1/jobs", body)
+                assert status in (201, 202), text
+                if status == 202:
+                    pending.append(i)
+
+            for number in range(30):
+                attempt[0], before = number, len(pending)
+                async_load(base, headers, post, 50, in_flight=8)
+                if len(pending) == before:
+                    return
+            raise SystemExit(f"{tag}: creates still answered late after 30 warm-up rounds")
+
         start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         report.add(f"{rounds} rounds; in each, each judge in turn takes the group over and "
                    f"answers {creates} keyed creates per level, from one async client (raw "
@@ -100,8 +120,7 @@ def judge_ab(baseline: str, creates: int, levels: list[int], rounds: int) -> Non
                 metrics_port = free_port()
                 judge = start_judge(logs / "jobwriter.log", metrics_port, pythonpath)
                 try:
-                    # Answered once the judge holds the partitions (and any backlog is judged).
-                    async_load(base, headers, poster(f"warm-{round_}-{name}"), 50, in_flight=8)
+                    warm(base, headers, f"warm-{round_}-{name}")
                     pids = {"API": api.pid, "judge": judge.pid, "broker": broker.process.pid}
                     for level in levels:
                         before = {k: cpu_seconds(pid) for k, pid in pids.items()}

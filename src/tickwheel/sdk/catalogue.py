@@ -10,7 +10,9 @@ every partition of `jobs.definitions`, followed by a thread of its own; before a
 asks the broker where the partition ends *now* and waits until the follower is there: a read
 still sees every write acknowledged before it began (the guarantee `JobsClient.get` gives), for
 one watermark round trip. The catalogue holds every live definition in memory, as the timer
-does for its partitions.
+does for its partitions: as the bytes read, decoded when a read first asks for it (an API that
+only writes reads back every definition it and the judge wrote, and never looks at most of
+them: decision 0179).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ class DefinitionCatalogue:
             [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self.partitions]
         )
         self._next = dict.fromkeys(self.partitions, 0)
-        self._records: dict[str, dict[str, Any]] = {}
+        # The bytes of each live definition until a read decodes it (then the record).
+        self._records: dict[str, dict[str, Any] | bytes] = {}
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._failure: Exception | None = None
@@ -74,11 +77,11 @@ class DefinitionCatalogue:
                 key, is_text = decode_key(message.key())
                 if key is None or not is_text:
                     continue  # nobody's job (the timer dead-letters it)
-                record = _definition_of(message.value())
-                if record is None:
+                value = message.value()
+                if value is None:
                     self._records.pop(key, None)
                 else:
-                    self._records[key] = record
+                    self._records[key] = value  # decoded when first read (`_record`)
             # Compacted gaps and transaction markers leave no record at the end offset: the
             # follower's position says it is past them.
             for tp in self._follower.position(
@@ -87,6 +90,24 @@ class DefinitionCatalogue:
                 if tp.offset >= 0:
                     self._next[tp.partition] = max(self._next[tp.partition], tp.offset)
             self._changed.notify_all()
+
+    def _record(self, job_id: str) -> dict[str, Any] | None:
+        """The definition held for `job_id`, decoded once (holding the condition); a record
+        that is not a definition deletes the job, as it did when decoded on arrival."""
+        held = self._records.get(job_id)
+        if not isinstance(held, bytes):
+            return held
+        record = _definition_of(held)
+        if record is None:
+            del self._records[job_id]
+        else:
+            self._records[job_id] = record
+        return record
+
+    def _all(self) -> list[dict[str, Any]]:
+        """Every definition held, decoded (holding the condition)."""
+        records = [self._record(job_id) for job_id in list(self._records)]
+        return [record for record in records if record is not None]
 
     def _ends(self, partitions: list[int]) -> dict[int, int]:
         # Asked outside the lock: reads wait on the broker side by side, not one after another.
@@ -111,14 +132,14 @@ class DefinitionCatalogue:
         ends = self._ends([partition])
         with self._changed:
             self._caught_up(ends)
-            return self._records.get(job_id)
+            return self._record(job_id)
 
     def list(self) -> list[dict[str, Any]]:
         """Every current definition, by job id."""
         ends = self._ends(self.partitions)
         with self._changed:
             self._caught_up(ends)
-            records = list(self._records.values())
+            records = self._all()
         return sorted(records, key=lambda d: d["jobId"])
 
     def close(self) -> None:

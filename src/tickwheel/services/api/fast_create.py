@@ -14,7 +14,6 @@ Errors raised by the route are rendered by the same function the app's handlers 
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -23,6 +22,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickwheel.services.api.asgi import header, replaying
+from tickwheel.services.api.idempotency import parsed_body
 from tickwheel.services.api.models import JobSpec
 from tickwheel.services.api.problems import from_exception, render, request_id
 
@@ -89,7 +89,7 @@ class FastCreates:
         if kind.split(";", 1)[0].strip().lower() != "application/json":
             return None
         try:
-            document = json.loads(body)
+            document = parsed_body(scope, body)  # parsed once, by the idempotency check
         except ValueError:
             return None
         if not isinstance(document, dict):

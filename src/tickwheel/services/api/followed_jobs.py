@@ -50,13 +50,13 @@ class FollowedCatalogue(SharedEndsCatalogue):
         ends = {partition: self.freshness.end(partition)}
         with self._changed:
             self._caught_up(ends)
-            return self._records.get(job_id)
+            return self._record(job_id)
 
     def recent_list(self) -> list[dict[str, Any]]:
         ends = {p: self.freshness.end(p) for p in self.partitions}
         with self._changed:
             self._caught_up(ends)
-            records = list(self._records.values())
+            records = self._all()
         return sorted(records, key=lambda d: d["jobId"])
 
 

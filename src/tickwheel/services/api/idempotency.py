@@ -68,24 +68,46 @@ def canonical_path(path: str) -> str:
     return path.removeprefix("/v1") or "/"
 
 
-def fingerprint(method: str, path: str, body: bytes) -> str:
+# Where a POST's body, parsed once here, waits for the next reader of the same request
+# (`parsed_body`: `FastCreates` validates a create from it instead of parsing it again).
+PARSED_BODY = "tickwheel.parsed_body"
+_NOT_JSON = object()
+
+
+def _parsed(body: bytes) -> Any:
     try:
-        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
+        return json.loads(body)
     except (ValueError, UnicodeDecodeError):
+        return _NOT_JSON
+
+
+def parsed_body(scope: Any, body: bytes) -> Any:
+    """The JSON document of `body`, as this request's idempotency check parsed it when it did
+    (else parsed now); a body that is not JSON raises ValueError, as `json.loads` does."""
+    held = scope.get(PARSED_BODY)
+    document = held[1] if held is not None and held[0] == body else _parsed(body)
+    if document is _NOT_JSON:
+        raise ValueError("not JSON")
+    return document
+
+
+def fingerprint(method: str, path: str, body: bytes, document: Any = None) -> str:
+    """The request's identity: method, path without `/v1`, and the body as canonical JSON
+    (`document`, when the caller parsed it already)."""
+    document = _parsed(body) if document is None else document
+    if document is _NOT_JSON:
         canonical = body
+    else:
+        canonical = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
     digest = hashlib.sha256()
     for part in (method.encode(), canonical_path(path).encode(), canonical):
         digest.update(len(part).to_bytes(8, "big") + part)
     return digest.hexdigest()
 
 
-def _body_key(path: str, body: bytes) -> str | None:
+def _body_key(path: str, document: Any) -> str | None:
     """The body's `idempotencyKey` on `POST /jobs` (seed 000): the same thing as the header."""
     if canonical_path(path) != "/jobs":
-        return None
-    try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
         return None
     value = document.get("idempotencyKey") if isinstance(document, dict) else None
     return value if isinstance(value, str) and value else None
@@ -121,8 +143,10 @@ class IdempotencyStore:
     ) -> tuple[Response, bool]:
         """The response to a POST, and whether it was a replay."""
         body = await request.body()
+        document = _parsed(body)  # once, for the key, the fingerprint and the route
+        request.scope[PARSED_BODY] = (body, document)
         header = request.headers.get(HEADER)
-        in_body = _body_key(request.url.path, body)
+        in_body = _body_key(request.url.path, document)
         if header is not None and in_body is not None and header != in_body:
             raise _invalid("differs from the body's idempotencyKey; accepted: the same key, "
                            "or only one of them", pointer="/idempotencyKey")  # fmt: skip
@@ -133,7 +157,7 @@ class IdempotencyStore:
             raise _invalid(f"accepted: 1 to {MAX_KEY_CHARS} printable characters")
         request.state.idempotency_key = key
         slot = f"{principal.tenant_id}/{key}"
-        wanted = fingerprint(request.method, request.url.path, body)
+        wanted = fingerprint(request.method, request.url.path, body, document)
         # For the route: a keyed create hands both to the judge, which records the answer.
         request.state.idempotency_slot, request.state.idempotency_fingerprint = slot, wanted
         recorded = self.recorded(slot)
