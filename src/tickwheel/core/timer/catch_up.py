@@ -12,6 +12,7 @@ from tickwheel.core.timer.executions import LEASE_GRACE_MS
 from tickwheel.core.timer.firing import start_occurrence
 from tickwheel.core.timer.jobs import JobEntry, shared_walk, state_of_a_predecessor
 from tickwheel.core.timer.occurrences import skipped_event
+from tickwheel.core.timer.states import says_paused
 from tickwheel.core.timer.writes import PartitionWrites
 
 if TYPE_CHECKING:
@@ -58,6 +59,16 @@ def walk_on_from_the_resume(scheduler: PartitionScheduler, job: JobEntry) -> boo
     live loop reads a resume (`apply_definition`); the slots of the pause are not owed
     (decisions 0004, 0159). Returns whether its watermark moved."""
     resumed_ms = scheduler.restoring.resumed.get(job.job_id)
+    saved = scheduler.restoring.states.get(job.job_id)
+    if (
+        resumed_ms is None
+        and saved is not None
+        and says_paused(saved)
+        and int(saved.get("job_version") or 0) < job.version
+    ):
+        # Paused when its state was written, enabled now, and the resume itself not read
+        # (compacted away): resumed by this version at the latest (decision 0176).
+        resumed_ms = job.updated_at_ms
     if resumed_ms is None or not job.enabled:
         return False
     if job.last_scheduled_ms is not None and job.last_scheduled_ms >= resumed_ms:

@@ -105,7 +105,29 @@ def pending_entries(
     return pending
 
 
+# A paused job's state says so in a `pending` entry (TimerState has no `enabled`, and its
+# schema stays as it is): a restore that finds the resumed definition alone, the paused one
+# compacted away, still knows the slots since the state were the pause's (decision 0176).
+# Every reader of `pending` passes over a `manual` entry it does not know.
+PAUSED_TIMER_ID = "paused"
+
+
+def paused_entry(job: JobEntry) -> dict[str, Any]:
+    return {"timer_id": PAUSED_TIMER_ID, "kind": "manual", "fire_at": job.updated_at_ms,
+            "execution_id": None, "attempt": 0, "data": None}  # fmt: skip
+
+
+def says_paused(state: dict[str, Any]) -> bool:
+    """Whether a state was written while its job was paused (by this code or later)."""
+    return any(
+        entry.get("timer_id") == PAUSED_TIMER_ID and entry.get("kind") == "manual"
+        for entry in state.get("pending") or ()
+    )
+
+
 def job_state(job: JobEntry, pending: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
+    if not job.enabled:
+        pending = [*pending, paused_entry(job)]
     return {
         "job_id": job.job_id,
         "job_version": job.version,

@@ -150,3 +150,39 @@ def test_the_slots_before_a_pause_the_state_does_not_cover_are_owed() -> None:
     # The state the pause wrote covers the span: nothing of it is owed again.
     timer, emission = _restored(now, T0 + 8_000, records, state_version=2)
     assert emission.requests == [] and emission.events == []
+
+
+def _paused_state(paused_at: int, policy: str) -> dict[str, Any]:
+    """The state a serving owner writes when it reads the pause (its last slot T0 + 4 s)."""
+    live = _timer(T0)
+    live.load_definition("a", {**_job(1, T0 - 60_000), "misfirePolicy": policy})
+    live.finish_restore(T0)
+    assert _fired(live, T0, T0 + 4_000) == [T0 + 2_000, T0 + 4_000]
+    writes = live.apply_definition(
+        "a", {**_job(2, paused_at, False), "misfirePolicy": policy}, paused_at
+    )
+    state = writes.states["a"]
+    assert state is not None and state["job_version"] == 2
+    return {**state, "seq": 7}
+
+
+def test_a_resume_whose_pause_was_compacted_away_owes_no_slot_of_the_pause() -> None:
+    """The owner read the pause and wrote the job's state; the partition went unowned, the job
+    was resumed, and compaction dropped the paused version: the restore reads the resumed
+    definition alone. The state says the job was paused (decision 0176): the slots since it
+    are the pause's, not an outage's."""
+    paused_at = T0 + 5_000
+    for resumed_at, now in (
+        (T0 + 17_500, T0 + 21_000),
+        (T0 + MISFIRE_GRACE_MS + 300_000, T0 + MISFIRE_GRACE_MS + 302_000),
+    ):
+        for policy in ("catch_up", "coalesce", "skip"):
+            timer = _timer(now)
+            timer.load_state("a", _paused_state(paused_at, policy))
+            timer.load_definition("a", {**_job(3, resumed_at), "misfirePolicy": policy})
+            emission = timer.finish_restore(now)
+            # Before the fix: the pause's slots, fired late, caught up, coalesced or skipped.
+            assert emission.requests == [] and emission.events == [], (policy, resumed_at)
+            first = resumed_at + 2_000 - resumed_at % 2_000  # the first slot after the resume
+            owed = list(range(first, now + 2_001, 2_000))
+            assert _fired(timer, now, now + 2_000) == owed, (policy, resumed_at)
