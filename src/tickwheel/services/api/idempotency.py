@@ -198,7 +198,7 @@ class IdempotencyStore:
                 self._held[slot] = record
                 while len(self._held) > HELD_ANSWERS:
                     self._held.popitem(last=False)
-                return _answer(content, response), False
+                return response, False  # sent as the route made it (`asgi.captured`)
             try:
                 await run_in_threadpool(self.view.publish, slot, record)
             except Exception as exc:
@@ -207,12 +207,6 @@ class IdempotencyStore:
                 log.warning("idempotency record not written",
                             extra={"action": "idempotency_record_failed", "key": key,
                                    "error": str(exc)})  # fmt: skip
-            return _answer(content, response), False
+            return response, False  # sent as the route made it (`asgi.captured`)
         finally:
             self._in_flight.discard(slot)
-
-
-def _answer(content: bytes, response: Response) -> Response:
-    headers = dict(response.headers)
-    headers.pop("content-length", None)
-    return Response(content, response.status_code, headers=headers)

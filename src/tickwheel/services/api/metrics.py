@@ -33,9 +33,18 @@ class ApiMetrics:
         self.replays = Counter("tickwheel_api_idempotent_replays",
                                "POSTs answered with a recorded response", registry=self.registry)  # fmt: skip
 
+        # Each (method, route, status)'s series, looked up once: `labels()` builds and checks
+        # its key under the metric's lock on every call. Bounded: routes are templates.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
     def observe(self, method: str, route: str, status: int, seconds: float, replayed: bool) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        series = self._series.get((method, route, status))
+        if series is None:
+            series = (self.requests.labels(method, route, str(status)),
+                      self.latency.labels(method, route))  # fmt: skip
+            self._series[(method, route, status)] = series
+        series[0].inc()
+        series[1].observe(seconds)
         if replayed:
             self.replays.inc()
 
