@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tickwheel.adapters.avro import decode_as, encode
+from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.producer import ProduceFailed
+from tickwheel.adapters.kafka.reader import decode_key
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.ports.kafka import KafkaClients
@@ -193,7 +194,8 @@ class JobCommandWriter:
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
         self._seen: OrderedDict[str, Verdict] = OrderedDict()
-        self._heard: OrderedDict[str, JobVerdict] = OrderedDict()  # others' commands
+        # Others' commands' verdicts, as read (decoded when a status read asks for one).
+        self._heard: OrderedDict[str, JobVerdict | bytes] = OrderedDict()
         self._mine: set[str] = set()  # sent by this writer and not answered yet
         self._stop = threading.Event()
         self._failure: Exception | None = None
@@ -214,6 +216,9 @@ class JobCommandWriter:
                 for message in [first, *self._consumer.consume(5000, 0)]:
                     if message.error() or message.value() is None:
                         continue
+                    key, is_text = decode_key(message.key())
+                    if key is not None and is_text and self._heard_only(key, message.value()):
+                        continue  # another writer's: not decoded unless a status read asks
                     waiting = self._answer(decode_as(JobVerdict, message.value() or b""))
                     if waiting is not None:
                         answered.append(waiting)
@@ -237,6 +242,18 @@ class JobCommandWriter:
         for loop, futures in by_loop.items():
             with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
                 loop.call_soon_threadsafe(_wake, futures)
+
+    def _heard_only(self, command_id: str, raw: bytes) -> bool:
+        """Keep another writer's verdict (its key is its command's id) as the bytes read;
+        False when the command is this writer's (the caller decodes and answers it)."""
+        with self._lock:
+            if command_id in self._mine:
+                return False
+            if command_id not in self._seen:
+                self._heard[command_id] = raw
+                if len(self._heard) > SEEN_KEPT:
+                    self._heard.popitem(last=False)
+            return True
 
     def _answer(self, value: JobVerdict) -> _Waiting | None:
         """Keep the verdict; the waiter it answers (woken by the caller), if any."""
@@ -270,6 +287,11 @@ class JobCommandWriter:
             if command_id in self._mine:
                 return "pending"
             heard = self._heard.get(command_id)
+        if isinstance(heard, bytes):
+            try:
+                heard = decode_as(JobVerdict, heard)
+            except UndecodableRecord:
+                return None  # not a verdict: nobody's answer
         return None if heard is None else Verdict.of(heard)
 
     def _prepare(

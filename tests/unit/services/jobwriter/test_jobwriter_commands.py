@@ -49,6 +49,9 @@ def test_each_writer_gets_its_own_verdicts() -> None:
         # Another writer's verdict that carries the job is answered too (any API instance
         # answers a 202's status resource, the route checks the job's tenant); second read
         # first's verdict before its own (one partition), first reads second's in a moment.
+        # Held as the bytes read until a status read asks for it (decision 0179): a writer
+        # decodes only the verdicts of its own commands as they come.
+        assert isinstance(second._heard[created.command_id], bytes)
         heard = second.status(created.command_id)
         assert isinstance(heard, Verdict) and heard.outcome == "created"
         assert heard.definition is not None and heard.definition["jobId"] == "a"
