@@ -204,5 +204,10 @@ def test_another_instance_answers_a_late_commands_status_for_its_tenant_only(
         assert (gone["status"], gone.get("job")) == ("deleted", None)
         assert (later["status"], later["job"]["jobId"]) == ("created", "later")
         assert all(second.get(at, headers=outsider).status_code == 404 for at in locations)
+        # An instance started after both verdicts were written finds them on jobs.verdicts
+        # (decision 0180), to the same tenant only.
+        third = api(token)
+        assert [third.get(at).json() for at in locations] == [gone, later]
+        assert all(third.get(at, headers=outsider).status_code == 404 for at in locations)
     finally:
         again.stop()

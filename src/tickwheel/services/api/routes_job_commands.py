@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -22,6 +23,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.command_ids import PENDING_AT_MOST_MS, command_sent_at
 from tickwheel.sdk.job_commands import Verdict, VerdictPending
@@ -36,6 +38,8 @@ from tickwheel.services.api.problems import (
 from tickwheel.services.api.tenancy import owner_of
 from tickwheel.services.api.views import template_text
 from tickwheel.services.api.writes import KEYED_WRITE, KeyedWrite
+
+log = logging.getLogger("tickwheel.api")
 
 if TYPE_CHECKING:
     from tickwheel.services.api.backend import Backend
@@ -223,12 +227,7 @@ def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
         # The JSON edge: the typed record becomes the view's document here.
         job = None if status.definition is None else dict(status.definition)
         if tenant is None or sent_at is not None or (job is not None and owner_of(job) == tenant):
-            view = verdict_view(status)
-            if job is not None:
-                from tickwheel.services.api.views import job_view
-
-                view["job"] = job_view(job, request.app.state.backend.now_ms())
-            return view
+            return _verdict_answer(request, status)
         status = None  # another tenant's: as unknown as a command never sent
     if status == "pending" and (tenant is None or sent_at is not None):
         return {"commandId": command_id, "jobId": None, "status": "pending"}
@@ -236,9 +235,44 @@ def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
         # Sent by another instance, its verdict not on jobs.verdicts yet (this one reads
         # every verdict since before it was sent): being judged.
         return {"commandId": command_id, "jobId": None, "status": "pending"}
+    if status is None and sent_at is not None and hasattr(jobs, "command_status"):
+        # The asker's command, sent before this instance followed the verdicts (decision 0180).
+        found = _looked_up(request, command_id, sent_at)
+        if found is not None:
+            return _verdict_answer(request, found)
+        if request.app.state.backend.now_ms() - sent_at < PENDING_AT_MOST_MS:
+            return {"commandId": command_id, "jobId": None, "status": "pending"}
     raise Problem(404, "not-found", f"no job command {command_id!r} known to this API "
-                  "instance (another tenant's, never sent, or its verdict is older than this "
-                  "process)")  # fmt: skip
+                  "instance (another tenant's, never sent, or its verdict is gone from "
+                  "jobs.verdicts)")  # fmt: skip
+
+
+def _verdict_answer(request: Request, verdict: Verdict) -> dict[str, Any]:
+    view = verdict_view(verdict)
+    if verdict.definition is not None:
+        from tickwheel.services.api.views import job_view
+
+        view["job"] = job_view(dict(verdict.definition), request.app.state.backend.now_ms())
+    return view
+
+
+def _looked_up(request: Request, command_id: str, sent_at: int) -> Verdict | None:
+    """The command's verdict read from jobs.verdicts (only where the backend has a broker)."""
+    backend = request.app.state.backend
+    clients = getattr(request.app.state, "verdict_lookup_clients", None)
+    if clients is None:
+        from tickwheel.adapters.kafka.broker_clients import BrokerClients
+
+        clients = request.app.state.verdict_lookup_clients = BrokerClients(backend.bootstrap)
+    from tickwheel.services.api.verdict_lookup import find_verdict
+
+    try:
+        value = find_verdict(clients, command_id, sent_at)
+    except KafkaException as exc:  # the broker away: as not found (pending, while it may be)
+        log.warning("verdict look-up failed", extra={"action": "api_verdict_lookup_failed",
+                                                     "error": str(exc)})  # fmt: skip
+        return None
+    return None if value is None else Verdict.of(value)
 
 
 def _still_judged(jobs: Any, sent_at: int, request: Request) -> bool:
