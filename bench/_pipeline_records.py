@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,15 @@ def events(bootstrap: str) -> list[dict[str, Any]]:
     return out
 
 
-def wait_for_succeeded(bootstrap: str, expected: int, deadline: float) -> int:
+def wait_for_succeeded(
+    bootstrap: str,
+    expected: int,
+    deadline: float,
+    on_written: Callable[[int], None] | None = None,
+) -> int:
     """Wait until `expected` executions have succeeded (or the deadline); returns how many had.
+    `on_written` is told the events topic's record count each time it is read (the steady
+    run's warm CPU snapshot is taken there).
 
     While the pipeline runs this asks only the events topic's end offsets: decoding every
     event to count them, every few seconds, cost the benchmark's own process up to a core
@@ -62,6 +70,8 @@ def wait_for_succeeded(bootstrap: str, expected: int, deadline: float) -> int:
                 )
             except KafkaException:  # a leader moving: asked again next time
                 continue
+            if on_written is not None:
+                on_written(written)
             if written < 2 * expected or written == decoded_at:
                 continue
             decoded_at = written
