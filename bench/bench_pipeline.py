@@ -186,11 +186,13 @@ def steady(
     # The steady window's CPU: from when the events topic holds the first WARM_UP_S seconds'
     # executions (two events each: leased, succeeded) to the end, without the restores, group
     # joins and the history's start, which the whole run's figure includes.
-    warm: dict[str, Any] = {}
+    warm_snapshot: dict[str, Any] = {}
 
     def snapshot_when_warm(written: int) -> None:
-        if not warm and written >= 2 * rate * WARM_UP_S:
-            warm.update(written=written, cpu={n: cpu_seconds(pid) for n, pid in pids.items()})
+        if not warm_snapshot and written >= 2 * rate * WARM_UP_S:
+            warm_snapshot.update(
+                written=written, cpu={n: cpu_seconds(pid) for n, pid in pids.items()}
+            )
 
     done = wait_for_succeeded(bootstrap, expected, time.time() + 60 + 3 * seconds,
                               on_written=snapshot_when_warm)  # fmt: skip
