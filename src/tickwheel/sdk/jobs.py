@@ -119,6 +119,11 @@ class JobsClient:
             raise InvalidInput("command", "the single writer accepted it with no definition")
         return verdict.definition.copy()
 
+    async def delete_async(self, job_id: str) -> None:
+        """`delete` for a coroutine once `creates_await()`: its command's verdict awaited on
+        the caller's loop (decision 0165's, for deletes)."""
+        _accepted(await self._submit_async("delete", job_id, None, None), "deleted")
+
     def command_status(self, command_id: str) -> Verdict | str | None:
         """A command this client sent: its verdict, `pending`, or None (not known here)."""
         return self.writes.status(command_id)

@@ -102,6 +102,12 @@ class FollowedJobs:
         self._wrote(created["jobId"])  # the id the record got (a spec may name none)
         return created
 
+    async def delete_async(self, job_id: str) -> None:
+        try:
+            await self.writer.delete_async(job_id)
+        finally:
+            self._wrote(job_id)  # marked even when it failed: a late delete may still land
+
     def update(
         self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
     ) -> dict[str, Any]:

@@ -89,6 +89,16 @@ class TenantJobs:
         with _acting(self.tenant_id):
             self.jobs.delete(job_id)
 
+    async def delete_async(self, job_id: str) -> None:
+        """`delete` with its verdict awaited (asked by `creates_await` first); the tenant's
+        check reads the catalogue (a broker round trip) on a thread, as `get` does."""
+        from starlette.concurrency import run_in_threadpool
+
+        await run_in_threadpool(self.get, job_id)
+        jobs = cast(AsyncCreates, self.jobs)
+        with _acting(self.tenant_id):
+            await jobs.delete_async(job_id)
+
     def trigger(self, job_id: str) -> dict[str, Any]:
         self.get(job_id)
         return self.jobs.trigger(job_id)
