@@ -197,7 +197,11 @@ def steady(
     done = wait_for_succeeded(bootstrap, expected, time.time() + 60 + 3 * seconds,
                               on_written=snapshot_when_warm)  # fmt: skip
     cpu = cpu_per_execution(cpu_before, pids, done)  # the restore included: 10,000 jobs
-    warm_cpu = cpu_per_execution(warm["cpu"], pids, done - warm["written"] // 2) if warm else {}
+    warm_cpu = (
+        cpu_per_execution(warm_snapshot["cpu"], pids, done - warm_snapshot["written"] // 2)
+        if warm_snapshot
+        else {}
+    )
     for proc in procs:
         stop_process(proc)
     all_events = events(bootstrap)
