@@ -25,7 +25,7 @@ from tickwheel.core.timer.executions import (
     ExecutionTracker,
     InFlight,
 )
-from tickwheel.core.timer.firing import dispatch_due, fire, on_due, start_occurrence
+from tickwheel.core.timer.firing import dispatch_due, fire_due, start_occurrence
 from tickwheel.core.timer.horizon import Horizon
 from tickwheel.core.timer.jobs import JobEntry, entry_from_definition, shared_next_after
 from tickwheel.core.timer.occurrences import job_dead_letter
@@ -319,23 +319,7 @@ class PartitionScheduler:
         self.refill(now_ms)
         dispatch_due(self, now_ms, hold_leases, emission)
         fire_workflow_timers(self, now_ms, emission)
-        for entry, target in self.horizon.due(now_ms):
-            try:
-                on_due(self, entry, target, now_ms, hold_leases, emission)
-            except Exception as exc:
-                self.job_failed(self.job_of(target), "tick", exc, now_ms, emission)
-        jobs = self.jobs
-        served = self.ready.serve(
-            self.max_batch, self.executions.by_tenant, self.tenant_max_in_flight
-        )
-        for job_id, slot in served:
-            job = jobs.get(job_id)
-            if job is None or not job.enabled:
-                continue
-            try:
-                fire(self, job, slot, now_ms, emission)
-            except Exception as exc:
-                self.job_failed(job_id, "fire", exc, now_ms, emission)
+        fire_due(self, now_ms, hold_leases, emission)
         return emission
 
     def job_of(self, target: tuple[Any, ...]) -> str:
