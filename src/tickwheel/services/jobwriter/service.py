@@ -46,6 +46,7 @@ from tickwheel.services.jobwriter.writer import BatchWriter
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
+from tickwheel.services.transactions import Written
 
 log = logging.getLogger("tickwheel.jobwriter")
 
@@ -263,7 +264,14 @@ class JobWriterService:
     def _write(self, batches: list[tuple[PartitionRuntime, Batch]]) -> None:
         """The poll's transaction; a failure drops every partition it carried (their
         catalogues moved past what committed) and restores them from Kafka."""
-        written = self.writer.write(self._producer(), self.consumer, batches)
+        try:
+            producer = self._producer()
+        except KafkaException as exc:  # a new producer's init failed (the broker away)
+            log.warning("producer init failed", extra={"action": "producer_init_failed",
+                                                       "error": str(exc)})  # fmt: skip
+            written = Written("failed", 0.0)
+        else:
+            written = self.writer.write(producer, self.consumer, batches)
         if written.outcome == "committed":
             taken = Batch.merged([batch for _runtime, batch in batches])
             for outcome, count in taken.outcomes.items():

@@ -223,3 +223,36 @@ def test_a_judge_the_group_moved_past_commits_nothing_it_judged_after_the_handov
     verdicts = cluster.settle(heir, 1)  # the heir judges the command: once
     assert verdicts[late]["outcome"] == "created"
     assert [d["version"] for d in cluster.definitions("late") if d] == [1]
+
+
+def test_a_producer_that_cannot_start_fails_the_poll_and_its_partitions_restore() -> None:
+    """A new producer's init failing (the broker away after a failed transaction) is a failed
+    transaction: the poll's partitions drop and restore, the command is judged once later."""
+    from tickwheel.adapters.kafka.client import KafkaError, KafkaException
+
+    cluster = Cluster()
+    service = cluster.judge()
+    working = service.clients
+
+    class Refusing:
+        def transactional(self, *_args: Any, **_kwargs: Any) -> Any:
+            def init(*_a: Any) -> None:
+                raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker away"))
+
+            return type("Unready", (), {"init": staticmethod(init)})()
+
+    service.producer, service.clients = None, Refusing()  # type: ignore[assignment]
+    command = cluster.send("create", "later", cluster.definition("later"))
+    for _ in range(50):  # bounded
+        service.step()
+        if service.figures.failed["failed"]:
+            break
+    assert service.figures.failed["failed"] == 1 and len(service.partitions) < 6
+    assert cluster.verdicts() == {}
+    service.clients = working
+    for _ in range(2000):  # bounded: the partition restores after its retry wait
+        service.step()
+        if cluster.verdicts():
+            break
+        threading.Event().wait(0.005)
+    assert cluster.verdicts()[command]["outcome"] == "created"
