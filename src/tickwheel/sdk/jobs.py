@@ -24,6 +24,7 @@ after a start answers late) raises `VerdictPending` (the command will still be j
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -118,6 +119,25 @@ class JobsClient:
         if verdict.definition is None:
             raise InvalidInput("command", "the single writer accepted it with no definition")
         return verdict.definition.copy()
+
+    async def update_async(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]:
+        """`update` for a coroutine once `creates_await()`: the same read, merge and retry
+        as `_update_by_command`, each read of the current definition on a thread (the
+        catalogue asks the broker an end), each command's verdict awaited on the loop."""
+        changes, loop = as_spec(changes), asyncio.get_running_loop()
+        for _ in range(UPDATE_ATTEMPTS):
+            current = await loop.run_in_executor(None, self.get, job_id)
+            if expected_version is not None and expected_version != current["version"]:
+                raise VersionConflict(job_id, current["version"], expected_version)
+            record = self._next_record(current, changes)
+            verdict = await self._submit_async("update", job_id, record, current["version"])
+            if verdict.outcome != "version_conflict":
+                return _accepted(verdict, "updated")
+            if expected_version is not None:
+                raise VersionConflict(job_id, verdict.current_version or 0, expected_version)
+        raise VersionConflict(job_id, verdict.current_version or 0, current["version"])
 
     async def delete_async(self, job_id: str) -> None:
         """`delete` for a coroutine once `creates_await()`: its command's verdict awaited on

@@ -102,6 +102,14 @@ class FollowedJobs:
         self._wrote(created["jobId"])  # the id the record got (a spec may name none)
         return created
 
+    async def update_async(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]:
+        try:
+            return await self.writer.update_async(job_id, changes, expected_version)
+        finally:
+            self._wrote(job_id)
+
     async def delete_async(self, job_id: str) -> None:
         try:
             await self.writer.delete_async(job_id)

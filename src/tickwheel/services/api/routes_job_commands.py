@@ -127,6 +127,30 @@ def update_record(
         raise invalid_input(exc, aliases=aliases) from None
 
 
+async def update_record_async(
+    b: Backend, job_id: str, changes: dict[str, Any], expected: int | None,
+    aliases: dict[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """`update_record` for a coroutine: awaited with no thread held for the verdicts when
+    the jobs client can (writes known to be commands), else on a route thread."""
+    jobs: Any = b.jobs
+    ask = getattr(jobs, "creates_await", None)
+    if ask is None or not ask() or not hasattr(jobs, "update_async"):
+        return await run_in_threadpool(update_record, b, job_id, changes, expected, aliases)
+    current = await run_in_threadpool(jobs.get, job_id)
+    if expected is not None and expected != current["version"]:
+        raise version_conflict(job_id, current["version"], expected)
+    try:
+        return dict(await jobs.update_async(job_id, template_text(changes), expected))
+    except VersionConflict as exc:  # the judge's verdict, or the client's own check
+        raise version_conflict(job_id, exc.current_version, expected or 0) from None
+    except InvalidInput as exc:
+        if exc.field == "expectedVersion":  # moved on between our read and the client's
+            latest = (await run_in_threadpool(jobs.get, job_id))["version"]
+            raise version_conflict(job_id, latest, expected or 0) from None
+        raise invalid_input(exc, aliases=aliases) from None
+
+
 def pending_view(exc: VerdictPending) -> JSONResponse:
     """The 202 of a write whose verdict is late: the command will be judged."""
     return JSONResponse(

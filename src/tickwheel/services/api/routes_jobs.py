@@ -48,6 +48,7 @@ from tickwheel.services.api.routes_job_commands import (
     keyed_write,
     recorded_response,
     run_keyed_async,
+    update_record_async,
 )
 from tickwheel.services.api.routes_job_commands import (
     create_record as create_record,
@@ -216,7 +217,7 @@ def get_job(
                **problem_responses(404, 409, 412, 422, 503)},
 )  # fmt: skip
 @answers_pending
-def patch_job(
+async def patch_job(
     b: BackendDep,
     job_id: JobId,
     patch: Annotated[
@@ -241,7 +242,7 @@ def patch_job(
             )
     if if_match is not None:
         wanted = parse_etag(if_match)
-        current = b.jobs.get(job_id)["version"]
+        current = (await run_in_threadpool(b.jobs.get, job_id))["version"]
         if wanted != current:
             raise Problem(
                 412,
@@ -250,7 +251,8 @@ def patch_job(
                 currentVersion=current,
             )
         expected = expected if expected is not None else wanted
-    return job_response(b, update_record(b, job_id, changes, expected))
+    # Awaited on the event loop as a create is, when the jobs client can (decision 0165).
+    return job_response(b, await update_record_async(b, job_id, changes, expected))
 
 
 @router.delete(
@@ -277,7 +279,7 @@ async def delete_job(b: BackendDep, job_id: JobId) -> Response:
                **problem_responses(404, 422, 503)},
 )  # fmt: skip
 @answers_pending
-def pause_job(
+async def pause_job(
     b: BackendDep,
     job_id: JobId,
     body: Annotated[
@@ -288,9 +290,9 @@ def pause_job(
     reason = body.reason if body else None
     changes: dict[str, Any] = {"enabled": False}
     if reason:
-        labels = dict(b.jobs.get(job_id).get("labels") or {})
+        labels = dict((await run_in_threadpool(b.jobs.get, job_id)).get("labels") or {})
         changes["labels"] = {**labels, PAUSE_REASON_LABEL: reason}
-    record = update_record(b, job_id, changes, None)
+    record = await update_record_async(b, job_id, changes, None)
     log.info("job paused", extra={"action": "job_paused", "job_id": job_id, "reason": reason})
     return job_response(b, record)
 
@@ -301,12 +303,12 @@ def pause_job(
     responses={200: _json(JobView, JOB_EXAMPLE), 202: _PENDING, **problem_responses(404, 503)},
 )
 @answers_pending
-def resume_job(b: BackendDep, job_id: JobId) -> JSONResponse:
-    labels = dict(b.jobs.get(job_id).get("labels") or {})
+async def resume_job(b: BackendDep, job_id: JobId) -> JSONResponse:
+    labels = dict((await run_in_threadpool(b.jobs.get, job_id)).get("labels") or {})
     changes: dict[str, Any] = {"enabled": True}
     if labels.pop(PAUSE_REASON_LABEL, None) is not None:
         changes["labels"] = labels
-    return job_response(b, update_record(b, job_id, changes, None))
+    return job_response(b, await update_record_async(b, job_id, changes, None))
 
 
 @router.post(

@@ -89,6 +89,17 @@ class TenantJobs:
         with _acting(self.tenant_id):
             self.jobs.delete(job_id)
 
+    async def update_async(
+        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> dict[str, Any]:
+        """`update` with its verdicts awaited (asked by `creates_await` first)."""
+        from starlette.concurrency import run_in_threadpool
+
+        await run_in_threadpool(self.get, job_id)
+        jobs = cast(AsyncCreates, self.jobs)
+        with _acting(self.tenant_id):
+            return await jobs.update_async(job_id, changes, expected_version)
+
     async def delete_async(self, job_id: str) -> None:
         """`delete` with its verdict awaited (asked by `creates_await` first); the tenant's
         check reads the catalogue (a broker round trip) on a thread, as `get` does."""
