@@ -23,42 +23,30 @@ if TYPE_CHECKING:
 MAX_LEASE_HOLD_MS = 60_000
 
 
-# A tick fires a late job's slots that came due meanwhile in further passes over the wheel,
-# up to this many (each pass at most what is left of the batch).
-MAX_PASSES = 8
-
-
 def fire_due(
     scheduler: PartitionScheduler, now_ms: int, hold_leases: bool, emission: PartitionWrites
 ) -> None:
     """The wheel's entries due at `now_ms`, then the ready queue served, at most `max_batch`
-    occurrences. A job's next slot enters the wheel when its slot comes due, so a turn later
-    than a job's period finds it due again at once: another pass fires it in this tick, not
-    one slot a turn (decision 0177). Nothing one job does raises out of here."""
-    jobs, budget = scheduler.jobs, scheduler.max_batch
-    for _pass in range(MAX_PASSES):
-        due = scheduler.horizon.due(now_ms)
-        if _pass and not due:
-            return
-        for entry, target in due:
-            try:
-                on_due(scheduler, entry, target, now_ms, hold_leases, emission)
-            except Exception as exc:
-                scheduler.job_failed(scheduler.job_of(target), "tick", exc, now_ms, emission)
-        served = scheduler.ready.serve(
-            budget, scheduler.executions.by_tenant, scheduler.tenant_max_in_flight
-        )
-        for job_id, slot in served:
-            budget -= 1
-            job = jobs.get(job_id)
-            if job is None or not job.enabled:
-                continue
-            try:
-                fire(scheduler, job, slot, now_ms, emission)
-            except Exception as exc:
-                scheduler.job_failed(job_id, "fire", exc, now_ms, emission)
-        if budget <= 0 or scheduler.ready:
-            return  # the batch is full, or slots wait (a tenant's cap): the next tick serves
+    occurrences. A job's next slot enters the wheel when its slot comes due, so a tick fires
+    at most one slot of a job: a late turn does not catch a job up all at once (decision 0177
+    measured the other way, and it lost slots). Nothing one job does raises out of here."""
+    for entry, target in scheduler.horizon.due(now_ms):
+        try:
+            on_due(scheduler, entry, target, now_ms, hold_leases, emission)
+        except Exception as exc:
+            scheduler.job_failed(scheduler.job_of(target), "tick", exc, now_ms, emission)
+    jobs = scheduler.jobs
+    served = scheduler.ready.serve(
+        scheduler.max_batch, scheduler.executions.by_tenant, scheduler.tenant_max_in_flight
+    )
+    for job_id, slot in served:
+        job = jobs.get(job_id)
+        if job is None or not job.enabled:
+            continue
+        try:
+            fire(scheduler, job, slot, now_ms, emission)
+        except Exception as exc:
+            scheduler.job_failed(job_id, "fire", exc, now_ms, emission)
 
 
 def dispatch_due(
