@@ -36,8 +36,10 @@ METRICS_PORT_VAR = "TICKWHEEL_METRICS_PORT"
 CRASH_VAR = "TICKWHEEL_HISTORY_CRASH_AFTER_INSERT"
 
 # Large, columnar inserts keep up with the pipeline (decision 0072); a batch also ends at
-# its wait, so a quiet system still writes within DEFAULT_BATCH_MS.
-DEFAULT_MAX_BATCH = 20_000
+# its wait, so a quiet system still writes within DEFAULT_BATCH_MS. A busy flow's batch
+# holds a second of records (decision 0171): 30,000 at 10,000 executions/s, which this cap
+# must not cut (decision 0183: each insert is a part, each part merges).
+DEFAULT_MAX_BATCH = 60_000
 DEFAULT_BATCH_MS = 200
 # The sink reads every event and batches anyway: fetches that wait for a chunk (decision 0172).
 SINK_FETCH = BULK_READER_FETCH

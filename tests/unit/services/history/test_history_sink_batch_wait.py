@@ -10,6 +10,7 @@ from typing import Any
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.memory import MemoryConsumer
 from tickwheel.clock import FakeClock
+from tickwheel.services.history.settings import DEFAULT_MAX_BATCH
 from tickwheel.services.history.sink import READ_CHUNK, HistorySink
 
 from .test_history_sink_memory import GROUP, World
@@ -39,14 +40,16 @@ class Flow:
         return getattr(self.inner, name)
 
 
-def _first_batch(per_s: float, executions: int = 4_000) -> tuple[int, float]:
+def _first_batch(
+    per_s: float, executions: int = 4_000, max_batch: int = 20_000
+) -> tuple[int, float]:
     """The first batch's records and how long (fake seconds) it stayed open."""
     world = World(executions=executions)
     clock = FakeClock(0.0)
     flow = Flow(MemoryConsumer(world.broker, consumer_config(GROUP, "memory")), clock, per_s)
     sink = HistorySink(
         world.store, flow, world.dead_letters,  # type: ignore[arg-type]
-        max_batch=20_000, max_wait_s=0.2, busy_wait_s=1.0, monotonic=clock.now,
+        max_batch=max_batch, max_wait_s=0.2, busy_wait_s=1.0, monotonic=clock.now,
     )  # fmt: skip
     sink.subscribe()
     # The memory consumer's first poll joins the group; its records come with the next.
@@ -73,3 +76,12 @@ def test_a_light_flow_ends_the_batch_at_the_wait() -> None:
     records, open_s = _first_batch(per_s=2_000)
     assert abs(open_s - 0.2) < 1e-9
     assert records <= 1 + 0.2 * 2_000
+
+
+def test_the_default_cap_holds_a_second_of_a_10000_per_second_pipeline() -> None:
+    # 10,000 executions a second are 30,000 records (a request, `leased`, `succeeded`): with
+    # the service's default cap the busy batch is a second of them, not cut short by the cap
+    # (decision 0183: a cut batch is one more part per table for chDB to write and merge).
+    records, open_s = _first_batch(per_s=30_000, executions=12_000, max_batch=DEFAULT_MAX_BATCH)
+    assert abs(open_s - 1.0) < 1e-6
+    assert records >= 30_000 - READ_CHUNK
