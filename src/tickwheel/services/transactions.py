@@ -1,6 +1,7 @@
-"""How one partition's transaction ended, for the services that write a batch per partition
-in a pool (the orchestrator, the job writer): the outcome and the one way a failure is
-handled, so the two cannot drift on what a fence means."""
+"""How a transaction ended, for the services that write their batches in transactions of
+their own: the orchestrator (one per partition, in a pool) and the job writer (one per poll
+over all its partitions, decision 0178). The outcome and the one way a failure is handled,
+so the two cannot drift on what a fence means."""
 
 from __future__ import annotations
 
