@@ -11,28 +11,30 @@ transactions per create, with the load average. Figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import Report, bench_broker, cpu_seconds, stop_process  # noqa: E402
-from bench.bench_api import SPEC, append_report, line, start_api  # noqa: E402
+from bench.bench_api import append_report, line, start_api  # noqa: E402
 from bench.bench_api_judge_ab import start_judge  # noqa: E402
-from bench.bench_api_server import judge_transactions  # noqa: E402
+from bench.bench_api_server import (  # noqa: E402
+    create_poster,
+    end_load_line,
+    judge_transactions,
+    noop_get,
+)
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
 
 
 def api_ab(baseline: str, creates: int, gets: int, levels: list[int], rounds: int) -> None:
-    from bench.bench_api import RawConnection, async_load
+    from bench.bench_api import async_load
     from bench.bench_api_reads import baseline_tree
 
     report = Report(f"The API A/B: the API at {baseline} against this code's (decision 0179)")
@@ -55,21 +57,8 @@ def api_ab(baseline: str, creates: int, gets: int, levels: list[int], rounds: in
         assert broker.process is not None
         headers = {"Authorization": f"Bearer {token}"}
 
-        def poster(tag: str) -> Callable[[RawConnection, int], Any]:
-            async def post(connection: RawConnection, i: int) -> None:
-                body = json.dumps({**SPEC, "jobId": f"{tag}-{i}"}).encode()
-                status, text = await connection.request(
-                    "POST", "/v1/jobs", body, {"Idempotency-Key": f"{tag}-{i}"})  # fmt: skip
-                assert status == 201, text
-
-            return post
-
-        async def noop(connection: RawConnection, _i: int) -> None:
-            status, text = await connection.request("GET", "/healthz")
-            assert status == 200, text
-
         for name, (_, port) in apis.items():
-            async_load(f"http://127.0.0.1:{port}", headers, poster(f"warm-{len(name)}-{port}"),
+            async_load(f"http://127.0.0.1:{port}", headers, create_poster(f"warm-{len(name)}-{port}"),
                        50, in_flight=8)  # fmt: skip
         start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         report.add(f"{rounds} rounds, interleaved API by API: {gets} no-op GETs and {creates} "
@@ -85,8 +74,8 @@ def api_ab(baseline: str, creates: int, gets: int, levels: list[int], rounds: in
                 for name, (api, port) in apis.items():
                     base = f"http://127.0.0.1:{port}"
                     pids = {"API": api.pid, "judge": judge.pid, "broker": broker.process.pid}
-                    for kind, call, n in (("GET /healthz", noop, gets),
-                                          ("POST /jobs", poster(f"c{round_}-{level}-{port}"),
+                    for kind, call, n in (("GET /healthz", noop_get, gets),
+                                          ("POST /jobs", create_poster(f"c{round_}-{level}-{port}"),
                                            creates)):  # fmt: skip
                         before = {k: cpu_seconds(pid) for k, pid in pids.items()}
                         tx_before = judge_transactions(metrics_port)
@@ -98,9 +87,7 @@ def api_ab(baseline: str, creates: int, gets: int, levels: list[int], rounds: in
                         report.add(f"| {name} | {kind} {line(str(level), rate, latencies)} "
                                    f"{spent['API']:.2f} | {spent['judge']:.2f} | "
                                    f"{spent['broker']:.2f} | {client_ms:.2f} | {tx:.3f} |")  # fmt: skip
-        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-        report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
-                   "cores shared with other work.")  # fmt: skip
+        report.add(end_load_line())
         for api, _ in apis.values():
             stop_process(api)
         stop_process(judge)

@@ -22,16 +22,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import Report, bench_broker, cpu_seconds, stop_process, track  # noqa: E402
 from bench.bench_api import SPEC, append_report, line, start_api  # noqa: E402
-from bench.bench_api_server import judge_transactions  # noqa: E402
+from bench.bench_api_server import (  # noqa: E402
+    create_poster,
+    end_load_line,
+    judge_transactions,
+)
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
@@ -77,15 +79,6 @@ def judge_ab(baseline: str, creates: int, levels: list[int], rounds: int) -> Non
         headers = {"Authorization": f"Bearer {token}"}
         assert broker.process is not None
 
-        def poster(tag: str) -> Callable[[RawConnection, int], Any]:
-            async def post(connection: RawConnection, i: int) -> None:
-                body = json.dumps({**SPEC, "jobId": f"{tag}-{i}"}).encode()
-                status, text = await connection.request(
-                    "POST", "/v1/jobs", body, {"Idempotency-Key": f"{tag}-{i}"})  # fmt: skip
-                assert status == 201, text
-
-            return post
-
         def warm(base: str, headers: dict[str, str], tag: str) -> None:
             """Until creates are answered (201) again: the judge holds the partitions and has
             judged any backlog (a 202 meanwhile: the verdict was late). Bounded."""
@@ -126,7 +119,7 @@ def judge_ab(baseline: str, creates: int, levels: list[int], rounds: int) -> Non
                         before = {k: cpu_seconds(pid) for k, pid in pids.items()}
                         tx_before = judge_transactions(metrics_port)
                         rate, latencies, client_ms = async_load(
-                            base, headers, poster(f"c{round_}-{level}-{name}"), creates,
+                            base, headers, create_poster(f"c{round_}-{level}-{name}"), creates,
                             in_flight=level)  # fmt: skip
                         spent = {k: (cpu_seconds(pid) - before[k]) * 1000 / creates
                                  for k, pid in pids.items()}  # fmt: skip
@@ -136,9 +129,7 @@ def judge_ab(baseline: str, creates: int, levels: list[int], rounds: int) -> Non
                                    f"{spent['broker']:.2f} | {client_ms:.2f} | {tx:.3f} |")  # fmt: skip
                 finally:
                     stop_process(judge)
-        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-        report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
-                   "cores shared with other work.")  # fmt: skip
+        report.add(end_load_line())
         stop_process(api)
     append_report(report, "api-writes.md")
 

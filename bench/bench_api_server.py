@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +35,9 @@ from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
 
+if TYPE_CHECKING:
+    from bench.bench_api import RawConnection
+
 
 def judge_transactions(port: int) -> float:
     """The judge's partition transactions so far, from its /metrics (all outcomes)."""
@@ -45,6 +48,31 @@ def judge_transactions(port: int) -> float:
                if row.startswith("tickwheel_jobwriter_transactions_total{"))  # fmt: skip
 
 
+def create_poster(tag: str) -> Callable[[RawConnection, int], Any]:
+    """The A/B benches' create: a keyed `POST /v1/jobs` of job `<tag>-<i>`, answered 201."""
+
+    async def post(connection: RawConnection, i: int) -> None:
+        body = json.dumps({**SPEC, "jobId": f"{tag}-{i}"}).encode()
+        status, text = await connection.request(
+            "POST", "/v1/jobs", body, {"Idempotency-Key": f"{tag}-{i}"})  # fmt: skip
+        assert status == 201, text
+
+    return post
+
+
+async def noop_get(connection: RawConnection, _i: int) -> None:
+    """The A/B benches' no-op: `GET /healthz`, answered 200."""
+    status, text = await connection.request("GET", "/healthz")
+    assert status == 200, text
+
+
+def end_load_line() -> str:
+    """The report's closing line: the load average when the rounds ended."""
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return (f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
+            "cores shared with other work.")  # fmt: skip
+
+
 SERVERS = {
     "h11+asyncio": {"TICKWHEEL_API_HTTP": "h11", "TICKWHEEL_API_LOOP": "asyncio"},
     "httptools+uvloop": {"TICKWHEEL_API_HTTP": "httptools", "TICKWHEEL_API_LOOP": "uvloop"},
@@ -52,7 +80,7 @@ SERVERS = {
 
 
 def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
-    from bench.bench_api import RawConnection, async_load
+    from bench.bench_api import async_load
 
     report = Report("The API's HTTP server A/B: h11+asyncio against httptools+uvloop (0167)")
     with bench_broker() as broker:
@@ -73,21 +101,10 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
         assert broker.process is not None
         headers = {"Authorization": f"Bearer {token}"}
 
-        def poster(tag: str) -> Callable[[RawConnection, int], Any]:
-            async def post(connection: RawConnection, i: int) -> None:
-                body = json.dumps({**SPEC, "jobId": f"{tag}-{i}"}).encode()
-                status, text = await connection.request(
-                    "POST", "/v1/jobs", body, {"Idempotency-Key": f"{tag}-{i}"})  # fmt: skip
-                assert status == 201, text
-
-            return post
-
-        async def noop(connection: RawConnection, _i: int) -> None:
-            status, text = await connection.request("GET", "/healthz")
-            assert status == 200, text
-
         for name, (_, port) in apis.items():
-            async_load(f"http://127.0.0.1:{port}", headers, poster(f"warm-{name}"), 50, in_flight=8)
+            async_load(
+                f"http://127.0.0.1:{port}", headers, create_poster(f"warm-{name}"), 50, in_flight=8
+            )
         start_load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         report.add(f"This code: {rounds} rounds, interleaved server by server: {gets} no-op "
                    f"GETs and {creates} keyed creates per level, from one async client (raw "
@@ -102,8 +119,8 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
                 for name, (api, port) in apis.items():
                     base = f"http://127.0.0.1:{port}"
                     pids = {"API": api.pid, "judge": judge.pid, "broker": broker.process.pid}
-                    for kind, call, n in (("GET /healthz", noop, gets),
-                                          ("POST /jobs", poster(f"c{round_}-{level}-{name}"), creates)):  # fmt: skip
+                    for kind, call, n in (("GET /healthz", noop_get, gets),
+                                          ("POST /jobs", create_poster(f"c{round_}-{level}-{name}"), creates)):  # fmt: skip
                         before = {k: cpu_seconds(pid) for k, pid in pids.items()}
                         kafka_before = rdkafka_cpu_seconds(api.pid)
                         tx_before = judge_transactions(metrics_port)
@@ -118,9 +135,7 @@ def server_ab(creates: int, gets: int, levels: list[int], rounds: int) -> None:
                         report.add(f"| {name} | {kind} {line(str(level), rate, latencies)} "
                                    f"{spent['API']:.2f} | {kafka_ms:.2f} | {spent['judge']:.2f} | "
                                    f"{spent['broker']:.2f} | {client_ms:.2f} | {tx:.3f} |")  # fmt: skip
-        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-        report.add(f"\nLoad average at the end (1, 5, 15 min): {load}, on {os.cpu_count()} "
-                   "cores shared with other work.")  # fmt: skip
+        report.add(end_load_line())
         for api, _ in apis.values():
             stop_process(api)
         stop_process(judge)
