@@ -36,7 +36,18 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from bench._common import Report, bench_broker, cpu_seconds, percentile, stop_process, track  # noqa: E402
-from bench.bench_api import SPEC, append_report, line, start_api, timed  # noqa: E402
+from bench.bench_api import (  # noqa: E402
+    SPEC,
+    UNLIMITED,
+    _timed_stages,
+    append_report,
+    in_process_api_env,
+    line,
+    print_stages,
+    start_api,
+    timed,
+    wait_healthy,
+)
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
@@ -45,21 +56,12 @@ from tickwheel.stack.broker import free_port  # noqa: E402
 def sampled_api(port: int, log: Path, out: Path) -> subprocess.Popen[bytes]:
     """The command path's API under the sampling profiler, once it answers."""
     env = {**os.environ, "TICKWHEEL_API_PORT": str(port), "TICKWHEEL_LOG_LEVEL": "WARNING",
-           "TICKWHEEL_JOB_WRITES": "commands",
-           "TICKWHEEL_API_READS_PER_S": "1000000", "TICKWHEEL_API_READ_BURST": "1000000",
-           "TICKWHEEL_API_WRITES_PER_S": "1000000", "TICKWHEEL_API_WRITE_BURST": "1000000"}  # fmt: skip
+           "TICKWHEEL_JOB_WRITES": "commands", **UNLIMITED}  # fmt: skip
     command = [sys.executable, str(ROOT / "bench" / "sampling.py"), "--out", str(out),
                "-m", "tickwheel.services.api"]  # fmt: skip
     process = track(subprocess.Popen(command, env=env, stdout=log.open("wb"),
                                      stderr=subprocess.STDOUT))  # fmt: skip
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise SystemExit(f"the sampled API did not answer within 90 s; see {log}")
+    return wait_healthy(process, port, log, 90, "sampled API")
 
 
 def start_judge(log: Path) -> subprocess.Popen[bytes]:
@@ -127,36 +129,17 @@ STAGES = (
 
 
 def profile(count: int, concurrency: int) -> None:
-    import importlib
-
     from fastapi.testclient import TestClient
 
     from tickwheel.services.api.app import create_app
 
     with bench_broker() as broker:
-        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
-        os.environ["TICKWHEEL_TOPIC_PREFIX"] = "profile."
+        in_process_api_env(broker.bootstrap, "profile.")
         os.environ["TICKWHEEL_JOB_WRITES"] = "commands"
-        for name in ("READS_PER_S", "READ_BURST", "WRITES_PER_S", "WRITE_BURST"):
-            os.environ[f"TICKWHEEL_API_{name}"] = "1000000"
         apply_topology(bootstrap=broker.bootstrap)
         judge = start_judge(Path(tempfile.mkdtemp()) / "jobwriter.log")
         token, _ = create_key("bench", ["write"], bootstrap=broker.bootstrap, now_ms=1)
-        spent: dict[str, list[float]] = {}
-        for module_name, owner, name in STAGES:
-            module = importlib.import_module(module_name)
-            target = module if owner == "_module" else getattr(module, owner)
-            original, label = getattr(target, name), f"{owner}.{name}".removeprefix("_module.")
-            spent[label] = []
-
-            def wrapper(*a: Any, _f: Any = original, _l: str = label, **k: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return _f(*a, **k)
-                finally:
-                    spent[_l].append((time.perf_counter() - started) * 1000)
-
-            setattr(target, name, wrapper)
+        spent = _timed_stages(STAGES)
         client = TestClient(create_app(), headers={"Authorization": f"Bearer {token}"})
         deadline = time.monotonic() + 60
         while client.get("/v1/jobs/none").status_code == 401 and time.monotonic() < deadline:
@@ -171,11 +154,7 @@ def profile(count: int, concurrency: int) -> None:
         print(f"{count} creates on {concurrency} threads: {rate:,.0f}/s, p50 "
               f"{percentile(latencies, 0.5):.1f} ms, p99 {percentile(latencies, 0.99):.1f} ms, "
               f"in-process CPU {cpu_ms:.2f} ms per create (load {os.getloadavg()[0]:.1f})")  # fmt: skip
-        print(f"{'stage':<30} {'calls':>6} {'mean ms':>8} {'p99 ms':>8}")
-        for label, values in spent.items():
-            if values:
-                print(f"{label:<30} {len(values):>6} {sum(values) / len(values):>8.2f} "
-                      f"{percentile(values, 0.99):>8.2f}")  # fmt: skip
+        print_stages(spent)
         stop_process(judge)
 
 
