@@ -38,6 +38,8 @@ from bench.bench_api import (  # noqa: E402
     _timed_stages,
     append_report,
     async_load,
+    in_process_api_env,
+    print_stages,
     start_api,
     timed,
 )
@@ -236,10 +238,7 @@ def profile_reads(count: int, concurrency: int) -> None:
     from tickwheel.services.api.app import create_app
 
     with bench_broker() as broker:
-        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap
-        os.environ["TICKWHEEL_TOPIC_PREFIX"] = "profile."
-        for name in ("READS_PER_S", "READ_BURST", "WRITES_PER_S", "WRITE_BURST"):
-            os.environ[f"TICKWHEEL_API_{name}"] = "1000000"
+        in_process_api_env(broker.bootstrap, "profile.")
         apply_topology(bootstrap=broker.bootstrap)
         token, _ = create_key("default", ["read"], bootstrap=broker.bootstrap, now_ms=1)
         jobs = JobsClient(broker.bootstrap)
@@ -261,11 +260,7 @@ def profile_reads(count: int, concurrency: int) -> None:
             print(f"{path}: {rate:,.0f}/s, p50 {percentile(latencies, 0.5):.2f} ms, p99 "
                   f"{percentile(latencies, 0.99):.2f} ms, CPU {(time.process_time() - cpu) / count * 1000:.2f} "
                   f"ms a request (test client included; load {os.getloadavg()[0]:.1f})")  # fmt: skip
-        print(f"{'stage':<32} {'calls':>6} {'mean ms':>8} {'p99 ms':>8}")
-        for label, values in spent.items():
-            if values:
-                print(f"{label:<32} {len(values):>6} {sum(values) / len(values):>8.3f} "
-                      f"{percentile(values, 0.99):>8.3f}")  # fmt: skip
+        print_stages(spent, 3)
 
 
 def framework_costs(count: int) -> None:
