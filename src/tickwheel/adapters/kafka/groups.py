@@ -22,13 +22,23 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import OffsetSpec
 
 from tickwheel.adapters.kafka.admin import admin_client
 from tickwheel.adapters.kafka.config import consumer_config
 
 ADMIN_TIMEOUT_S = 5.0
+# A partition's end or start offset asked again after a retriable answer (a leader moving).
+LIST_OFFSETS_ATTEMPTS = 3
+LIST_OFFSETS_PAUSE_S = 0.3
 #: Gaps up to this many offsets are read and their records counted (markers are not records).
 EXACT_GAP = 1000
 
@@ -176,10 +186,25 @@ def _offsets(
     wanted = {TopicPartition(t, p): spec for t, p in partitions}
     if not wanted:
         return {}
-    futures = admin.list_offsets(
-        wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
-    )
-    return {(tp.topic, tp.partition): int(f.result(timeout).offset) for tp, f in futures.items()}
+    for attempt in range(1, LIST_OFFSETS_ATTEMPTS + 1):
+        futures = admin.list_offsets(
+            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
+        )
+        try:
+            return {
+                (tp.topic, tp.partition): int(f.result(timeout).offset) for tp, f in futures.items()
+            }
+        except KafkaException as exc:
+            # A leader moving or just elected (a new topic) answers NOT_LEADER_FOR_PARTITION
+            # once, and the admin client's list_offsets does not retry it: ask again.
+            error = exc.args[0] if exc.args else None
+            retriable = error is not None and (
+                error.retriable() or error.code() == KafkaError.NOT_LEADER_FOR_PARTITION
+            )
+            if attempt == LIST_OFFSETS_ATTEMPTS or not retriable:
+                raise
+            time.sleep(LIST_OFFSETS_PAUSE_S)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def describe_groups(

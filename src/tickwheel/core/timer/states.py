@@ -4,6 +4,7 @@ a partition writes. Pure: every instant is an argument."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tickwheel.core.timer.executions import ExecutionTracker
@@ -12,7 +13,7 @@ from tickwheel.core.timer.jobs import (
     request_of_a_predecessor,
     state_of_a_predecessor,
 )
-from tickwheel.records import ExecutionRequest
+from tickwheel.records import ExecutionRequest, PendingTimer
 
 
 class RestoringStates:
@@ -112,12 +113,12 @@ def pending_entries(
 PAUSED_TIMER_ID = "paused"
 
 
-def paused_entry(job: JobEntry) -> dict[str, Any]:
+def paused_entry(job: JobEntry) -> PendingTimer:
     return {"timer_id": PAUSED_TIMER_ID, "kind": "manual", "fire_at": job.updated_at_ms,
-            "execution_id": None, "attempt": 0, "data": None}  # fmt: skip
+            "execution_id": None, "attempt": 0, "data": None, "request": None}  # fmt: skip
 
 
-def says_paused(state: dict[str, Any]) -> bool:
+def says_paused(state: Mapping[str, Any]) -> bool:
     """Whether a state was written while its job was paused (by this code or later)."""
     return any(
         entry.get("timer_id") == PAUSED_TIMER_ID and entry.get("kind") == "manual"
@@ -127,7 +128,7 @@ def says_paused(state: dict[str, Any]) -> bool:
 
 def job_state(job: JobEntry, pending: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
     if not job.enabled:
-        pending = [*pending, paused_entry(job)]
+        pending = [*pending, {**paused_entry(job)}]
     return {
         "job_id": job.job_id,
         "job_version": job.version,
