@@ -188,7 +188,7 @@ def stage_times(creates: int, in_flight: int) -> None:
                 if time.monotonic() > deadline:
                     raise SystemExit(f"the API did not answer; see {logs}") from None
                 time.sleep(0.2)
-        from tickwheel.sdk.job_commands import judge_running
+        from tickwheel.sdk.job_write_path import judge_running
 
         while not judge_running(broker.bootstrap):
             time.sleep(0.5)

@@ -65,7 +65,7 @@ def sampled_api(port: int, log: Path, out: Path) -> subprocess.Popen[bytes]:
 
 
 def start_judge(log: Path) -> subprocess.Popen[bytes]:
-    from tickwheel.sdk.job_commands import judge_running
+    from tickwheel.sdk.job_write_path import judge_running
 
     env = {**os.environ, "TICKWHEEL_LOG_LEVEL": "WARNING"}
     process = track(subprocess.Popen([sys.executable, "-m", "tickwheel.services.jobwriter"],

@@ -21,7 +21,7 @@ import pytest
 from tests.acceptance.api_process import issue_key, start_api
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.sdk.job_commands import judge_running
+from tickwheel.sdk.job_write_path import judge_running
 from tickwheel.services.api.models import SEED_CRON
 from tickwheel.stack.broker import free_port
 from tickwheel.topology import topic_name

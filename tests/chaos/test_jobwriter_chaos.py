@@ -25,7 +25,8 @@ import pytest
 
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.sdk.job_commands import JobCommandWriter, VerdictPending, judge_running
+from tickwheel.sdk.job_commands import JobCommandWriter, VerdictPending
+from tickwheel.sdk.job_write_path import judge_running
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.topology import topic_name
 

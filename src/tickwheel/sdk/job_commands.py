@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 import time
 import uuid
@@ -53,10 +52,6 @@ log = logging.getLogger("tickwheel.sdk")
 WAIT_S = 5.0
 SEEN_KEPT = 100_000  # verdicts of this writer's commands kept for `status`
 ACK_WAIT_S = 30.0  # a command's acknowledgement, as `EventProducer.deliver` waits
-WRITES_VAR = "TICKWHEEL_JOB_WRITES"
-WRITE_PATHS = ("auto", "commands", "direct")
-JUDGE_GROUP = "tickwheel-jobwriter"
-LIVE_GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING")
 
 
 class VerdictPending(TickwheelError, TimeoutError):
@@ -102,31 +97,6 @@ class Verdict:
         return cls(value["command_id"], value["job_id"], value["outcome"],
                    value["current_version"], definition,
                    value["idempotency_recorded"], value["detail"])  # fmt: skip
-
-
-def write_path() -> str:
-    value = os.environ.get(WRITES_VAR, "auto").strip().lower()
-    if value not in WRITE_PATHS:
-        raise InvalidInput(WRITES_VAR, f"{value!r}; accepted: {', '.join(WRITE_PATHS)}")
-    return value
-
-
-def judge_running(bootstrap: str | None, timeout: float = 5.0) -> bool:
-    """Whether the single writer's consumer group has members (what `auto` decides by): a
-    group that is stable or rebalancing has some, an empty or dead one none."""
-    from tickwheel.adapters.kafka.admin import admin_client
-
-    group = os.environ.get("TICKWHEEL_JOBWRITER_GROUP", topic_name(JUDGE_GROUP))
-    try:
-        # Held while the request runs: a client collected meanwhile cancels it (_DESTROY).
-        admin = admin_client(bootstrap, quiet=True)
-        listing = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 1)
-    except Exception as exc:  # no broker: the direct path
-        log.debug("judge probe failed", extra={"action": "judge_probe_failed",
-                                               "error": str(exc)})  # fmt: skip
-        return False
-    states = {g.group_id: getattr(g.state, "name", str(g.state)) for g in listing.valid}
-    return states.get(group) in LIVE_GROUP_STATES
 
 
 class _Waiting:

@@ -7,23 +7,47 @@ choice and the command writer once commands are used."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from tickwheel.clock import Clock
 from tickwheel.errors import InvalidInput
-from tickwheel.sdk.job_commands import (
-    WAIT_S,
-    WRITE_PATHS,
-    JobCommandWriter,
-    Verdict,
-    judge_running,
-    write_path,
-)
+from tickwheel.sdk.job_commands import WAIT_S, JobCommandWriter, Verdict
+from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.sdk")
 
 # How long `auto` trusts what it learnt about the judge while it saw none.
 JUDGE_RECHECK_S = 10.0
+WRITES_VAR = "TICKWHEEL_JOB_WRITES"
+WRITE_PATHS = ("auto", "commands", "direct")
+JUDGE_GROUP = "tickwheel-jobwriter"
+LIVE_GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING")
+
+
+def write_path() -> str:
+    value = os.environ.get(WRITES_VAR, "auto").strip().lower()
+    if value not in WRITE_PATHS:
+        raise InvalidInput(WRITES_VAR, f"{value!r}; accepted: {', '.join(WRITE_PATHS)}")
+    return value
+
+
+def judge_running(bootstrap: str | None, timeout: float = 5.0) -> bool:
+    """Whether the single writer's consumer group has members (what `auto` decides by): a
+    group that is stable or rebalancing has some, an empty or dead one none."""
+    from tickwheel.adapters.kafka.admin import admin_client
+
+    group = os.environ.get("TICKWHEEL_JOBWRITER_GROUP", topic_name(JUDGE_GROUP))
+    try:
+        # Held while the request runs: a client collected meanwhile cancels it (_DESTROY).
+        admin = admin_client(bootstrap, quiet=True)
+        listing = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 1)
+    except Exception as exc:  # no broker: the direct path
+        log.debug("judge probe failed", extra={"action": "judge_probe_failed",
+                                               "error": str(exc)})  # fmt: skip
+        return False
+    states = {g.group_id: getattr(g.state, "name", str(g.state)) for g in listing.valid}
+    return states.get(group) in LIVE_GROUP_STATES
 
 
 class WritePath:
