@@ -14,21 +14,15 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tickwheel.adapters.avro import decode
-from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.sdk.job_commands import JobCommandWriter, VerdictPending
+from tests.chaos.jobwriter_patchers import Patchers, verdicts_of, written_exactly_the_accepted
+from tickwheel.sdk.job_commands import JobCommandWriter
 from tickwheel.sdk.job_write_path import judge_running
-from tickwheel.sdk.jobs import validate_job
-from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(900)]
 
@@ -72,51 +66,15 @@ def judge(applied_topology: str, kafka_bootstrap: str, tmp_path: Path) -> Iterat
     running.stop()
 
 
-def definition(job_id: str, version: int, label: str) -> dict[str, Any]:
-    spec = {"jobId": job_id, "type": "noop", "cron": "0 3 * * *", "labels": {"by": label}}
-    return validate_job(spec, int(time.time() * 1000), version)
-
-
 def test_every_acknowledged_command_has_one_verdict_and_versions_never_gap_or_repeat(
     judge: JudgeProcess, kafka_bootstrap: str
 ) -> None:
     writer = JobCommandWriter(kafka_bootstrap, wait_s=60)
-    sent: list[str] = []  # acknowledged by the broker (deliver returned)
-    answered: dict[str, str] = {}
-    lock = threading.Lock()
-    stop = threading.Event()
-    failures: list[BaseException] = []
+    patchers = Patchers(writer, JOBS, WRITERS, rounds=10_000)
+    answered, failures = patchers.answered, patchers.failures
     try:
-        for job_id in JOBS:
-            assert writer.submit("create", job_id, definition(job_id, 1, "create")).outcome == (
-                "created"
-            )
-
-        def write(who: int) -> None:
-            rng = random.Random(who)
-            known = dict.fromkeys(JOBS, 1)
-            try:
-                for n in range(10_000):  # bounded; ends when told
-                    if stop.is_set():
-                        return
-                    job_id = rng.choice(JOBS)
-                    record = definition(job_id, known[job_id] + 1, f"{who}-{n}")
-                    try:
-                        verdict = writer.submit("update", job_id, record, known[job_id])
-                    except VerdictPending as late:
-                        with lock:
-                            sent.append(late.command_id)
-                        continue
-                    with lock:
-                        sent.append(verdict.command_id)
-                        answered[verdict.command_id] = verdict.outcome
-                    known[job_id] = verdict.current_version or known[job_id]
-            except BaseException as exc:  # reported by the test
-                failures.append(exc)
-
-        threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]
-        for thread in threads:
-            thread.start()
+        patchers.create_all()
+        patchers.start()
         for kill in range(KILLS + 1):
             # Each judge answers some commands before it is killed, mid-flow: the kills land
             # between transactions or inside one, wherever the writers have got to.
@@ -130,42 +88,18 @@ def test_every_acknowledged_command_has_one_verdict_and_versions_never_gap_or_re
             if kill < KILLS:
                 judge.kill()
                 judge.start()
-        stop.set()
-        for thread in threads:
-            thread.join(120)
+        patchers.stop()
         assert not failures, failures
     finally:
-        stop.set()
+        patchers.stop()
         writer.close()
 
     # Every command sent gets its verdict once the judge runs (bounded wait).
-    deadline = time.monotonic() + 180
-    while True:
-        verdicts: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for record in read_to_end(topic_name("jobs.verdicts"), None, kafka_bootstrap):
-            value = decode(record.value or b"", "JobVerdict")[1]
-            verdicts[value["command_id"]].append(value)
-        missing = [c for c in sent if c not in verdicts]
-        if not missing:
-            break
-        assert time.monotonic() < deadline, f"{len(missing)} of {len(sent)} never answered"
-        time.sleep(1)
+    _order, verdicts = verdicts_of(kafka_bootstrap, patchers.sent)
     assert len(answered) >= (KILLS + 1) * VERDICTS_BETWEEN_KILLS
     assert all(len(v) == 1 for v in verdicts.values()), "a command judged twice"
     for command_id, outcome in answered.items():
         assert verdicts[command_id][0]["outcome"] == outcome  # what the writer was told
 
-    written: dict[str, list[int]] = defaultdict(list)
-    for record in read_to_end(topic_name("jobs.definitions"), None, kafka_bootstrap):
-        if record.key in JOBS and record.value is not None:
-            written[record.key].append(decode(record.value, "JobDefinition")[1]["version"])
-    accepted: dict[str, list[int]] = defaultdict(list)
-    for (value,) in verdicts.values():
-        if value["outcome"] in ("created", "updated"):
-            accepted[value["job_id"]].append(value["current_version"])
-    updates = 0
-    for job_id in JOBS:
-        assert written[job_id] == list(range(1, len(written[job_id]) + 1)), job_id
-        assert sorted(accepted[job_id]) == written[job_id], job_id  # none lost, none extra
-        updates += len(written[job_id]) - 1
+    updates = written_exactly_the_accepted(kafka_bootstrap, JOBS, verdicts)
     assert updates > 0

@@ -18,9 +18,7 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,12 +26,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel.adapters.avro import decode
-from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.sdk.job_commands import JobCommandWriter, VerdictPending
-from tickwheel.sdk.jobs import validate_job
+from tests.chaos.jobwriter_patchers import Patchers, verdicts_of, written_exactly_the_accepted
+from tickwheel.sdk.job_commands import JobCommandWriter
 from tickwheel.stack.broker import free_port
-from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(600)]
 
@@ -88,52 +83,16 @@ def judges(applied_topology: str, tmp_path: Path) -> Iterator[tuple[Judge, Judge
         second.stop()
 
 
-def definition(job_id: str, version: int, label: str) -> dict[str, Any]:
-    spec = {"jobId": job_id, "type": "noop", "cron": "0 3 * * *", "labels": {"by": label}}
-    return validate_job(spec, int(time.time() * 1000), version)
-
-
 def test_a_stopped_judge_lands_nothing_after_its_partitions_moved(
     judges: tuple[Judge, Judge], kafka_bootstrap: str
 ) -> None:
     stopped, heir = judges
     writer = JobCommandWriter(kafka_bootstrap, wait_s=60)
-    sent: list[str] = []
-    answered: dict[str, str] = {}
-    lock = threading.Lock()
-    halt = threading.Event()
-    failures: list[BaseException] = []
+    patchers = Patchers(writer, JOBS, WRITERS, rounds=100_000)
+    answered, failures = patchers.answered, patchers.failures
     try:
-        for job_id in JOBS:
-            assert writer.submit("create", job_id, definition(job_id, 1, "create")).outcome == (
-                "created"
-            )
-
-        def write(who: int) -> None:
-            rng = random.Random(who)
-            known = dict.fromkeys(JOBS, 1)
-            try:
-                for n in range(100_000):  # bounded; ends when told
-                    if halt.is_set():
-                        return
-                    job_id = rng.choice(JOBS)
-                    record = definition(job_id, known[job_id] + 1, f"{who}-{n}")
-                    try:
-                        verdict = writer.submit("update", job_id, record, known[job_id])
-                    except VerdictPending as late:  # its partition's judge is stopped
-                        with lock:
-                            sent.append(late.command_id)
-                        continue
-                    with lock:
-                        sent.append(verdict.command_id)
-                        answered[verdict.command_id] = verdict.outcome
-                    known[job_id] = verdict.current_version or known[job_id]
-            except BaseException as exc:  # reported by the test
-                failures.append(exc)
-
-        threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]
-        for thread in threads:
-            thread.start()
+        patchers.create_all()
+        patchers.start()
         wait_for(lambda: len(answered) >= 30, 120, "no verdicts before the stop")
         time.sleep(random.Random(7).uniform(0, 0.3))  # wherever the judge has got to
         stopped.process.send_signal(signal.SIGSTOP)
@@ -147,27 +106,14 @@ def test_a_stopped_judge_lands_nothing_after_its_partitions_moved(
         wait_for(lambda: stopped.partitions() > 0, 120, "the woken judge never rejoined")
         seen = len(answered)
         wait_for(lambda: len(answered) >= seen + 30, 120, "no verdicts after the wake")
-        halt.set()
-        for thread in threads:
-            thread.join(120)
+        patchers.stop()
         assert not failures, failures
     finally:
-        halt.set()
+        patchers.stop()
         writer.close()
 
-    deadline = time.monotonic() + 180
-    while True:  # every command sent gets its verdict (bounded wait)
-        order: list[dict[str, Any]] = []
-        for record in read_to_end(topic_name("jobs.verdicts"), None, kafka_bootstrap):
-            order.append(decode(record.value or b"", "JobVerdict")[1])
-        verdicts: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for value in order:
-            verdicts[value["command_id"]].append(value)
-        missing = [c for c in sent if c not in verdicts]
-        if not missing:
-            break
-        assert time.monotonic() < deadline, f"{len(missing)} of {len(sent)} never answered"
-        time.sleep(1)
+    # Every command sent gets its verdict (bounded wait).
+    order, verdicts = verdicts_of(kafka_bootstrap, patchers.sent)
     assert all(len(v) == 1 for v in verdicts.values()), "a command judged twice"
     for command_id, outcome in answered.items():
         assert verdicts[command_id][0]["outcome"] == outcome
@@ -179,14 +125,4 @@ def test_a_stopped_judge_lands_nothing_after_its_partitions_moved(
     assert after and before
     assert max(before) < min(after), "a verdict of the stopped judge landed after the handover"
 
-    written: dict[str, list[int]] = defaultdict(list)
-    for record in read_to_end(topic_name("jobs.definitions"), None, kafka_bootstrap):
-        if record.key in JOBS and record.value is not None:
-            written[record.key].append(decode(record.value, "JobDefinition")[1]["version"])
-    accepted: dict[str, list[int]] = defaultdict(list)
-    for (value,) in verdicts.values():
-        if value["outcome"] in ("created", "updated"):
-            accepted[value["job_id"]].append(value["current_version"])
-    for job_id in JOBS:
-        assert written[job_id] == list(range(1, len(written[job_id]) + 1)), job_id
-        assert sorted(accepted[job_id]) == written[job_id], job_id  # none lost, none extra
+    written_exactly_the_accepted(kafka_bootstrap, JOBS, verdicts)
