@@ -46,6 +46,13 @@ class TimedStore:
         finally:
             self._clock.seconds["insert_encoded"] += time.perf_counter() - started
 
+    def insert_encoded_union(self, *args: Any, **kwargs: Any) -> None:
+        started = time.perf_counter()
+        try:
+            self._store.insert_encoded_union(*args, **kwargs)
+        finally:
+            self._clock.seconds["insert_encoded"] += time.perf_counter() - started
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 

@@ -31,6 +31,7 @@ from tickwheel.adapters.clickhouse._reads import explain, in_step, lock_reader, 
 from tickwheel.adapters.clickhouse._writes import (
     insert_encoded_body,
     insert_encoded_file,
+    insert_encoded_files,
     insert_rows,
 )
 from tickwheel.ports.history import HistoryStoreError, QueryResult
@@ -240,6 +241,23 @@ class ChdbHistoryStore(_ClientHistoryStore):
             migrate_lock=_embedded.migrate_lock(directory),
             limits=limits,
         )
+
+    def insert_encoded_union(
+        self,
+        table: str,
+        columns: Sequence[str],
+        sources: Sequence[tuple[str, str, bytes]],
+        input_format: str = "Avro",
+        dedup_token: str | None = None,
+    ) -> None:
+        """Like `insert_encoded`, for several kinds of encoded records, each
+        `(select, structure, data)`, into one table in one statement (one part, one token):
+        the sink's events and the `requested` rows its requests stand for (decision 0187).
+        Only the embedded engine: a server reads one request body per statement."""
+        self._check_open()
+        with self._write_lock:
+            insert_encoded_files(self._writer, table, columns, sources, input_format,
+                                 dedup_token)  # fmt: skip
 
     @staticmethod
     def _connect(directory: str, options: dict[str, str] | None) -> Client:

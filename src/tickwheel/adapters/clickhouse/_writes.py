@@ -68,19 +68,30 @@ def encoded_statement(
     table: str, columns: Sequence[str], select: str, source: str, dedup_token: str | None
 ) -> str:
     """`INSERT INTO table (columns) SETTINGS ... SELECT select FROM source`."""
+    return union_statement(table, columns, [(select, source)], dedup_token)
+
+
+def union_statement(
+    table: str,
+    columns: Sequence[str],
+    selects: Sequence[tuple[str, str]],
+    dedup_token: str | None,
+) -> str:
+    """`INSERT INTO table (columns) SETTINGS ... SELECT a FROM s UNION ALL SELECT b FROM t`:
+    one insert of rows computed from several sources, each `(select list, source)`."""
     check_table(table)
     for column in columns:
         check_table(column, "column")
+    if not selects:
+        raise HistoryStoreError(f"insert into {table}: no source to select from")
     if dedup_token is not None and not _TOKEN.match(dedup_token):
         raise HistoryStoreError(f"{dedup_token!r} is not a deduplication token (A-Z a-z 0-9 _.:/-)")
     settings = ", ".join(
         f"{key} = {value!r}" if isinstance(value, str) else f"{key} = {value}"
         for key, value in insert_settings(dedup_token).items()
     )
-    return (
-        f"INSERT INTO {table} ({', '.join(columns)}) SETTINGS {settings} "
-        f"SELECT {select} FROM {source}"
-    )
+    union = " UNION ALL ".join(f"SELECT {select} FROM {source}" for select, source in selects)
+    return f"INSERT INTO {table} ({', '.join(columns)}) SETTINGS {settings} {union}"
 
 
 def insert_encoded_file(
@@ -97,18 +108,42 @@ def insert_encoded_file(
     """Embedded chDB: the engine reads the records from a spooled file (`file()`), the way
     clickhouse-connect's own chDB inserts do (`FROM INFILE`); the data never becomes Python
     values. The file lives only for the statement."""
-    fd, path = tempfile.mkstemp(prefix="tickwheel-insert-", suffix=".bin", dir=spool_dir)
+    insert_encoded_files(writer, table, columns, [(select, structure, data)], input_format,
+                         dedup_token, spool_dir)  # fmt: skip
+
+
+def insert_encoded_files(
+    writer: Client,
+    table: str,
+    columns: Sequence[str],
+    sources: Sequence[tuple[str, str, bytes]],
+    input_format: str,
+    dedup_token: str | None,
+    spool_dir: str | None = None,
+) -> None:
+    """Embedded chDB, several kinds of records into one table in one statement: each
+    `(select, structure, data)` spooled to its own file, their SELECTs joined by UNION ALL.
+    One insert is one part per day partition and one statement to analyse, where one insert
+    per kind made a part each (decision 0187). The files live only for the statement."""
+    paths: list[str] = []
     try:
-        with os.fdopen(fd, "wb") as spool:
-            spool.write(data)
-        source = f"file({_quote(path)}, {_quote(input_format)}, {_quote(structure)})"
-        statement = encoded_statement(table, columns, select, source, dedup_token)
+        selects = []
+        for select, structure, data in sources:
+            fd, path = tempfile.mkstemp(prefix="tickwheel-insert-", suffix=".bin", dir=spool_dir)
+            paths.append(path)
+            with os.fdopen(fd, "wb") as spool:
+                spool.write(data)
+            selects.append(
+                (select, f"file({_quote(path)}, {_quote(input_format)}, {_quote(structure)})")
+            )
+        statement = union_statement(table, columns, selects, dedup_token)
         try:
             writer.command(statement)
         except ClickHouseError as exc:
             raise HistoryStoreError(f"insert into {table} failed: {exc}") from exc
     finally:
-        os.unlink(path)
+        for path in paths:
+            os.unlink(path)
 
 
 def insert_encoded_body(

@@ -76,6 +76,21 @@ class EncodedInsert(Protocol):
     ) -> None: ...
 
 
+@runtime_checkable
+class EncodedUnionInsert(EncodedInsert, Protocol):
+    """A store that can also insert several kinds of encoded records into one table in one
+    statement, each `(select, structure, data)` (embedded chDB; decision 0187)."""
+
+    def insert_encoded_union(
+        self,
+        table: str,
+        columns: Sequence[str],
+        sources: Sequence[tuple[str, str, bytes]],
+        input_format: str = "Avro",
+        dedup_token: str | None = None,
+    ) -> None: ...
+
+
 @dataclass(frozen=True)
 class EncodedTable:
     """One table a record kind fills: its columns, and the SELECT list computing them."""
@@ -118,12 +133,13 @@ class EncodedKind:
         return frame.data()
 
 
-def dedup_token(table: str, data: bytes) -> str:
+def dedup_token(table: str, *datas: bytes) -> str:
     """The insert's token: the framed data names every record's place and bytes, so the same
     records delivered again in the same cut give the same token, and offsets reused by other
-    records (a topic recreated) do not."""
+    records (a topic recreated) do not. Several frames in one insert: over each in turn."""
     digest = hashlib.sha256(table.encode())
-    digest.update(data)
+    for data in datas:
+        digest.update(data)
     return f"tickwheel-history:{table}:avro:{digest.hexdigest()[:40]}"
 
 

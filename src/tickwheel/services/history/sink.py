@@ -22,26 +22,19 @@ from typing import Any, Protocol
 from tickwheel.adapters.avro import UndecodableRecord
 from tickwheel.adapters.kafka.client import KafkaError, KafkaException, TopicPartition
 from tickwheel.clock import SystemClock
-from tickwheel.ports.history import HistoryStore, HistoryStoreError
+from tickwheel.ports.history import HistoryStore
 from tickwheel.ports.kafka import GroupConsumer
 from tickwheel.services.history.batch import Batch
-from tickwheel.services.history.columnar import EncodedInsert, EncodedKind, Frame, encoded_kinds
-from tickwheel.services.history.columnar import dedup_token as encoded_token
+from tickwheel.services.history.batch_writes import BatchWrites
+from tickwheel.services.history.columnar import EncodedInsert, EncodedKind, encoded_kinds
 from tickwheel.services.history.pipeline import InsertInFlight
 from tickwheel.services.history.routes import Route, default_routes
-from tickwheel.services.history.rows import Row, Source, UnstorableRecord
+from tickwheel.services.history.rows import Source, UnstorableRecord
 
 __all__ = ["HistorySink", "Route", "SinkStats", "default_routes"]
 
 log = logging.getLogger("tickwheel.history")
 
-#: Insert order within a batch: definitions first, so a reader never sees an execution of a
-#: job whose definition the same batch still holds.
-TABLE_ORDER = (
-    "job_definitions", "calendar_events", "execution_requests", "execution_events", "dead_letters",
-    "workflow_events", "alerts",
-)  # fmt: skip
-INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 # The most records one read of a batch asks for; a read that gets them all says the flow is
 # busy (decision 0171).
 READ_CHUNK = 1000
@@ -83,7 +76,7 @@ class DeadLetters(Protocol):
     ) -> None: ...
 
 
-class HistorySink:
+class HistorySink(BatchWrites):
     """One consumer, one store. `step()` reads one batch, writes it, and commits it.
 
     With a store that can insert encoded records (`EncodedInsert`: both ClickHouse backends)
@@ -264,29 +257,6 @@ class HistorySink:
         self._insert_batch(batch)
         self._commit(batch)
 
-    def _insert_batch(self, batch: Batch) -> None:
-        frame_tables: dict[str, list[tuple[Frame, int]]] = {}
-        for frame in batch.frames.values():
-            for index, target in enumerate(frame.kind.tables):
-                frame_tables.setdefault(target.table, []).append((frame, index))
-        written = 0
-        framed: dict[str, bytes] = {}
-        inserted: set[str] = set()
-        for table in sorted(set(batch.rows) | set(frame_tables), key=_table_rank):
-            for frame, index in frame_tables.get(table, []):
-                if frame.kind.schema in batch.frames:  # not fallen back to the row path
-                    written += self._insert_frame(batch, frame, index, framed)
-            written += self._insert_rows(batch, table)
-            inserted.add(table)
-        # Rows of a table already passed, from a frame that fell back after its first table.
-        for table in sorted(set(batch.rows) - inserted, key=_table_rank):
-            written += self._insert_rows(batch, table)
-        self.stats.batches += 1
-        self.stats.rows += written
-        self.stats.last_batch_rows = written
-        if self.after_insert is not None:
-            self.after_insert(self.stats.batches)
-
     def _commit(self, batch: Batch, unwritten: int = 0) -> None:
         try:
             self.consumer.commit(offsets=batch.commit_offsets(), asynchronous=False)
@@ -299,45 +269,6 @@ class HistorySink:
                 "offset commit failed; the batch will be delivered again",
                 extra={"action": "history_commit_failed", "error": str(exc)},
             )
-
-    def _insert_rows(self, batch: Batch, table: str) -> int:
-        table_rows = batch.rows.get(table, [])
-        if table_rows:
-            self._insert(table, table_rows, batch.dedup_token(table))
-        return len(table_rows)
-
-    def _insert_frame(
-        self, batch: Batch, frame: Frame, index: int, framed: dict[str, bytes]
-    ) -> int:
-        """One table of a frame through the fast path; if the store refuses it, every record
-        of the frame goes to the row path instead, which stores what it can and dead-letters
-        the rest."""
-        store = self._encoded_store
-        assert store is not None  # frames exist only with an encoding store
-        kind = frame.kind
-        data = framed.get(kind.schema)
-        if data is None:
-            data = framed[kind.schema] = frame.data()
-        table = kind.tables[index]
-        try:
-            store.insert_encoded(table.table, table.columns, table.select, kind.structure, data,
-                                 dedup_token=encoded_token(table.table, data))  # fmt: skip
-            return len(frame.messages)
-        except HistoryStoreError as exc:
-            # After its first table, the rows of the earlier ones are inserted again: copies
-            # with the same event ids, which FINAL and uniqExact collapse (decision 0030).
-            log.warning(
-                "the fast insert refused a batch; its records go through the row path",
-                extra={"action": "history_fast_path_refused", "table": table.table,
-                       "records": len(frame.messages), "error": str(exc)[:500]},
-            )  # fmt: skip
-        del batch.frames[kind.schema]
-        for message in frame.messages:
-            route = self.routes[message.topic()]
-            source = Source(message.topic(), message.partition(), message.offset(),
-                            int(message.timestamp()[1]))  # fmt: skip
-            self._accept_row(batch, route, message, source)
-        return 0
 
     def _measure_lag(self, batch: Batch | None = None, unwritten: int = 0) -> None:
         """Records behind on the assigned partitions after `batch`: each one's cached high
@@ -376,22 +307,3 @@ class HistorySink:
         self.stats.lag_records = lag + unwritten
         if batch.newest_ms > 0:
             self.stats.lag_ms = max(0, self._now_ms() - batch.newest_ms)
-
-    def _insert(self, table: str, table_rows: list[Row], token: str) -> None:
-        for attempt, pause in enumerate((*INSERT_BACKOFF_S, None), start=1):
-            try:
-                self.store.insert(table, table_rows, dedup_token=token)
-                return
-            except HistoryStoreError as exc:
-                if pause is None:
-                    raise
-                log.warning(
-                    "insert failed; retrying",
-                    extra={"action": "history_insert_retry", "table": table,
-                           "attempt": attempt, "error": str(exc)},
-                )  # fmt: skip
-                self._sleep(pause)
-
-
-def _table_rank(table: str) -> int:
-    return TABLE_ORDER.index(table) if table in TABLE_ORDER else len(TABLE_ORDER)
