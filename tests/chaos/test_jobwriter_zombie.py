@@ -14,7 +14,6 @@ read the partition (its restore waits for it) or not at all (its offsets are ref
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -25,22 +24,28 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.chaos.jobwriter_patchers import Patchers, verdicts_of, written_exactly_the_accepted
+from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.sdk.job_commands import JobCommandWriter
 from tickwheel.stack.broker import free_port
+from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(600)]
 
 JOBS = [f"zombie-{n}" for n in range(12)]  # over all six partitions
 WRITERS = 3
 SESSION_TIMEOUT_S = 10  # the judge's session.timeout.ms
+STOP_TRIES = 12  # stops that find no open transaction of the judge's, before giving up
+PINNED_WATCH_S = 1.5  # how long the last stable offset must stay put (well inside the session)
 
 
 class Judge:
     def __init__(self, instance: str, log: Path) -> None:
         self.instance = instance
         self.port = free_port()
+        self.log = log
         out = log.open("ab")
         env = {**os.environ, "TICKWHEEL_METRICS_PORT": str(self.port)}
         self.process = subprocess.Popen(
@@ -61,6 +66,41 @@ class Judge:
             self.process.send_signal(signal.SIGCONT)
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=30)
+
+
+def _verdict_ends(committed: Consumer, uncommitted: Consumer) -> tuple[int, int]:
+    """`jobs.verdicts`' (one partition) last stable offset and its high watermark: a
+    read_committed consumer's end is the first offset of the oldest open transaction."""
+    verdicts = TopicPartition(topic_name("jobs.verdicts"), 0)
+    stable = committed.get_watermark_offsets(verdicts, timeout=5, cached=False)[1]
+    return stable, uncommitted.get_watermark_offsets(verdicts, timeout=5, cached=False)[1]
+
+
+def stop_inside_a_transaction(judge: Judge, bootstrap: str, answered: dict[str, str]) -> int:
+    """SIGSTOP `judge` while a transaction of its own with verdicts in the log is open; the
+    time of that stop (epoch ms). The sign: over `PINNED_WATCH_S` of the stop the last stable
+    offset stays put below the end (the other judge's commits move the end on; a transaction
+    of its would end within the watch). A stop that shows no such transaction is lifted, and
+    the next one comes after more verdicts."""
+    committed = Consumer(consumer_config(f"zombie-watch-{time.time_ns()}", bootstrap))
+    uncommitted = Consumer(consumer_config(f"zombie-watch-{time.time_ns()}", bootstrap,
+                                           **{"isolation.level": "read_uncommitted"}))  # fmt: skip
+    try:
+        for _ in range(STOP_TRIES):
+            judge.process.send_signal(signal.SIGSTOP)
+            stopped_at_ms = int(time.time() * 1000)
+            first_stable, _end = _verdict_ends(committed, uncommitted)
+            time.sleep(PINNED_WATCH_S)
+            stable, end = _verdict_ends(committed, uncommitted)
+            if stable == first_stable < end:
+                return stopped_at_ms
+            judge.process.send_signal(signal.SIGCONT)
+            more = len(answered) + 5
+            wait_for(lambda: len(answered) >= more, 60, "no verdicts after a short stop")  # noqa: B023
+        raise AssertionError(f"no stop in {STOP_TRIES} found the judge inside a transaction")
+    finally:
+        committed.close()
+        uncommitted.close()
 
 
 def wait_for(condition: Any, within_s: float, what: str) -> None:
@@ -94,9 +134,7 @@ def test_a_stopped_judge_lands_nothing_after_its_partitions_moved(
         patchers.create_all()
         patchers.start()
         wait_for(lambda: len(answered) >= 30, 120, "no verdicts before the stop")
-        time.sleep(random.Random(7).uniform(0, 0.3))  # wherever the judge has got to
-        stopped.process.send_signal(signal.SIGSTOP)
-        stopped_at_ms = int(time.time() * 1000)
+        stopped_at_ms = stop_inside_a_transaction(stopped, kafka_bootstrap, answered)
         wait_for(lambda: heir.partitions() == 6, SESSION_TIMEOUT_S + 60,
                  "the other judge never took the stopped one's partitions")  # fmt: skip
         handed_over_ms = int(time.time() * 1000)
@@ -106,6 +144,11 @@ def test_a_stopped_judge_lands_nothing_after_its_partitions_moved(
         wait_for(lambda: stopped.partitions() > 0, 120, "the woken judge never rejoined")
         seen = len(answered)
         wait_for(lambda: len(answered) >= seen + 30, 120, "no verdicts after the wake")
+        # The transaction it woke inside was refused (its offsets carry the old generation,
+        # or the broker had aborted it at its timeout), so the wake exercised the fence.
+        assert "poll_transaction_failed" in stopped.log.read_text(), (
+            "the stale commit was not refused"
+        )
         patchers.stop()
         assert not failures, failures
     finally:
