@@ -53,6 +53,7 @@ from tickwheel.services.watchdog.records import (
     parse_state_record,
     partition_key,
 )
+from tickwheel.services.watchdog.remembered import parse_success, success_record, to_remember
 from tickwheel.services.watchdog.second_detector import SecondDetector
 from tickwheel.services.watchdog.settings import WatchdogSettings
 from tickwheel.services.watchdog.sql_freshness import SqlFreshnessProbe
@@ -123,6 +124,7 @@ class WatchdogService:
         self.replay_until: dict[str, int] = {}
         self.checkpoint_watermark: int | None = None
         self.changed: set[str] = set()
+        self.succeeded: set[str] = set()  # jobs a success was folded for since the last commit
         self.moved = False
         self._last_now_ms = 0
         self.producer = TransactionalProducer(topic_name("tickwheel-watchdog"), settings.bootstrap)
@@ -221,13 +223,17 @@ class WatchdogService:
             if record.key is None or record.value is None:
                 continue
             try:
-                parsed = parse_state_record(decode_as(Alert, record.value))
+                value = decode_as(Alert, record.value)
+                success = parse_success(value)
+                parsed = parse_state_record(value) if success is None else None
             except (UndecodableRecord, KeyError, TypeError, ValueError):
                 self.metrics.undecodable.inc()
                 continue
-            if isinstance(parsed, Incident):
+            if success is not None:  # folded as its `succeeded` event would be (decision 0189)
+                self.state.facts.job(success.job_id).succeeded(success.at, success.slot)
+            elif isinstance(parsed, Incident):
                 self.state.incidents[parsed.fingerprint] = parsed
-            else:
+            elif parsed is not None:
                 self.replay_until, self.checkpoint_watermark = parsed
         # Evaluations resume where the last committed one stood, never before it.
         self.state.watermark = self.checkpoint_watermark
@@ -263,6 +269,8 @@ class WatchdogService:
             elif kind not in ("definition", "calendar"):
                 continue
             self.state.apply(Observed(kind, text, record, partition))
+            if kind == "event" and record is not None and record["event_type"] == "succeeded":
+                self.succeeded.add(str(record["job_id"]))
 
     def _watermark(self, now: int) -> int | None:
         ends: dict[str, int] = {}
@@ -313,6 +321,10 @@ class WatchdogService:
             for fp in sorted(self.changed):
                 incident = self.state.incidents[fp]
                 producer.send(self.state_topic, fp, encode("Alert", incident_record(incident)))
+            grace_ms = self.settings.thresholds.derived_grace_ms
+            for success in to_remember(self.state.facts.jobs, self.succeeded, grace_ms):
+                record = success_record(success)
+                producer.send(self.state_topic, record["alert_id"], encode("Alert", record))
             producer.send(
                 self.state_topic,
                 CHECKPOINT_KEY,
@@ -325,6 +337,7 @@ class WatchdogService:
                 raise WatchdogFenced(f"fenced by a newer watchdog: {exc}") from exc
             raise
         self.changed.clear()
+        self.succeeded.clear()
         self.moved = False
         for transition in transitions:
             self._log(transition)
