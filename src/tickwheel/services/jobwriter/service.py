@@ -212,6 +212,9 @@ class JobWriterService:
     ) -> None:
         log.error("restore failed; trying again", extra={
             "action": "restore_failed", "partition": partition, "error": repr(exc)})  # fmt: skip
+        self._restore_later(partition, wait_s)
+
+    def _restore_later(self, partition: int, wait_s: float) -> None:
         self._drop(partition)
         with contextlib.suppress(KafkaException):
             self.consumer.pause([TopicPartition(self.topics.commands, partition)])
@@ -284,10 +287,11 @@ class JobWriterService:
         # init costs one round trip, and fences only this instance's own earlier producer.
         self.producer = None
         for runtime, _batch in batches:
+            # No restore failed here: the writer has logged the transaction's failure, and
+            # the partition is restored again from what committed.
             if self.partitions.get(runtime.partition) is runtime:
-                self._restore_failed(runtime.partition, RuntimeError(written.outcome),
-                                     FENCED_RECHECK_S if written.outcome == "fenced"
-                                     else RESTORE_RETRY_S)  # fmt: skip
+                self._restore_later(runtime.partition, FENCED_RECHECK_S
+                                    if written.outcome == "fenced" else RESTORE_RETRY_S)  # fmt: skip
 
     def _producer(self) -> TransactionalWriter[Any]:
         if self.producer is None:
