@@ -156,13 +156,7 @@ def run(jobs: int, seconds: int, stages: Stages, turn_ms: int = 250) -> tuple[in
             emission.extend(runtime.timer.tick(now))
             cpu["fire"] += clock() - started
             started = clock()
-            due = runtime.log.states_due(fired=len(emission.requests),
-                                         backlog=runtime.timer.backlog,
-                                         max_batch=settings.max_batch,
-                                         lag_ms=settings.state_lag_ms, now_ms=now)  # fmt: skip
-            if due:
-                emission.extend(runtime.timer.snapshot(due, now))
-            runtime.timer.refresh_fired_states(emission, now)
+            profile_timer.add_states(settings, runtimes, runtime, emission, now)
             cpu["states"] += clock() - started
             requests.extend(emission.requests)
             started = clock()

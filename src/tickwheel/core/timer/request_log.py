@@ -27,6 +27,16 @@ SEQ_HEADER = "tickwheel-seq"
 # A state left for later is written by then even if every tick is busy, which bounds what a
 # restore must replay from the request topics.
 MAX_UNSAVED_AGE_MS = 10_000
+# A quiet tick holds its states back while another partition of the instance still bursts
+# (decision 0184), but never for more unsaved jobs than this: what a restore replays stays
+# bounded in count as well as in age.
+MAX_DEFERRED_STATES = 100_000
+
+
+def bursting(*, fired: int, backlog: int, max_batch: int) -> bool:
+    """Whether a partition's tick was a burst's: occurrences still waiting, or the batch more
+    than half full (the opposite of the quiet tick that writes states)."""
+    return backlog > 0 or fired >= max_batch - max_batch // 2
 
 
 class RequestLog:
@@ -78,18 +88,26 @@ class RequestLog:
         return jobs
 
     def states_due(
-        self, *, fired: int, backlog: int, max_batch: int, lag_ms: int, now_ms: int
-    ) -> list[str]:
+        self, *, fired: int, backlog: int, max_batch: int, lag_ms: int, now_ms: int,
+        burst_under_way: bool = False,
+    ) -> list[str]:  # fmt: skip
         """The unsaved jobs whose states this tick writes, oldest first. A quiet tick (nothing
-        waiting, the batch at most half full) writes what fits once they are `lag_ms` old;
-        past MAX_UNSAVED_AGE_MS a busy tick writes at least as many as it fires, so the tail
-        a restore replays stops growing."""
+        waiting, the batch at most half full) writes what fits once they are `lag_ms` old,
+        unless a burst is still under way in the instance (`burst_under_way`: the states
+        wait for the burst's end, up to MAX_DEFERRED_STATES and MAX_UNSAVED_AGE_MS, so the
+        burst's transactions carry requests only); past MAX_UNSAVED_AGE_MS a busy tick writes
+        at least as many as it fires, so the tail a restore replays stops growing."""
         if not self.unsaved:
             return []
         age = self.oldest_age_ms(now_ms)
         room = max_batch - fired
         quiet = backlog == 0 and room > max_batch // 2 and age >= lag_ms
-        if quiet:
+        deferred = (
+            burst_under_way
+            and len(self.unsaved) <= MAX_DEFERRED_STATES
+            and age <= MAX_UNSAVED_AGE_MS
+        )
+        if quiet and not deferred:
             return self.oldest(room)
         if age > max(lag_ms, MAX_UNSAVED_AGE_MS):
             return self.oldest(max(room, fired, 1))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.client import TopicPartition
-from tickwheel.core.timer.request_log import RequestLog
+from tickwheel.core.timer.request_log import RequestLog, bursting
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import TransactionalWriter
 from tickwheel.records import TimerCommand
@@ -75,3 +76,31 @@ class PartitionRuntime:
         # Commands waiting (in order) for a definition; the checkpoint stays at the first, so a
         # crash meanwhile reads them again and nothing is lost or applied twice.
         self.held_commands: deque[HeldCommand] = deque()
+        # Whether this partition's last tick was a burst's: while one partition of the instance
+        # bursts, the others' quiet ticks hold their states back (decision 0184).
+        self.bursting = False
+
+    def add_states(
+        self, emission: PartitionWrites, *, max_batch: int, lag_ms: int, now_ms: int,
+        burst_elsewhere: bool,
+    ) -> None:  # fmt: skip
+        """After the tick that made `emission`: the unsaved states its transaction writes
+        (`RequestLog.states_due`), and the states it already carries as they stand now. A
+        burst is under way while another partition bursts (`burst_elsewhere`) or this one did
+        at its previous tick: the tick that fires a partition's tail of the burst, quiet as it
+        may be, is still the burst's."""
+        fired, backlog = len(emission.requests), self.timer.backlog
+        under_way = burst_elsewhere or self.bursting
+        self.bursting = bursting(fired=fired, backlog=backlog, max_batch=max_batch)
+        due = self.log.states_due(
+            fired=fired, backlog=backlog, max_batch=max_batch, lag_ms=lag_ms, now_ms=now_ms,
+            burst_under_way=under_way,
+        )  # fmt: skip
+        if due:
+            emission.extend(self.timer.snapshot(due, now_ms))
+        self.timer.refresh_fired_states(emission, now_ms)
+
+
+def burst_elsewhere(partitions: Iterable[PartitionRuntime], runtime: PartitionRuntime) -> bool:
+    """Whether a partition other than `runtime`'s was bursting at its last tick."""
+    return any(other.bursting for other in partitions if other is not runtime)

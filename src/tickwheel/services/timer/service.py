@@ -35,7 +35,7 @@ from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.intake import Intake
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestorer
-from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
+from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics, burst_elsewhere
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.services.timer.writer import Outcome, Sent, TransactionWriter
 from tickwheel.topology import topic as declared_topic
@@ -329,16 +329,10 @@ class TimerService:
                 )
                 self._drop(runtime, retry_in_s=RESTORE_RETRY_S)
                 continue
-            due = runtime.log.states_due(
-                fired=len(emission.requests),
-                backlog=runtime.timer.backlog,
-                max_batch=self.settings.max_batch,
-                lag_ms=self.settings.state_lag_ms,
-                now_ms=now,
-            )
-            if due:
-                emission.extend(runtime.timer.snapshot(due, now))
-            runtime.timer.refresh_fired_states(emission, now)
+            runtime.add_states(
+                emission, max_batch=self.settings.max_batch, lag_ms=self.settings.state_lag_ms,
+                now_ms=now, burst_elsewhere=burst_elsewhere(self.partitions.values(), runtime),
+            )  # fmt: skip
             if emission or runtime.inputs_moved:
                 outcome = self.writer.send(runtime, emission)
                 if isinstance(outcome, Sent):

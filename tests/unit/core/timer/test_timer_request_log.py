@@ -9,7 +9,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tickwheel.core.timer.request_log import MAX_UNSAVED_AGE_MS, RequestLog
+from tickwheel.core.timer.request_log import (
+    MAX_DEFERRED_STATES,
+    MAX_UNSAVED_AGE_MS,
+    RequestLog,
+    bursting,
+)
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.timer.scheduler import PartitionTimer
 
@@ -215,3 +220,38 @@ def test_quiet_ticks_write_states_and_busy_ones_only_overdue_ones_as_many_as_the
     assert due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + 1_000) == []
     overdue = due(fired=30, backlog=500, max_batch=30, lag_ms=0, now_ms=T0 + MAX_UNSAVED_AGE_MS + 1)
     assert len(overdue) == 30, "as many as the busy tick fires"
+
+
+def test_a_quiet_tick_holds_its_states_while_another_partition_bursts_within_the_bounds() -> None:
+    log = RequestLog(seq=0, end_offsets={TOPIC: 0})
+    log.committed(1, [f"j{i}" for i in range(100)], [], {TOPIC: 0}, now_ms=T0)
+    due = log.states_due
+    quiet = {"fired": 0, "backlog": 0, "max_batch": 30, "lag_ms": 0}
+    assert due(**quiet, now_ms=T0, burst_under_way=True) == [], "the burst's turn: requests only"
+    assert due(**quiet, now_ms=T0, burst_under_way=False) == [f"j{i}" for i in range(30)]
+    overdue = due(**quiet, now_ms=T0 + MAX_UNSAVED_AGE_MS + 1, burst_under_way=True)
+    assert len(overdue) == 30, "held no longer than MAX_UNSAVED_AGE_MS"
+
+
+def test_a_quiet_tick_holds_no_more_than_max_deferred_states() -> None:
+    log = RequestLog(seq=0, end_offsets={TOPIC: 0})
+    log.committed(1, [f"j{i}" for i in range(MAX_DEFERRED_STATES + 1)], [], {TOPIC: 0}, now_ms=T0)
+    due = log.states_due(
+        fired=0, backlog=0, max_batch=30, lag_ms=0, now_ms=T0, burst_under_way=True
+    )
+    assert due == [f"j{i}" for i in range(30)], "past the bound a quiet tick writes what fits"
+
+
+def test_a_tick_bursts_while_occurrences_wait_or_its_batch_is_over_half_full() -> None:
+    assert bursting(fired=0, backlog=1, max_batch=30)
+    assert bursting(fired=15, backlog=0, max_batch=30)
+    assert not bursting(fired=14, backlog=0, max_batch=30)
+    assert bursting(fired=16, backlog=0, max_batch=31)
+    assert not bursting(fired=15, backlog=0, max_batch=31)
+    # The opposite of the tick that writes states: exactly the ticks states_due calls quiet.
+    log = RequestLog(seq=0, end_offsets={TOPIC: 0})
+    log.committed(1, ["a"], [], {TOPIC: 0}, now_ms=T0)
+    for fired in range(32):
+        for backlog in (0, 3):
+            writes = log.states_due(fired=fired, backlog=backlog, max_batch=31, lag_ms=0, now_ms=T0)
+            assert bool(writes) is not bursting(fired=fired, backlog=backlog, max_batch=31)
