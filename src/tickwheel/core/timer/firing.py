@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tickwheel.core.overlap import OVERLAP_POLICIES
 from tickwheel.core.timer.flight_book import IN_FLIGHT_BYTES_PER_JOB, PENDING_OVERHEAD_BYTES
-from tickwheel.core.timer.jobs import JobEntry, shared_next_after
+from tickwheel.core.timer.jobs import JobEntry, cohort_next_after
 from tickwheel.core.timer.occurrences import request_record, skipped_event
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.records import ExecutionTrigger
@@ -108,7 +108,7 @@ def on_due(
     # The next slot enters the wheel now, so a slow batch never delays the grid.
     job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
     if job.enabled:  # `materialise` inline (the walk resumes after `slot`): once per due slot
-        nxt = job.next_ms = shared_next_after(job.schedule, slot)
+        nxt = job.next_ms = cohort_next_after(job.schedule, slot)
         if nxt is None:
             pass
         elif nxt <= now_ms + scheduler.horizon_ms:

@@ -88,6 +88,22 @@ def shared_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
     return compiled.next_after(t_ms)
 
 
+# The last (schedule, after, next) asked of `cohort_next_after`: a burst's jobs come due one
+# cohort (jobs on one compiled schedule, due at one slot) after another.
+_LAST_NEXT: list[Any] = [None, 0, None]
+
+
+def cohort_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
+    """`shared_next_after`, answered without hashing the schedule when the last question was
+    the same (compiled schedules are shared objects: `is` finds the cohort, decision 0185)."""
+    last = _LAST_NEXT
+    if last[0] is compiled and last[1] == t_ms:
+        return last[2]  # type: ignore[no-any-return]
+    nxt = shared_next_after(compiled, t_ms)
+    last[0], last[1], last[2] = compiled, t_ms, nxt
+    return nxt
+
+
 @lru_cache(maxsize=65_536)
 def shared_walk(
     compiled: CompiledSchedule, start_ms: int, cutoff_ms: int, policy: str, max_catch_up: int

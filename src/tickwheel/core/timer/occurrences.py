@@ -14,6 +14,25 @@ from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest, Exec
 LATE_AFTER_MS = 1_000
 
 
+class _Cohort:
+    """The fields of a request that every job of a cohort shares — jobs on one compiled
+    schedule (compiled schedules are shared objects), fired for the same slot at the same
+    instant by the same trigger after the same previous slot (decision 0185) — kept for the
+    last cohort asked: a burst's jobs come one cohort after another, and the next request of
+    the cohort is a copy of this template (the request of the cohort's first job) with its
+    job's own fields set. Only immutable values: a copy shares nothing a caller could change."""
+
+    __slots__ = ("key", "period", "template")
+
+    def __init__(self) -> None:
+        self.key: tuple[object, ...] = ()
+        self.template: ExecutionRequest | None = None
+        self.period = (0, 0)  # the template's (period start, period end)
+
+
+_LAST_COHORT = _Cohort()
+
+
 def request_record(
     job: JobEntry,
     slot: int,
@@ -27,31 +46,78 @@ def request_record(
     """The `ExecutionRequest` of attempt 1 of (job, slot), fired at `fire_ms`, emitted at
     `now_ms`; `lease_terms` = (lease seconds, heartbeat seconds) written into it. `run_id`:
     its execution id when it is not the slot's own (a backfill's rerun, decision 0121)."""
-    if trigger == "manual":
-        # Fired outside the grid: its period runs from the last slot on the grid to now.
-        previous = job.schedule.prev_before(slot)
-        period_start, period_end = (slot if previous is None else previous), slot
-    elif (
-        previous is not None
-        and previous < slot
-        and shared_next_after(job.schedule, previous) == slot
+    cohort = _LAST_COHORT
+    schedule = job.schedule
+    key, template = cohort.key, cohort.template
+    if template is None or not (
+        key[0] is schedule
+        and key[1] == slot
+        and key[2] == fire_ms
+        and key[3] == now_ms
+        and key[4] == trigger
+        and key[5] == previous
+        and key[6] == lease_terms
     ):
-        # The job's own previous slot is the period start: no search needed.
-        period_start, period_end = previous, slot
-    else:
-        period_start, period_end = shared_period(job.schedule, slot)
+        cohort.period = _period(job, slot, trigger, previous)
+        template = _shared_fields(job, slot, fire_ms, now_ms, trigger, cohort.period, lease_terms)
+        cohort.template = template
+        cohort.key = (schedule, slot, fire_ms, now_ms, trigger, previous, lease_terms)
+    request = template.copy()
     payload = job.payload
     if job.payload_template:
         payload = render_payload_template(
             job.payload_template,
-            period_start_ms=period_start,
-            period_end_ms=period_end,
+            period_start_ms=cohort.period[0],
+            period_end_ms=cohort.period[1],
             scheduled_ms=slot,
             timezone=job.timezone,
         )
+    request["execution_id"] = run_id or execution_id(job.job_id, job.version, slot)
+    request["job_id"] = job.job_id
+    request["job_version"] = job.version
+    request["job_type"] = job.job_type
+    request["tenant_id"] = job.tenant_id
+    request["priority"] = job.priority
+    request["payload"] = payload
+    request["max_attempts"] = job.max_attempts
+    request["max_run_seconds"] = job.max_run_seconds
+    request["queue"] = job.queue
+    return request
+
+
+def _period(
+    job: JobEntry, slot: int, trigger: ExecutionTrigger, previous: int | None
+) -> tuple[int, int]:
+    """The (start, end) of the period that (job, slot) closes."""
+    if trigger == "manual":
+        # Fired outside the grid: its period runs from the last slot on the grid to now.
+        previous = job.schedule.prev_before(slot)
+        return (slot if previous is None else previous), slot
+    if (
+        previous is not None
+        and previous < slot
+        and shared_next_after(job.schedule, previous) == slot
+    ):
+        return previous, slot  # the job's own previous slot is the period start: no search
+    return shared_period(job.schedule, slot)
+
+
+def _shared_fields(
+    job: JobEntry,
+    slot: int,
+    fire_ms: int,
+    now_ms: int,
+    trigger: ExecutionTrigger,
+    period: tuple[int, int],
+    lease_terms: tuple[int, int],
+) -> ExecutionRequest:
+    """The request of `job` with the fields that depend on its cohort alone (its schedule,
+    slot, instants, trigger and previous slot) in the record's field order; `request_record`
+    sets the job's own ones (its id, version, type, tenant, priority, payload, attempts, run
+    time and queue) on each copy."""
     late = trigger in ("scheduled", "catch_up") and now_ms - fire_ms > LATE_AFTER_MS
     return {
-        "execution_id": run_id or execution_id(job.job_id, job.version, slot),
+        "execution_id": "",
         "job_id": job.job_id,
         "job_version": job.version,
         "job_type": job.job_type,
@@ -60,9 +126,9 @@ def request_record(
         "attempt": 1,
         "scheduled_time": slot,
         "fire_time": fire_ms,
-        "period_start": period_start,
-        "period_end": period_end,
-        "payload": payload,
+        "period_start": period[0],
+        "period_end": period[1],
+        "payload": job.payload,
         "max_attempts": job.max_attempts,
         "trigger": trigger,
         "late": late,
