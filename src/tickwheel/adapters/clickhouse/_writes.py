@@ -25,11 +25,15 @@ def check_table(table: str, what: str = "table") -> None:
         raise HistoryStoreError(f"{table!r} is not a {what} name (letters, digits, _)")
 
 
-def insert_settings(dedup_token: str | None) -> dict[str, Any]:
+def insert_settings(dedup_token: str | None, fold_copies: bool = True) -> dict[str, Any]:
     # Synchronous insert: the sink commits Kafka offsets only after this returns, so the
-    # batch must be in a part by then, not in an async-insert buffer. The other insert
-    # settings stay ClickHouse's: none measured a reproducible gain (decision 0151).
+    # batch must be in a part by then, not in an async-insert buffer (decision 0151).
     settings: dict[str, Any] = {"async_insert": 0}
+    if not fold_copies:
+        # No ReplacingMergeTree pass over each inserted block: the fast path's tables end
+        # their sorting key with event_id, so all it could fold is an exact copy within one
+        # batch, which FINAL / uniqExact fold at query time anyway (decisions 0030, 0188).
+        settings["optimize_on_insert"] = 0
     if dedup_token is not None:
         settings["insert_deduplication_token"] = dedup_token
     return settings
@@ -78,7 +82,9 @@ def union_statement(
     dedup_token: str | None,
 ) -> str:
     """`INSERT INTO table (columns) SETTINGS ... SELECT a FROM s UNION ALL SELECT b FROM t`:
-    one insert of rows computed from several sources, each `(select list, source)`."""
+    one insert of rows computed from several sources, each `(select list, source)`. Only the
+    fast path's tables are written this way (their sorting keys end with event_id), so
+    copies are left to FINAL, not folded per insert (`insert_settings`)."""
     check_table(table)
     for column in columns:
         check_table(column, "column")
@@ -88,7 +94,7 @@ def union_statement(
         raise HistoryStoreError(f"{dedup_token!r} is not a deduplication token (A-Z a-z 0-9 _.:/-)")
     settings = ", ".join(
         f"{key} = {value!r}" if isinstance(value, str) else f"{key} = {value}"
-        for key, value in insert_settings(dedup_token).items()
+        for key, value in insert_settings(dedup_token, fold_copies=False).items()
     )
     union = " UNION ALL ".join(f"SELECT {select} FROM {source}" for select, source in selects)
     return f"INSERT INTO {table} ({', '.join(columns)}) SETTINGS {settings} {union}"

@@ -16,6 +16,7 @@ from tickwheel.adapters.clickhouse._writes import (
     encoded_statement,
     insert_encoded_body,
     insert_encoded_file,
+    insert_encoded_files,
 )
 from tickwheel.ports.history import HistoryStoreError
 
@@ -29,9 +30,8 @@ class RecordingClient:
 
     def command(self, cmd: str, data: Any = None) -> None:
         self.commands.append((cmd, data))
-        if " FROM file('" in cmd:
-            path = cmd.split(" FROM file('", 1)[1].split("'", 1)[0]
-            with open(path, "rb") as spool:
+        for part in cmd.split(" FROM file('")[1:]:
+            with open(part.split("'", 1)[0], "rb") as spool:
                 self.spooled.append(spool.read())
 
 
@@ -48,7 +48,7 @@ def test_a_server_gets_the_records_as_the_body_read_with_input() -> None:
     assert data == b"Obj\x01..."
     assert statement == (
         "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0, "
-        "insert_deduplication_token = 'tickwheel-history:execution_events:avro:ab12' "
+        "optimize_on_insert = 0, insert_deduplication_token = 'tickwheel-history:execution_events:avro:ab12' "
         "SELECT event_id, tw_source_offset "
         "FROM input('event_id String, tw_source_offset Int64') FORMAT Avro"
     )
@@ -61,12 +61,33 @@ def test_embedded_chdb_reads_a_spooled_file_that_lives_for_the_statement_only() 
     [(statement, data)] = client.commands
     assert data is None and client.spooled == [b"records"]
     assert statement.startswith(
-        "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0 "
-        "SELECT event_id, tw_source_offset FROM file('"
+        "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0, "
+        "optimize_on_insert = 0 SELECT event_id, tw_source_offset FROM file('"
     )
     assert statement.endswith("', 'Avro', 'event_id String, tw_source_offset Int64')")
     path = statement.split(" FROM file('", 1)[1].split("'", 1)[0]
     assert not os.path.exists(path)
+
+
+def test_several_kinds_into_one_table_are_one_statement_over_their_spooled_files() -> None:
+    client = RecordingClient()
+    insert_encoded_files(client, "execution_events", COLUMNS,  # type: ignore[arg-type]
+                         [(SELECT, STRUCTURE, b"events"), ("event_id, 7", "event_id String",
+                                                           b"requests")],
+                         "Avro", "tickwheel-history:execution_events:avro:cd34")  # fmt: skip
+    [(statement, data)] = client.commands
+    assert data is None and client.spooled == [b"events", b"requests"]
+    head, tail = statement.split(" UNION ALL ")
+    assert head.startswith(
+        "INSERT INTO execution_events (event_id, source_offset) SETTINGS async_insert = 0, "
+        "optimize_on_insert = 0, insert_deduplication_token = "
+        "'tickwheel-history:execution_events:avro:cd34' SELECT event_id, tw_source_offset "
+        "FROM file('"
+    )
+    assert tail.startswith("SELECT event_id, 7 FROM file('")
+    assert tail.endswith("', 'Avro', 'event_id String')")
+    paths = [part.split("'", 1)[0] for part in statement.split(" FROM file('")[1:]]
+    assert len(set(paths)) == 2 and not any(os.path.exists(path) for path in paths)
 
 
 @pytest.mark.parametrize(
