@@ -16,18 +16,21 @@ LATE_AFTER_MS = 1_000
 
 class _Cohort:
     """The fields of a request that every job of a cohort shares — jobs on one compiled
-    schedule (compiled schedules are shared objects), fired for the same slot at the same
-    instant by the same trigger after the same previous slot (decision 0185) — kept for the
-    last cohort asked: a burst's jobs come one cohort after another, and the next request of
-    the cohort is a copy of this template (the request of the cohort's first job) with its
-    job's own fields set. Only immutable values: a copy shares nothing a caller could change."""
+    schedule (compiled schedules are shared objects), emitted for the same slot at the same
+    instant by the same trigger after the same previous slot, whatever their jitter (decision
+    0185) — kept for the last cohort asked: a burst's jobs come one cohort after another, and
+    the next request of the cohort is a copy of this template (the request of the cohort's
+    first job) with its job's own fields and fire time set. Only immutable values: a copy
+    shares nothing a caller could change."""
 
-    __slots__ = ("key", "period", "template")
+    __slots__ = ("key", "late_before", "period", "template")
 
     def __init__(self) -> None:
         self.key: tuple[object, ...] = ()
         self.template: ExecutionRequest | None = None
         self.period = (0, 0)  # the template's (period start, period end)
+        # A fire time before this is `late` (None: the trigger is never late).
+        self.late_before: int | None = None
 
 
 _LAST_COHORT = _Cohort()
@@ -52,17 +55,22 @@ def request_record(
     if template is None or not (
         key[0] is schedule
         and key[1] == slot
-        and key[2] == fire_ms
-        and key[3] == now_ms
-        and key[4] == trigger
-        and key[5] == previous
-        and key[6] == lease_terms
+        and key[2] == now_ms
+        and key[3] == trigger
+        and key[4] == previous
+        and key[5] == lease_terms
     ):
         cohort.period = _period(job, slot, trigger, previous)
         template = _shared_fields(job, slot, fire_ms, now_ms, trigger, cohort.period, lease_terms)
         cohort.template = template
-        cohort.key = (schedule, slot, fire_ms, now_ms, trigger, previous, lease_terms)
+        cohort.key = (schedule, slot, now_ms, trigger, previous, lease_terms)
+        late = trigger in ("scheduled", "catch_up")
+        cohort.late_before = now_ms - LATE_AFTER_MS if late else None
     request = template.copy()
+    # Jittered jobs of a cohort fire at their own instants.
+    late_before = cohort.late_before
+    request["fire_time"] = fire_ms
+    request["late"] = late_before is not None and fire_ms < late_before
     payload = job.payload
     if job.payload_template:
         payload = render_payload_template(
