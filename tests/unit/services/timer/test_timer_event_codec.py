@@ -58,3 +58,26 @@ def test_a_damaged_event_is_decoded_or_refused_as_the_generic_decoder_does(
     data = encode("ExecutionEvent", record)
     for candidate in damaged(data, cut, flip, extra):
         assert answer(decode_event, candidate) == answer(generic, candidate)
+
+
+# The worker's leases and successes: no error, kind or reason, and details or none (the
+# tails the reader takes as one comparison), as often as not.
+# Instants as a worker writes them (six-byte varints sharing their high bytes: the reader looks
+# those up), and any long around them (other lengths, whose next bytes must never pass for them).
+INSTANTS = st.integers(1_800_000_000_000, 1_800_000_100_000) | LONGS
+WORKER_EVENTS = st.tuples(EVENTS, OPTIONAL_TEXT, INSTANTS, INSTANTS, INSTANTS).map(
+    lambda drawn: {**drawn[0], "error": None, "error_kind": None, "reason": None,
+                   "details": drawn[1], "event_time": drawn[2], "scheduled_time": drawn[3],
+                   "lease_deadline": drawn[4]}
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(record=WORKER_EVENTS, **DAMAGE)
+def test_a_worker_s_null_tailed_event_reads_as_the_generic_decoder_reads_it(
+    record: dict[str, Any], cut: int, flip: tuple[int, int], extra: bytes
+) -> None:
+    data = encode("ExecutionEvent", record)
+    assert _fast(data) == generic(data) == record
+    for candidate in damaged(data, cut, flip, extra):
+        assert answer(decode_event, candidate) == answer(generic, candidate)
