@@ -358,16 +358,19 @@ def main() -> None:
     report.add("")
     report.add("The machine is shared (other engineers' tests run on its two cores): compare the "
                "ratios to the raw limit, measured in the same run, rather than raw figures.")  # fmt: skip
+    # The charts go beside the report (a report in a folder of its own gets its own charts).
+    beside = Path(args.report).parent
     if lag_series:
-        name = histogram(lag_series, "timer-fire-lag.png", "Timer fire lag (emit - intended)")
-        report.add(f"\n![fire lag histograms]({name})")
+        name = histogram(lag_series, str(beside / "timer-fire-lag.png"),
+                         "Timer fire lag (emit - intended)")  # fmt: skip
+        report.add(f"\n![fire lag histograms]({Path(name).name})")
     if restores:
         name = points(
             {"restore, all 6 partitions": ([r["jobs"] for r in restores],
                                            [r["restore_s"] for r in restores])},
-            "timer-restore.png", "Restore time against job count", "jobs", "seconds",
+            str(beside / "timer-restore.png"), "Restore time against job count", "jobs", "seconds",
         )  # fmt: skip
-        report.add(f"\n![restore time against job count]({name})")
+        report.add(f"\n![restore time against job count]({Path(name).name})")
     report.write(args.report)
 
 
