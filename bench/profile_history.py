@@ -5,12 +5,15 @@ Every variant runs the same frames, interleaved round by round (the order revers
 other round) in one process on a fresh embedded chDB, each insert with its own dedup token:
 
 - the fast path's statement as the sink runs it (decisions 0123, 0149);
-- with `optimize_on_insert = 0` (no ReplacingMergeTree merge of each inserted block);
+- with `optimize_on_insert = 1` (a ReplacingMergeTree pass over each inserted block: the
+  sink's inserts before decision 0188);
 - with `max_threads = 1`;
 - without the `throwIf` checks (what the checks cost; the sink never runs this);
 - into a `Null` table of the same columns (decode and SELECT only, no part written);
 - requests as the sink inserts them (one statement per table, so decoded twice) and decoded
-  once into a session `Memory` table, then both tables filled from it.
+  once into a session `Memory` table, then both tables filled from it;
+- a batch's events and its requests' `requested` rows in one statement (the sink, decision
+  0187) and in two (before it): per record of both kinds.
 
 Parts per insert are counted around one insert of each table (active parts before and after).
 Figures, never pass/fail; prints a table and writes bench/reports/history-profile.md.
@@ -30,7 +33,7 @@ from typing import Any
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.clickhouse import ChdbHistoryStore
-from tickwheel.adapters.clickhouse._writes import encoded_statement
+from tickwheel.adapters.clickhouse._writes import encoded_statement, union_statement
 from tickwheel.services.history.columnar import EncodedKind, encoded_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,14 +94,28 @@ def main() -> int:
             writer.command(statement(requests, index, "staged"))
         writer.command("TRUNCATE TABLE staged")
 
+    def events_and_requested_joined() -> None:
+        sources = [spool(events, event_values), spool(requests, request_values)]
+        selects = [(events.tables[0].select, sources[0]), (requests.tables[1].select, sources[1])]
+        writer.command(union_statement("execution_events", events.tables[0].columns, selects,
+                                       f"profile-{counter[0]}-joined"))  # fmt: skip
+
+    def events_and_requested_apart() -> None:
+        writer.command(statement(events, 0, spool(events, event_values)))
+        writer.command(statement(requests, 1, spool(requests, request_values)))
+
     variants: dict[str, Callable[[], None]] = {
         "events, as the sink runs it": event_insert(),
-        "events, optimize_on_insert = 0": event_insert(settings="optimize_on_insert = 0"),
+        "events, optimize_on_insert = 1 (before 0188)": event_insert(
+            settings="optimize_on_insert = 1"
+        ),
         "events, max_threads = 1": event_insert(settings="max_threads = 1"),
         "events, no throwIf checks": event_insert(select=unchecked_select),
         "events into a Null table (no part)": event_insert(table="events_null"),
         "requests, decoded once per table (the sink)": requests_twice,
         "requests, decoded once into Memory": requests_once,
+        "events + requested rows, one statement (the sink)": events_and_requested_joined,
+        "events + requested rows, two statements (before 0187)": events_and_requested_apart,
     }
     totals = {name: [0.0, 0.0] for name in variants}
     for r in range(args.rounds):
@@ -109,7 +126,9 @@ def main() -> int:
             totals[name][1] += time.process_time() - cpu
     load = os.getloadavg()
     parts = {"events": _new_parts(writer, variants["events, as the sink runs it"]),
-             "requests": _new_parts(writer, requests_twice)}  # fmt: skip
+             "requests": _new_parts(writer, requests_twice),
+             "joined": _new_parts(writer, events_and_requested_joined),
+             "apart": _new_parts(writer, events_and_requested_apart)}  # fmt: skip
     count = ROWS * args.rounds
     lines = [
         "# Where a history insert's time goes (bench/profile_history.py)",
@@ -117,11 +136,13 @@ def main() -> int:
         f"{ROWS:,} records per insert, {args.rounds} rounds interleaved (the order reversed every "
         f"other round), one process, embedded chDB; load average {load[0]:.2f} / {load[1]:.2f}. "
         f"Active parts added by one insert: events {parts['events']}, requests (both tables) "
-        f"{parts['requests']}.",
+        f"{parts['requests']}; events and requested rows in one statement {parts['joined']}, "
+        f"in two {parts['apart']}.",
         "",
         "| variant | records/s | CPU µs/record in process |",
         "| --- | --- | --- |",
-        *(f"| {name} | {count / wall:,.0f} | {cpu * 1e6 / count:.1f} |"
+        *(f"| {name} | {count * _kinds(name) / wall:,.0f} | "
+          f"{cpu * 1e6 / (count * _kinds(name)):.1f} |"
           for name, (wall, cpu) in totals.items()),
         "",
     ]  # fmt: skip
@@ -130,6 +151,11 @@ def main() -> int:
     REPORT.write_text(text)
     store.close()
     return 0
+
+
+def _kinds(variant: str) -> int:
+    """Records a variant inserts per round, in ROWS: the joined ones take both kinds."""
+    return 2 if variant.startswith("events + requested") else 1
 
 
 def _new_parts(writer: Any, insert: Callable[[], None]) -> int:
