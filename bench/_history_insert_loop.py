@@ -21,7 +21,6 @@ import argparse
 import collections
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -33,21 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._history_trickle import threads  # noqa: E402
+
 PAUSE_S = 0.3
-
-
-def threads() -> dict[str, float]:
-    """CPU seconds so far of this process's threads, by name (digits folded)."""
-    out: collections.Counter[str] = collections.Counter()
-    for task in os.listdir("/proc/self/task"):
-        try:
-            stat = Path(f"/proc/self/task/{task}/stat").read_text()
-        except OSError:
-            continue
-        name = re.sub(r"\d+$", "#", stat[stat.index("(") + 1 : stat.rindex(")")])
-        fields = stat.rsplit(")", 1)[1].split()
-        out[name] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return dict(out)
 
 
 def child(mode: str, executions: int, batches: int, alters: str, settings: str) -> None:
