@@ -89,18 +89,19 @@ def shared_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
 
 
 # The last (schedule, after, next) asked of `cohort_next_after`: a burst's jobs come due one
-# cohort (jobs on one compiled schedule, due at one slot) after another.
-_LAST_NEXT: list[Any] = [None, 0, None]
+# cohort (jobs on one compiled schedule, due at one slot) after another. One tuple, read and
+# replaced whole (a restore's thread asks too).
+_LAST_NEXT: list[tuple[CompiledSchedule, int, int | None] | None] = [None]
 
 
 def cohort_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
     """`shared_next_after`, answered without hashing the schedule when the last question was
     the same (compiled schedules are shared objects: `is` finds the cohort, decision 0185)."""
-    last = _LAST_NEXT
-    if last[0] is compiled and last[1] == t_ms:
-        return last[2]  # type: ignore[no-any-return]
+    last = _LAST_NEXT[0]
+    if last is not None and last[0] is compiled and last[1] == t_ms:
+        return last[2]
     nxt = shared_next_after(compiled, t_ms)
-    last[0], last[1], last[2] = compiled, t_ms, nxt
+    _LAST_NEXT[0] = (compiled, t_ms, nxt)
     return nxt
 
 

@@ -14,26 +14,16 @@ from tickwheel.records import DeadLetter, ExecutionEvent, ExecutionRequest, Exec
 LATE_AFTER_MS = 1_000
 
 
-class _Cohort:
-    """The fields of a request that every job of a cohort shares — jobs on one compiled
-    schedule (compiled schedules are shared objects), emitted for the same slot at the same
-    instant by the same trigger after the same previous slot, whatever their jitter (decision
-    0185) — kept for the last cohort asked: a burst's jobs come one cohort after another, and
-    the next request of the cohort is a copy of this template (the request of the cohort's
-    first job) with its job's own fields and fire time set. Only immutable values: a copy
-    shares nothing a caller could change."""
-
-    __slots__ = ("key", "late_before", "period", "template")
-
-    def __init__(self) -> None:
-        self.key: tuple[object, ...] = ()
-        self.template: ExecutionRequest | None = None
-        self.period = (0, 0)  # the template's (period start, period end)
-        # A fire time before this is `late` (None: the trigger is never late).
-        self.late_before: int | None = None
-
-
-_LAST_COHORT = _Cohort()
+# The last cohort asked (decision 0185): jobs on one compiled schedule (compiled schedules are
+# shared objects), emitted for the same slot at the same instant by the same trigger after the
+# same previous slot, whatever their jitter. A burst's jobs come one cohort after another; the
+# next request of the cohort is a copy of its template (the request of its first job) with the
+# job's own fields and fire time set. Only immutable values: a copy shares nothing a caller
+# could change. One tuple, read and replaced whole: a restore's thread builds requests too,
+# and a key must never meet another cohort's template.
+# (key, template, (period start, period end), a fire time before which it is `late` or None)
+_Cohort = tuple[tuple[object, ...], ExecutionRequest, tuple[int, int], int | None]
+_LAST_COHORT: list[_Cohort | None] = [None]
 
 
 def request_record(
@@ -49,34 +39,36 @@ def request_record(
     """The `ExecutionRequest` of attempt 1 of (job, slot), fired at `fire_ms`, emitted at
     `now_ms`; `lease_terms` = (lease seconds, heartbeat seconds) written into it. `run_id`:
     its execution id when it is not the slot's own (a backfill's rerun, decision 0121)."""
-    cohort = _LAST_COHORT
     schedule = job.schedule
-    key, template = cohort.key, cohort.template
-    if template is None or not (
-        key[0] is schedule
+    cohort = _LAST_COHORT[0]
+    if cohort is None or not (
+        (key := cohort[0])[0] is schedule
         and key[1] == slot
         and key[2] == now_ms
         and key[3] == trigger
         and key[4] == previous
         and key[5] == lease_terms
     ):
-        cohort.period = _period(job, slot, trigger, previous)
-        template = _shared_fields(job, slot, fire_ms, now_ms, trigger, cohort.period, lease_terms)
-        cohort.template = template
-        cohort.key = (schedule, slot, now_ms, trigger, previous, lease_terms)
+        period = _period(job, slot, trigger, previous)
         late = trigger in ("scheduled", "catch_up")
-        cohort.late_before = now_ms - LATE_AFTER_MS if late else None
+        cohort = (
+            (schedule, slot, now_ms, trigger, previous, lease_terms),
+            _shared_fields(job, slot, fire_ms, now_ms, trigger, period, lease_terms),
+            period,
+            now_ms - LATE_AFTER_MS if late else None,
+        )
+        _LAST_COHORT[0] = cohort
+    _key, template, period, late_before = cohort
     request = template.copy()
     # Jittered jobs of a cohort fire at their own instants.
-    late_before = cohort.late_before
     request["fire_time"] = fire_ms
     request["late"] = late_before is not None and fire_ms < late_before
     payload = job.payload
     if job.payload_template:
         payload = render_payload_template(
             job.payload_template,
-            period_start_ms=cohort.period[0],
-            period_end_ms=cohort.period[1],
+            period_start_ms=period[0],
+            period_end_ms=period[1],
             scheduled_ms=slot,
             timezone=job.timezone,
         )

@@ -23,7 +23,7 @@ CRON = "* * * * *"
 
 def _forget_cohorts() -> None:
     """As if no request had been built before: nothing a cohort left behind is reused."""
-    occurrences._LAST_COHORT.template = None
+    occurrences._LAST_COHORT[0] = None
     jobs_module._LAST_NEXT[0] = None
 
 
