@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port
+from tickwheel.stack.broker import BrokerConfig, LocalKafka
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 
@@ -84,9 +84,7 @@ def bench_broker(data_dir: Path | None = None) -> Iterator[LocalKafka]:
     tracked service process, so they stop while their broker still answers)."""
     exit_on_sigterm()
     directory = data_dir or Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
-    broker = LocalKafka(
-        BrokerConfig(data_dir=directory, port=free_port(), controller_port=free_port(), heap="1g")
-    )
+    broker = LocalKafka(BrokerConfig.on_free_ports(directory, heap="1g"))
     broker.start(timeout=120)
     try:
         yield broker

@@ -43,7 +43,7 @@ from tickwheel.adapters.clickhouse import ChdbHistoryStore
 from tickwheel.adapters.kafka.admin import apply_topology
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.services.history.settings import DEFAULT_MAX_BATCH
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port
+from tickwheel.stack.broker import BrokerConfig, LocalKafka
 from tickwheel.topology import topic_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,9 +171,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-history-"))
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if not bootstrap:
-        broker = LocalKafka(
-            BrokerConfig(data_dir=workdir / "kafka", port=free_port(), controller_port=free_port())
-        )
+        broker = LocalKafka(BrokerConfig.on_free_ports(workdir / "kafka"))
         broker.start(timeout=120)
         bootstrap = broker.bootstrap
     loads: dict[str, str] = {}

@@ -46,7 +46,7 @@ from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition  # noqa: E402
 from tickwheel.adapters.kafka.config import consumer_config  # noqa: E402
 from tickwheel.adapters.kafka.reader import read_to_end  # noqa: E402
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
+from tickwheel.stack.broker import BrokerConfig, LocalKafka  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
 
 REPORT = Path(__file__).parent / "reports" / "worker.md"
@@ -227,11 +227,7 @@ def main() -> None:
     broker = None
     if not bootstrap:
         broker = LocalKafka(
-            BrokerConfig(
-                data_dir=Path(tempfile.mkdtemp(prefix="bench-kafka-")),
-                port=free_port(),
-                controller_port=free_port(),
-            )
+            BrokerConfig.on_free_ports(Path(tempfile.mkdtemp(prefix="bench-kafka-")))
         )
         broker.start(timeout=120)
         bootstrap = broker.bootstrap

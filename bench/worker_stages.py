@@ -42,7 +42,7 @@ from tickwheel.services.worker.heartbeats import HeartbeatScheduler  # noqa: E40
 from tickwheel.services.worker.lane import PriorityLane  # noqa: E402
 from tickwheel.services.worker.publisher import EventPublisher  # noqa: E402
 from tickwheel.services.worker.settings import WorkerSettings, lane_consumer_config  # noqa: E402
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port  # noqa: E402
+from tickwheel.stack.broker import BrokerConfig, LocalKafka  # noqa: E402
 from tickwheel.topology import topic_name  # noqa: E402
 
 now = time.perf_counter
@@ -305,10 +305,9 @@ def main() -> None:
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     broker = None
     if not bootstrap:
-        broker = LocalKafka(BrokerConfig(
-            data_dir=Path(tempfile.mkdtemp(prefix="stages-kafka-")), port=free_port(),
-            controller_port=free_port(),
-        ))  # fmt: skip
+        broker = LocalKafka(
+            BrokerConfig.on_free_ports(Path(tempfile.mkdtemp(prefix="stages-kafka-")))
+        )
         broker.start(timeout=120)
         bootstrap = broker.bootstrap
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port
+from tickwheel.stack.broker import BrokerConfig, LocalKafka
 
 
 @pytest.fixture(scope="session")
@@ -25,9 +25,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield external
         return
     data_dir: Path = tmp_path_factory.mktemp("kafka")
-    broker = LocalKafka(
-        BrokerConfig(data_dir=data_dir, port=free_port(), controller_port=free_port())
-    )
+    broker = LocalKafka(BrokerConfig.on_free_ports(data_dir))
     broker.start(timeout=120)
     try:
         yield broker.bootstrap

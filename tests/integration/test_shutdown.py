@@ -24,7 +24,7 @@ from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.admin import apply_topology
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, free_port
+from tickwheel.stack.broker import BrokerConfig, LocalKafka
 from tickwheel.topology import topic_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -47,9 +47,7 @@ def request(job_type: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[LocalKafka]:
-    kafka = LocalKafka(
-        BrokerConfig(data_dir=tmp_path / "kafka", port=free_port(), controller_port=free_port())
-    )
+    kafka = LocalKafka(BrokerConfig.on_free_ports(tmp_path / "kafka"))
     kafka.start(timeout=120)
     try:
         yield kafka

@@ -63,10 +63,21 @@ def java_executable() -> str:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: every socket stays bound until all are picked (two calls
+    to a one-port picker can be handed the same port, and a broker whose two listeners share
+    one refuses to format its storage)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 @dataclass
@@ -77,6 +88,12 @@ class BrokerConfig:
     heap: str = HEAP
     # Short timeouts keep a one-node test broker responsive; production clusters use defaults.
     extra: dict[str, str] | None = None
+
+    @classmethod
+    def on_free_ports(cls, data_dir: Path, heap: str = HEAP) -> BrokerConfig:
+        """A broker on two distinct free ports (its clients' and its controller's)."""
+        port, controller_port = free_ports(2)
+        return cls(data_dir=data_dir, port=port, controller_port=controller_port, heap=heap)
 
     @property
     def bootstrap(self) -> str:

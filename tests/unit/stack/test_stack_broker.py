@@ -13,6 +13,7 @@ from tickwheel.stack.broker import (
     BrokerConfig,
     LocalKafka,
     _kafka_cluster_id,
+    free_ports,
     java_executable,
     kafka_lib_dir,
 )
@@ -83,3 +84,11 @@ def test_the_old_two_token_form_is_what_failed(tmp_path: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
     assert result.returncode != 0
     assert "expected one argument" in result.stderr
+
+
+def test_a_broker_on_free_ports_has_two_distinct_ports(tmp_path: Path) -> None:
+    # Two one-port picks can be handed the same port; the broker's listeners then collide.
+    for _ in range(50):
+        config = BrokerConfig.on_free_ports(tmp_path)
+        assert config.port != config.controller_port
+    assert len(set(free_ports(8))) == 8
