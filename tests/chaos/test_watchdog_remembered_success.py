@@ -58,12 +58,13 @@ def kept_successes(bootstrap: str) -> set[str]:
     }
 
 
-def drop_every_event(bootstrap: str) -> None:
-    """What retention does to old segments: the events' log starts at their end."""
-    topic = topic_name("executions.events")
+def drop_every_record(bootstrap: str, name: str = "executions.events") -> None:
+    """What retention does to old segments (and compaction to superseded records): the
+    topic's log starts at its end."""
+    topic = topic_name(name)
     probe = Consumer(consumer_config(f"drop-{uuid.uuid4()}", bootstrap))
     try:
-        partitions = range(declared_topic("executions.events").partitions)
+        partitions = range(declared_topic(name).partitions)
         ends = [TopicPartition(topic, p, watermarks(probe, TopicPartition(topic, p))[1])
                 for p in partitions]  # fmt: skip
     finally:
@@ -97,7 +98,7 @@ def test_a_restarted_watchdog_keeps_a_last_success_older_than_the_events(
         first.start()
         assert wait_until(lambda: kept in kept_successes(kafka_bootstrap), 60, 1.0)
         first.kill()
-        drop_every_event(kafka_bootstrap)
+        drop_every_record(kafka_bootstrap)
         second.start()
         assert wait_until(lambda: "watchdog_restored" in second.log_path.read_text(), 30)
         publish_jobs(kafka_bootstrap, [{"jobId": control, **WEEKLY}], now - 30 * DAY_MS)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tickwheel.core.watchdog.jobs import JobProfile, JobSpec
+from tickwheel.core.watchdog.jobs import VERSIONS_KEPT, JobProfile, JobSpec
 
 NONE = -(2**63)  # "not known" in a column of instants
 _EMPTY: Mapping[int, SlotFacts] = {}
@@ -171,6 +171,17 @@ class JobTable(Mapping[str, "JobFacts"]):
         """Its deadline may have moved other than later (an edit, a version's history)."""
         if self.touched is not None:
             self.touched.add(job_id)
+
+    def remember_versions(self, job_id: str, versions: Mapping[int, tuple[bool, int]]) -> None:
+        """Fold versions kept past the compaction of the definitions (decision 0190): each is
+        one the job had, so a version already held is the same and the union is what a replay
+        of every version would hold, in any order."""
+        kept = self.history.setdefault(job_id, {})
+        for version, value in versions.items():
+            kept.setdefault(version, value)
+        while len(kept) > VERSIONS_KEPT:
+            del kept[min(kept)]
+        self.touch(job_id)
 
     def profile_number(self, profile: JobProfile) -> int | None:
         """The number `profile` is held under, None when no job has it."""

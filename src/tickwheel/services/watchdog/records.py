@@ -5,8 +5,9 @@ incident or the checkpoint as JSON in `details` (decision 0056)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.watchdog import Incident, plain_alert
 from tickwheel.records import Alert
 
@@ -49,3 +50,19 @@ def parse_state_record(record: Alert) -> Incident | tuple[dict[str, int], int | 
 
 def partition_key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
+
+
+def compacted(records: Iterable[Record]) -> list[bytes]:
+    """The values compaction leaves of `records`, in the order of their keys' last records:
+    the last value of each key, none for a key whose last record is a tombstone (a deleted
+    job's kept facts, decision 0190)."""
+    latest: dict[str, bytes] = {}
+    for record in records:
+        if record.key is None:
+            continue
+        if record.value is None:
+            latest.pop(record.key, None)
+        else:
+            latest.pop(record.key, None)  # re-inserted: the dict keeps the order of last writes
+            latest[record.key] = record.value
+    return list(latest.values())

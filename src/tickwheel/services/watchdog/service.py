@@ -49,11 +49,20 @@ from tickwheel.services.watchdog.progress import LagWatch, watermark
 from tickwheel.services.watchdog.records import (
     CHECKPOINT_KEY,
     checkpoint_record,
+    compacted,
     incident_record,
     parse_state_record,
     partition_key,
 )
-from tickwheel.services.watchdog.remembered import parse_success, success_record, to_remember
+from tickwheel.services.watchdog.remembered import (
+    forgotten_keys,
+    parse_success,
+    parse_versions,
+    success_record,
+    to_remember,
+    versions_record,
+    versions_to_remember,
+)
 from tickwheel.services.watchdog.second_detector import SecondDetector
 from tickwheel.services.watchdog.settings import WatchdogSettings
 from tickwheel.services.watchdog.sql_freshness import SqlFreshnessProbe
@@ -125,6 +134,7 @@ class WatchdogService:
         self.checkpoint_watermark: int | None = None
         self.changed: set[str] = set()
         self.succeeded: set[str] = set()  # jobs a success was folded for since the last commit
+        self.redefined: set[str] = set()  # jobs a definition was folded for since then
         self.moved = False
         self._last_now_ms = 0
         self.producer = TransactionalProducer(topic_name("tickwheel-watchdog"), settings.bootstrap)
@@ -219,18 +229,21 @@ class WatchdogService:
 
     def _restore(self) -> None:
         started = time.monotonic()
-        for record in read_to_end(self.state_topic, None, self.settings.bootstrap):
-            if record.key is None or record.value is None:
-                continue
+        for raw in compacted(read_to_end(self.state_topic, None, self.settings.bootstrap)):
             try:
-                value = decode_as(Alert, record.value)
+                value = decode_as(Alert, raw)
                 success = parse_success(value)
-                parsed = parse_state_record(value) if success is None else None
+                versions = parse_versions(value) if success is None else None
+                parsed = None
+                if success is None and versions is None:
+                    parsed = parse_state_record(value)
             except (UndecodableRecord, KeyError, TypeError, ValueError):
                 self.metrics.undecodable.inc()
                 continue
             if success is not None:  # folded as its `succeeded` event would be (decision 0189)
                 self.state.facts.job(success.job_id).succeeded(success.at, success.slot)
+            elif versions is not None:  # as a replay of every version would (decision 0190)
+                self.state.facts.jobs.remember_versions(*versions)
             elif isinstance(parsed, Incident):
                 self.state.incidents[parsed.fingerprint] = parsed
             elif parsed is not None:
@@ -269,7 +282,9 @@ class WatchdogService:
             elif kind not in ("definition", "calendar"):
                 continue
             self.state.apply(Observed(kind, text, record, partition))
-            if kind == "event" and record is not None and record["event_type"] == "succeeded":
+            if kind == "definition":
+                self.redefined.add(text)
+            elif kind == "event" and record is not None and record["event_type"] == "succeeded":
                 self.succeeded.add(str(record["job_id"]))
 
     def _watermark(self, now: int) -> int | None:
@@ -325,6 +340,11 @@ class WatchdogService:
             for success in to_remember(self.state.facts.jobs, self.succeeded, grace_ms):
                 record = success_record(success)
                 producer.send(self.state_topic, record["alert_id"], encode("Alert", record))
+            for job_id, versions in versions_to_remember(self.state.facts.jobs, self.redefined):
+                record = versions_record(job_id, versions, now)
+                producer.send(self.state_topic, record["alert_id"], encode("Alert", record))
+            for key in forgotten_keys(self.state.facts.jobs, self.redefined):
+                producer.send(self.state_topic, key, None)
             producer.send(
                 self.state_topic,
                 CHECKPOINT_KEY,
@@ -338,6 +358,7 @@ class WatchdogService:
             raise
         self.changed.clear()
         self.succeeded.clear()
+        self.redefined.clear()
         self.moved = False
         for transition in transitions:
             self._log(transition)
