@@ -133,16 +133,31 @@ def count_by_worker(all_events: list[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def assignments(log_dir: Path, names: list[str]) -> dict[str, list[int]]:
-    """The partitions each timer restored, from its log (the last assignment wins)."""
+def assignments(
+    log_dir: Path, names: list[str], since_s: float, until_s: float
+) -> tuple[dict[str, list[int]], list[int]]:
+    """The partitions each timer owned at `until_s` (epoch s; before the stop revokes them),
+    from its log (`partition_restored` adds, `partition_revoked` takes away), and those revoked
+    from a timer from `since_s` on: moved mid-run, not by the start-up's rebalance."""
     owned: dict[str, list[int]] = {}
+    moved: list[int] = []
     for name in names:
         partitions: set[int] = set()
         for line in (log_dir / f"{name}.log").read_text(errors="replace").splitlines():
-            if '"partition_restored"' in line:
-                try:
-                    partitions.add(int(json.loads(line)["partition"]))
-                except (ValueError, KeyError, TypeError):
-                    continue
+            if '"partition_restored"' not in line and '"partition_revoked"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+                partition = int(entry["partition"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if float(entry.get("ts", 0)) >= until_s:
+                break
+            if entry.get("action") == "partition_restored":
+                partitions.add(partition)
+            else:
+                partitions.discard(partition)
+                if float(entry.get("ts", 0)) >= since_s:
+                    moved.append(partition)
         owned[name] = sorted(partitions)
-    return owned
+    return owned, sorted(moved)

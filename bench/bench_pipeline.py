@@ -130,9 +130,12 @@ def throughput(
             lag_zero_s = time.time()
             break
         time.sleep(0.25)
+    stopping_at = time.time()
     for proc in procs:
         stop_process(proc)
     all_events = events(bootstrap)
+    timer_names = [f"timer-{i}" for i in range(timers)]
+    owned, moved = assignments(log_dir, timer_names, due_at - 1, stopping_at)
     requested, succeeded = times_of(all_events, "requested"), times_of(all_events, "succeeded")
     latencies = [(succeeded[i] - requested[i]) / 1000 for i in succeeded if i in requested]
     span = (max(succeeded.values()) - min(requested.values())) / 1000 if succeeded else float("nan")
@@ -149,7 +152,8 @@ def throughput(
         },
         "fired_twice": len(fired) - len(set(fired)),
         "leased_by": count_by_worker(all_events),
-        "timer_partitions": assignments(log_dir, [f"timer-{i}" for i in range(timers)]),
+        "timer_partitions": owned,
+        "moved_mid_run": moved,
         "jobs": jobs,
         "succeeded": len(succeeded),
         "span_s": span,
@@ -331,8 +335,8 @@ def main() -> None:
             f"{limits.ratio_loop(s['rate'])} of the raw loop**; fired → succeeded p50 "
             f"{s['p50']:.2f} s, p99 {s['p99']:.2f} s; the history sink's lag back to zero "
             f"{s['lag_zero_after_s']:.1f} s after the last outcome; {describe_cpu(s['cpu'])}; "
-            "partitions restored per timer (one a rebalance moved shows under both) "
-            f"{s['timer_partitions']}; leases per worker {s['leased_by']}; occurrences fired "
+            f"partitions each timer owned at the end {s['timer_partitions']}, revoked from a "
+            f"timer during the run {s['moved_mid_run'] or 'none'}; leases per worker {s['leased_by']}; occurrences fired "
             f"twice: {s['fired_twice']}"
         )
         rerun = death_to_rerun(broker.bootstrap, args.lease, log_dir)
