@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 
 from tests.unit.services.history.test_history_sink_memory import (
-    GROUP,
-    Crash,
     World,
     _drain,
 )
@@ -77,18 +75,7 @@ def test_a_crash_between_the_joined_insert_and_the_commit_leaves_no_duplicate(
     store: ChdbHistoryStore, recut: bool
 ) -> None:
     world = _world(store)
-
-    def crash(_inserts: int) -> None:
-        raise Crash
-
-    first, first_consumer = world.sink(after_insert=crash)
-    with pytest.raises(Crash):
-        _drain(first, world.records)
-    assert world.committed(first_consumer) > 0  # inserted, not committed
-    world.broker.expire_member(GROUP, first_consumer.memberid())
-    second, second_consumer = world.sink(max_batch=7 if recut else 10_000)
-    _drain(second, world.records)
-    assert world.committed(second_consumer) == 0
+    world.crash_then_redrain(recut, inserted=lambda: _event_parts(store) > 0)
     n = world.executions
     for table, expected in (("execution_requests", n), ("execution_events", 3 * n)):
         final = _count(store, f"SELECT count() FROM {table} FINAL")

@@ -8,6 +8,7 @@ real-broker, real-chDB tests (`tests/integration/test_history_sink*.py`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -102,6 +103,27 @@ class World:
         sink.subscribe()
         return sink, consumer
 
+    def crash_then_redrain(
+        self, recut: bool, pipelined: bool = False, inserted: Callable[[], bool] | None = None
+    ) -> None:
+        """A sink dies between its insert and its commit (`inserted`, if given, says its rows
+        are in the store); its session ends and a second sink in the group reads everything
+        again, cut the same way or (`recut`) in batches of 7."""
+
+        def crash(_inserts: int) -> None:
+            raise Crash
+
+        first, first_consumer = self.sink(after_insert=crash, pipelined=pipelined)
+        with pytest.raises(Crash):
+            _drain(first, self.records)
+            first.finish()  # pipelined: the insert thread's crash surfaces where it commits
+        assert inserted is None or inserted()
+        assert self.committed(first_consumer) > 0  # inserted, not committed
+        self.broker.expire_member(GROUP, first_consumer.memberid())
+        second, second_consumer = self.sink(max_batch=7 if recut else 10_000)
+        _drain(second, self.records)
+        assert self.committed(second_consumer) == 0
+
     def committed(self, consumer: MemoryConsumer) -> int:
         """Records behind the group's committed offsets, over the topics written here."""
         partitions = [
@@ -164,21 +186,7 @@ def test_a_crash_between_insert_and_commit_leaves_no_duplicate_as_read_back(
     recut: bool, pipelined: bool
 ) -> None:
     world = World()
-
-    def crash(_inserts: int) -> None:
-        raise Crash
-
-    first, first_consumer = world.sink(after_insert=crash, pipelined=pipelined)
-    with pytest.raises(Crash):
-        _drain(first, world.records)
-        first.finish()  # pipelined: the insert thread's crash surfaces where it commits
-    assert world.store.rows("execution_events")  # inserted ...
-    assert world.committed(first_consumer) > 0  # ... and not committed
-    # The process is gone: its session ends, and a new sink in the group reads it all again.
-    world.broker.expire_member(GROUP, first_consumer.memberid())
-    second, second_consumer = world.sink(max_batch=7 if recut else 10_000)
-    _drain(second, world.records)
-    assert world.committed(second_consumer) == 0
+    world.crash_then_redrain(recut, pipelined, lambda: bool(world.store.rows("execution_events")))
     n = world.executions
     for table, expected in (("execution_requests", n), ("execution_events", 3 * n)):
         final = world.store.final(table)
