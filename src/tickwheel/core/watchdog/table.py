@@ -176,6 +176,7 @@ class JobTable(Mapping[str, "JobFacts"]):
         """Fold versions kept past the compaction of the definitions (decision 0190): each is
         one the job had, so a version already held is the same and the union is what a replay
         of every version would hold, in any order."""
+        self.row(job_id)  # the deadline wheel reads the row of every job it is told of
         kept = self.history.setdefault(job_id, {})
         for version, value in versions.items():
             kept.setdefault(version, value)

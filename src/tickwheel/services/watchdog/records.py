@@ -1,13 +1,13 @@
 """The watchdog's own records on `watchdog.state` (compacted, value schema Alert): the
 current incident of each fingerprint, and one checkpoint. Alert v1 carries both, the
-incident or the checkpoint as JSON in `details` (decision 0056)."""
+incident or the checkpoint as JSON in `details` (decision 0056). The facts it keeps past its
+inputs' retention and compaction share the topic: `remembered.py` (decisions 0189, 0190)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.watchdog import Incident, plain_alert
 from tickwheel.records import Alert
 
@@ -50,19 +50,3 @@ def parse_state_record(record: Alert) -> Incident | tuple[dict[str, int], int | 
 
 def partition_key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
-
-
-def compacted(records: Iterable[Record]) -> list[bytes]:
-    """The values compaction leaves of `records`, in the order of their keys' last records:
-    the last value of each key, none for a key whose last record is a tombstone (a deleted
-    job's kept facts, decision 0190)."""
-    latest: dict[str, bytes] = {}
-    for record in records:
-        if record.key is None:
-            continue
-        if record.value is None:
-            latest.pop(record.key, None)
-        else:
-            latest.pop(record.key, None)  # re-inserted: the dict keeps the order of last writes
-            latest[record.key] = record.value
-    return list(latest.values())

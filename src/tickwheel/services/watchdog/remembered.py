@@ -94,30 +94,73 @@ def versions_record(job_id: str, versions: Mapping[int, tuple[bool, int]], now_m
     )
 
 
-def parse_versions(record: Alert) -> tuple[str, Versions] | None:
+class RememberedVersions(NamedTuple):
+    job_id: str
+    versions: Versions
+
+
+def parse_versions(record: Alert) -> RememberedVersions | None:
     """The job and versions a `watchdog.state` record keeps, or None for another kind."""
     alert_id = record["alert_id"]
     if not alert_id.startswith(VERSIONS_PREFIX):
         return None
     kept = json.loads(record["details"] or "{}")["versions"]
     versions = {int(v): (bool(enabled), int(updated)) for v, (enabled, updated) in kept.items()}
-    return alert_id[len(VERSIONS_PREFIX) :], versions
+    return RememberedVersions(alert_id[len(VERSIONS_PREFIX) :], versions)
 
 
-def versions_to_remember(table: JobTable, redefined: set[str]) -> Iterator[tuple[str, Versions]]:
-    """Of the jobs a definition was folded for since the last transaction, the versions to
-    keep: those of jobs with a disabled version among the versions held."""
-    for job_id in sorted(redefined):
-        versions = table.history.get(job_id)
-        if versions and not all(enabled for enabled, _ in versions.values()):
-            yield job_id, dict(versions)
+def held_versions(table: JobTable, job_id: str) -> Versions | None:
+    """The versions to keep for a job: those held, if one of them is disabled."""
+    versions = table.history.get(job_id)
+    if versions and not all(enabled for enabled, _ in versions.values()):
+        return dict(versions)
+    return None
 
 
-def forgotten_keys(jobs: Mapping[str, JobFacts], redefined: set[str]) -> Iterator[str]:
-    """The `watchdog.state` keys to tombstone: those of the jobs deleted since the last
-    transaction (and not created again)."""
-    for job_id in sorted(redefined):
-        job = jobs.get(job_id)
-        if job is not None and job.deleted and job.spec is None:
-            yield SUCCESS_PREFIX + job_id
-            yield VERSIONS_PREFIX + job_id
+class KeptFacts:
+    """Which jobs' kept facts each transaction writes or tombstones on `watchdog.state`.
+
+    - A success folded for a job expected a day or more apart: its `success/` record (0189).
+    - A definition folded: the job's `versions/` record while a disabled version is held, a
+      tombstone once none is (deleted, re-created, or every held version enabled again: a
+      stale record would be merged into the job's versions on the next restore, 0190).
+    - A delete: its `success/` tombstone, once the watchdog has replayed past where the last
+      owner stood. A replay folds an old delete before the re-create that follows it, and
+      a tombstone written between the two would drop the live job's success for good.
+    """
+
+    def __init__(self) -> None:
+        self.succeeded: set[str] = set()  # since the last transaction
+        self.redefined: set[str] = set()  # since the last transaction
+        self.deleted: set[str] = set()  # awaiting their tombstones
+        self.versions_on_topic: set[str] = set()  # jobs with a `versions/` record
+
+    def writes(
+        self, jobs: JobTable, grace_ms: int, now_ms: int, caught_up: bool
+    ) -> list[tuple[str, Alert | None]]:
+        """(key, record or None for a tombstone) for this transaction, in key order per kind."""
+        out: list[tuple[str, Alert | None]] = []
+        for success in to_remember(jobs, self.succeeded, grace_ms):
+            out.append((SUCCESS_PREFIX + success.job_id, success_record(success)))
+        for job_id in sorted(self.redefined):
+            versions = held_versions(jobs, job_id)
+            if versions is not None:
+                out.append((VERSIONS_PREFIX + job_id, versions_record(job_id, versions, now_ms)))
+                self.versions_on_topic.add(job_id)
+            elif job_id in self.versions_on_topic:
+                out.append((VERSIONS_PREFIX + job_id, None))
+                self.versions_on_topic.discard(job_id)
+            job = jobs.get(job_id)
+            if job is not None and job.deleted and job.spec is None:
+                self.deleted.add(job_id)
+        if caught_up:
+            for job_id in sorted(self.deleted):
+                job = jobs.get(job_id)
+                if job is not None and job.deleted and job.spec is None:
+                    out.append((SUCCESS_PREFIX + job_id, None))
+            self.deleted.clear()
+        return out
+
+    def committed(self) -> None:
+        self.succeeded.clear()
+        self.redefined.clear()

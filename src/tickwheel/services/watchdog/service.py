@@ -49,19 +49,16 @@ from tickwheel.services.watchdog.progress import LagWatch, watermark
 from tickwheel.services.watchdog.records import (
     CHECKPOINT_KEY,
     checkpoint_record,
-    compacted,
     incident_record,
     parse_state_record,
     partition_key,
 )
 from tickwheel.services.watchdog.remembered import (
-    forgotten_keys,
+    KeptFacts,
+    RememberedSuccess,
+    RememberedVersions,
     parse_success,
     parse_versions,
-    success_record,
-    to_remember,
-    versions_record,
-    versions_to_remember,
 )
 from tickwheel.services.watchdog.second_detector import SecondDetector
 from tickwheel.services.watchdog.settings import WatchdogSettings
@@ -73,6 +70,8 @@ from tickwheel.topology import topic_name
 log = logging.getLogger("tickwheel.watchdog")
 
 BATCH = 5000
+# What a `watchdog.state` record holds, parsed (the checkpoint: offsets and watermark).
+StateRecord = RememberedSuccess | RememberedVersions | Incident | tuple[dict[str, int], int | None]
 
 
 class WatchdogFenced(TickwheelError, RuntimeError):
@@ -133,8 +132,8 @@ class WatchdogService:
         self.replay_until: dict[str, int] = {}
         self.checkpoint_watermark: int | None = None
         self.changed: set[str] = set()
-        self.succeeded: set[str] = set()  # jobs a success was folded for since the last commit
-        self.redefined: set[str] = set()  # jobs a definition was folded for since then
+        self.kept = KeptFacts()  # last successes and paused jobs' versions (0189, 0190)
+        self.caught_up = False  # read past where the last owner's checkpoint stood
         self.moved = False
         self._last_now_ms = 0
         self.producer = TransactionalProducer(topic_name("tickwheel-watchdog"), settings.bootstrap)
@@ -229,24 +228,31 @@ class WatchdogService:
 
     def _restore(self) -> None:
         started = time.monotonic()
-        for raw in compacted(read_to_end(self.state_topic, None, self.settings.bootstrap)):
+        # As compaction leaves it, each record parsed as it is read: the last of each key, and
+        # none for a key whose last record is a tombstone (a deleted job's kept facts, 0190).
+        kept: dict[str, StateRecord] = {}
+        for record in read_to_end(self.state_topic, None, self.settings.bootstrap):
+            if record.key is None:
+                continue
+            kept.pop(record.key, None)
+            if record.value is None:
+                continue
             try:
-                value = decode_as(Alert, raw)
-                success = parse_success(value)
-                versions = parse_versions(value) if success is None else None
-                parsed = None
-                if success is None and versions is None:
-                    parsed = parse_state_record(value)
+                value = decode_as(Alert, record.value)
+                parsed = parse_success(value) or parse_versions(value) or parse_state_record(value)
             except (UndecodableRecord, KeyError, TypeError, ValueError):
                 self.metrics.undecodable.inc()
                 continue
-            if success is not None:  # folded as its `succeeded` event would be (decision 0189)
-                self.state.facts.job(success.job_id).succeeded(success.at, success.slot)
-            elif versions is not None:  # as a replay of every version would (decision 0190)
-                self.state.facts.jobs.remember_versions(*versions)
+            kept[record.key] = parsed
+        for parsed in kept.values():
+            if isinstance(parsed, RememberedSuccess):  # as its `succeeded` event folds (0189)
+                self.state.facts.job(parsed.job_id).succeeded(parsed.at, parsed.slot)
+            elif isinstance(parsed, RememberedVersions):  # as a replay of every version (0190)
+                self.state.facts.jobs.remember_versions(parsed.job_id, parsed.versions)
+                self.kept.versions_on_topic.add(parsed.job_id)
             elif isinstance(parsed, Incident):
                 self.state.incidents[parsed.fingerprint] = parsed
-            elif parsed is not None:
+            else:
                 self.replay_until, self.checkpoint_watermark = parsed
         # Evaluations resume where the last committed one stood, never before it.
         self.state.watermark = self.checkpoint_watermark
@@ -283,9 +289,9 @@ class WatchdogService:
                 continue
             self.state.apply(Observed(kind, text, record, partition))
             if kind == "definition":
-                self.redefined.add(text)
+                self.kept.redefined.add(text)
             elif kind == "event" and record is not None and record["event_type"] == "succeeded":
-                self.succeeded.add(str(record["job_id"]))
+                self.kept.succeeded.add(str(record["job_id"]))
 
     def _watermark(self, now: int) -> int | None:
         ends: dict[str, int] = {}
@@ -301,6 +307,7 @@ class WatchdogService:
             positions[key] = max(at.offset, low, self.offsets.get(key, low))
         if any(positions.get(k, 0) < end for k, end in self.replay_until.items() if k in ends):
             return None  # still folding what the last owner had read when it evaluated
+        self.caught_up = True
         return watermark(positions, ends, self.newest_ms, now, self.settings.lateness_ms)
 
     # -- the tick ----------------------------------------------------------------------------
@@ -337,14 +344,10 @@ class WatchdogService:
                 incident = self.state.incidents[fp]
                 producer.send(self.state_topic, fp, encode("Alert", incident_record(incident)))
             grace_ms = self.settings.thresholds.derived_grace_ms
-            for success in to_remember(self.state.facts.jobs, self.succeeded, grace_ms):
-                record = success_record(success)
-                producer.send(self.state_topic, record["alert_id"], encode("Alert", record))
-            for job_id, versions in versions_to_remember(self.state.facts.jobs, self.redefined):
-                record = versions_record(job_id, versions, now)
-                producer.send(self.state_topic, record["alert_id"], encode("Alert", record))
-            for key in forgotten_keys(self.state.facts.jobs, self.redefined):
-                producer.send(self.state_topic, key, None)
+            for key, kept in self.kept.writes(self.state.facts.jobs, grace_ms, now, self.caught_up):
+                producer.send(
+                    self.state_topic, key, None if kept is None else encode("Alert", kept)
+                )
             producer.send(
                 self.state_topic,
                 CHECKPOINT_KEY,
@@ -357,8 +360,7 @@ class WatchdogService:
                 raise WatchdogFenced(f"fenced by a newer watchdog: {exc}") from exc
             raise
         self.changed.clear()
-        self.succeeded.clear()
-        self.redefined.clear()
+        self.kept.committed()
         self.moved = False
         for transition in transitions:
             self._log(transition)
