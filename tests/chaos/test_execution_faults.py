@@ -119,6 +119,11 @@ def test_a_stalled_workers_late_outcome_is_fenced_and_one_outcome_is_accepted(
         other.start()
         assert wait_until(lambda: _has_event(kafka_bootstrap, "stall", "succeeded", 2), 60)
         stalled.signal(signal.SIGCONT)
+        # Stopped now, gracefully, while the timer runs: a handler it was still running when
+        # the wait below ended used to finish during the shutdown on the way out, after the
+        # timer's, and its late outcome was left for no one to fence (seen in CI). Once it has
+        # stopped, every event it will ever write is on the topic.
+        stalled.stop()
         # Its heartbeats are fenced first; wait for its late outcome's fence. An outcome reads
         # as accepted here until the timer has read it and written its fence (under load the
         # stalled worker's late events can be on the topic before the timer reads them all):
