@@ -9,6 +9,10 @@ of the definitions deleted up to the end (the broker refuses that on a compacted
 so the topic is made `compact,delete` for the deletion), then the newest version of each job
 published again (what compaction leaves). The control is a weekly job created a month ago and never paused: its
 incident opening shows that the restarted watchdog evaluated before the resumed job is judged.
+
+A second test deletes the paused job and re-creates it under the same id, never paused: the
+tombstone of its kept versions must keep a restarted watchdog from merging them into the new
+job (and so from hiding that the new job is overdue).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from tickwheel.adapters.kafka.admin import admin_client
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.cli.alerts import incidents, read_transitions
+from tickwheel.ports.kafka import latest_per_key
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.watchdog.remembered import VERSIONS_PREFIX
 from tickwheel.topology import topic_name
@@ -73,11 +78,9 @@ def compact(bootstrap: str, keep: list[Any]) -> None:
 
 
 def kept_versions(bootstrap: str) -> set[str]:
-    return {
-        r.key[len(VERSIONS_PREFIX) :]
-        for r in read_to_end(topic_name("watchdog.state"), None, bootstrap)
-        if r.key is not None and r.key.startswith(VERSIONS_PREFIX) and r.value is not None
-    }
+    """The jobs with a `versions/` record on `watchdog.state`, as compaction leaves it."""
+    latest = latest_per_key(read_to_end(topic_name("watchdog.state"), None, bootstrap))
+    return {key[len(VERSIONS_PREFIX) :] for key in latest if key.startswith(VERSIONS_PREFIX)}
 
 
 def test_a_restarted_watchdog_keeps_a_resume_the_definitions_compaction_dropped(
@@ -107,3 +110,37 @@ def test_a_restarted_watchdog_keeps_a_resume_the_definitions_compaction_dropped(
         second.stop()
         first.stop()
     assert not overdue(kafka_bootstrap, resumed), incidents(read_transitions(kafka_bootstrap))
+
+
+def test_a_deleted_jobs_kept_versions_are_not_merged_into_its_re_creation(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    # The paused and resumed job is deleted: its `versions/` record is tombstoned. Re-created
+    # under the same id a month back and never paused, it is owed a success since then. Had
+    # the restore kept the old versions (no tombstone, or folded in log order past it), their
+    # version 3, resumed a day ago, would stand for the new job's resume and hide the overdue.
+    env = env_for(kafka_bootstrap, applied_topology)
+    first = ServiceProcess("wd", tmp_path / "wd.log", env, "watchdog")
+    second = ServiceProcess("wd", tmp_path / "wd2.log", env, "watchdog")
+    job = f"{applied_topology}weekly-recreated"
+    now = int(time.time() * 1000)
+    month_ago = now - 30 * DAY_MS
+    versions = versions_of(job, month_ago, [(False, now - 20 * DAY_MS), (True, now - DAY_MS)])
+    try:
+        publish(kafka_bootstrap, versions)
+        first.start()
+        assert wait_until(lambda: job in kept_versions(kafka_bootstrap), 60, 1.0)
+        tombstone = EventProducer(kafka_bootstrap)
+        tombstone.send(topic_name("jobs.definitions"), job, None)
+        tombstone.flush()
+        assert wait_until(lambda: job not in kept_versions(kafka_bootstrap), 60, 1.0)
+        first.kill()
+        compact(kafka_bootstrap, versions_of(job, month_ago, []))  # the re-creation alone
+        second.start()
+        assert wait_until(lambda: overdue(kafka_bootstrap, job), 60, 1.0), incidents(
+            read_transitions(kafka_bootstrap)
+        )
+        assert second.process is not None and second.process.poll() is None
+    finally:
+        second.stop()
+        first.stop()
