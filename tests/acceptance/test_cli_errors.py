@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tickwheel.adapters.kafka.admin import PROBE_TIMEOUT_S
+from tickwheel.adapters.kafka.admin import PROBE_TIMEOUT_S, PROBE_TIMEOUT_VAR
 from tickwheel.stack.broker import free_port
 
 pytestmark = pytest.mark.acceptance
@@ -31,7 +31,12 @@ VERBS = [
 def run_cli(
     home: Path, *args: str, bootstrap: str | None
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    # The user's defaults: no address, and the probe's own timeout (the suite raises it).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("KAFKA_BOOTSTRAP_SERVERS", PROBE_TIMEOUT_VAR)
+    }
     env["TICKWHEEL_HOME"] = str(home / ".tickwheel")
     if bootstrap is not None:
         env["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap

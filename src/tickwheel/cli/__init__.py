@@ -125,7 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A known command first: only its group is registered. Anything else (`--help`, a typo)
     # gets the whole parser, so the list of commands and argparse's messages are complete.
     only = words[0] if words and words[0] in COMMANDS else None
-    args = build_parser(only).parse_args(words)  # exits 2 on a usage error, with argparse's message
+    try:
+        # A group's flags may take their defaults from the environment (the worker's do).
+        parser = build_parser(only)
+    except InvalidInput as exc:
+        _fail(str(exc))
+        return EXIT_USAGE
+    args = parser.parse_args(words)  # exits 2 on a usage error, with argparse's message
     return run_handler(args)
 
 

@@ -37,7 +37,7 @@ def test_the_list_has_defaults_and_only_real_names() -> None:
     from tickwheel.services.environment import environment_epilog, variables_read_by
 
     timer = variables_read_by("tickwheel.services.timer")
-    assert timer["TICKWHEEL_TIMER_TICK_MS"] == "'50'"
+    assert timer["TICKWHEEL_TIMER_TICK_MS"] == "50"
     assert "TICKWHEEL_TIMER_GROUP" in timer  # a default computed at run time: listed bare
     watchdog = variables_read_by("tickwheel.services.watchdog")
     # A refusal that names a variable is not its default.

@@ -12,12 +12,15 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tickwheel.adapters.kafka.config import bootstrap_servers, bootstrap_source, client_overrides
+from tickwheel.environment import env_seconds
 from tickwheel.errors import TickwheelError, TopologyMismatch
 from tickwheel.topology import ObservedTopic, TopicSpec, differences, load_topology
 
 # Long enough for a broker on another continent to answer a metadata request, short enough
-# that a user who forgot `tickwheel stack up` is told so at once (decision 0050).
+# that a user who forgot `tickwheel stack up` is told so at once (decision 0050). A cluster
+# known to answer slowly (or a loaded test machine) sets PROBE_TIMEOUT_VAR (decision 0191).
 PROBE_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_VAR = "TICKWHEEL_BROKER_PROBE_TIMEOUT_S"
 METADATA_TIMEOUT_S = 10.0
 
 # What a metadata request that reached no broker fails with.
@@ -64,14 +67,17 @@ def _reason(errors: list[KafkaError], fallback: KafkaError | None) -> str:
     return str(fallback.str()) if fallback is not None else "no answer"
 
 
-def require_broker(bootstrap: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> str:
+def require_broker(bootstrap: str | None = None, timeout: float | None = None) -> str:
     """The bootstrap address, once a broker there has answered a metadata request within
-    `timeout`; BrokerUnreachable (naming the address and where it came from) otherwise.
+    `timeout` (default: PROBE_TIMEOUT_VAR, else PROBE_TIMEOUT_S); BrokerUnreachable (naming
+    the address and where it came from) otherwise.
 
     Gives up before `timeout` once every bootstrap address has refused the connection at
     every address its host resolves to: a refusal is definitive, while a timeout or a name
     that does not resolve may still clear up (a broker starting, a DNS record propagating),
     so those wait the whole `timeout` (decision 0168)."""
+    if timeout is None:
+        timeout = env_seconds(PROBE_TIMEOUT_VAR, PROBE_TIMEOUT_S)
     source = "" if bootstrap else bootstrap_source()[1]
     bootstrap = bootstrap or bootstrap_servers()
     errors: list[KafkaError] = []

@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
 from tickwheel.durations import parse_duration_ms
+from tickwheel.environment import env_int
 from tickwheel.errors import InvalidInput
-
-# The orchestrator's reader of a whole-number variable (one line naming it when it is bad).
-from tickwheel.services.orchestrator.settings import _int
 from tickwheel.topology import topic_name
 
 TTL_VAR = "TICKWHEEL_JOBWRITER_COMMAND_TTL"
@@ -43,7 +41,9 @@ class JobWriterSettings:
             "TICKWHEEL_JOBWRITER_GROUP", topic_name("tickwheel-jobwriter")
         )
     )
-    max_batch: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_MAX_BATCH", "1000"))
-    poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_JOBWRITER_POLL_MS", "20"))
+    max_batch: int = field(default_factory=lambda: env_int("TICKWHEEL_JOBWRITER_MAX_BATCH", 1000))
+    poll_ms: int = field(default_factory=lambda: env_int("TICKWHEEL_JOBWRITER_POLL_MS", 20))
     command_ttl_ms: int = field(default_factory=_ttl_ms)
-    metrics_port: int = field(default_factory=lambda: _int("TICKWHEEL_METRICS_PORT", "0", 0))
+    metrics_port: int = field(
+        default_factory=lambda: env_int("TICKWHEEL_METRICS_PORT", 0, minimum=0)
+    )

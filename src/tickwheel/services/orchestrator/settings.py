@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from tickwheel.adapters.kafka.config import bootstrap_servers
 from tickwheel.core.targets import IPNetwork
 from tickwheel.durations import parse_duration_ms
+from tickwheel.environment import env_int, env_seconds
 from tickwheel.errors import InvalidInput
 from tickwheel.services.webhooks import allowed_networks
 from tickwheel.topology import topic_name
@@ -18,28 +19,6 @@ WEBHOOKS_VAR = "TICKWHEEL_APPROVAL_WEBHOOKS"
 WEBHOOK_SECRET_VAR = "TICKWHEEL_APPROVAL_WEBHOOK_SECRET"
 WEBHOOK_NETWORKS_VAR = "TICKWHEEL_APPROVAL_WEBHOOK_ALLOWED_NETWORKS"
 DEFAULT_RETENTION = "7d"
-
-
-def _int(name: str, default: str, minimum: int = 1) -> int:
-    text = os.environ.get(name, default)
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise InvalidInput(name, f"{text!r} is not a whole number of at least {minimum}")
-    return value
-
-
-def _seconds(name: str, default: str) -> float:
-    text = os.environ.get(name, default)
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise InvalidInput(name, f"{text!r} is not a number of seconds above 0")
-    return value
 
 
 def _retention_ms() -> int:
@@ -73,10 +52,12 @@ class OrchestratorSettings:
             "TICKWHEEL_ORCHESTRATOR_GROUP", topic_name("tickwheel-orchestrator")
         )
     )
-    max_batch: int = field(default_factory=lambda: _int("TICKWHEEL_ORCHESTRATOR_MAX_BATCH", "500"))
-    poll_ms: int = field(default_factory=lambda: _int("TICKWHEEL_ORCHESTRATOR_POLL_MS", "10"))
+    max_batch: int = field(default_factory=lambda: env_int("TICKWHEEL_ORCHESTRATOR_MAX_BATCH", 500))
+    poll_ms: int = field(default_factory=lambda: env_int("TICKWHEEL_ORCHESTRATOR_POLL_MS", 10))
     retention_ms: int = field(default_factory=_retention_ms)
-    metrics_port: int = field(default_factory=lambda: _int("TICKWHEEL_METRICS_PORT", "0", 0))
+    metrics_port: int = field(
+        default_factory=lambda: env_int("TICKWHEEL_METRICS_PORT", 0, minimum=0)
+    )
     approval_webhooks: list[str] = field(
         default_factory=lambda: [
             u.strip() for u in os.environ.get(WEBHOOKS_VAR, "").split(",") if u.strip()
@@ -92,7 +73,7 @@ class OrchestratorSettings:
     )
     approval_webhook_backoff_s: tuple[float, float] = field(
         default_factory=lambda: (
-            _seconds("TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_S", "1"),
-            _seconds("TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_CAP_S", "300"),
+            env_seconds("TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_S", 1),
+            env_seconds("TICKWHEEL_APPROVAL_WEBHOOK_BACKOFF_CAP_S", 300),
         )
     )

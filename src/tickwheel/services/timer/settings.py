@@ -1,4 +1,5 @@
-"""The timer service's settings, from the environment."""
+"""The timer service's settings, from the environment. A bad value stops the service with one
+line naming the variable and what it accepts."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
+from tickwheel.environment import env_int, env_ms
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 
@@ -28,49 +30,39 @@ class TimerSettings:
         )
     )
     horizon_ms: int = field(
-        default_factory=lambda: int(
-            float(os.environ.get("TICKWHEEL_TIMER_HORIZON_S", "3600")) * 1000
-        )
+        default_factory=lambda: env_ms("TICKWHEEL_TIMER_HORIZON_S", 3600, zero_ok=False)
     )
-    tick_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_TICK_MS", "50"))
-    )
-    max_batch: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_MAX_BATCH", "5000"))
-    )
+    tick_ms: int = field(default_factory=lambda: env_int("TICKWHEEL_TIMER_TICK_MS", 50))
+    max_batch: int = field(default_factory=lambda: env_int("TICKWHEEL_TIMER_MAX_BATCH", 5000))
     metrics_port: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_METRICS_PORT", "0"))
+        default_factory=lambda: env_int("TICKWHEEL_METRICS_PORT", 0, minimum=0)
     )
     tenant_max_in_flight: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_TENANT_MAX_IN_FLIGHT", "10000"))
+        default_factory=lambda: env_int("TICKWHEEL_TENANT_MAX_IN_FLIGHT", 10000)
     )
     misfire_grace_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_MISFIRE_GRACE_MS", "60000"))
+        default_factory=lambda: env_int("TICKWHEEL_MISFIRE_GRACE_MS", 60000, minimum=0)
     )
-    lease_seconds: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_LEASE_SECONDS", "30"))
-    )
+    lease_seconds: int = field(default_factory=lambda: env_int("TICKWHEEL_LEASE_SECONDS", 30))
     heartbeat_seconds: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_HEARTBEAT_SECONDS", "10"))
+        default_factory=lambda: env_int("TICKWHEEL_HEARTBEAT_SECONDS", 10)
     )
     retry_base_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_BASE_MS", "1000"))
+        default_factory=lambda: env_int("TICKWHEEL_RETRY_BASE_MS", 1000, minimum=0)
     )
     # How long a fired job's state may wait for a quiet tick (decision 0008); 0 = the next one.
     state_lag_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_TIMER_STATE_LAG_MS", "0"))
+        default_factory=lambda: env_int("TICKWHEEL_TIMER_STATE_LAG_MS", 0, minimum=0)
     )
     retry_cap_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_RETRY_CAP_MS", "300000"))
+        default_factory=lambda: env_int("TICKWHEEL_RETRY_CAP_MS", 300000, minimum=0)
     )
     # The SDK's payload limit (the same variable): the timer applies the same rules.
     max_payload_bytes: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_MAX_PAYLOAD_BYTES", 64 * 1024))
+        default_factory=lambda: env_int("TICKWHEEL_MAX_PAYLOAD_BYTES", 64 * 1024)
     )
     dispatch_timeout_ms: int = field(
-        default_factory=lambda: int(
-            float(os.environ.get("TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S", "900")) * 1000
-        )
+        default_factory=lambda: env_ms("TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S", 900, zero_ok=False)
     )
 
     def partition_timer(self, partition: int, now_ms: int, rng: random.Random) -> PartitionTimer:

@@ -9,11 +9,8 @@ from dataclasses import dataclass, field
 from tickwheel.adapters.kafka.config import bootstrap_servers
 from tickwheel.core.targets import IPNetwork
 from tickwheel.core.watchdog import Thresholds
+from tickwheel.environment import env_int, env_ms, env_seconds
 from tickwheel.errors import InvalidInput
-
-
-def _seconds_ms(name: str, default: float) -> int:
-    return int(float(os.environ.get(name, default)) * 1000)
 
 
 def _networks(name: str) -> tuple[IPNetwork, ...]:
@@ -43,28 +40,22 @@ class WatchdogSettings:
 
     instance: str = "watchdog"
     bootstrap: str = field(default_factory=bootstrap_servers)
-    tick_ms: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_WATCHDOG_TICK_MS", "1000"))
-    )
-    lateness_ms: int = field(
-        default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_LATENESS_S", 2.0)
-    )
+    tick_ms: int = field(default_factory=lambda: env_int("TICKWHEEL_WATCHDOG_TICK_MS", 1000))
+    lateness_ms: int = field(default_factory=lambda: env_ms("TICKWHEEL_WATCHDOG_LATENESS_S", 2.0))
     freshness_every_ms: int = field(
-        default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_FRESHNESS_EVERY_S", 30)
+        default_factory=lambda: env_ms("TICKWHEEL_WATCHDOG_FRESHNESS_EVERY_S", 30)
     )
     # The second detector: (every ms, lookback ms, jobs per round); every 0 = off.
     audit: tuple[int, int, int] = field(
         default_factory=lambda: (
-            _seconds_ms("TICKWHEEL_WATCHDOG_AUDIT_EVERY_S", 300),
-            _seconds_ms("TICKWHEEL_WATCHDOG_AUDIT_LOOKBACK_S", 86_400),
-            int(os.environ.get("TICKWHEEL_WATCHDOG_AUDIT_JOBS", "50")),
+            env_ms("TICKWHEEL_WATCHDOG_AUDIT_EVERY_S", 300),
+            env_ms("TICKWHEEL_WATCHDOG_AUDIT_LOOKBACK_S", 86_400),
+            env_int("TICKWHEEL_WATCHDOG_AUDIT_JOBS", 50),
         )
     )
-    lag_alert_ms: int = field(
-        default_factory=lambda: _seconds_ms("TICKWHEEL_WATCHDOG_LAG_ALERT_S", 60)
-    )
+    lag_alert_ms: int = field(default_factory=lambda: env_ms("TICKWHEEL_WATCHDOG_LAG_ALERT_S", 60))
     metrics_port: int = field(
-        default_factory=lambda: int(os.environ.get("TICKWHEEL_METRICS_PORT", "0"))
+        default_factory=lambda: env_int("TICKWHEEL_METRICS_PORT", 0, minimum=0)
     )
     webhooks: list[str] = field(
         default_factory=lambda: [
@@ -80,17 +71,17 @@ class WatchdogSettings:
     )
     webhook_backoff_s: tuple[float, float] = field(
         default_factory=lambda: (
-            float(os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S", "1")),
-            float(os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_CAP_S", "300")),
+            env_seconds("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S", 1),
+            env_seconds("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_CAP_S", 300),
         )
     )
     thresholds: Thresholds = field(
         default_factory=lambda: Thresholds(
-            dead_letter_age_ms=_seconds_ms("TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S", 3600),
-            oldest_ready_age_ms=_seconds_ms("TICKWHEEL_WATCHDOG_READY_AGE_S", 300),
-            derived_grace_ms=_seconds_ms("TICKWHEEL_WATCHDOG_GRACE_S", 60),
-            resolve_after_ms=_seconds_ms("TICKWHEEL_WATCHDOG_RESOLVE_AFTER_S", 60),
-            update_every_ms=_seconds_ms("TICKWHEEL_WATCHDOG_UPDATE_EVERY_S", 300),
-            run_grace_ms=_seconds_ms("TICKWHEEL_WATCHDOG_RUN_GRACE_S", 30),
+            dead_letter_age_ms=env_ms("TICKWHEEL_WATCHDOG_DEAD_LETTER_AGE_S", 3600),
+            oldest_ready_age_ms=env_ms("TICKWHEEL_WATCHDOG_READY_AGE_S", 300),
+            derived_grace_ms=env_ms("TICKWHEEL_WATCHDOG_GRACE_S", 60),
+            resolve_after_ms=env_ms("TICKWHEEL_WATCHDOG_RESOLVE_AFTER_S", 60),
+            update_every_ms=env_ms("TICKWHEEL_WATCHDOG_UPDATE_EVERY_S", 300),
+            run_grace_ms=env_ms("TICKWHEEL_WATCHDOG_RUN_GRACE_S", 30),
         )
     )

@@ -7,12 +7,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 import threading
 from typing import Any, NoReturn
 
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.errors import InvalidInput
 from tickwheel.jobtypes import builtin_registry
 from tickwheel.logs import configure_logging
 from tickwheel.sdk import worker as sdk
@@ -148,7 +150,11 @@ def main(argv: list[str] | None = None) -> None:
         "tickwheel.services.worker",
         description="A tickwheel worker: runs execution requests with the registered handlers.",
     )
-    add_worker_arguments(parser)
+    try:
+        add_worker_arguments(parser)  # its flags' defaults come from the environment
+    except InvalidInput as exc:
+        print(f"tickwheel worker: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     args = parser.parse_args(argv)
     run_from_args(args)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers, consumer_config
 from tickwheel.core.queues import DEFAULT_QUEUE, QUEUE_NAME
+from tickwheel.environment import env_int, env_seconds
 from tickwheel.errors import InvalidInput
 from tickwheel.topology import topic_name
 
@@ -60,10 +61,6 @@ def parse_concurrency(text: str | None) -> dict[str, int]:
     if any(n < 1 for n in result.values()):
         raise InvalidInput("--concurrency", "every pool needs at least 1 slot")
     return result
-
-
-def _env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
 
 
 @dataclass
@@ -172,21 +169,21 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tenant-cap",
         type=int,
-        default=int(env("TICKWHEEL_WORKER_TENANT_CAP", "0")) or None,
+        default=env_int("TICKWHEEL_WORKER_TENANT_CAP", 0, minimum=0) or None,
         help="most executions of one tenant running at once per pool (default: the pool's size; "
         "env: TICKWHEEL_WORKER_TENANT_CAP)",
     )
     parser.add_argument(
         "--shutdown-grace",
         type=float,
-        default=_env_float("TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", 20.0),
+        default=env_seconds("TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", 20.0, zero_ok=True),
         help="seconds a stopping worker waits for running handlers; the leases of any still "
         "running then expire and the timer re-issues them (env: TICKWHEEL_WORKER_SHUTDOWN_GRACE_S)",
     )
     parser.add_argument(
         "--max-run-seconds",
         type=float,
-        default=_env_float("TICKWHEEL_WORKER_MAX_RUN_SECONDS", DEFAULT_MAX_RUN_SECONDS),
+        default=env_seconds("TICKWHEEL_WORKER_MAX_RUN_SECONDS", DEFAULT_MAX_RUN_SECONDS),
         help="longest an attempt may run when neither its job nor its type sets a limit; past "
         "it the attempt is failed as retryable and its slot freed (default "
         f"{DEFAULT_MAX_RUN_SECONDS:.0f}; env: TICKWHEEL_WORKER_MAX_RUN_SECONDS)",
@@ -194,7 +191,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cancel-lookback",
         type=float,
-        default=_env_float("TICKWHEEL_WORKER_CANCEL_LOOKBACK_S", 86400.0),
+        default=env_seconds("TICKWHEEL_WORKER_CANCEL_LOOKBACK_S", 86400.0, zero_ok=True),
         help="seconds of executions.control read at start-up; 0 reads from the end "
         "(env: TICKWHEEL_WORKER_CANCEL_LOOKBACK_S)",
     )
@@ -224,7 +221,5 @@ def settings_from_args(args: argparse.Namespace) -> WorkerSettings:
         shutdown_grace_s=args.shutdown_grace,
         cancel_lookback_s=args.cancel_lookback,
         max_run_seconds=args.max_run_seconds,
-        prefetch=int(os.environ["TICKWHEEL_WORKER_PREFETCH"])
-        if os.environ.get("TICKWHEEL_WORKER_PREFETCH")
-        else None,
+        prefetch=env_int("TICKWHEEL_WORKER_PREFETCH", 0, minimum=0) or None,
     )

@@ -1,0 +1,145 @@
+"""Numbers from environment variables: a bad value is refused with one line naming the
+variable and what it accepts, through every service's settings and the CLI's entry point."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tickwheel.environment import env_int, env_ms, env_seconds
+from tickwheel.errors import InvalidInput
+from tickwheel.services.orchestrator.settings import OrchestratorSettings
+from tickwheel.services.timer.settings import TimerSettings
+from tickwheel.services.watchdog.settings import WatchdogSettings
+
+VAR = "TICKWHEEL_TEST_NUMBER"
+
+
+@pytest.mark.parametrize(("text", "expected"), [("", 7.0), ("2.5", 2.5), (" 30 ", 30.0)])
+def test_seconds_read_or_default(
+    monkeypatch: pytest.MonkeyPatch, text: str, expected: float
+) -> None:
+    monkeypatch.setenv(VAR, text)
+    assert env_seconds(VAR, 7.0) == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "0", "-1", "nan", "inf", "5s"])
+def test_seconds_above_zero_refuse_anything_else_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv(VAR, text)
+    with pytest.raises(InvalidInput) as caught:
+        env_seconds(VAR, 7.0)
+    assert caught.value.field == VAR
+    assert repr(text) in caught.value.message and "above 0" in caught.value.message
+
+
+def test_zero_seconds_where_zero_means_something(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VAR, "0")
+    assert env_seconds(VAR, 7.0, zero_ok=True) == 0.0
+    assert env_ms(VAR, 7.0) == 0
+    monkeypatch.setenv(VAR, "-0.5")
+    with pytest.raises(InvalidInput, match="0 or more"):
+        env_ms(VAR, 7.0)
+
+
+def test_milliseconds_from_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VAR, "1.5")
+    assert env_ms(VAR, 2.0) == 1500
+    monkeypatch.delenv(VAR)
+    assert env_ms(VAR, 2.0) == 2000
+
+
+@pytest.mark.parametrize(("text", "minimum", "expected"), [("", 1, 9), ("12", 1, 12), ("0", 0, 0)])
+def test_whole_numbers_read_or_default(
+    monkeypatch: pytest.MonkeyPatch, text: str, minimum: int, expected: int
+) -> None:
+    monkeypatch.setenv(VAR, text)
+    assert env_int(VAR, 9, minimum) == expected
+
+
+@pytest.mark.parametrize("text", ["1.5", "ten", "0"])
+def test_whole_numbers_refuse_fractions_words_and_too_small(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv(VAR, text)
+    with pytest.raises(InvalidInput, match=f"{VAR}: '{text}' is not a whole number of at least 1"):
+        env_int(VAR, 9)
+
+
+@pytest.mark.parametrize(
+    ("settings", "variable", "value"),
+    [
+        (TimerSettings, "TICKWHEEL_TIMER_TICK_MS", "fast"),
+        (TimerSettings, "TICKWHEEL_TIMER_HORIZON_S", "0"),
+        (TimerSettings, "TICKWHEEL_LEASE_SECONDS", "30s"),
+        (WatchdogSettings, "TICKWHEEL_WATCHDOG_LATENESS_S", "two"),
+        (WatchdogSettings, "TICKWHEEL_WATCHDOG_AUDIT_JOBS", "-3"),
+        (WatchdogSettings, "TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S", "0"),
+        (OrchestratorSettings, "TICKWHEEL_ORCHESTRATOR_MAX_BATCH", "lots"),
+    ],
+)
+def test_each_services_settings_name_the_bad_variable(
+    monkeypatch: pytest.MonkeyPatch, settings: type, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(InvalidInput) as caught:
+        settings()
+    assert caught.value.field == variable
+
+
+def test_services_take_their_defaults_when_nothing_is_set() -> None:
+    timer = TimerSettings()
+    assert (timer.tick_ms, timer.horizon_ms, timer.dispatch_timeout_ms) == (50, 3_600_000, 900_000)
+    assert WatchdogSettings().audit[0] == 300_000
+
+
+@pytest.mark.parametrize(
+    ("variable", "argv"),
+    [
+        ("TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", ["worker", "--help"]),
+        ("TICKWHEEL_BROKER_PROBE_TIMEOUT_S", ["jobs", "list"]),
+    ],
+)
+def test_the_cli_says_one_line_for_a_bad_variable(variable: str, argv: list[str]) -> None:
+    # The worker's flags take their defaults from the environment while the parser is built;
+    # the broker probe reads its timeout before it connects. Neither may end in a traceback.
+    env = {"PATH": "/usr/bin:/bin", variable: "soon", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwheel.cli", *argv],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"tickwheel: error: {variable}: 'soon' is not a number of seconds "
+        + ("0 or more" if "GRACE" in variable else "above 0")
+        + ", e.g. '30', '2.5'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("service", "variable", "value"),
+    [
+        ("timer", "TICKWHEEL_TIMER_TICK_MS", "fast"),
+        ("worker", "TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", "soon"),
+        ("watchdog", "TICKWHEEL_WATCHDOG_LATENESS_S", "two"),
+        ("orchestrator", "TICKWHEEL_ORCHESTRATOR_POLL_MS", "0"),
+        ("jobwriter", "TICKWHEEL_JOBWRITER_MAX_BATCH", "lots"),
+    ],
+)
+def test_a_service_started_with_a_bad_variable_says_one_line_and_exits_2(
+    service: str, variable: str, value: str
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", variable: value, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    done = subprocess.run(
+        [sys.executable, "-m", f"tickwheel.services.{service}"],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tickwheel {service}: error: {variable}: "), (
+        lines
+    )
+    assert repr(value) in lines[0]
