@@ -60,14 +60,19 @@ from tickwheel.topology import topic_name  # noqa: E402
 WARM_UP_S = 5  # the steady run's first seconds, left out of its latencies
 
 
+# `--sample DIR`: every service process runs under bench/sampling.py, its stacks in DIR/<name>.txt.
+SAMPLE_DIR: list[Path] = []
+
+
 def start(
     service: str, name: str, env: dict[str, str], log_dir: Path, *args: str
 ) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", f"tickwheel.services.{service}", "--instance", name, *args]
+    if SAMPLE_DIR:
+        sampler = Path(__file__).resolve().parent / "sampling.py"
+        command[1:2] = [str(sampler), "--out", str(SAMPLE_DIR[0] / f"{name}.txt"), "-m"]
     with (log_dir / f"{name}.log").open("ab") as log:
-        return track(subprocess.Popen(
-            [sys.executable, "-m", f"tickwheel.services.{service}", "--instance", name, *args],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
-        ))  # fmt: skip
+        return track(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
 
 
 def setup(bootstrap: str, **extra: str) -> dict[str, str]:
@@ -219,6 +224,15 @@ def steady(
     in_worker = [
         (succeeded[i] - leased[i]) / 1000 for i in window if i in succeeded and i in leased
     ]
+    # How late the timer emitted each request after its (jittered) fire time: the part of
+    # fired → succeeded spent before the request existed.
+    fire_times = {
+        e["execution_id"]: e["fire_time"]
+        for e in all_events
+        if e["event_type"] == "requested" and e.get("fire_time") is not None
+    }
+    window_set = set(window)
+    emitted_late = [(requested[i] - fire_times[i]) / 1000 for i in window_set if i in fire_times]
     fired_s = (max(requested.values()) - warm) / 1000 if window else float("nan")
     return {
         "cpu": cpu, "warm_cpu": warm_cpu, "rate": rate, "seconds": seconds, "workers": workers,
@@ -230,6 +244,8 @@ def steady(
         "p99": percentile(latencies, 0.99) if latencies else float("nan"),
         "to_lease_p99": percentile(to_lease, 0.99) if to_lease else float("nan"),
         "in_worker_p99": percentile(in_worker, 0.99) if in_worker else float("nan"),
+        "emitted_late_p50": percentile(emitted_late, 0.5) if emitted_late else float("nan"),
+        "emitted_late_p99": percentile(emitted_late, 0.99) if emitted_late else float("nan"),
     }  # fmt: skip
 
 
@@ -287,7 +303,11 @@ def main() -> None:
     parser.add_argument(
         "--only-steady", action="store_true", help="the steady run alone (printed only)"
     )
+    parser.add_argument("--sample", type=Path, help="write each service's stack samples here")
     args = parser.parse_args()
+    if args.sample is not None:
+        args.sample.mkdir(parents=True, exist_ok=True)
+        SAMPLE_DIR.append(args.sample)
     log_dir = Path(tempfile.mkdtemp(prefix="tickwheel-bench-"))
     report = Report("Pipeline benchmarks (timer → worker → timer)")
     with bench_broker(log_dir / "kafka") as broker:
@@ -304,7 +324,9 @@ def main() -> None:
                 f"({limits.ratio_loop(d['fired_per_s'])} of the raw loop); of those "
                 f"{d['window']:,} executions {d['finished_in_window']:,} succeeded, fired → "
                 f"succeeded p50 {d['p50']:.2f} s, p99 {d['p99']:.2f} s (fired → leased p99 "
-                f"{d['to_lease_p99']:.2f} s, leased → succeeded p99 {d['in_worker_p99']:.2f} s) "
+                f"{d['to_lease_p99']:.2f} s, leased → succeeded p99 {d['in_worker_p99']:.2f} s; "
+                f"the request emitted after its fire time p50 {d['emitted_late_p50']:.2f} s, "
+                f"p99 {d['emitted_late_p99']:.2f} s) "
                 f"({d['succeeded']:,}/{d['requested']:,} succeeded in all); "
                 f"{describe_cpu(d['cpu'])} (the whole run); "
                 f"{describe_cpu(d['warm_cpu']) if d['warm_cpu'] else 'no warm snapshot'} "

@@ -35,9 +35,12 @@ from tickwheel.topology import topic_name
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(600)]
 
 JOBS = [f"zombie-{n}" for n in range(12)]  # over all six partitions
-WRITERS = 3
+# Enough writers that the judge nearly always has a batch to commit, so that a stop often
+# lands inside a transaction: with 3, a clean-clone CI on a loaded machine went 12 stops
+# without one (the judge mostly waited for the next command).
+WRITERS = 8
 SESSION_TIMEOUT_S = 10  # the judge's session.timeout.ms
-STOP_TRIES = 12  # stops that find no open transaction of the judge's, before giving up
+STOP_TRIES = 30  # stops that find no open transaction of the judge's, before giving up
 PINNED_WATCH_S = 1.5  # how long the last stable offset must stay put (well inside the session)
 
 
@@ -86,13 +89,14 @@ def stop_inside_a_transaction(judge: Judge, bootstrap: str, answered: dict[str, 
     uncommitted = Consumer(consumer_config(f"zombie-watch-{time.time_ns()}", bootstrap,
                                            **{"isolation.level": "read_uncommitted"}))  # fmt: skip
     try:
-        for _ in range(STOP_TRIES):
+        for tries in range(1, STOP_TRIES + 1):
             judge.process.send_signal(signal.SIGSTOP)
             stopped_at_ms = int(time.time() * 1000)
             first_stable, _end = _verdict_ends(committed, uncommitted)
             time.sleep(PINNED_WATCH_S)
             stable, end = _verdict_ends(committed, uncommitted)
             if stable == first_stable < end:
+                print(f"the judge stopped inside a transaction at stop {tries}")
                 return stopped_at_ms
             judge.process.send_signal(signal.SIGCONT)
             more = len(answered) + 5
