@@ -234,6 +234,16 @@ def steady(
     window_set = set(window)
     emitted_late = [(requested[i] - fire_times[i]) / 1000 for i in window_set if i in fire_times]
     fired_s = (max(requested.values()) - warm) / 1000 if window else float("nan")
+    # Where in the run the late ones fall: every request's lateness by the second (from the
+    # first request's) its fire time is in, warm-up included.
+    by_second: dict[int, list[float]] = {}
+    for i, fire in fire_times.items():
+        if i in requested:
+            by_second.setdefault((fire - first) // 1000, []).append((requested[i] - fire) / 1000)
+    lateness_by_second = [
+        (second, len(late), percentile(late, 0.5), percentile(late, 0.99), max(late))
+        for second, late in sorted(by_second.items())
+    ]
     return {
         "cpu": cpu, "warm_cpu": warm_cpu, "rate": rate, "seconds": seconds, "workers": workers,
         "requested": len(requested),
@@ -246,6 +256,7 @@ def steady(
         "in_worker_p99": percentile(in_worker, 0.99) if in_worker else float("nan"),
         "emitted_late_p50": percentile(emitted_late, 0.5) if emitted_late else float("nan"),
         "emitted_late_p99": percentile(emitted_late, 0.99) if emitted_late else float("nan"),
+        "lateness_by_second": lateness_by_second,
     }  # fmt: skip
 
 
@@ -332,6 +343,11 @@ def main() -> None:
                 f"{describe_cpu(d['warm_cpu']) if d['warm_cpu'] else 'no warm snapshot'} "
                 f"(after the first {WARM_UP_S} s' executions)"
             )
+        if args.only_steady and args.steady_rate:
+            print("emitted after fire time, by the second of the fire time (from the first "
+                  "request): second, requests, p50 s, p99 s, max s")  # fmt: skip
+            for second, count, p50, p99, worst in d["lateness_by_second"]:
+                print(f"  {second:>3} {count:>6} {p50:6.2f} {p99:6.2f} {worst:6.2f}")
         if args.only_steady:  # printed, not written: the report holds whole runs
             return
         t = throughput(broker.bootstrap, args.jobs, args.workers, log_dir,
