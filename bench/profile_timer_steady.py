@@ -3,8 +3,8 @@
 The steady benchmark's jobs (`bench_pipeline.steady`: N jobs each every second, jitter 999 ms,
 coalesce) restored on six partitions, then the service loop's turn, as `TimerService.step` runs
 it: the worker events of the previous turn's requests (leased, succeeded: encoded as the worker
-encodes them, outside the measure) decoded by the record gate and applied to their partition,
-then every partition ticked, its due states built, its transaction sent and committed to a
+encodes them, outside the measure, and handed over as consumed messages) read by the service's
+`Intake.apply` (decoded and applied to their partition), then every partition ticked, its due states built, its transaction sent and committed to a
 producer that only counts (`profile_timer.CountingProducer`). The clock moves by `--turn-ms` a
 turn (250 ms: a turn of the loaded machine), whatever the CPU took, so that two revisions do the
 same work turn for turn.
@@ -14,7 +14,7 @@ same work turn for turn.
     python bench/profile_timer_steady.py --ab /tmp/old/src --rounds 4
         # that revision's package (A) and this one's (B) in this one process, interleaved
 
-Stages, CPU µs per execution: decode (the events), apply (their decisions), fire (the tick), states
+Stages, CPU µs per execution: inputs (the events decoded and applied), fire (the tick), states
 (which states are due, and building them), encode requests / encode states (inside the send),
 send (the rest of it), commit (the commit and its bookkeeping).
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import inspect
 import pstats
 import random
 import sys
@@ -45,11 +44,12 @@ from tickwheel.events import execution_event
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.timer import writer as writer_module
 from tickwheel.services.timer.gate import RecordGate
+from tickwheel.services.timer.intake import Intake
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 from tickwheel.services.timer.settings import TimerSettings
 
-STAGES = ("decode", "apply", "fire", "states", "encode requests", "encode states", "send",
+STAGES = ("inputs", "fire", "states", "encode requests", "encode states", "send",
           "commit")  # fmt: skip
 
 
@@ -75,7 +75,37 @@ def restored(jobs: int, now_ms: int, settings: TimerSettings) -> dict[int, Parti
     return runtimes
 
 
-def worker_events(requests: list[dict[str, Any]], now_ms: int, topic: str) -> list[Record]:
+class ConsumedMessage:
+    """A record as confluent-kafka's consumer hands it over (the methods `Intake` calls)."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: Record) -> None:
+        self._record = record
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return self._record.topic
+
+    def partition(self) -> int:
+        return self._record.partition
+
+    def offset(self) -> int:
+        return self._record.offset
+
+    def key(self) -> bytes | None:
+        return None if self._record.key is None else self._record.key.encode()
+
+    def value(self) -> bytes | None:
+        return self._record.value
+
+    def headers(self) -> None:
+        return None
+
+
+def worker_events(requests: list[dict[str, Any]], now_ms: int, topic: str) -> list[ConsumedMessage]:
     """What one worker sends back for `requests`: leased, then succeeded, per execution."""
     records = []
     for request in requests:
@@ -88,7 +118,7 @@ def worker_events(requests: list[dict[str, Any]], now_ms: int, topic: str) -> li
             )  # fmt: skip
             raw = encode("ExecutionEvent", event)
             records.append(Record(topic, partition, len(records), request["job_id"], raw, at))
-    return records
+    return [ConsumedMessage(record) for record in records]
 
 
 class Stages:
@@ -122,29 +152,16 @@ def run(jobs: int, seconds: int, stages: Stages, turn_ms: int = 250) -> tuple[in
         "encode states", writer_module.encode_timer_state
     )  # type: ignore[attr-defined]
     cpu, clock = stages.cpu, time.process_time
-    # An older revision adds what an event writes itself (no `into`).
-    scheduler = type(runtimes[0].timer)
-    into = "into" in inspect.signature(scheduler.on_execution_event).parameters
-    inputs: list[Record] = []
+    # The service's reader of a turn's inputs (its consumers and command inbox unused here).
+    intake = Intake(None, None, runtimes, gate, None, topics, lambda: now)  # type: ignore[arg-type]
+    inputs: list[ConsumedMessage] = []
     fired = turns = 0
     end = now + seconds * 1000
     while now < end and turns < 1_000_000:
         turns += 1
         started = clock()
-        events = [(r, gate.decode(r, "ExecutionEvent", [])) for r in inputs]
-        cpu["decode"] += clock() - started
-        started = clock()
-        for record, event in events:
-            runtime = runtimes[record.partition]
-            runtime.events_offset = record.offset + 1
-            runtime.inputs_moved = True
-            if event is None:
-                continue
-            if into:
-                runtime.timer.on_execution_event(event, now, runtime.pending_emission)
-            else:
-                runtime.pending_emission.extend(runtime.timer.on_execution_event(event, now))
-        cpu["apply"] += clock() - started
+        intake.apply(inputs)  # type: ignore[arg-type]
+        cpu["inputs"] += clock() - started
         requests: list[dict[str, Any]] = []
         sent = []
         for runtime in runtimes.values():

@@ -15,6 +15,7 @@ from typing import Any
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.memory import MemoryClients
 from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.events import execution_event
 from tickwheel.services.timer.service import TimerService
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.topology import topic as declared_topic
@@ -129,3 +130,46 @@ def test_a_turn_reads_every_input_fetched_not_one_chunk() -> None:
     runtime = timer.partitions[partition_for("job-1", PARTITIONS)]
     assert runtime.command_offset == 2_500  # every command read, and committed with its effect
     assert not runtime.inputs_moved
+
+
+def test_worker_events_are_applied_and_bad_ones_dead_lettered_in_the_same_turn() -> None:
+    """The intake reads a worker's events without making a `Record` of each (decision 0192):
+    a record that is not an event, or whose key is not UTF-8, still takes the general path and
+    is dead-lettered with its reason, a tombstone is passed over, and the events around them
+    are applied. Every one of them moves the partition's events offset."""
+    cluster = Cluster()
+    cluster.publish_job("job-1")
+    timer, _clients = _served_timer(cluster)
+    cluster.clock.advance(1.0)
+    timer.step()
+    _trigger(cluster, "job-1")
+    timer.step()
+    [request] = [r for r in cluster.requests() if r["trigger"] == "manual"]
+    partition = partition_for("job-1", PARTITIONS)
+    runtime = timer.partitions[partition]
+    events_topic = topic_name("executions.events")
+
+    def event(kind: str) -> bytes:
+        at = cluster.now_ms()
+        made = execution_event(request, kind, event_id=f"{kind}:{request['execution_id']}:1:w",
+                               event_time_ms=at, worker_id="worker-0",
+                               lease_deadline_ms=at + 30_000 if kind == "leased" else None)  # fmt: skip
+        return encode("ExecutionEvent", made)
+
+    cluster.producer.send(events_topic, "job-1", b"\x00not an event")
+    cluster.producer.send(events_topic, "job-1", event("leased"))
+    cluster.producer.send(events_topic, "job-1", None)
+    log = cluster.broker.log(events_topic, partition)
+    log.append(b"\xffjob-1", event("succeeded"), None, cluster.now_ms(), None)
+    timer.step()
+    assert runtime.events_offset == 4
+    assert runtime.timer.executions.running_count("job-1") == 1  # leased, heard
+    letters = {letter["source_offset"]: letter for letter in cluster.dead_letters()}
+    assert sorted(letters) == [0, 3]
+    assert letters[0]["raw_value"] == b"\x00not an event"
+    assert "UTF-8" in letters[3]["reason"]
+
+    cluster.producer.send(events_topic, "job-1", event("succeeded"))
+    timer.step()
+    assert runtime.events_offset == 5
+    assert runtime.timer.executions.running_count("job-1") == 0
