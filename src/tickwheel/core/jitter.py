@@ -3,14 +3,15 @@
 The offset of an occurrence is a hash of the job id and the slot (its scheduled UTC
 instant) mapped into [0, window): recomputing it anywhere, after any restart, gives the
 same fire time, and across jobs the offsets are uniform over the window. The job-id hash
-(blake2b, 64 bits) is computed once per job (`jitter_seed`); each slot then costs a few
-integer operations (a SplitMix64 finaliser), so a timer can jitter millions of
-occurrences per window. `vary_by_slot=False` gives one fixed offset per job instead
+(blake2b, 64 bits) is computed once per job (`jitter_seed`, remembered for the jobs that
+fire often); each slot then costs a few integer operations (a SplitMix64 finaliser), so a
+timer can jitter millions of occurrences per window. `vary_by_slot=False` gives one fixed offset per job instead
 (Jenkins `H`-style), see docs/decisions/0013.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from tickwheel.errors import InvalidInput
@@ -20,6 +21,13 @@ DEFAULT_PERIOD_FRACTION = 0.1
 _MASK = (1 << 64) - 1
 
 
+# Remembered for the jobs that fire often: a timer jitters every slot it inserts and fires
+# (twice an occurrence), and an every-second job would hash its id twice a second. Bounded:
+# a million-job burst hashes each job about once, as before, with at most this many kept.
+SEED_CACHE_SIZE = 1 << 16
+
+
+@functools.lru_cache(maxsize=SEED_CACHE_SIZE)
 def jitter_seed(job_id: str) -> int:
     """The 64-bit per-job hash the offsets derive from (stable across processes)."""
     digest = hashlib.blake2b(job_id.encode("utf-8"), digest_size=8, person=b"tw-jitter").digest()
