@@ -4,8 +4,8 @@ The steady benchmark's jobs (`bench_pipeline.steady`: N jobs each every second, 
 coalesce) restored on six partitions, then the service loop's turn, as `TimerService.step` runs
 it: the worker events of the previous turn's requests (leased, succeeded: encoded as the worker
 encodes them, outside the measure, and handed over as consumed messages) read by the service's
-`Intake.apply` (decoded and applied to their partition), then every partition ticked, its due states built, its transaction sent and committed to a
-producer that only counts (`profile_timer.CountingProducer`). The clock moves by `--turn-ms` a
+`Intake.apply` (decoded and applied to their partition), then every partition ticked, its due
+states built, its transaction sent and committed to a producer that only counts (`profile_timer.CountingProducer`). The clock moves by `--turn-ms` a
 turn (250 ms: a turn of the loaded machine), whatever the CPU took, so that two revisions do the
 same work turn for turn.
 
@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import profile_timer
 from bench.profile_timer import PARTITIONS, CountingProducer
 from tickwheel.adapters.avro import encode
+from tickwheel.adapters.kafka.memory import MemoryMessage
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.timer.request_log import RequestLog
 from tickwheel.events import execution_event
 from tickwheel.sdk.jobs import validate_job
@@ -75,37 +75,7 @@ def restored(jobs: int, now_ms: int, settings: TimerSettings) -> dict[int, Parti
     return runtimes
 
 
-class ConsumedMessage:
-    """A record as confluent-kafka's consumer hands it over (the methods `Intake` calls)."""
-
-    __slots__ = ("_record",)
-
-    def __init__(self, record: Record) -> None:
-        self._record = record
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return self._record.topic
-
-    def partition(self) -> int:
-        return self._record.partition
-
-    def offset(self) -> int:
-        return self._record.offset
-
-    def key(self) -> bytes | None:
-        return None if self._record.key is None else self._record.key.encode()
-
-    def value(self) -> bytes | None:
-        return self._record.value
-
-    def headers(self) -> None:
-        return None
-
-
-def worker_events(requests: list[dict[str, Any]], now_ms: int, topic: str) -> list[ConsumedMessage]:
+def worker_events(requests: list[dict[str, Any]], now_ms: int, topic: str) -> list[MemoryMessage]:
     """What one worker sends back for `requests`: leased, then succeeded, per execution."""
     records = []
     for request in requests:
@@ -117,8 +87,9 @@ def worker_events(requests: list[dict[str, Any]], now_ms: int, topic: str) -> li
                 lease_deadline_ms=at + 30_000 if kind == "leased" else None,
             )  # fmt: skip
             raw = encode("ExecutionEvent", event)
-            records.append(Record(topic, partition, len(records), request["job_id"], raw, at))
-    return [ConsumedMessage(record) for record in records]
+            key = request["job_id"].encode()
+            records.append(MemoryMessage(topic, partition, len(records), key, raw, None, at))
+    return records
 
 
 class Stages:
@@ -154,7 +125,7 @@ def run(jobs: int, seconds: int, stages: Stages, turn_ms: int = 250) -> tuple[in
     cpu, clock = stages.cpu, time.process_time
     # The service's reader of a turn's inputs (its consumers and command inbox unused here).
     intake = Intake(None, None, runtimes, gate, None, topics, lambda: now)  # type: ignore[arg-type]
-    inputs: list[ConsumedMessage] = []
+    inputs: list[MemoryMessage] = []
     fired = turns = 0
     end = now + seconds * 1000
     while now < end and turns < 1_000_000:

@@ -5,8 +5,8 @@ instant) mapped into [0, window): recomputing it anywhere, after any restart, gi
 same fire time, and across jobs the offsets are uniform over the window. The job-id hash
 (blake2b, 64 bits) is computed once per job (`jitter_seed`, remembered for the jobs that
 fire often); each slot then costs a few integer operations (a SplitMix64 finaliser), so a
-timer can jitter millions of occurrences per window. `vary_by_slot=False` gives one fixed offset per job instead
-(Jenkins `H`-style), see docs/decisions/0013.
+timer can jitter millions of occurrences per window. `vary_by_slot=False` gives one fixed
+offset per job instead (Jenkins `H`-style), see docs/decisions/0013.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.ports.kafka import GroupConsumer, KafkaMessage, ReadRecord
+from tickwheel.records import ExecutionEvent
 from tickwheel.services.timer.event_codec import decode_event
 from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
@@ -100,15 +101,22 @@ class Intake:
             runtime = self.partitions.get(partition)
             if runtime is None:
                 continue
-            if msg.topic() == events and self._apply_worker_event(runtime, msg, now):
-                continue
-            record = record_of(msg)
-            rejects = runtime.pending_emission.dead_letters
-            if record.topic == events:
+            offset = msg.offset()
+            if msg.topic() == events and offset is not None:
                 # Whatever the event comes to (applied, passed over, dead-lettered), its offset
                 # is committed with it: a restart does not dead-letter it a second time.
-                runtime.events_offset = record.offset + 1
+                runtime.events_offset = offset + 1
                 runtime.inputs_moved = True
+                event = _plain_event(msg)
+                if event is not None:  # the common input, two per execution: no Record made
+                    try:
+                        self._decide_event(runtime, event, now)
+                    except Exception as exc:  # as below: dead-lettered, the loop goes on
+                        rejected = self.gate.rejection(record_of(msg), exc)
+                        runtime.pending_emission.dead_letters.append(rejected)
+                    continue
+            record = record_of(msg)
+            rejects = runtime.pending_emission.dead_letters
             try:
                 if self.gate.usable_key(record, rejects):
                     self._apply_record(runtime, record, now)
@@ -117,31 +125,6 @@ class Intake:
                 # backfill without a range, ...): dead-lettered with the partition's next
                 # transaction, and the loop goes on.
                 rejects.append(self.gate.rejection(record, exc))
-
-    def _apply_worker_event(self, runtime: PartitionRuntime, msg: KafkaMessage, now: int) -> bool:
-        """The common input, two per execution, without its `Record`: a worker's event with a
-        text key that decodes. Returns False, having changed nothing, for anything else (a
-        tombstone, a key that is not UTF-8, a record the fast decoder refuses), which the
-        general path then reads, judges and dead-letters as before."""
-        value, key, offset = msg.value(), msg.key(), msg.offset()
-        if value is None or key is None or offset is None or not key.isascii():
-            return False  # ASCII: UTF-8 at once (job ids are); the rest as before
-        try:
-            event = decode_event(value)
-        except Exception:
-            return False  # the general path decodes it again and dead-letters it with why
-        runtime.events_offset = offset + 1
-        runtime.inputs_moved = True
-        if event["event_id"].startswith("timer:"):
-            return True  # our own records come back to us: nothing to decide
-        if event["event_type"] in WORKER_EVENTS:
-            try:
-                runtime.timer.on_execution_event(event, now, runtime.pending_emission)
-            except Exception as exc:
-                # As the general path: the event is dead-lettered, the loop goes on.
-                record = record_of(msg)
-                runtime.pending_emission.dead_letters.append(self.gate.rejection(record, exc))
-        return True
 
     def _apply_record(self, runtime: PartitionRuntime, record: ReadRecord, now: int) -> None:
         rejects = runtime.pending_emission.dead_letters
@@ -162,7 +145,26 @@ class Intake:
             if record.value is None:
                 return
             event = self.gate.decode(record, "ExecutionEvent", rejects)
-            if event is None or event["event_id"].startswith("timer:"):
-                return  # our own records come back to us: nothing to decide
-            if event["event_type"] in WORKER_EVENTS:
-                runtime.timer.on_execution_event(event, now, runtime.pending_emission)
+            if event is not None:
+                self._decide_event(runtime, event, now)
+
+    @staticmethod
+    def _decide_event(runtime: PartitionRuntime, event: ExecutionEvent, now: int) -> None:
+        if event["event_id"].startswith("timer:"):
+            return  # our own records come back to us: nothing to decide
+        if event["event_type"] in WORKER_EVENTS:
+            runtime.timer.on_execution_event(event, now, runtime.pending_emission)
+
+
+def _plain_event(msg: KafkaMessage) -> ExecutionEvent | None:
+    """A worker's event as the gate would decode it, read without making its `Record`, if it
+    is plain: a value, an ASCII key (UTF-8 at once: job ids are), a body the decoder takes.
+    None for anything else (a tombstone, another key, a body the decoder refuses): the general
+    path reads it, judges it and dead-letters it with its reason."""
+    value, key = msg.value(), msg.key()
+    if value is None or key is None or not key.isascii():
+        return None
+    try:
+        return decode_event(value)
+    except Exception:
+        return None  # decoded again on the general path, which says why
