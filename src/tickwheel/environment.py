@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 
 from tickwheel.errors import InvalidInput
 
 
-def _set(name: str) -> str:
+def _set(name: str, environ: Mapping[str, str] | None = None) -> str:
     """The variable's text, stripped; "" when it is unset or empty (the default applies)."""
-    return os.environ.get(name, "").strip()
+    return (os.environ if environ is None else environ).get(name, "").strip()
 
 
 def env_seconds(name: str, default: float, *, zero_ok: bool = False) -> float:
@@ -37,9 +38,12 @@ def env_ms(name: str, default_s: float, *, zero_ok: bool = True) -> int:
     return int(env_seconds(name, default_s, zero_ok=zero_ok) * 1000)
 
 
-def env_int(name: str, default: int, minimum: int = 1) -> int:
-    """The whole number in `name`, at least `minimum`, else `default` when unset or empty."""
-    if not (text := _set(name)):
+def env_int(
+    name: str, default: int, minimum: int = 1, *, environ: Mapping[str, str] | None = None
+) -> int:
+    """The whole number in `name`, at least `minimum`, else `default` when unset or empty.
+    `environ` stands in for `os.environ` where settings are built from a given mapping."""
+    if not (text := _set(name, environ)):
         return default
     try:
         value = int(text)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
+from tickwheel.adapters.clickhouse._limits import MAX_ROWS_VAR, QueryLimits
 from tickwheel.environment import env_int, env_ms, env_seconds
 from tickwheel.errors import InvalidInput
+from tickwheel.services.history.settings import MAX_BATCH_VAR, HistorySinkSettings
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.services.watchdog.settings import WatchdogSettings
@@ -67,6 +70,32 @@ def test_whole_numbers_refuse_fractions_words_and_too_small(
     monkeypatch.setenv(VAR, text)
     with pytest.raises(InvalidInput, match=f"{VAR}: '{text}' is not a whole number of at least 1"):
         env_int(VAR, 9)
+
+
+def test_whole_numbers_come_from_the_given_mapping_not_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(VAR, "7")
+    assert env_int(VAR, 9, environ={VAR: "12"}) == 12
+    assert env_int(VAR, 9, environ={}) == 9
+
+
+@pytest.mark.parametrize(
+    ("build", "variable"),
+    [
+        (lambda env: HistorySinkSettings.from_env(environ=env), MAX_BATCH_VAR),
+        (lambda env: QueryLimits.from_env(env), MAX_ROWS_VAR),
+    ],
+)
+def test_settings_built_from_a_mapping_refuse_a_bad_number_in_one_line(
+    build: Any, variable: str
+) -> None:
+    # The history sink and the query limits read a given mapping; a bad value there is
+    # refused with the same line as every other service's variable.
+    with pytest.raises(
+        InvalidInput, match=f"^{variable}: '0' is not a whole number of at least 1$"
+    ):
+        build({variable: "0"})
 
 
 @pytest.mark.parametrize(

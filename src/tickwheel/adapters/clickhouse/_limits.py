@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tickwheel.environment import env_int
 from tickwheel.errors import InvalidInput
 
 MAX_ROWS_VAR = "TICKWHEEL_HISTORY_QUERY_MAX_ROWS"
@@ -51,9 +52,9 @@ class QueryLimits:
         """`TICKWHEEL_HISTORY_QUERY_MAX_ROWS`, `..._MAX_BYTES`, `..._TIMEOUT_S`."""
         env = os.environ if environ is None else environ
         return cls(
-            max_rows=_positive(env, MAX_ROWS_VAR, DEFAULT_MAX_ROWS),
-            max_bytes=_positive(env, MAX_BYTES_VAR, DEFAULT_MAX_BYTES),
-            timeout_s=_positive(env, TIMEOUT_VAR, DEFAULT_TIMEOUT_S),
+            max_rows=env_int(MAX_ROWS_VAR, DEFAULT_MAX_ROWS, environ=env),
+            max_bytes=env_int(MAX_BYTES_VAR, DEFAULT_MAX_BYTES, environ=env),
+            timeout_s=env_int(TIMEOUT_VAR, DEFAULT_TIMEOUT_S, environ=env),
         )
 
     def session_settings(self) -> dict[str, str]:
@@ -81,16 +82,3 @@ class QueryLimits:
                 "range (every table is partitioned by day) or filter on the sorting key"
             )
         return None
-
-
-def _positive(env: Mapping[str, str], name: str, default: int) -> int:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidInput(name, f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise InvalidInput(name, f"must be at least 1, got {value}")
-    return value

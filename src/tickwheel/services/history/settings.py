@@ -23,6 +23,7 @@ from tickwheel.adapters.clickhouse._limits import (
     TIMEOUT_VAR,
 )
 from tickwheel.adapters.kafka.config import BULK_READER_FETCH, bootstrap_servers
+from tickwheel.environment import env_int
 from tickwheel.errors import InvalidInput
 from tickwheel.history import history_settings_from_env
 from tickwheel.topology import topic_name
@@ -45,19 +46,6 @@ DEFAULT_BATCH_MS = 200
 SINK_FETCH = BULK_READER_FETCH
 
 
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidInput(name, f"{text!r} is not a whole number") from None
-    if value < minimum:
-        raise InvalidInput(name, f"must be at least {minimum}")
-    return value
-
-
 @dataclass(frozen=True)
 class HistorySinkSettings:
     """Everything the history service needs; `from_env` reads the environment."""
@@ -77,17 +65,17 @@ class HistorySinkSettings:
         cls, instance: str = "history", environ: Mapping[str, str] | None = None
     ) -> HistorySinkSettings:
         env = os.environ if environ is None else environ
-        crash = _int(env, CRASH_VAR, 0, 0)
+        crash = env_int(CRASH_VAR, 0, 0, environ=env)
         return cls(
             instance=instance,
             bootstrap=env.get("KAFKA_BOOTSTRAP_SERVERS") or bootstrap_servers(),
             group_id=env.get(GROUP_VAR, "").strip() or topic_name("tickwheel-history"),
-            max_batch=_int(env, MAX_BATCH_VAR, DEFAULT_MAX_BATCH, 1),
-            max_wait_ms=_int(env, BATCH_MS_VAR, DEFAULT_BATCH_MS, 1),
-            port=_int(env, PORT_VAR, 0, 0),
+            max_batch=env_int(MAX_BATCH_VAR, DEFAULT_MAX_BATCH, 1, environ=env),
+            max_wait_ms=env_int(BATCH_MS_VAR, DEFAULT_BATCH_MS, 1, environ=env),
+            port=env_int(PORT_VAR, 0, 0, environ=env),
             history=history_settings_from_env(env),
             crash_after_insert=crash or None,
-            metrics_port=_int(env, METRICS_PORT_VAR, 0, 0),
+            metrics_port=env_int(METRICS_PORT_VAR, 0, 0, environ=env),
         )
 
     @property
