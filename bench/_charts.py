@@ -11,11 +11,12 @@ import matplotlib
 matplotlib.use("Agg")  # no display: benchmarks run in terminals and CI
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 
 
-def _save(figure: plt.Figure, name: str) -> str:
+def _save(figure: Figure, name: str) -> str:
     REPORTS.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(REPORTS / name, dpi=110)

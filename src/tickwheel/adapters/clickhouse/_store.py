@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 import clickhouse_connect
@@ -86,7 +86,7 @@ class _ClientHistoryStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._location!r})"
 
-    def __enter__(self) -> _ClientHistoryStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
