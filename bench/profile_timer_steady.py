@@ -5,9 +5,10 @@ coalesce) restored on six partitions, then the service loop's turn, as `TimerSer
 it: the worker events of the previous turn's requests (leased, succeeded: encoded as the worker
 encodes them, outside the measure, and handed over as consumed messages) read by the service's
 `Intake.apply` (decoded and applied to their partition), then every partition ticked, its due
-states built, its transaction sent and committed to a producer that only counts (`profile_timer.CountingProducer`). The clock moves by `--turn-ms` a
-turn (250 ms: a turn of the loaded machine), whatever the CPU took, so that two revisions do the
-same work turn for turn.
+states built, its transaction sent and committed to a producer that only counts
+(`profile_timer.CountingProducer`). The clock moves by `--turn-ms` a turn (250 ms: a turn of
+the loaded machine), whatever the CPU took, so that two revisions do the same work turn for
+turn.
 
     python bench/profile_timer_steady.py --jobs 10000 --seconds 20
     python bench/profile_timer_steady.py --profile          # cProfile of the whole run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -88,7 +88,7 @@ def test_whole_numbers_come_from_the_given_mapping_not_the_process(
     ],
 )
 def test_settings_built_from_a_mapping_refuse_a_bad_number_in_one_line(
-    build: Any, variable: str
+    build: Callable[[Mapping[str, str]], object], variable: str
 ) -> None:
     # The history sink and the query limits read a given mapping; a bad value there is
     # refused with the same line as every other service's variable.

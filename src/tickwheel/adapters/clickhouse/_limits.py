@@ -9,7 +9,6 @@ time limits, and then `readonly = 1`, under which the engine refuses any change 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -50,11 +49,10 @@ class QueryLimits:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> QueryLimits:
         """`TICKWHEEL_HISTORY_QUERY_MAX_ROWS`, `..._MAX_BYTES`, `..._TIMEOUT_S`."""
-        env = os.environ if environ is None else environ
         return cls(
-            max_rows=env_int(MAX_ROWS_VAR, DEFAULT_MAX_ROWS, environ=env),
-            max_bytes=env_int(MAX_BYTES_VAR, DEFAULT_MAX_BYTES, environ=env),
-            timeout_s=env_int(TIMEOUT_VAR, DEFAULT_TIMEOUT_S, environ=env),
+            max_rows=env_int(MAX_ROWS_VAR, DEFAULT_MAX_ROWS, environ=environ),
+            max_bytes=env_int(MAX_BYTES_VAR, DEFAULT_MAX_BYTES, environ=environ),
+            timeout_s=env_int(TIMEOUT_VAR, DEFAULT_TIMEOUT_S, environ=environ),
         )
 
     def session_settings(self) -> dict[str, str]:
