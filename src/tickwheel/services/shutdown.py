@@ -128,10 +128,12 @@ def serve(
 ) -> NoReturn:
     """Run a service process to its end and exit with its code, the same way for every service:
     a bounded stop (a deadline armed by `stop`), stop signals waited for on a thread of their
-    own, a `TickwheelError` as one line (code 2), a crash logged (code 1), `exit_codes` for
+    own, a fatal Kafka client error logged (code 75, to be restarted), a `TickwheelError` as
+    one line (code 2), a crash logged (code 1), `exit_codes` for
     errors a service ends on by design. `program` names it in the error line."""
     deadline = ShutdownDeadline(log, service)
     stopping: list[Stoppable] = []
+    exit_on_fatal_in_threads(log, service)
     if on_main_thread:
         # Before any Kafka client exists: their threads inherit the blocked signals.
         stop_on_signals(lambda: stopping[0].stop() if stopping else exit_now(0))
@@ -146,6 +148,23 @@ def serve(
     exit_now(code)
 
 
+def exit_on_fatal_in_threads(log: logging.Logger, service: str) -> None:
+    """A fatal Kafka client error raised in any thread of the process (a follower, a webhook
+    dispatcher) ends the process as it would on the main thread: a thread that died of it would
+    leave the service up and that part of it silent (decision 0200)."""
+    from tickwheel.adapters.kafka.fatal import FATAL_CLIENT_EXIT_CODE, FatalClientError
+
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if isinstance(args.exc_value, FatalClientError):
+            _exit_code(log, service, service, args.exc_value, {})
+            exit_now(FATAL_CLIENT_EXIT_CODE)
+        previous(args)
+
+    threading.excepthook = hook
+
+
 def _exit_code(
     log: logging.Logger,
     service: str,
@@ -153,8 +172,17 @@ def _exit_code(
     exc: Exception,
     exit_codes: Mapping[type[Exception], int],
 ) -> int:
+    from tickwheel.adapters.kafka.fatal import FATAL_CLIENT_EXIT_CODE, FatalClientError
     from tickwheel.errors import TickwheelError
 
+    if isinstance(exc, FatalClientError):
+        # Its clients cannot go on: the supervisor starts the process afresh (decision 0200).
+        log.error(
+            f"{service} ends on a fatal Kafka client error; a restart builds new clients",
+            extra={"action": f"{service}_client_fatal", "error": exc.reason,
+                   "exit_code": FATAL_CLIENT_EXIT_CODE},
+        )  # fmt: skip
+        return FATAL_CLIENT_EXIT_CODE
     for kind, code in exit_codes.items():
         if isinstance(exc, kind):
             log.warning(f"{service} ended: {exc}", extra={"action": f"{service}_ended",

@@ -9,9 +9,10 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.fatal import GuardedConsumer as Consumer
 from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
 from tickwheel.adapters.kafka.reader import Record, partition_count, read_to_end, watermarks
 

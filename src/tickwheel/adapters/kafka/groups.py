@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
-    Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
@@ -34,6 +33,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from tickwheel.adapters.kafka.admin import admin_client
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.fatal import GuardedConsumer as Consumer
 
 ADMIN_TIMEOUT_S = 5.0
 # A partition's end or start offset asked again after a retriable answer (a leader moving).

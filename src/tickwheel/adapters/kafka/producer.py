@@ -11,6 +11,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from tickwheel.adapters.kafka.config import producer_config, transactional_producer_config
+from tickwheel.adapters.kafka.fatal import raise_on_fatal_error
 from tickwheel.errors import TickwheelError
 from tickwheel.ports.kafka import GroupConsumer
 
@@ -23,7 +24,10 @@ class EventProducer:
     """At-least-once producer with idempotence on; `flush()` raises if any delivery failed."""
 
     def __init__(self, bootstrap: str | None = None, **overrides: Any) -> None:
-        self._producer = Producer(producer_config(bootstrap, **overrides))
+        # A fatal error (a broken idempotent sequence) is raised from the next poll or flush
+        # rather than logged while every later send fails (decision 0200).
+        config = producer_config(bootstrap, **{"error_cb": raise_on_fatal_error, **overrides})
+        self._producer = Producer(config)
         self._errors: list[str] = []
 
     def _on_delivery(self, err: Any, msg: Any) -> None:

@@ -11,9 +11,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.fatal import GuardedConsumer as Consumer
 from tickwheel.errors import TickwheelError
 
 

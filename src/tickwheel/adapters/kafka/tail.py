@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+from confluent_kafka import OFFSET_END, TopicPartition
 
 from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.fatal import GuardedConsumer as Consumer
 
 
 class Tail:

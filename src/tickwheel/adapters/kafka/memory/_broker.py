@@ -35,6 +35,8 @@ class MemoryBroker:
         # transactional id -> (current epoch, its open transaction)
         self._epochs: dict[str, int] = {}
         self._open: dict[str, Transaction] = {}
+        # group id -> why its members' clients failed for good (`fail_group_members`)
+        self.failed_groups: dict[str, str] = {}
 
     # -- topics ----------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, compacted: bool = False) -> None:
@@ -148,6 +150,12 @@ class MemoryBroker:
     def _partitions_of(self, topic: str) -> list[PartitionKey]:
         found = self.topics.get(topic)
         return [] if found is None else [(topic, p) for p in range(len(found.logs))]
+
+    def fail_group_members(self, group_id: str, reason: str) -> None:
+        """Every consumer subscribed to the group meets a fatal client error at its next
+        consume or poll, as librdkafka reports a static member fenced by another member with
+        its `group.instance.id` (`_FATAL`); from then on each of its calls fails."""
+        self.failed_groups[group_id] = reason
 
     def expire_member(self, group_id: str, member_id: str) -> None:
         """The member's session timed out (it stopped polling): the group takes its partitions

@@ -21,6 +21,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from tickwheel.adapters.kafka.fatal import raise_if_fatal
 from tickwheel.adapters.kafka.memory._broker import MemoryBroker
 from tickwheel.adapters.kafka.memory._errors import kafka_exception, state_error
 from tickwheel.adapters.kafka.memory._groups import GroupMetadata, Member
@@ -234,6 +235,7 @@ class MemoryConsumer:
         """What is readable now, up to `num_messages`, taking partitions in turn; never waits
         (`timeout` is the caller's to spend)."""
         self._open()
+        self._raise_if_failed()
         self._broker.expire_transactions()
         messages: list[MemoryMessage] = []
         self._tell_missing_topics(messages)
@@ -379,6 +381,15 @@ class MemoryConsumer:
         self._leave()
         self._fetches.clear()
         self._closed = True
+
+    def _raise_if_failed(self) -> None:
+        """A group member whose client failed for good (`MemoryBroker.fail_group_members`)
+        sees the fatal error as the guarded client shows it: raised (`fatal.raise_if_fatal`)."""
+        reason = self._broker.failed_groups.get(self._group_id)
+        if reason is None or self._member is None:
+            return
+        error = KafkaError(KafkaError._FATAL, f"Fatal error: {reason}", fatal=True)
+        raise_if_fatal([MemoryMessage(None, None, None, None, None, None, 0, error)])
 
     def _open(self) -> None:
         if self._closed:
