@@ -61,8 +61,12 @@ PYTEST_PARALLEL := -n 2 --dist loadfile
 # Every full run lists its slowest tests, so the suite's wall time is watched as it grows.
 PYTEST_SLOWEST := --durations=15
 
-test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance)
-	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) $(PYTEST_SLOWEST)
+# The cluster tier (tests/cluster: broker faults on three Kafka nodes) is a target of its own.
+test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance, faults) on one broker
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) $(PYTEST_SLOWEST) --ignore=tests/cluster
+
+test-cluster: setup ## run the cluster tier: broker faults on a real three-node Kafka cluster (~15 min)
+	$(VENV)/bin/pytest -q $(PYTEST_SLOWEST) tests/cluster
 
 unit: setup ## run the fast unit tests only
 	$(VENV)/bin/pytest -q tests/unit
@@ -96,4 +100,4 @@ clean: ## remove the environment, the Kafka jars and local state
 	rm -rf $(VENV) $(TOOLS) services/broker/target .tickwheel .pytest_cache .mypy_cache .ruff_cache
 	rm -rf services/console/node_modules $(CONSOLE_ASSETS)
 
-.PHONY: help setup run test unit test-int test-acc test-chaos lint format bench down clean
+.PHONY: help setup run test test-cluster unit test-int test-acc test-chaos lint format bench down clean

@@ -22,9 +22,19 @@ class TopicSpec:
     retention_ms: int
     co_partition: str | None
     description: str = ""
+    min_insync_replicas: int = 1
 
     def configs(self) -> dict[str, str]:
-        return {"cleanup.policy": self.cleanup_policy, "retention.ms": str(self.retention_ms)}
+        return {
+            "cleanup.policy": self.cleanup_policy,
+            "retention.ms": str(self.retention_ms),
+            "min.insync.replicas": str(self.min_insync_replicas),
+        }
+
+
+# Settings a cluster may hold above what the topology declares (more copies, more of them in
+# sync) but never below: `differences` refuses only a weaker cluster.
+AT_LEAST = ("min.insync.replicas",)
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,7 @@ class ObservedTopic:
     name: str
     partitions: int
     configs: dict[str, str]
+    replication_factor: int | None = None  # the fewest copies of any partition; None: unknown
 
 
 def topology_file() -> Path:
@@ -42,9 +53,21 @@ def topology_file() -> Path:
 def load_topology(path: Path | None = None) -> list[TopicSpec]:
     data = tomllib.loads((path or topology_file()).read_text())
     defaults = data.get("defaults", {})
-    replication = int(
-        os.environ.get("TICKWHEEL_REPLICATION_FACTOR", defaults.get("replication_factor", 1))
+    replication = _positive(
+        "TICKWHEEL_REPLICATION_FACTOR", defaults.get("replication_factor", 1), "replication_factor"
     )
+    # All copies but one must hold a write before it is acknowledged (two of three), unless
+    # the file or the environment says otherwise.
+    min_insync = _positive(
+        "TICKWHEEL_MIN_INSYNC_REPLICAS",
+        defaults.get("min_insync_replicas", max(1, replication - 1)),
+        "min_insync_replicas",
+    )
+    if min_insync > replication:
+        raise ValueError(
+            f"topology: min_insync_replicas ({min_insync}) cannot exceed replication_factor "
+            f"({replication}): no write could ever be acknowledged"
+        )
     # A prefix lets several tickwheel installations (or test runs) share one cluster.
     prefix = os.environ.get("TICKWHEEL_TOPIC_PREFIX", "")
     specs = []
@@ -60,6 +83,7 @@ def load_topology(path: Path | None = None) -> list[TopicSpec]:
                 retention_ms=int(raw["retention_ms"]),
                 co_partition=raw.get("co_partition"),
                 description=raw.get("description", ""),
+                min_insync_replicas=min_insync,
             )
         )
     declared_groups = _co_partition_problems(
@@ -68,6 +92,19 @@ def load_topology(path: Path | None = None) -> list[TopicSpec]:
     if declared_groups:
         raise ValueError("topology/topics.toml is inconsistent: " + "; ".join(declared_groups))
     return specs
+
+
+def _positive(variable: str, default: object, field: str) -> int:
+    """A whole number of copies from the environment (`variable`) or the file (`field`)."""
+    text = os.environ.get(variable, "").strip() or str(default)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        source = variable if os.environ.get(variable, "").strip() else f"topology: {field}"
+        raise ValueError(f"{source}: {text!r} is not accepted; a whole number of 1 or more")
+    return value
 
 
 def topic_name(name: str) -> str:
@@ -97,8 +134,17 @@ def differences(specs: list[TopicSpec], observed: dict[str, ObservedTopic]) -> l
             )
         for key, want in spec.configs().items():
             have = seen.configs.get(key)
-            if have is not None and have != want:
-                problems.append(f"topic {spec.name!r} has {key}={have}, topology declares {want}")
+            if have is None or have == want:
+                continue
+            if key in AT_LEAST and have.isdigit() and int(have) > int(want):
+                continue
+            problems.append(f"topic {spec.name!r} has {key}={have}, topology declares {want}")
+        copies = seen.replication_factor
+        if copies is not None and copies < spec.replication_factor:
+            problems.append(
+                f"topic {spec.name!r} has {copies} replicas of a partition, "
+                f"topology declares {spec.replication_factor}"
+            )
     counts = {name: seen.partitions for name, seen in observed.items()}
     problems.extend(_co_partition_problems(counts, specs, "cluster"))
     return problems

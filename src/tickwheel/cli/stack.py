@@ -27,6 +27,14 @@ def _count(text: str) -> int:
     return value
 
 
+def _brokers(text: str) -> int:
+    value = _count(text)
+    if not 1 <= value <= 5:
+        raise argparse.ArgumentTypeError(f"{value} is not accepted; 1 to 5 Kafka nodes (3 for a "
+                                         "replicated cluster)")  # fmt: skip
+    return value
+
+
 def _port(text: str) -> int:
     value = _count(text)
     if not 1 <= value <= 65534:  # the controller takes the next port
@@ -43,7 +51,8 @@ def register(subparsers: Any) -> None:
         "up",
         help="start the broker, apply the topology, run the services",
         description=(
-            "Start a one-node Kafka broker, apply the topology and run the services under a "
+            "Start a Kafka broker (one node, or --brokers 3 for a replicated cluster), apply "
+            "the topology and run the services under a "
             "supervisor that restarts any that crash. In the foreground until Ctrl-C, or "
             f"--detach. {_STATE} TICKWHEEL_KAFKA_HEAP sets the broker's heap (default 512m)."
         ),
@@ -67,6 +76,13 @@ def register(subparsers: Any) -> None:
         type=_port,
         default=9092,
         help="local broker port (9092); the controller listens on the next one",
+    )
+    up.add_argument(
+        "--brokers",
+        type=_brokers,
+        default=1,
+        help="Kafka nodes (1): 3 runs a replicated cluster (each node broker and controller, "
+        "3 copies of each partition, 2 in sync) on the ports from --kafka-port up",
     )
     up.add_argument(
         "--json", action="store_true", help="with --detach: print the status as JSON once up"
@@ -99,6 +115,7 @@ def _options(args: argparse.Namespace) -> supervisor.StackOptions:
         api_port=args.api_port,
         kafka_port=args.kafka_port,
         controller_port=args.kafka_port + 1,
+        brokers=args.brokers,
     )
 
 

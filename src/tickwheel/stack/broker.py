@@ -1,4 +1,5 @@
-"""A real Apache Kafka broker (KRaft, combined broker+controller, one node) run locally.
+"""A real Apache Kafka broker (KRaft, combined broker+controller) run locally: one node here,
+several as a cluster in `tickwheel.stack.cluster`.
 
 The broker's jars come from Maven Central through `services/broker/pom.xml` (fetched with
 `mvn dependency:copy-dependencies`), and run on the machine's Java with a bounded heap.
@@ -88,6 +89,12 @@ class BrokerConfig:
     heap: str = HEAP
     # Short timeouts keep a one-node test broker responsive; production clusters use defaults.
     extra: dict[str, str] | None = None
+    # One node of a cluster (`tickwheel.stack.cluster`): its id, every controller of the
+    # quorum as `id@host:port,...` (this node alone unless given), and how many copies the
+    # internal topics keep (the cluster's size, at most 3).
+    node_id: int = 1
+    voters: str | None = None
+    replicas: int = 1
 
     @classmethod
     def on_free_ports(cls, data_dir: Path, heap: str = HEAP) -> BrokerConfig:
@@ -100,24 +107,34 @@ class BrokerConfig:
         return f"127.0.0.1:{self.port}"
 
     def properties(self) -> str:
+        # The internal topics (offsets, transactions) keep as many copies as the cluster can,
+        # and need two of three in sync to take a write, as tickwheel's own topics do.
+        replicas = str(self.replicas)
+        min_isr = str(min_insync_for(self.replicas))
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters
+            or f"{self.node_id}@127.0.0.1:{self.controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.data_dir / "logs"),
-            # One node: the internal topics cannot have more replicas than brokers.
-            "offsets.topic.replication.factor": "1",
+            # The internal topics cannot have more replicas than brokers.
+            "offsets.topic.replication.factor": replicas,
             "offsets.topic.num.partitions": "6",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min_isr,
             "transaction.state.log.num.partitions": "6",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            "default.replication.factor": replicas,
+            "min.insync.replicas": min_isr,
+            # A replica that was out of sync never becomes leader: a write acknowledged by
+            # min.insync.replicas copies is never lost to a failover (Kafka's default, said).
+            "unclean.leader.election.enable": "false",
             # Topics exist only because topology/ declares them.
             "auto.create.topics.enable": "false",
             "group.initial.rebalance.delay.ms": "0",
@@ -128,6 +145,12 @@ class BrokerConfig:
         }
         props.update(self.extra or {})
         return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def min_insync_for(replicas: int) -> int:
+    """Copies that must hold a write before it is acknowledged: all but one (two of three),
+    at least one."""
+    return max(1, replicas - 1)
 
 
 class LocalKafka:
@@ -168,14 +191,17 @@ class LocalKafka:
             *args,
         ]
 
-    def prepare(self) -> None:
-        """Write the config and format storage once; an already formatted directory is kept."""
+    def prepare(self, cluster_id: str | None = None) -> None:
+        """Write the config and format storage once; an already formatted directory is kept.
+        `cluster_id`: the cluster this node belongs to (every node of a cluster shares it)."""
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.properties_path.write_text(self.config.properties())
         if (self.config.data_dir / "logs" / "meta.properties").exists():
             return
         cluster_id_file = self.config.data_dir / "cluster.id"
-        if not cluster_id_file.exists():
+        if cluster_id is not None:
+            cluster_id_file.write_text(cluster_id)
+        elif not cluster_id_file.exists():
             cluster_id_file.write_text(_kafka_cluster_id())
         result = subprocess.run(
             self.format_command(cluster_id_file.read_text().strip()),
@@ -201,13 +227,18 @@ class LocalKafka:
         return self._java("kafka.Kafka", str(self.properties_path))
 
     def start(self, timeout: float = 60.0) -> None:
+        self.launch()
+        self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the broker's process without waiting for it (a cluster's nodes start
+        together: none serves until a quorum of controllers is up)."""
         self.prepare()
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         log.close()
-        self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout

@@ -44,6 +44,9 @@ class StackOptions:
     api_port: int = 8780
     kafka_port: int = 9092
     controller_port: int = 9093
+    # Kafka nodes, each broker and controller; more than one is a replicated cluster on the
+    # ports from kafka_port up (clients), then the controllers' (tickwheel.stack.cluster).
+    brokers: int = 1
 
 
 def service_specs(options: StackOptions, bootstrap: str) -> list[ProcessSpec]:

@@ -3,6 +3,7 @@ any that crash, and keeps a status file that `tickwheel stack status` reads.
 
 Layout under the stack home (`TICKWHEEL_HOME`, default `./.tickwheel`):
   kafka/            the broker's data (kept across restarts)
+  kafka-cluster/    the nodes' data of `--brokers N` (node-1/, node-2/, ...)
   logs/<name>.log   one log per process
   stack/status.json what runs now: role, pid, state, restarts
   stack/supervisor.pid
@@ -25,7 +26,13 @@ from typing import Any
 
 from tickwheel.errors import StackError
 from tickwheel.paths import state_home
-from tickwheel.stack.broker import BrokerConfig, LocalKafka, broker_serves_metadata
+from tickwheel.stack.broker import (
+    BrokerConfig,
+    LocalKafka,
+    broker_serves_metadata,
+    min_insync_for,
+)
+from tickwheel.stack.cluster import LocalCluster, cluster_configs
 from tickwheel.stack.control import (
     _signal,
     pid_alive,
@@ -81,8 +88,9 @@ class Supervisor:
         self.statuses: dict[str, ProcessStatus] = {}
         self.specs: dict[str, ProcessSpec] = {}
         self.next_restart: dict[str, float] = {}
-        self.broker: LocalKafka | None = None
-        self.bootstrap = external_bootstrap() or f"127.0.0.1:{options.kafka_port}"
+        self.brokers: dict[str, LocalKafka] = {}  # by process name: broker, or broker-<id>
+        local = ",".join(f"127.0.0.1:{options.kafka_port + i}" for i in range(options.brokers))
+        self.bootstrap = external_bootstrap() or local
         self.topology_applied = False
         self.stopping = False
 
@@ -93,6 +101,12 @@ class Supervisor:
         pid_path().write_text(str(os.getpid()))
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        if self.options.brokers > 1 and not external_bootstrap():
+            # The topology, and every service's check of it (they inherit this environment),
+            # declare the cluster's copies.
+            replicas = min(self.options.brokers, 3)
+            os.environ.setdefault("TICKWHEEL_REPLICATION_FACTOR", str(replicas))
+            os.environ.setdefault("TICKWHEEL_MIN_INSYNC_REPLICAS", str(min_insync_for(replicas)))
         try:
             self._start_broker(on_event)
             if self.stopping:
@@ -117,26 +131,43 @@ class Supervisor:
         if external_bootstrap():
             on_event(f"using the Kafka cluster at {self.bootstrap} (KAFKA_BOOTSTRAP_SERVERS)")
             return
-        config = BrokerConfig(
-            data_dir=self.home / "kafka",
-            port=self.options.kafka_port,
-            controller_port=self.options.controller_port,
-        )
-        self.broker = LocalKafka(config)
-        on_event(f"starting Apache Kafka (KRaft, one node) at {self.bootstrap}")
+        count = self.options.brokers
+        if count == 1:
+            config = BrokerConfig(
+                data_dir=self.home / "kafka",
+                port=self.options.kafka_port,
+                controller_port=self.options.controller_port,
+            )
+            self.brokers = {"broker": LocalKafka(config)}
+            on_event(f"starting Apache Kafka (KRaft, one node) at {self.bootstrap}")
+        else:
+            ports = [self.options.kafka_port + i for i in range(2 * count)]
+            cluster = LocalCluster(cluster_configs(self.home / "kafka-cluster", count, ports))
+            self.brokers = {f"broker-{n}": node for n, node in cluster.nodes.items()}
+            for node in self.brokers.values():
+                node.prepare(cluster.cluster_id)
+            on_event(
+                f"starting Apache Kafka (KRaft, {count} nodes, each broker and controller; "
+                f"{min(count, 3)} copies of each partition) at {self.bootstrap}"
+            )
         started = time.monotonic()
-        self.broker.prepare()
-        spec = ProcessSpec(name="broker", role="broker", command=self.broker.command())
-        self.specs["broker"] = spec
-        self._spawn(spec, log_path=self.broker.log_path)
+        for name, broker in self.brokers.items():
+            broker.prepare()
+            spec = ProcessSpec(name=name, role="broker", command=broker.command())
+            self.specs[name] = spec
+            self._spawn(spec, log_path=broker.log_path)
         deadline = time.monotonic() + 90
-        while not broker_serves_metadata(self.bootstrap):
+        waiting = dict(self.brokers)
+        while waiting:
             if self.stopping:
                 return
-            if self.children["broker"].poll() is not None:
-                raise StackError(f"the Kafka broker exited; see {self.broker.log_path}")
+            for name, broker in list(waiting.items()):
+                if self.children[name].poll() is not None:
+                    raise StackError(f"the Kafka broker {name} exited; see {broker.log_path}")
+                if broker_serves_metadata(broker.bootstrap):
+                    del waiting[name]
             if time.monotonic() > deadline:
-                raise StackError("the Kafka broker did not serve metadata within 90s")
+                raise StackError(f"Kafka ({', '.join(waiting)}) did not serve metadata within 90s")
             time.sleep(0.2)
         on_event(f"Kafka is up in {time.monotonic() - started:.1f}s")
 
@@ -178,10 +209,8 @@ class Supervisor:
             status = self.statuses[name]
             if status.state == "restarting":
                 if now >= self.next_restart[name]:
-                    self._spawn(
-                        self.specs[name],
-                        self.broker.log_path if name == "broker" and self.broker else None,
-                    )
+                    broker = self.brokers.get(name)
+                    self._spawn(self.specs[name], broker.log_path if broker else None)
                     on_event(f"restarted {name} (restart #{self.statuses[name].restarts})")
                 continue
             code = child.poll()
@@ -194,11 +223,13 @@ class Supervisor:
             self.next_restart[name] = now + delay
 
     def _stop_all(self, on_event: Any) -> None:
-        # Services first, the broker last, so services can finish their transactions.
-        services = [n for n in self.children if n != "broker"]
+        # Services first, the brokers last, so services can finish their transactions; the
+        # brokers all at once (the last of a cluster stopped alone waits for a lost quorum).
+        services = [n for n in self.children if n not in self.brokers]
         self._terminate(services, STOP_SERVICES_S, on_event)
-        if "broker" in self.children:
-            self._terminate(["broker"], STOP_BROKER_S, on_event)
+        brokers = [n for n in self.children if n in self.brokers]
+        if brokers:
+            self._terminate(brokers, STOP_BROKER_S, on_event)
         on_event("stack stopped")
         self._write_status(running=False)
         pid_path().unlink(missing_ok=True)

@@ -206,16 +206,24 @@ def observe(specs: list[TopicSpec], bootstrap: str | None = None) -> dict[str, O
             configs[resource.name] = {
                 key: entry.value
                 for key, entry in entries.items()
-                if key in ("cleanup.policy", "retention.ms")
+                if key in ("cleanup.policy", "retention.ms", "min.insync.replicas")
             }
     return {
         s.name: ObservedTopic(
             name=s.name,
             partitions=len(metadata.topics[s.name].partitions),
             configs=configs.get(s.name, {}),
+            replication_factor=_fewest_replicas(metadata.topics[s.name].partitions),
         )
         for s in present
     }
+
+
+def _fewest_replicas(partitions: Any) -> int | None:
+    """The fewest replicas any partition is assigned (not how many are in sync now: a broker
+    down for a restart does not make the topology wrong)."""
+    counts = [len(p.replicas) for p in partitions.values()]
+    return min(counts) if counts else None
 
 
 VERIFY_AFTER_CREATE_S = 15.0
