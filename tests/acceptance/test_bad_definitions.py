@@ -130,3 +130,15 @@ def test_a_bad_definition_is_refused_with_one_line(
 def test_preview_of_a_never_firing_cron_ends_with_one_line(tmp_path: Path) -> None:
     result = _run(tmp_path, "schedule", "preview", "--cron", "0 0 * * 7/2", "--timezone", "UTC")
     _assert_one_clear_line(result, "cron", "never fires")
+
+
+def test_preview_of_a_sunday_range_lists_sundays_only(tmp_path: Path) -> None:
+    """Issue 34: `0 0 * * 7-7` (Sunday, as Vixie reads it) was previewed as every day."""
+    result = _run(tmp_path, "schedule", "preview", "--cron", "0 0 * * 7-7", "--timezone", "UTC",
+                  "--from", "2026-12-07T12:00:00Z", "--count", "3", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["description"] == "at 00:00 on Sunday"
+    assert [o["utc"] for o in document["occurrences"]] == [
+        "2026-12-13T00:00:00Z", "2026-12-20T00:00:00Z", "2026-12-27T00:00:00Z"
+    ]  # fmt: skip

@@ -267,8 +267,10 @@ def _parse_field(
         elif "-" in base:
             left, _, right = base.partition("-")
             low, top = _number(left, spec, raw), _number(right, spec, raw)
-            if spec is _DOW and low == 7:
-                low = 0  # `7-2` is Sunday to Tuesday, as croniter reads it
+            if spec is _DOW and low == 7 and top != 7:
+                # `7-2` is Sunday to Tuesday, as croniter reads it. `7-7` stays 7 alone, which
+                # folds into Sunday below, as Vixie reads it (read as 0-7 it was every day).
+                low = 0
             if low <= top:
                 values.update(range(low, top + 1, step))
             else:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.unit.core._quartz_oracle import quartz_day_matches
 from tests.unit.core._settings import EXAMPLES, PROPS
 from tickwheel.core.cron import parse_cron
+from tickwheel.core.describe import describe
 from tickwheel.core.errors import InvalidSchedule
 from tickwheel.core.schedule import compile_schedule, parse_schedule
 
@@ -170,6 +171,32 @@ def test_wrapped_ranges_run_past_the_field_end(expression: str, hours: list[int]
 def test_seven_at_a_range_start_is_sunday_as_croniter_reads_it() -> None:
     assert parse_cron("0 0 * * 7-2").days_of_week == (0, 1, 2)
     assert parse_cron("0 0 * * SAT-SUN").days_of_week == (0, 6)
+
+
+@pytest.mark.parametrize(
+    ("dow", "days"),
+    [("7-7", (0,)), ("7-7/2", (0,)), ("7-SUN", (0,)), ("sun-7", tuple(range(7))),
+     ("0-7", tuple(range(7))), ("5-7/2", (0, 5)), ("7,1-2", (0, 1, 2)), ("0,7", (0,)),
+     ("7,0,7-7", (0,)), ("6-7", (0, 6)), ("3-7/2", (0, 3, 5)), ("7-3/2", (0, 2))],
+)  # fmt: skip
+def test_seven_is_sunday_in_every_position_as_vixie_reads_it(
+    dow: str, days: tuple[int, ...]
+) -> None:
+    """Issue 34: `7-7` was read as `0-7`, every day. Vixie sets 7 to 7 and folds it into
+    Sunday; a range starting at 7 and ending before it starts at Sunday (§1.1)."""
+    assert parse_cron(f"0 0 * * {dow}").days_of_week == days
+
+
+def test_a_sunday_range_fires_on_sundays_only_in_the_timers_core_and_its_words() -> None:
+    schedule = parse_schedule(cron="0 0 * * 7-7", timezone="Europe/London")
+    assert describe(schedule) == "at 00:00 on Sunday, Europe/London"
+    start = _ms(datetime(2026, 12, 7, tzinfo=UTC))  # a Monday
+    slots = compile_schedule(schedule).occurrences(start, start + 28 * 86_400_000)
+    local = [_local(ms, "Europe/London") for ms in slots]
+    assert [t.date().isoformat() for t in local] == [
+        "2026-12-13", "2026-12-20", "2026-12-27", "2027-01-03"
+    ]  # fmt: skip
+    assert all(t.isoweekday() == 7 and (t.hour, t.minute) == (0, 0) for t in local)
 
 
 @pytest.mark.parametrize(

@@ -159,6 +159,17 @@ def test_the_job_page_grid_shows_the_slot_with_no_requested_event_as_missing(
     assert "2027-01-01T13:00:00Z" in page.text
 
 
+def test_the_next_runs_of_a_sunday_range_are_sundays(client: TestClient, jobs: MemoryJobs) -> None:
+    """Issue 34: `0 0 * * 7-7` (Sunday, as Vixie reads it) was listed as every day."""
+    make(jobs, "sundays", cron="0 0 * * 7-7")
+    page = client.get("/console/jobs/sundays")
+    assert page.status_code == 200, page.text
+    table = page.text.split('<table id="next-runs">', 1)[1].split("</table>", 1)[0]
+    utc = re.findall(r"<td>(\d{4}-\d\d-\d\dT00:00:00Z)</td>", table)
+    assert len(utc) == 10 and utc[:2] == ["2027-01-03T00:00:00Z", "2027-01-10T00:00:00Z"]
+    assert all(dt.date.fromisoformat(u[:10]).isoweekday() == 7 for u in utc)
+
+
 def test_pausing_without_a_reason_is_refused_and_changes_nothing(
     client: TestClient, jobs: MemoryJobs
 ) -> None:

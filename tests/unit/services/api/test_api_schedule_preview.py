@@ -1,0 +1,36 @@
+"""`GET /schedules/preview` in the unit tier: the route alone on an app, over an in-memory job
+client (no broker; `tests/integration/test_api.py` drives it over the real one)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from tests.console.fakes import MemoryJobs
+from tickwheel.clock import FakeClock
+from tickwheel.services.api.backend import Backend
+from tickwheel.services.api.problems import install
+from tickwheel.services.api.routes_schedules import router
+
+NOW_S = datetime(2026, 12, 7, 12, tzinfo=UTC).timestamp()  # a Monday
+
+
+def _client() -> TestClient:
+    clock = FakeClock(NOW_S)
+    app = FastAPI()
+    app.state.backend = Backend(jobs=MemoryJobs(clock), clock=clock, calendars=object())  # type: ignore[arg-type]
+    install(app)
+    app.include_router(router)
+    return TestClient(app)
+
+
+def test_the_preview_of_a_sunday_range_lists_sundays_and_says_so() -> None:
+    """Issue 34: `0 0 * * 7-7` was previewed as every day."""
+    answer = _client().get("/schedules/preview", params={"cron": "0 0 * * 7-7", "count": 3})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["description"] == "at 00:00 on Sunday"
+    assert [o["utc"] for o in answer.json()["occurrences"]] == [
+        "2026-12-13T00:00:00Z", "2026-12-20T00:00:00Z", "2026-12-27T00:00:00Z"
+    ]  # fmt: skip
