@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse
 
+from tickwheel.core.cron import MAX_CRON_LENGTH
 from tickwheel.core.describe import describe
 from tickwheel.core.preview import MAX_PREVIEW_COUNT
 from tickwheel.core.preview import preview_schedule as preview_rows
@@ -144,7 +145,8 @@ def create_schedule(
 )
 def preview_schedule(
     b: BackendDep,
-    cron: Annotated[str, Query(max_length=200, examples=["30 1 * * *"])],
+    # The parser's own limit: the query refuses nothing the core would accept.
+    cron: Annotated[str, Query(max_length=MAX_CRON_LENGTH, examples=["30 1 * * *"])],
     timezone: Annotated[str, Query(max_length=100, examples=["Europe/London"])] = "UTC",
     count: Annotated[int, Query(ge=1, le=MAX_PREVIEW_COUNT)] = 10,
     calendar: Annotated[str | None, Query(max_length=64, examples=["uk"])] = None,
