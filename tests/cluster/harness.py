@@ -91,6 +91,28 @@ def firing(bootstrap: str, job_ids: Iterable[str], slots: list[int], until_ms: i
     )
 
 
+def windows(
+    bootstrap: str, job_ids: Iterable[str], marks: list[tuple[str, int]], until_ms: int
+) -> list[str]:
+    """For each fault (`marks`: what happened, when), over the slots due from it until the next
+    mark: the longest any slot waited past its time (the gap in firing the fault caused), and
+    how long after the fault the last slot more than 2 s late was emitted (the time until
+    the timers served every partition on time again; 0 when none was that late)."""
+    wanted = set(job_ids)
+    emitted = [(r["scheduled_time"], at) for r, at in requests_with_emission(bootstrap)
+               if r["job_id"] in wanted]  # fmt: skip
+    lines = []
+    bounds = [*(at for _, at in marks[1:]), until_ms]
+    for (what, start), end in zip(marks, bounds, strict=True):
+        inside = [(slot, at) for slot, at in emitted if start <= slot < end]
+        gap = max((at - slot for slot, at in inside), default=0)
+        late = [at for slot, at in inside if at - slot > 2000]
+        back = max(late, default=start) - start
+        lines.append(f"{what}: longest gap {gap / 1000:.1f} s, on time again after "
+                     f"{back / 1000:.1f} s")  # fmt: skip
+    return lines
+
+
 def serving_again_s(bootstrap: str, job_ids: list[str], since_ms: int) -> float:
     """Seconds from `since_ms` until every job had fired a slot due after it (the moment the
     timers served all partitions again)."""
@@ -110,3 +132,51 @@ def wait_for(predicate: Any, timeout: float, interval: float = 1.0) -> bool:
             return True
         time.sleep(interval)
     return False
+
+
+@dataclass
+class AcknowledgedWrites:
+    """Job creates sent through the single writer (the API's and the SDK's path) on a thread,
+    one a second: the ids whose create the writer acknowledged, and how many were not (a
+    verdict late or refused during a fault: the caller was told, nothing was promised)."""
+
+    bootstrap: str
+    acknowledged: list[str] = field(default_factory=list)
+    unacknowledged: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._write, daemon=True)
+        self._thread.start()
+
+    def _write(self) -> None:
+        from tickwheel.errors import TickwheelError
+        from tickwheel.sdk.jobs import JobsClient
+
+        client = JobsClient(self.bootstrap, write_path="commands", wait_s=20.0)
+        n = 0
+        while not self._stop.wait(1.0):
+            n += 1
+            job_id = f"api-write-{n:04d}"
+            # A day ahead: the job exists, and fires nothing while the test runs.
+            run_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+            try:
+                client.create({"jobId": job_id, "type": "noop", "runAt": run_at})
+            except (TickwheelError, OSError):
+                self.unacknowledged += 1
+                continue
+            self.acknowledged.append(job_id)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(60)
+
+    def lost(self) -> list[str]:
+        """Acknowledged creates whose definition is not on jobs.definitions."""
+        live: dict[str, bool] = {}
+        for record in read_to_end(topic_name("jobs.definitions"), None, self.bootstrap):
+            if record.key is not None:
+                live[record.key] = record.value is not None
+        return [job_id for job_id in self.acknowledged if not live.get(job_id)]

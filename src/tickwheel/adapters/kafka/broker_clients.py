@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.fatal import GuardedConsumer as Consumer
@@ -32,7 +32,14 @@ class KafkaPartitionReader:
         if self._probe is None:
             group = f"tickwheel-watermarks-{uuid.uuid4()}"
             self._probe = Consumer(consumer_config(group, self._bootstrap))
-        return watermarks(self._probe, TopicPartition(topic, partition))
+        try:
+            return watermarks(self._probe, TopicPartition(topic, partition))
+        except KafkaException:
+            # A probe that failed past its retries is dropped, not trusted again: after a
+            # broker of a cluster was replaced, a long-lived probe kept answering "unknown
+            # partition" for minutes while a new client saw the partition at once.
+            self.close()
+            raise
 
     def read_to_end(
         self,

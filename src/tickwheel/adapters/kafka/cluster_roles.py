@@ -19,7 +19,8 @@ def group_coordinator(group_id: str, bootstrap: str | None = None, timeout: floa
 
 def active_controller(bootstrap: str | None = None, timeout: float = 10.0) -> int:
     """The node id of the active KRaft controller."""
-    described = admin_client(bootstrap).describe_cluster(request_timeout=timeout)
+    admin = admin_client(bootstrap)  # held until the answer: a dropped client cancels it
+    described = admin.describe_cluster(request_timeout=timeout)
     return int(described.result(timeout=timeout).controller.id)
 
 

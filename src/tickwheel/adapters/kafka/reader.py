@@ -137,12 +137,20 @@ _TRANSIENT = {
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._UNKNOWN_PARTITION,
+    # A broker of a cluster died: the request went to (or waited on) its connection, and the
+    # partition's leadership moves to a survivor within the brokers' session timeout.
+    KafkaError._DESTROY_BROKER,
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.REQUEST_TIMED_OUT,
 }
 
 
 def watermarks(consumer: Consumer, tp: TopicPartition, within_s: float = 30.0) -> tuple[int, int]:
     """The partition's (low, high) offsets, asked of the broker, and asked again while the
-    partition has no leader yet (a topic created a moment ago), for up to `within_s`."""
+    partition has no leader yet (a topic created a moment ago, a leader that just died), for
+    up to `within_s`."""
     deadline = time.monotonic() + within_s
     while True:
         try:
