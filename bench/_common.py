@@ -14,7 +14,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tickwheel.stack.broker import BrokerConfig, LocalKafka
+from tickwheel.stack.broker import BrokerConfig, LocalKafka, min_insync_for
+from tickwheel.stack.cluster import LocalCluster
+
+REPLICATION_VAR = "TICKWHEEL_REPLICATION_FACTOR"
+MIN_INSYNC_VAR = "TICKWHEEL_MIN_INSYNC_REPLICAS"
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 
@@ -82,17 +86,52 @@ atexit.register(stop_all)
 def bench_broker(data_dir: Path | None = None) -> Iterator[LocalKafka]:
     """A real local Kafka broker on free loopback ports, stopped afterwards (after every
     tracked service process, so they stop while their broker still answers)."""
-    exit_on_sigterm()
     directory = data_dir or Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
     broker = LocalKafka(BrokerConfig.on_free_ports(directory, heap="1g"))
-    broker.start(timeout=120)
-    try:
+    with _running(broker, copies=1):
         yield broker
+
+
+@contextmanager
+def bench_cluster(
+    brokers: int, data_dir: Path | None = None
+) -> Iterator[LocalKafka | LocalCluster]:
+    """`bench_broker` with `brokers` nodes: above one, a replicated cluster whose topics keep
+    min(brokers, 3) copies and all but one in sync (the environment says so while it runs)."""
+    if brokers == 1:
+        with bench_broker(data_dir) as broker:
+            yield broker
+        return
+    directory = data_dir or Path(tempfile.mkdtemp(prefix="tickwheel-bench-kafka-"))
+    cluster = LocalCluster.on_free_ports(directory, size=brokers, heap="1g")
+    with _running(cluster, copies=min(brokers, 3)):
+        yield cluster
+
+
+@contextmanager
+def _running(kafka: LocalKafka | LocalCluster, copies: int) -> Iterator[None]:
+    exit_on_sigterm()
+    saved = {v: os.environ.get(v) for v in (REPLICATION_VAR, MIN_INSYNC_VAR)}
+    os.environ[REPLICATION_VAR] = str(copies)
+    os.environ[MIN_INSYNC_VAR] = str(min_insync_for(copies))
+    kafka.start(timeout=180)
+    try:
+        yield
     finally:
         try:
             stop_all()
         finally:
-            broker.stop()
+            kafka.stop()
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def replication() -> tuple[int, int]:
+    """The copies of the broker `bench_broker` started: (replication factor, min in sync)."""
+    return int(os.environ.get(REPLICATION_VAR, "1")), int(os.environ.get(MIN_INSYNC_VAR, "1"))
 
 
 class Report:

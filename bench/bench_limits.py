@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from bench._common import Report, bench_broker  # noqa: E402
+from bench._common import Report, bench_broker, replication  # noqa: E402
 from tickwheel.adapters.avro import encode  # noqa: E402
 from tickwheel.services.worker.events import execution_event  # noqa: E402
 
@@ -83,7 +83,11 @@ def sample_records() -> tuple[bytes, bytes]:
 
 def _create(bootstrap: str, *topics: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics])
+    # As many copies as tickwheel's topics on this broker (`bench_broker`): the raw figure of
+    # a replicated cluster pays for its replication too.
+    copies, in_sync = replication()
+    config = {"min.insync.replicas": str(in_sync)}
+    futures = admin.create_topics([NewTopic(t, PARTITIONS, copies, config=config) for t in topics])
     for future in futures.values():
         future.result(30)
     # Metadata lags creation under load: wait (bounded) until every partition has a leader.

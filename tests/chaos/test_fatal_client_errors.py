@@ -10,6 +10,7 @@ under the service's own instance id; the broker kill that caused it in the wild 
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -138,5 +139,77 @@ def test_every_static_member_service_ends_on_its_fence_for_its_supervisor_to_res
         log = log_path.read_text()
         assert code == FATAL_CLIENT_EXIT_CODE, f"exit {code}; the log's tail:\n{log[-2000:]}"
         assert '_client_fatal", "error": "Fatal' in log, log[-2000:]
+    finally:
+        process.stop()
+
+
+INJECTION = Path(__file__).parent / "fatal_injection"
+# Every service process, how it says it serves, and the codes it may end with on a fatal
+# client error: the restart code through `serve`; the worker also its own graceful failure
+# (its lanes stop, running handlers finish within the grace) with code 1, when a lane meets
+# the error before its cancellation listener's thread does.
+RESTART = {FATAL_CLIENT_EXIT_CODE}
+EVERY_SERVICE = [
+    ("timer", (), "partition_restored", RESTART),
+    ("worker", ("--concurrency", "2"), "worker_started", {FATAL_CLIENT_EXIT_CODE, 1}),
+    ("orchestrator", (), "partition_restored", RESTART),
+    ("jobwriter", (), "partition_restored", RESTART),
+    ("history", (), "history_sink_started", RESTART),
+    ("watchdog", (), "watchdog_started", RESTART),
+]
+
+
+def _inject(
+    tmp_path: Path, bootstrap: str, prefix: str, service: str, args: tuple[str, ...], kind: str
+) -> tuple[ServiceProcess, Path]:
+    env = timer_env(bootstrap, prefix, TICKWHEEL_HOME=str(tmp_path / "home"),
+                    TICKWHEEL_TEST_FATAL=kind, TICKWHEEL_TEST_FATAL_AFTER_S="10",
+                    PYTHONPATH=os.pathsep.join([str(INJECTION), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    log_path = tmp_path / f"{service}.log"
+    process = ServiceProcess(service, log_path, env, service, args)
+    process.start()
+    return process, log_path
+
+
+@pytest.mark.parametrize(("service", "args", "serving", "codes"), EVERY_SERVICE,
+                         ids=[s[0] for s in EVERY_SERVICE])  # fmt: skip
+def test_a_fatal_consumer_error_ends_every_service_for_its_supervisor_to_restart(
+    kafka_bootstrap: str,
+    applied_topology: str,
+    tmp_path: Path,
+    service: str,
+    args: tuple[str, ...],
+    serving: str,
+    codes: set[int],
+) -> None:
+    process, log_path = _inject(
+        tmp_path, kafka_bootstrap, applied_topology, service, args, "consumer"
+    )
+    try:
+        assert wait_until(lambda: serving in log_path.read_text(), 60), log_path.read_text()
+        ended = _wait_exit(process, EXIT_BOUND_S)
+        log = log_path.read_text()
+        assert ended in codes, f"exit {ended}; the log's tail:\n{log[-2000:]}"
+        assert "injected by the test" in log, log[-2000:]
+    finally:
+        process.stop()
+
+
+def test_a_fatal_producer_error_ends_the_worker_that_publishes_with_it(
+    kafka_bootstrap: str, applied_topology: str, tmp_path: Path
+) -> None:
+    """The worker's leases, heartbeats and outcomes go through an event producer, whose
+    deliveries a thread serves all the time: once the producer is dead no outcome could be
+    delivered, so the worker ends and is restarted (its leases run out and the timer re-issues
+    what was unfinished)."""
+    process, log_path = _inject(
+        tmp_path, kafka_bootstrap, applied_topology, "worker", ("--concurrency", "2"), "producer"
+    )
+    try:
+        assert wait_until(lambda: "worker_started" in log_path.read_text(), 60)
+        ended = _wait_exit(process, EXIT_BOUND_S)
+        log = log_path.read_text()
+        assert ended == FATAL_CLIENT_EXIT_CODE, f"exit {ended}; the log's tail:\n{log[-2000:]}"
+        assert "injected by the test" in log, log[-2000:]
     finally:
         process.stop()

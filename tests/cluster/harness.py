@@ -79,9 +79,10 @@ def every_two_seconds(created_ms: int, until_ms: int) -> list[int]:
 
 
 def firing(bootstrap: str, job_ids: Iterable[str], slots: list[int], until_ms: int) -> Firing:
-    emitted = requests_with_emission(bootstrap)
+    jobs = set(job_ids)
+    emitted = [(r, at) for r, at in requests_with_emission(bootstrap) if r["job_id"] in jobs]
     counts = occurrence_counts([request for request, _ in emitted])
-    expected = {(job, slot) for job in job_ids for slot in slots if slot <= until_ms}
+    expected = {(job, slot) for job in jobs for slot in slots if slot <= until_ms}
     late = [at - r["scheduled_time"] for r, at in emitted
             if (r["job_id"], r["scheduled_time"]) in expected]  # fmt: skip
     return Firing(

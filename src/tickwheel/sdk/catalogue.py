@@ -22,7 +22,12 @@ import time
 import uuid
 from typing import Any
 
-from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, Consumer, TopicPartition
+from tickwheel.adapters.kafka.client import (
+    OFFSET_BEGINNING,
+    Consumer,
+    FatalClientError,
+    TopicPartition,
+)
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import ReadTimedOut, decode_key, watermarks
 from tickwheel.clock import Clock
@@ -67,6 +72,8 @@ class DefinitionCatalogue:
             with self._changed:
                 self._failure = exc
                 self._changed.notify_all()
+            if isinstance(exc, FatalClientError):
+                raise  # the process's to act on (decision 0200): a service exits, restarted
 
     def _apply(self, messages: list[Any]) -> None:
         with self._changed:

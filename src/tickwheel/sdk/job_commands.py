@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
+from tickwheel.adapters.kafka.fatal import FatalClientError
 from tickwheel.adapters.kafka.producer import ProduceFailed
 from tickwheel.adapters.kafka.reader import decode_key
 from tickwheel.clock import Clock, SystemClock
@@ -198,6 +199,8 @@ class JobCommandWriter:
             with self._lock:
                 everyone = list(self._waiting.values())
             self._wake(everyone, exc)
+            if isinstance(exc, FatalClientError):
+                raise  # the process's to act on (decision 0200): a service exits, restarted
 
     def _wake(self, answered: list[_Waiting], failure: BaseException | None = None) -> None:
         """Wake each waiter: a thread by its event, the coroutines of one loop with one

@@ -15,7 +15,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, Consumer, TopicPartition
+from tickwheel.adapters.kafka.client import (
+    OFFSET_BEGINNING,
+    Consumer,
+    FatalClientError,
+    TopicPartition,
+)
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.reader import ReadTimedOut, decode_key, watermarks
 from tickwheel.services.api.freshness import Freshness
@@ -71,6 +76,8 @@ class FollowedTopics:
             with self._changed:
                 self._failure = exc
                 self._changed.notify_all()
+            if isinstance(exc, FatalClientError):
+                raise  # the process's to act on (decision 0200): a service exits, restarted
 
     def _apply(self, messages: list[Any]) -> None:
         with self._changed:

@@ -16,6 +16,7 @@ from tickwheel.services.shutdown import (
     KAFKA_BUDGET_S,
     ShutdownDeadline,
     exit_now,
+    exit_on_fatal_in_threads,
     stop_on_signals,
 )
 
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # Before any Kafka client exists: their threads inherit the blocked signals.
     stop_on_signals(stop)
+    exit_on_fatal_in_threads(log, "api")  # a follower's dead client ends the process (0200)
     try:
         settings = _parse(argv)
         from tickwheel.services.api.app import create_app
