@@ -5,6 +5,7 @@ address). The in-memory twin is `tickwheel.adapters.kafka.memory.MemoryClients`.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -15,6 +16,11 @@ from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.fatal import GuardedConsumer as Consumer
 from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
 from tickwheel.adapters.kafka.reader import Record, partition_count, read_to_end, watermarks
+
+# How long `watermarks` keeps asking (a leader moving after a broker died takes the brokers'
+# session timeout), and how long one probe is given before a new one asks instead.
+PROBE_WITHIN_S = 30.0
+PROBE_RETRY_S = 5.0
 
 
 class KafkaPartitionReader:
@@ -29,17 +35,20 @@ class KafkaPartitionReader:
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(low, last stable offset), asked of the broker by a consumer never assigned
         anything (it answers at once)."""
-        if self._probe is None:
-            group = f"tickwheel-watermarks-{uuid.uuid4()}"
-            self._probe = Consumer(consumer_config(group, self._bootstrap))
-        try:
-            return watermarks(self._probe, TopicPartition(topic, partition))
-        except KafkaException:
-            # A probe that failed past its retries is dropped, not trusted again: after a
-            # broker of a cluster was replaced, a long-lived probe kept answering "unknown
-            # partition" for minutes while a new client saw the partition at once.
-            self.close()
-            raise
+        deadline = time.monotonic() + PROBE_WITHIN_S
+        while True:
+            if self._probe is None:
+                group = f"tickwheel-watermarks-{uuid.uuid4()}"
+                self._probe = Consumer(consumer_config(group, self._bootstrap))
+            try:
+                return watermarks(self._probe, TopicPartition(topic, partition), PROBE_RETRY_S)
+            except KafkaException:
+                # A probe that keeps failing is dropped, not asked again: after a broker of a
+                # cluster died or was replaced, a long-lived probe answered "unknown partition"
+                # or timed out for its whole 30 s while a new client saw the partition at once.
+                self.close()
+                if time.monotonic() >= deadline:
+                    raise
 
     def read_to_end(
         self,
