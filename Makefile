@@ -77,6 +77,12 @@ test-int: setup ## run the integration tests (real Kafka broker, real chDB)
 test-acc: setup ## run the acceptance tests (the CLI in subprocesses, as a user drives it)
 	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) tests/acceptance
 
+# The cron fuzzer's long profile: random expressions from the whole grammar against the
+# oracle in tests/unit/core (the unit tier runs 40 fixed ones); FUZZ_EXAMPLES=n for more.
+FUZZ_EXAMPLES ?= 2000
+test-fuzz: setup ## run the cron fuzzer long (before touching core/cron*): FUZZ_EXAMPLES random expressions against the oracle (2,000: about 4 min)
+	TICKWHEEL_FUZZ=long TICKWHEEL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider --timeout=1800 tests/unit/core/test_cron_fuzz.py --hypothesis-show-statistics
+
 test-chaos: setup ## run the fault tests (SIGKILL/SIGSTOP of real processes)
 	$(VENV)/bin/pytest -q tests/chaos tests/integration -m chaos
 
@@ -100,4 +106,4 @@ clean: ## remove the environment, the Kafka jars and local state
 	rm -rf $(VENV) $(TOOLS) services/broker/target .tickwheel .pytest_cache .mypy_cache .ruff_cache
 	rm -rf services/console/node_modules $(CONSOLE_ASSETS)
 
-.PHONY: help setup run test test-cluster unit test-int test-acc test-chaos lint format bench down clean
+.PHONY: help setup run test test-cluster unit test-int test-acc test-chaos test-fuzz lint format bench down clean
