@@ -262,16 +262,23 @@ def apply_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None =
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
     # Topics just created may not be in the metadata the broker answers with yet (seen under
-    # load: every new topic reported missing): look again for a few seconds before refusing.
+    # load: every new topic reported missing; on a cluster, another broker asked for their
+    # configs did not know them yet): look again for a few seconds before refusing.
     deadline = time.monotonic() + (VERIFY_AFTER_CREATE_S if created else 0.0)
     while True:
         try:
             verify_topology(specs, bootstrap)
             return created
-        except TopologyMismatch:
-            if time.monotonic() >= deadline:
+        except (TopologyMismatch, KafkaException) as exc:
+            unknown = isinstance(exc, KafkaException) and _is_unknown_topic(exc)
+            if time.monotonic() >= deadline or not (isinstance(exc, TopologyMismatch) or unknown):
                 raise
             time.sleep(0.25)
+
+
+def _is_unknown_topic(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def verify_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None = None) -> None:
