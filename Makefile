@@ -65,8 +65,9 @@ PYTEST_SLOWEST := --durations=15
 test: setup ## run the whole test suite (unit, integration against real Kafka and chDB, acceptance, faults) on one broker
 	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) $(PYTEST_SLOWEST) --ignore=tests/cluster
 
+# -rP: each fault test's figures (the longest gap in firing, when on time again) are printed.
 test-cluster: setup ## run the cluster tier: broker faults on a real three-node Kafka cluster (~15 min)
-	$(VENV)/bin/pytest -q $(PYTEST_SLOWEST) tests/cluster
+	$(VENV)/bin/pytest -q -rP $(PYTEST_SLOWEST) tests/cluster
 
 unit: setup ## run the fast unit tests only
 	$(VENV)/bin/pytest -q tests/unit

@@ -144,6 +144,8 @@ _TRANSIENT = {
     KafkaError._TIMED_OUT,
     KafkaError.NOT_COORDINATOR,
     KafkaError.REQUEST_TIMED_OUT,
+    # A new leader whose high watermark has not caught up yet answers no offsets for a moment.
+    KafkaError.OFFSET_NOT_AVAILABLE,
 }
 
 
