@@ -12,8 +12,6 @@ import pytest
 
 from tickwheel.stack.cluster import LocalCluster
 
-pytestmark = [pytest.mark.cluster]
-
 
 @pytest.fixture(scope="session")
 def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
