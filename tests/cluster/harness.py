@@ -126,15 +126,6 @@ def serving_again_s(bootstrap: str, job_ids: list[str], since_ms: int) -> float:
     return (max(newest.values()) - since_ms) / 1000
 
 
-def wait_for(predicate: Any, timeout: float, interval: float = 1.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
-
-
 @dataclass
 class AcknowledgedWrites:
     """Job creates sent through the single writer (the API's and the SDK's path) on a thread,

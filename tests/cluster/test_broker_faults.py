@@ -37,10 +37,9 @@ from tests.cluster.harness import (
     firing,
     requests_with_emission,
     serving_again_s,
-    wait_for,
     windows,
 )
-from tests.integration.timer_harness import ServiceProcess, publish_jobs
+from tests.integration.timer_harness import ServiceProcess, publish_jobs, wait_until
 from tests.integration.workflow_harness import (
     CHAOS_DEFINITION,
     all_ended,
@@ -100,8 +99,10 @@ class Run:
 
     def serving_again(self, since_ms: int, what: str) -> None:
         """Wait (bounded) until every job fired a slot due after `since_ms`."""
-        served = wait_for(
-            lambda: serving_again_s(self.bootstrap, self.job_ids, since_ms) < 1e9, SERVE_BOUND_S
+        served = wait_until(
+            lambda: serving_again_s(self.bootstrap, self.job_ids, since_ms) < 1e9,
+            SERVE_BOUND_S,
+            interval=1.0,
         )
         assert served, f"{what}: some jobs never fired again; exits {self.services.exits}"
 
@@ -142,7 +143,7 @@ def _scenario(
         until_ms = run.now_ms()
         run.serving_again(until_ms, "end")
         writes.stop()
-        settled = wait_for(lambda: _executions_settled(run, until_ms) and
+        settled = wait_until(lambda: _executions_settled(run, until_ms) and
                            all_ended(run.bootstrap, run.instances), SETTLE_BOUND_S, 2.0)  # fmt: skip
     finally:
         writes.stop()
