@@ -50,21 +50,28 @@ def main() -> None:
     rows: list[tuple[str, Callable[[dict[str, Any]], float]]] = [
         ("raw transactional produce, records/s", lambda r: r["limits"].produce_per_s),
         ("raw consume-produce-commit loop, records/s", lambda r: r["limits"].consume_produce_per_s),
-        (f"timer burst, {args.burst:,} jobs jitter off, emitted/s",
-         lambda r: r["burst"].get("emit_rate_per_s", 0.0)),
+        (
+            f"timer burst, {args.burst:,} jobs jitter off, emitted/s",
+            lambda r: r["burst"].get("emit_rate_per_s", 0.0),
+        ),
         ("timer burst, fire lag p99 ms", lambda r: r["burst"]["p99"] * 1000),
-        (f"pipeline, {args.pipeline:,} no-op executions, executions/s",
-         lambda r: r["pipeline"]["rate"]),
+        (
+            f"pipeline, {args.pipeline:,} no-op executions, executions/s",
+            lambda r: r["pipeline"]["rate"],
+        ),
         ("pipeline, fired → succeeded p99 s", lambda r: r["pipeline"]["p99"]),
-    ]  # fmt: skip
+    ]
     for label, figure in rows:
         one, three = (figure(r) for r in runs)
         ratio = f"{three / one:.2f}" if one else "-"
         report.add(f"| {label} | {one:,.2f} | {three:,.2f} | {ratio} |")
     chart = points(
         {label: ([1, 3], [figure(r) for r in runs]) for label, figure in rows if "/s" in label},
-        "replication.png", "Throughput on one broker and on three", "brokers", "per second",
-    )  # fmt: skip
+        "replication.png",
+        "Throughput on one broker and on three",
+        "brokers",
+        "per second",
+    )
     report.add("")
     report.add(f"![throughput on one broker and on three]({chart})")
     report.write(args.report)

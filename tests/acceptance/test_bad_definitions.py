@@ -134,11 +134,25 @@ def test_preview_of_a_never_firing_cron_ends_with_one_line(tmp_path: Path) -> No
 
 def test_preview_of_a_sunday_range_lists_sundays_only(tmp_path: Path) -> None:
     """Issue 34: `0 0 * * 7-7` (Sunday, as Vixie reads it) was previewed as every day."""
-    result = _run(tmp_path, "schedule", "preview", "--cron", "0 0 * * 7-7", "--timezone", "UTC",
-                  "--from", "2026-12-07T12:00:00Z", "--count", "3", "--json")  # fmt: skip
+    result = _run(
+        tmp_path,
+        "schedule",
+        "preview",
+        "--cron",
+        "0 0 * * 7-7",
+        "--timezone",
+        "UTC",
+        "--from",
+        "2026-12-07T12:00:00Z",
+        "--count",
+        "3",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["description"] == "at 00:00 on Sunday"
     assert [o["utc"] for o in document["occurrences"]] == [
-        "2026-12-13T00:00:00Z", "2026-12-20T00:00:00Z", "2026-12-27T00:00:00Z"
-    ]  # fmt: skip
+        "2026-12-13T00:00:00Z",
+        "2026-12-20T00:00:00Z",
+        "2026-12-27T00:00:00Z",
+    ]

@@ -72,8 +72,10 @@ def test_a_fenced_static_timer_exits_and_once_restarted_fires_every_slot_once(
     group = f"g-{uuid.uuid4()}"
     env = timer_env(kafka_bootstrap, applied_topology, TICKWHEEL_TIMER_GROUP=group)
     timer = ServiceProcess("timer-a", tmp_path / "timer.log", env)
-    specs = [{"jobId": f"fenced-{i:03d}", "type": "noop", "cron": "*/2 * * * * *",
-              "jitter": "0s"} for i in range(JOBS)]  # fmt: skip
+    specs = [
+        {"jobId": f"fenced-{i:03d}", "type": "noop", "cron": "*/2 * * * * *", "jitter": "0s"}
+        for i in range(JOBS)
+    ]
     records = publish_jobs(kafka_bootstrap, specs, int(time.time() * 1000))
     created_ms = max(r["createdAt"] for r in records)
     job_ids = [r["jobId"] for r in records]
@@ -115,8 +117,9 @@ STATIC_MEMBERS = [
 ]
 
 
-@pytest.mark.parametrize(("service", "group_var", "topic", "serving"), STATIC_MEMBERS,
-                         ids=[m[0] for m in STATIC_MEMBERS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("service", "group_var", "topic", "serving"), STATIC_MEMBERS, ids=[m[0] for m in STATIC_MEMBERS]
+)
 def test_every_static_member_service_ends_on_its_fence_for_its_supervisor_to_restart(
     kafka_bootstrap: str,
     applied_topology: str,
@@ -127,8 +130,12 @@ def test_every_static_member_service_ends_on_its_fence_for_its_supervisor_to_res
     serving: str,
 ) -> None:
     group = f"g-{uuid.uuid4()}"
-    env = timer_env(kafka_bootstrap, applied_topology, **{group_var: group},
-                    TICKWHEEL_HOME=str(tmp_path / "home"))  # fmt: skip
+    env = timer_env(
+        kafka_bootstrap,
+        applied_topology,
+        **{group_var: group},
+        TICKWHEEL_HOME=str(tmp_path / "home"),
+    )
     log_path = tmp_path / f"{service}.log"
     process = ServiceProcess(service, log_path, env, service)
     process.start()
@@ -162,17 +169,23 @@ EVERY_SERVICE = [
 def _inject(
     tmp_path: Path, bootstrap: str, prefix: str, service: str, args: tuple[str, ...], kind: str
 ) -> tuple[ServiceProcess, Path]:
-    env = timer_env(bootstrap, prefix, TICKWHEEL_HOME=str(tmp_path / "home"),
-                    TICKWHEEL_TEST_FATAL=kind, TICKWHEEL_TEST_FATAL_AFTER_S="10",
-                    PYTHONPATH=os.pathsep.join([str(INJECTION), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    env = timer_env(
+        bootstrap,
+        prefix,
+        TICKWHEEL_HOME=str(tmp_path / "home"),
+        TICKWHEEL_TEST_FATAL=kind,
+        TICKWHEEL_TEST_FATAL_AFTER_S="10",
+        PYTHONPATH=os.pathsep.join([str(INJECTION), os.environ.get("PYTHONPATH", "")]),
+    )
     log_path = tmp_path / f"{service}.log"
     process = ServiceProcess(service, log_path, env, service, args)
     process.start()
     return process, log_path
 
 
-@pytest.mark.parametrize(("service", "args", "serving", "codes"), EVERY_SERVICE,
-                         ids=[s[0] for s in EVERY_SERVICE])  # fmt: skip
+@pytest.mark.parametrize(
+    ("service", "args", "serving", "codes"), EVERY_SERVICE, ids=[s[0] for s in EVERY_SERVICE]
+)
 def test_a_fatal_consumer_error_ends_every_service_for_its_supervisor_to_restart(
     kafka_bootstrap: str,
     applied_topology: str,

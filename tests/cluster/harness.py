@@ -83,8 +83,11 @@ def firing(bootstrap: str, job_ids: Iterable[str], slots: list[int], until_ms: i
     emitted = [(r, at) for r, at in requests_with_emission(bootstrap) if r["job_id"] in jobs]
     counts = occurrence_counts([request for request, _ in emitted])
     expected = {(job, slot) for job in jobs for slot in slots if slot <= until_ms}
-    late = [at - r["scheduled_time"] for r, at in emitted
-            if (r["job_id"], r["scheduled_time"]) in expected]  # fmt: skip
+    late = [
+        at - r["scheduled_time"]
+        for r, at in emitted
+        if (r["job_id"], r["scheduled_time"]) in expected
+    ]
     return Firing(
         missing=sorted(expected - set(counts)),
         duplicated=sorted(k for k, n in counts.items() if n > 1),
@@ -100,8 +103,11 @@ def windows(
     how long after the fault the last slot more than 2 s late was emitted (the time until
     the timers served every partition on time again; 0 when none was that late)."""
     wanted = set(job_ids)
-    emitted = [(r["scheduled_time"], at) for r, at in requests_with_emission(bootstrap)
-               if r["job_id"] in wanted]  # fmt: skip
+    emitted = [
+        (r["scheduled_time"], at)
+        for r, at in requests_with_emission(bootstrap)
+        if r["job_id"] in wanted
+    ]
     lines = []
     bounds = [*(at for _, at in marks[1:]), until_ms]
     for (what, start), end in zip(marks, bounds, strict=True):
@@ -109,8 +115,9 @@ def windows(
         gap = max((at - slot for slot, at in inside), default=0)
         late = [at for slot, at in inside if at - slot > 2000]
         back = max(late, default=start) - start
-        lines.append(f"{what}: longest gap {gap / 1000:.1f} s, on time again after "
-                     f"{back / 1000:.1f} s")  # fmt: skip
+        lines.append(
+            f"{what}: longest gap {gap / 1000:.1f} s, on time again after {back / 1000:.1f} s"
+        )
     return lines
 
 

@@ -58,8 +58,12 @@ from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.stack.cluster import LocalCluster
 from tickwheel.topology import topic_name
 
-pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.chaos,
-              pytest.mark.timeout(900)]  # fmt: skip
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.integration,
+    pytest.mark.chaos,
+    pytest.mark.timeout(900),
+]
 
 JOBS = 30
 DOWN_S = 30.0  # how long a killed broker stays down before its restart
@@ -111,14 +115,24 @@ def _pipeline(cluster: LocalCluster, env: dict[str, str], tmp_path: Path) -> Sup
     def process(name: str, service: str, *args: str) -> ServiceProcess:
         return ServiceProcess(name, tmp_path / f"{name}.log", env, service, args)
 
-    return Supervised([
-        process("timer-a", "timer"),
-        process("timer-b", "timer"),
-        process("worker-1", "worker", "--concurrency", "8", "--shutdown-grace", "2",
-                "--module", "tests.integration.workflow_handlers"),
-        process("orchestrator", "orchestrator"),
-        process("jobwriter", "jobwriter"),
-    ])  # fmt: skip
+    return Supervised(
+        [
+            process("timer-a", "timer"),
+            process("timer-b", "timer"),
+            process(
+                "worker-1",
+                "worker",
+                "--concurrency",
+                "8",
+                "--shutdown-grace",
+                "2",
+                "--module",
+                "tests.integration.workflow_handlers",
+            ),
+            process("orchestrator", "orchestrator"),
+            process("jobwriter", "jobwriter"),
+        ]
+    )
 
 
 def _scenario(
@@ -128,8 +142,10 @@ def _scenario(
     env = workflow_env(cluster.bootstrap, prefix, TICKWHEEL_TIMER_GROUP=group)
     services = _pipeline(cluster, env, tmp_path)
     WorkflowsClient(cluster.bootstrap).define(CHAOS_DEFINITION)
-    specs = [{"jobId": f"cluster-{i:03d}", "type": "noop", "cron": "*/2 * * * * *",
-              "jitter": "0s"} for i in range(JOBS)]  # fmt: skip
+    specs = [
+        {"jobId": f"cluster-{i:03d}", "type": "noop", "cron": "*/2 * * * * *", "jitter": "0s"}
+        for i in range(JOBS)
+    ]
     records = publish_jobs(cluster.bootstrap, specs, int(time.time() * 1000))
     created_ms = max(r["createdAt"] for r in records)
     writes = AcknowledgedWrites(cluster.bootstrap)
@@ -143,19 +159,31 @@ def _scenario(
         until_ms = run.now_ms()
         run.serving_again(until_ms, "end")
         writes.stop()
-        settled = wait_until(lambda: _executions_settled(run, until_ms) and
-                           all_ended(run.bootstrap, run.instances), SETTLE_BOUND_S, 2.0)  # fmt: skip
+        settled = wait_until(
+            lambda: _executions_settled(run, until_ms) and all_ended(run.bootstrap, run.instances),
+            SETTLE_BOUND_S,
+            2.0,
+        )
     finally:
         writes.stop()
         services.stop()
-    result = firing(cluster.bootstrap, run.job_ids, every_two_seconds(created_ms, until_ms),
-                    until_ms)  # fmt: skip
+    result = firing(
+        cluster.bootstrap, run.job_ids, every_two_seconds(created_ms, until_ms), until_ms
+    )
     figures = windows(cluster.bootstrap, run.job_ids, run.marks, until_ms)
-    print("\n" + "\n".join([
-        *figures, *run.report, result.figures(), f"service exits {services.exits}",
-        f"creates acknowledged {len(writes.acknowledged)}, not {writes.unacknowledged}",
-        f"workflow instances {len(run.instances)}",
-    ]))  # fmt: skip
+    print(
+        "\n"
+        + "\n".join(
+            [
+                *figures,
+                *run.report,
+                result.figures(),
+                f"service exits {services.exits}",
+                f"creates acknowledged {len(writes.acknowledged)}, not {writes.unacknowledged}",
+                f"workflow instances {len(run.instances)}",
+            ]
+        )
+    )
     assert not result.duplicated, f"fired twice: {result.duplicated[:5]}"
     assert not result.missing, f"{len(result.missing)} slots never fired: {result.missing[:5]}"
     assert settled, "executions or workflow instances did not finish"
@@ -172,9 +200,10 @@ def _executions_until(run: Run, until_ms: int) -> Timeline:
     """The executions of the recurring jobs' slots up to `until_ms`."""
     jobs = set(run.job_ids)
     return {
-        execution: events for execution, events in execution_timeline(run.bootstrap).items()
+        execution: events
+        for execution, events in execution_timeline(run.bootstrap).items()
         if events[0]["job_id"] in jobs and events[0]["scheduled_time"] <= until_ms
-    }  # fmt: skip
+    }
 
 
 def _executions_settled(run: Run, until_ms: int) -> bool:

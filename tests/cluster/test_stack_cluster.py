@@ -43,9 +43,19 @@ def test_stack_up_with_three_brokers_replicates_every_topic_and_down_stops_them(
 ) -> None:
     port = free_port_run(6)
     tickwheel(
-        tmp_path, "stack", "up", "--detach", "--brokers", "3", "--kafka-port", str(port),
-        "--timers", "2", "--no-api", timeout=300,
-    )  # fmt: skip
+        tmp_path,
+        "stack",
+        "up",
+        "--detach",
+        "--brokers",
+        "3",
+        "--kafka-port",
+        str(port),
+        "--timers",
+        "2",
+        "--no-api",
+        timeout=300,
+    )
     pids: list[int] = []
     try:
         status = json.loads(tickwheel(tmp_path, "stack", "status", "--json").stdout)

@@ -107,17 +107,28 @@ def workflow_alerts(bootstrap: str, workflow_id: str) -> list[dict[str, Any]]:
 OUTCOMES = ("step_succeeded", "step_failed", "step_cancelled")
 
 CHAOS_DEFINITION = {
-    "definitionId": "chaos", "version": 1,
+    "definitionId": "chaos",
+    "version": 1,
     "steps": [
-        {"id": "first", "type": "wf_echo", "payload": {"n": 1},
-         "compensation": {"type": "wf_echo", "payload": {"undo": 1}}},
+        {
+            "id": "first",
+            "type": "wf_echo",
+            "payload": {"n": 1},
+            "compensation": {"type": "wf_echo", "payload": {"undo": 1}},
+        },
         {"id": "left", "type": "wf_echo", "dependsOn": ["first"], "payload": {"n": 2}},
-        {"id": "right", "type": "wf_fail", "dependsOn": ["first"], "maxAttempts": 3,
-         "backoff": {"base": "200ms", "cap": "1s"}, "payload": {"times": 1}},
+        {
+            "id": "right",
+            "type": "wf_fail",
+            "dependsOn": ["first"],
+            "maxAttempts": 3,
+            "backoff": {"base": "200ms", "cap": "1s"},
+            "payload": {"times": 1},
+        },
         {"id": "nap", "kind": "sleep", "duration": "3s", "dependsOn": ["left", "right"]},
         {"id": "last", "type": "wf_echo", "dependsOn": ["nap"], "payload": {"n": 3}},
     ],
-}  # fmt: skip
+}
 
 
 def start_instances(bootstrap: str, count: int, first: int = 0, tag: str = "chaos") -> list[str]:
@@ -126,10 +137,14 @@ def start_instances(bootstrap: str, count: int, first: int = 0, tag: str = "chao
     ids = [f"{tag}-{i:04d}" for i in range(first, first + count)]
     now = int(time.time() * 1000)
     for workflow_id in ids:
-        record = input_record(workflow_id, Start(now, {"i": workflow_id}), f"test:{workflow_id}",
-                              definition_id="chaos", definition_version=1)  # fmt: skip
-        producer.send(topic_name("workflows.inputs"), workflow_id,
-                      encode("WorkflowInput", record))  # fmt: skip
+        record = input_record(
+            workflow_id,
+            Start(now, {"i": workflow_id}),
+            f"test:{workflow_id}",
+            definition_id="chaos",
+            definition_version=1,
+        )
+        producer.send(topic_name("workflows.inputs"), workflow_id, encode("WorkflowInput", record))
     producer.flush()
     return ids
 

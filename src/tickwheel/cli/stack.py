@@ -30,8 +30,9 @@ def _count(text: str) -> int:
 def _brokers(text: str) -> int:
     value = _count(text)
     if not 1 <= value <= 5:
-        raise argparse.ArgumentTypeError(f"{value} is not accepted; 1 to 5 Kafka nodes (3 for a "
-                                         "replicated cluster)")  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"{value} is not accepted; 1 to 5 Kafka nodes (3 for a replicated cluster)"
+        )
     return value
 
 

@@ -179,9 +179,12 @@ def _exit_code(
         # Its clients cannot go on: the supervisor starts the process afresh (decision 0200).
         log.error(
             f"{service} ends on a fatal Kafka client error; a restart builds new clients",
-            extra={"action": f"{service}_client_fatal", "error": exc.reason,
-                   "exit_code": FATAL_CLIENT_EXIT_CODE},
-        )  # fmt: skip
+            extra={
+                "action": f"{service}_client_fatal",
+                "error": exc.reason,
+                "exit_code": FATAL_CLIENT_EXIT_CODE,
+            },
+        )
         return FATAL_CLIENT_EXIT_CODE
     for kind, code in exit_codes.items():
         if isinstance(exc, kind):

@@ -30,9 +30,14 @@ def _number(low: int, high: int, favoured: tuple[int, ...] = ()) -> st.SearchStr
 
 
 def _items(
-    low: int, high: int, *, top: int | None = None, names: list[str] | None = None,
-    favoured: tuple[int, ...] = (), question: bool = False,
-) -> st.SearchStrategy[str]:  # fmt: skip
+    low: int,
+    high: int,
+    *,
+    top: int | None = None,
+    names: list[str] | None = None,
+    favoured: tuple[int, ...] = (),
+    question: bool = False,
+) -> st.SearchStrategy[str]:
     """One plain list item of a field over [low, high]; `top` is a higher value the field
     also takes (day-of-week 7), `names` the field's names in value order."""
     value = _number(low, top or high, favoured)
@@ -83,9 +88,10 @@ DAY_OF_MONTH = st.one_of(
 MONTH = _field(_items(1, 12, names=MONTH_NAMES, favoured=(2, 3, 10, 11)))
 DAY_OF_WEEK = st.one_of(
     st.just("?"),
-    _field(st.one_of(_items(0, 6, top=7, names=DAY_NAMES, favoured=(0, 7), question=True),
-                     DOW_TERMS)),
-)  # fmt: skip
+    _field(
+        st.one_of(_items(0, 6, top=7, names=DAY_NAMES, favoured=(0, 7), question=True), DOW_TERMS)
+    ),
+)
 SPACE = st.sampled_from([" ", " ", " ", "  ", "\t"])
 
 

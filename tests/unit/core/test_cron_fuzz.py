@@ -86,8 +86,9 @@ def _changes(zone: str) -> list[int]:
                 lo, hi = (mid, hi) if _offset(mid, tz) == _offset(lo, tz) else (lo, mid)
             out.append(hi)
         u += 86_400
-    return out or [int((datetime(2020 + i, 3, 1, tzinfo=UTC) - EPOCH).total_seconds())
-                   for i in range(16)]  # fmt: skip
+    return out or [
+        int((datetime(2020 + i, 3, 1, tzinfo=UTC) - EPOCH).total_seconds()) for i in range(16)
+    ]
 
 
 CHANGES = {zone: _changes(zone) for zone in ZONES}
@@ -303,8 +304,7 @@ def croniter_differs(text: str) -> str | None:
 
 def _croniter_times(text: str, after_s: int, count: int, until_s: int) -> list[int]:
     six = len(text.split()) == 6
-    it = croniter(text, datetime(1970, 1, 1) + timedelta(seconds=after_s),
-                  second_at_beginning=six)  # fmt: skip
+    it = croniter(text, datetime(1970, 1, 1) + timedelta(seconds=after_s), second_at_beginning=six)
     out: list[int] = []
     while len(out) < count:
         t = int((it.get_next(datetime) - datetime(1970, 1, 1)).total_seconds())
@@ -370,8 +370,7 @@ def compare(text: str, policy: str, change: int, lead: int) -> list[str]:
 
 
 @FUZZ
-@given(text=EXPRESSION, policy=st.sampled_from(DST_POLICIES), change=st.integers(0, 99),
-       lead=LEAD)  # fmt: skip
+@given(text=EXPRESSION, policy=st.sampled_from(DST_POLICIES), change=st.integers(0, 99), lead=LEAD)
 # Issue 34: day-of-week 7 in ranges, steps and lists (`7-7` was every day).
 @example(text="0 0 * * 7-7", policy="auto", change=0, lead=0)
 @example(text="0 0 * * 5-7/2", policy="auto", change=1, lead=86_400)

@@ -175,10 +175,21 @@ def test_seven_at_a_range_start_is_sunday_as_croniter_reads_it() -> None:
 
 @pytest.mark.parametrize(
     ("dow", "days"),
-    [("7-7", (0,)), ("7-7/2", (0,)), ("7-SUN", (0,)), ("sun-7", tuple(range(7))),
-     ("0-7", tuple(range(7))), ("5-7/2", (0, 5)), ("7,1-2", (0, 1, 2)), ("0,7", (0,)),
-     ("7,0,7-7", (0,)), ("6-7", (0, 6)), ("3-7/2", (0, 3, 5)), ("7-3/2", (0, 2))],
-)  # fmt: skip
+    [
+        ("7-7", (0,)),
+        ("7-7/2", (0,)),
+        ("7-SUN", (0,)),
+        ("sun-7", tuple(range(7))),
+        ("0-7", tuple(range(7))),
+        ("5-7/2", (0, 5)),
+        ("7,1-2", (0, 1, 2)),
+        ("0,7", (0,)),
+        ("7,0,7-7", (0,)),
+        ("6-7", (0, 6)),
+        ("3-7/2", (0, 3, 5)),
+        ("7-3/2", (0, 2)),
+    ],
+)
 def test_seven_is_sunday_in_every_position_as_vixie_reads_it(
     dow: str, days: tuple[int, ...]
 ) -> None:
@@ -194,8 +205,11 @@ def test_a_sunday_range_fires_on_sundays_only_in_the_timers_core_and_its_words()
     slots = compile_schedule(schedule).occurrences(start, start + 28 * 86_400_000)
     local = [_local(ms, "Europe/London") for ms in slots]
     assert [t.date().isoformat() for t in local] == [
-        "2026-12-13", "2026-12-20", "2026-12-27", "2027-01-03"
-    ]  # fmt: skip
+        "2026-12-13",
+        "2026-12-20",
+        "2026-12-27",
+        "2027-01-03",
+    ]
     assert all(t.isoweekday() == 7 and (t.hour, t.minute) == (0, 0) for t in local)
 
 

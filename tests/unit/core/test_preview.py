@@ -83,12 +83,24 @@ def test_cli_preview_of_a_sunday_range_lists_sundays_and_says_so(
 ) -> None:
     """Issue 34: `7-7` was read as every day, in the description line and in the rows."""
     args = _parser().parse_args(
-        ["schedule", "preview", "--cron", "0 0 * * 7-7", "--timezone", "UTC",
-         "--from", "2026-12-07T12:00:00Z", "--count", "3"]
-    )  # fmt: skip
+        [
+            "schedule",
+            "preview",
+            "--cron",
+            "0 0 * * 7-7",
+            "--timezone",
+            "UTC",
+            "--from",
+            "2026-12-07T12:00:00Z",
+            "--count",
+            "3",
+        ]
+    )
     assert args.handler(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "at 00:00 on Sunday"
     assert [line.split()[0] for line in lines[2:]] == [
-        "2026-12-13T00:00:00Z", "2026-12-20T00:00:00Z", "2026-12-27T00:00:00Z"
-    ]  # fmt: skip
+        "2026-12-13T00:00:00Z",
+        "2026-12-20T00:00:00Z",
+        "2026-12-27T00:00:00Z",
+    ]

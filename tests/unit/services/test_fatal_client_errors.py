@@ -75,8 +75,9 @@ def _turns(step: Any, count: int, clock: FakeClock) -> None:
 
 def test_a_timer_whose_group_member_fails_fatally_stops_its_loop_with_the_error() -> None:
     memory = _Memory()
-    settings = TimerSettings(instance="a", bootstrap="memory", group_id="timers", tick_ms=50,
-                             metrics_port=0)  # fmt: skip
+    settings = TimerSettings(
+        instance="a", bootstrap="memory", group_id="timers", tick_ms=50, metrics_port=0
+    )
     timer = TimerService(settings, clock=memory.clock, clients=memory.clients, inline=True)
     timer.start()
     _turns(timer.step, 40, memory.clock)

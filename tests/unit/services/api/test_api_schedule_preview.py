@@ -33,8 +33,10 @@ def test_the_preview_of_a_sunday_range_lists_sundays_and_says_so() -> None:
     assert answer.status_code == 200, answer.text
     assert answer.json()["description"] == "at 00:00 on Sunday"
     assert [o["utc"] for o in answer.json()["occurrences"]] == [
-        "2026-12-13T00:00:00Z", "2026-12-20T00:00:00Z", "2026-12-27T00:00:00Z"
-    ]  # fmt: skip
+        "2026-12-13T00:00:00Z",
+        "2026-12-20T00:00:00Z",
+        "2026-12-27T00:00:00Z",
+    ]
 
 
 def test_the_preview_takes_every_expression_the_core_accepts_up_to_its_length() -> None:
