@@ -34,13 +34,12 @@ from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.identity import execution_id as execution_id_of
+from tickwheel.core.placement import step_workflow
 from tickwheel.errors import TickwheelError
 from tickwheel.records import DeadLetter, DeadLetterAction, DeadLetterResolution
 from tickwheel.topology import topic_name
 
 RESOLUTIONS_TOPIC = "executions.dlq.resolutions"
-#: A workflow step's executions carry this job_id prefix (decision 0061).
-STEP_KEY_PREFIX = "__wf/"
 MAX_NOTE_CHARS = 500
 
 
@@ -104,13 +103,6 @@ class RetryPlan:
     action: Literal["trigger", "none"]
     reason: str = ""
     job_id: str | None = None
-
-
-def step_workflow(job_id: str | None) -> str | None:
-    """The workflow a step's key (`__wf/<workflow id>/<n>`) belongs to; None for a job's id."""
-    if not job_id or not job_id.startswith(STEP_KEY_PREFIX):
-        return None
-    return job_id[len(STEP_KEY_PREFIX) :].rpartition("/")[0] or None
 
 
 def retry_plan(letter: Mapping[str, Any]) -> RetryPlan:

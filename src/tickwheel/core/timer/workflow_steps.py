@@ -36,7 +36,6 @@ from tickwheel.records import (
 )
 
 WORKFLOW_KINDS = ("run_step", "start_timer", "cancel_timer", "cancel_execution")
-STEP_KEY_PREFIX = "__wf/"
 TIMER_KIND = "workflow_sleep"
 # A delayed attempt waits as a timer of this prefix (never a fold timer id: those have none).
 START_PREFIX = "start:"

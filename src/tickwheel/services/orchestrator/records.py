@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 
-from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.core.timer.workflow_steps import STEP_KEY_PREFIX
+from tickwheel.core.placement import PARTITION_KEY_PREFIX
 from tickwheel.core.watchdog import plain_alert
 from tickwheel.core.workflow import (
     CancelExecution,
@@ -39,30 +37,11 @@ from tickwheel.core.workflow import (
 from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
 from tickwheel.records import Alert, TimerCommand, TimerCommandKind, WorkflowEvent, WorkflowSnapshot
 
-CHECKPOINT_PREFIX = "__partition__/"
+CHECKPOINT_PREFIX = PARTITION_KEY_PREFIX
 # Built once: json.dumps with keyword arguments builds an encoder per call, and every event,
 # command and snapshot of a batch is encoded (the same text as json.dumps would write).
 _EVENT_DATA_JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
-# A step key is searched among this many suffixes for one on the workflow's own partition;
-# with n partitions one in n fits, so running out is a chance of (1 - 1/n)^1000.
-MAX_KEY_SUFFIX = 1000
-
-
-@lru_cache(maxsize=65_536)
-def step_key(workflow_id: str, partitions: int) -> str:
-    """The `job_id` (and key) of a workflow's step executions and timer commands: reserved
-    (`__wf/`, no job can have it) and hashing to the workflow's own partition, so partition p
-    of the timer's topics holds the executions of the workflows of partition p of
-    workflows.inputs (decision 0061)."""
-    want = partition_for(workflow_id, partitions)
-    for n in range(MAX_KEY_SUFFIX):
-        key = f"{STEP_KEY_PREFIX}{workflow_id}/{n}"
-        if partition_for(key, partitions) == want:
-            return key
-    raise ValueError(f"no step key of {workflow_id!r} lands on partition {want}")
-
-
 def checkpoint_key(partition: int) -> str:
     return f"{CHECKPOINT_PREFIX}{partition}"
 

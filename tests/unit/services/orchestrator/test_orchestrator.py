@@ -21,7 +21,8 @@ from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.partition import PartitionOrchestrator, UnknownDefinition
-from tickwheel.services.orchestrator.records import state_of_snapshot, step_key
+from tickwheel.core.placement import step_key
+from tickwheel.services.orchestrator.records import state_of_snapshot
 
 GOLDEN = Path(__file__).resolve().parents[2] / "core" / "workflow" / "workflow_golden"
 FIXTURES = sorted(GOLDEN.glob("*.json"))
