@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tickwheel.paths import project_root
@@ -92,6 +92,29 @@ def load_topology(path: Path | None = None) -> list[TopicSpec]:
     if declared_groups:
         raise ValueError("topology/topics.toml is inconsistent: " + "; ".join(declared_groups))
     return specs
+
+
+# The group whose count `tickwheel topology resize` grows (decision 0211): every topic keyed by
+# job or workflow, owned partition by partition by the timer, orchestrator and job writer.
+JOBS_GROUP = "jobs"
+CHANGES_TOPIC = "topology.changes"
+
+
+def group_partitions(specs: list[TopicSpec], group: str = JOBS_GROUP) -> int | None:
+    """The partition count the topics of co-partition `group` declare (None: no such group)."""
+    for spec in specs:
+        if spec.co_partition == group:
+            return spec.partitions
+    return None
+
+
+def with_group_partitions(specs: list[TopicSpec], group: str, partitions: int) -> list[TopicSpec]:
+    """`specs` with every topic of co-partition `group` at `partitions`: the declaration after a
+    resize recorded in the cluster (the file keeps the count the group started with)."""
+    return [
+        replace(spec, partitions=partitions) if spec.co_partition == group else spec
+        for spec in specs
+    ]
 
 
 def _positive(variable: str, default: object, field: str) -> int:

@@ -1,4 +1,4 @@
-"""`tickwheel topology apply|show`: create or verify the declared Kafka topics."""
+"""`tickwheel topology apply|resize|show`: create, verify or grow the declared Kafka topics."""
 
 from __future__ import annotations
 
@@ -30,6 +30,22 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", help="print the created topics as JSON once verified"
     )
     apply.set_defaults(handler=_apply)
+    resize = verbs.add_parser(
+        "resize",
+        help="grow the jobs group to more partitions, moving every record to its owner",
+        description=(
+            "Add partitions to every topic of the co-partitioned `jobs` group and move each "
+            "definition, timer state and workflow snapshot to the partition that owns it under "
+            "the new count (docs/decisions/0211). Stop the timer, orchestrator and job writer "
+            "first; the API, workers, history sink and watchdog may keep running. A resize "
+            "killed part-way is finished by running the same command again; no partitioned "
+            f"service starts until it is. {_ENV}"
+        ),
+    )
+    resize.add_argument(
+        "--partitions", type=int, required=True, help="the new partition count (more than now)"
+    )
+    resize.set_defaults(handler=_resize)
     show = verbs.add_parser(
         "show", help="print the declared topology", description=f"The declared topics. {_ENV}"
     )
@@ -47,6 +63,16 @@ def _apply(args: argparse.Namespace) -> int:
         return 0
     print(f"created: {', '.join(created)}" if created else "nothing to create")
     print("topology verified")
+    return 0
+
+
+def _resize(args: argparse.Namespace) -> int:
+    from tickwheel.cli._kafka import connect
+    from tickwheel.clock import SystemClock
+    from tickwheel.services.resize import Resize
+
+    clock = SystemClock()
+    Resize(connect(), args.partitions, now_ms=lambda: int(clock.now() * 1000)).run()
     return 0
 
 

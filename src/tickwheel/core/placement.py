@@ -47,6 +47,7 @@ def is_partition_record(key: str | None) -> bool:
     return key is not None and key.startswith(PARTITION_KEY_PREFIX)
 
 
+@lru_cache(maxsize=1 << 18)  # on every input after a resize: a job's key recurs
 def owner_partition(key: str, partitions: int) -> int:
     """The partition that owns `key` among `partitions`: a step key's workflow's, else the
     key's own."""

@@ -40,6 +40,7 @@ from tickwheel.records.timer import (
     TimerKind,
     TimerState,
 )
+from tickwheel.records.topology import TopologyChange, TopologyChangeState
 from tickwheel.records.workflows import (
     WorkflowDefinition,
     WorkflowEvent,
@@ -78,6 +79,8 @@ __all__ = [
     "TimerCommandKind",
     "TimerKind",
     "TimerState",
+    "TopologyChange",
+    "TopologyChangeState",
     "WorkflowDefinition",
     "WorkflowEvent",
     "WorkflowInput",

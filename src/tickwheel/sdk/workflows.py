@@ -27,7 +27,7 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.adapters.kafka.reader import partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.workflow import (
     TERMINAL,
@@ -52,7 +52,6 @@ from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 from tickwheel.records import WorkflowEvent, WorkflowSnapshot
-from tickwheel.topology import topic as declared_topic
 from tickwheel.topology import topic_name
 
 DEFAULT_APPROVAL_TTL_MS = 72 * 3_600_000
@@ -292,7 +291,8 @@ class WorkflowsClient:
 
     # -- reads ---------------------------------------------------------------------------
     def _partition(self, workflow_id: str) -> int:
-        return partition_for(workflow_id, declared_topic("workflows.state").partitions)
+        # The cluster's count, not the file's: a resize grows it (decision 0211).
+        return partition_for(workflow_id, partition_count(self.state_topic, self.bootstrap))
 
     def _snapshots(self, partition: int | None = None) -> dict[str, WorkflowSnapshot]:
         found: dict[str, WorkflowSnapshot] = {}

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tickwheel.adapters.kafka.config import bootstrap_servers, bootstrap_source, client_overrides
+from tickwheel.adapters.kafka.topology_changes import amended, read_changes
 from tickwheel.environment import env_seconds
 from tickwheel.errors import TickwheelError, TopologyMismatch
 from tickwheel.topology import ObservedTopic, TopicSpec, differences, load_topology
@@ -235,8 +236,8 @@ def apply_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None =
     Idempotent: a second call creates nothing. Raises TopologyMismatch when an existing topic
     differs (tickwheel never repartitions or reconfigures a topic behind an operator's back).
     """
-    specs = specs or load_topology()
     admin = admin_client(bootstrap)
+    specs = amended(specs or load_topology(), read_changes(bootstrap))[0]
     observed = observe(specs, bootstrap)
     missing = [s for s in specs if s.name not in observed]
     created: list[str] = []
@@ -281,9 +282,14 @@ def _is_unknown_topic(exc: KafkaException) -> bool:
     return isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
-def verify_topology(specs: list[TopicSpec] | None = None, bootstrap: str | None = None) -> None:
-    """Raise TopologyMismatch naming every difference; services call this at start-up."""
-    specs = specs or load_topology()
-    problems = differences(specs, observe(specs, bootstrap))
+def verify_topology(
+    specs: list[TopicSpec] | None = None, bootstrap: str | None = None
+) -> list[TopicSpec]:
+    """The declaration as the cluster's recorded resizes amend it (decision 0211); raise
+    TopologyMismatch naming every difference, and any resize under way. Services call this at
+    start-up and take their partition counts from what it returns."""
+    specs, problems = amended(specs or load_topology(), read_changes(bootstrap))
+    problems = differences(specs, observe(specs, bootstrap)) + problems
     if problems:
         raise TopologyMismatch(problems)
+    return specs

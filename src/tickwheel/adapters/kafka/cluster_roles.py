@@ -35,3 +35,10 @@ def partition_leaders(
         if name in metadata.topics
         for partition in metadata.topics[name].partitions.values()
     )
+
+
+def group_members(group_id: str, bootstrap: str | None = None, timeout: float = 10.0) -> list[str]:
+    """The client ids of the live members of `group_id` (none for a group nobody joined)."""
+    admin = admin_client(bootstrap)
+    [future] = admin.describe_consumer_groups([group_id], request_timeout=timeout).values()
+    return sorted(member.client_id for member in future.result(timeout=timeout).members)

@@ -78,6 +78,12 @@ def client_overrides() -> dict[str, Any]:
     return dict(_client_overrides)
 
 
+# How soon a client sees partitions a resize added (decision 0211): a producer then places keys
+# by the new count, a group's members are assigned the new partitions. librdkafka's default is
+# 5 minutes; a metadata request every 10 s per client costs a broker nothing it notices.
+METADATA_REFRESH_MS = 10_000
+
+
 def producer_config(bootstrap: str | None = None, **overrides: Any) -> dict[str, Any]:
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap or bootstrap_servers(),
@@ -88,6 +94,7 @@ def producer_config(bootstrap: str | None = None, **overrides: Any) -> dict[str,
         "acks": "all",
         "linger.ms": 5,
         "compression.type": "lz4",
+        "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
         **_client_overrides,
     }
     config.update(overrides)
@@ -121,6 +128,7 @@ def consumer_config(
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": "cooperative-sticky",
+        "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
         **_client_overrides,
     }
     config.update(overrides)

@@ -13,6 +13,7 @@ from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.reader import Record, decode_key
 from tickwheel.core.definition_record import check_definition_record
+from tickwheel.core.placement import owner_partition
 from tickwheel.core.timer.commands import RejectedCommand
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.kafka import ReadRecord
@@ -48,6 +49,18 @@ class RecordGate:
         self.partition_count = partition_count
         self.max_payload_bytes = max_payload_bytes
         self.now_ms = now_ms
+        # Whether the group was ever resized (decision 0211): only then can an input sit on a
+        # partition that does not own its key, and only then is each input's owner computed.
+        self.resized = False
+
+    def adopt(self, partition_count: int, *, resized: bool) -> None:
+        """The group's count as the cluster records it (`verify_topology`, at start)."""
+        self.partition_count = partition_count
+        self.resized = resized
+
+    def owner(self, key: str) -> int:
+        """The partition that owns `key` now."""
+        return owner_partition(key, self.partition_count)
 
     @overload
     def decode(

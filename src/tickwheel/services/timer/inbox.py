@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable
 
 from tickwheel.adapters.kafka.reader import Record
+from tickwheel.core.placement import canonical_key
 from tickwheel.core.timer.workflow_steps import is_workflow_command
 from tickwheel.ports.kafka import ReadRecord
 from tickwheel.records import TimerCommand
 from tickwheel.services.timer.gate import RecordGate
-from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
+from tickwheel.services.timer.runtime import Forward, HeldCommand, PartitionRuntime
 
 log = logging.getLogger("tickwheel.timer")
 
@@ -53,6 +54,14 @@ class CommandInbox:
         if command is None:
             self._done(runtime, record.offset)
             return
+        if self.gate.resized:
+            owner = self.gate.owner(command["job_id"])
+            if owner != runtime.partition:
+                self._forward(runtime, record, command, owner)
+                return
+            # A workflow's step key placed by the count before a resize: its state goes by
+            # the key the count places now (decision 0211).
+            command["job_id"] = canonical_key(command["job_id"], self.gate.partition_count)
         unknown = _waits_for_its_job(runtime, command)
         if runtime.held_commands or unknown:
             end = 0  # behind another held command, its job may be known already
@@ -75,12 +84,37 @@ class CommandInbox:
         definitions are read past where they ended when it came, or it waited too long."""
         while runtime.held_commands:
             held = runtime.held_commands[0]
-            if _waits_for_its_job(runtime, held.command) and not self._gave_up(
-                runtime.partition, held
-            ):
+            waits = held.forward_to is None and _waits_for_its_job(runtime, held.command)
+            if waits and not self._gave_up(runtime.partition, held):
                 return
             runtime.held_commands.popleft()
+            if held.forward_to is not None:
+                self._send_on(runtime, held.key, held.raw, held.forward_to)
+                self._done(runtime, held.offset)
+                continue
             self._apply(runtime, held.offset, held.key, held.raw, held.command, now)
+
+    def _forward(
+        self, runtime: PartitionRuntime, record: ReadRecord, command: TimerCommand, owner: int
+    ) -> None:
+        """A command for a key another partition owns: sent on in order, behind any command
+        this partition holds (the checkpoint stays at the first one held)."""
+        if runtime.held_commands:
+            runtime.held_commands.append(HeldCommand(
+                record.offset, record.key, record.value or b"", command, 0, 0.0, owner))  # fmt: skip
+            return
+        self._send_on(runtime, record.key, record.value, owner)
+        self._done(runtime, record.offset)
+
+    def _send_on(
+        self, runtime: PartitionRuntime, key: str | None, raw: bytes | None, owner: int
+    ) -> None:
+        runtime.forwards.append(Forward(self.commands_topic, key, raw, owner, []))
+        log.info(
+            "command forwarded to the partition that owns it",
+            extra={"action": "input_forwarded", "partition": runtime.partition, "to": owner,
+                   "topic": self.commands_topic, "key": key},
+        )  # fmt: skip
 
     def _gave_up(self, partition: int, held: HeldCommand) -> bool:
         if time.monotonic() >= held.give_up_at:

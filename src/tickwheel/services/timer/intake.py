@@ -21,7 +21,7 @@ from tickwheel.services.timer.event_codec import decode_event
 from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
-from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
+from tickwheel.services.timer.runtime import Forward, PartitionRuntime, TimerTopics
 
 WORKER_EVENTS = frozenset(("leased", "heartbeat", "succeeded", "failed", "cancelled"))
 # Records taken from a consumer per call.
@@ -102,6 +102,13 @@ class Intake:
             if runtime is None:
                 continue
             offset = msg.offset()
+            if self.gate.resized and msg.topic() == events and offset is not None:
+                forward = self._foreign(msg, partition)
+                if forward is not None:
+                    runtime.events_offset = offset + 1
+                    runtime.inputs_moved = True
+                    runtime.forwards.append(forward)
+                    continue
             if msg.topic() == events and offset is not None:
                 # Whatever the event comes to (applied, passed over, dead-lettered), its offset
                 # is committed with it: a restart does not dead-letter it a second time.
@@ -147,6 +154,23 @@ class Intake:
             event = self.gate.decode(record, "ExecutionEvent", rejects)
             if event is not None:
                 self._decide_event(runtime, event, now)
+
+    def _foreign(self, msg: KafkaMessage, partition: int) -> Forward | None:
+        """A worker event whose job another partition owns now (decision 0211), as the record
+        to send on to it; None for one of this partition's (or a key nobody owns: the general
+        path dead-letters it)."""
+        raw = msg.key()
+        if raw is None:
+            return None
+        try:
+            key = raw.decode()
+        except UnicodeDecodeError:
+            return None
+        owner = self.gate.owner(key)
+        if owner == partition:
+            return None
+        # Workers' events carry no headers (their producer sets none).
+        return Forward(self.topics.events, key, msg.value(), owner, [])
 
     @staticmethod
     def _decide_event(runtime: PartitionRuntime, event: ExecutionEvent, now: int) -> None:

@@ -31,6 +31,24 @@ from tickwheel.topology import topic_name
 log = logging.getLogger("tickwheel.timer")
 
 
+def transactional_id(partition: int) -> str:
+    """The transactional id of partition p's owner: whoever takes it next fences the last."""
+    return f"{topic_name('tickwheel-timer')}-p{partition}"
+
+
+@dataclass
+class Rebuilt:
+    """A partition read back (`PartitionRestorer.rebuild`): its scheduler before the restore
+    is finished, the checkpoint's input offsets, where its definitions end, the request log
+    (which jobs the replayed requests changed) and the records nobody can use."""
+
+    timer: PartitionTimer
+    input_offsets: dict[str, int]
+    end: int
+    request_log: RequestLog
+    rejects: DeadLetters
+
+
 class PartitionRestorer:
     def __init__(
         self,
@@ -54,16 +72,12 @@ class PartitionRestorer:
         """The partition rebuilt and serving, and what its restore must write first (catch-up,
         skips, dead letters). `runtime.definitions_end` is where the live tail starts (-1 for
         an empty partition)."""
-        producer = self.clients.transactional(f"{topic_name('tickwheel-timer')}-p{partition}")
+        producer = self.clients.transactional(transactional_id(partition))
         # Fences the previous owner and waits out its open transaction (if any) before we read.
         producer.init()
-        # Retry jitter is seeded from the OS here, and injected into the core.
-        timer = self.settings.partition_timer(partition, self.now_ms(), random.Random())
-        rejects: DeadLetters = []
-        input_offsets, seq = self._load_states(timer, partition, rejects)
-        end = self._load_definitions(timer, partition, rejects)
-        request_log = self._replay_unsaved_requests(timer, partition, input_offsets, seq, rejects)
-        runtime = PartitionRuntime(partition, timer, producer, end, request_log)
+        rebuilt = self.rebuild(partition)
+        timer, input_offsets, rejects = rebuilt.timer, rebuilt.input_offsets, rebuilt.rejects
+        runtime = PartitionRuntime(partition, timer, producer, rebuilt.end, rebuilt.request_log)
         runtime.command_offset = input_offsets.get(self.topics.commands)
         runtime.events_offset = input_offsets.get(self.topics.events)
         if runtime.events_offset is None:
@@ -73,6 +87,19 @@ class PartitionRestorer:
         emission = timer.finish_restore(self.now_ms())
         emission.dead_letters.extend(rejects)
         return runtime, emission
+
+    def rebuild(self, partition: int) -> Rebuilt:
+        """The partition as its committed records leave it, before its misfire policy is
+        applied: every job's state (with the requests no state covered yet replayed into it),
+        its definitions and its checkpoint. `restore` serves from it; a resize moves it
+        (decision 0211). The caller fences the previous owner first."""
+        # Retry jitter is seeded from the OS here, and injected into the core.
+        timer = self.settings.partition_timer(partition, self.now_ms(), random.Random())
+        rejects: DeadLetters = []
+        input_offsets, seq = self._load_states(timer, partition, rejects)
+        end = self._load_definitions(timer, partition, rejects)
+        request_log = self._replay_unsaved_requests(timer, partition, input_offsets, seq, rejects)
+        return Rebuilt(timer, input_offsets, end, request_log, rejects)
 
     def _load_states(
         self, timer: PartitionTimer, partition: int, rejects: DeadLetters

@@ -46,6 +46,22 @@ class HeldCommand:
     command: TimerCommand
     definitions_end: int
     give_up_at: float
+    # Set for a command this partition does not own (decision 0211): when its turn comes it
+    # is forwarded to that partition, not applied.
+    forward_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """An input found on a partition that does not own its key (written before a resize, or
+    by a producer that has not seen it yet): sent on to its owner in the transaction that
+    moves this partition past it (decision 0211)."""
+
+    topic: str
+    key: str | None
+    value: bytes | None
+    partition: int
+    headers: list[tuple[str, bytes]]
 
 
 class PartitionRuntime:
@@ -76,6 +92,8 @@ class PartitionRuntime:
         # Commands waiting (in order) for a definition; the checkpoint stays at the first, so a
         # crash meanwhile reads them again and nothing is lost or applied twice.
         self.held_commands: deque[HeldCommand] = deque()
+        # Inputs owned by another partition, for the next transaction to send on.
+        self.forwards: list[Forward] = []
         # Whether this partition's last tick was a burst's: while one partition of the instance
         # bursts, the others' quiet ticks hold their states back (decision 0184).
         self.bursting = False

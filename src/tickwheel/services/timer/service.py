@@ -24,6 +24,7 @@ from typing import Any
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
+from tickwheel.adapters.kafka.topology_changes import read_changes
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, ReadRecord
@@ -38,6 +39,7 @@ from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestor
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics, burst_elsewhere
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.services.timer.writer import Outcome, Sent, TransactionWriter
+from tickwheel.topology import JOBS_GROUP, TopicSpec, group_partitions
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.timer")
@@ -128,13 +130,20 @@ class TimerService:
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
-        verify_topology(bootstrap=self.settings.bootstrap)
+        self.adopt(verify_topology(bootstrap=self.settings.bootstrap))
         self.start()
         try:
             while self.running:
                 self.step()
         finally:
             self.close()
+
+    def adopt(self, specs: list[TopicSpec]) -> None:
+        """The partition count of the jobs group as the cluster records it: the declared one,
+        or a resize's (decision 0211)."""
+        count = group_partitions(specs) or self.gate.partition_count
+        resized = JOBS_GROUP in read_changes(self.settings.bootstrap)
+        self.gate.adopt(count, resized=resized)
 
     def start(self) -> None:
         """Join the group and start reading the calendars; `step` then serves what it owns."""

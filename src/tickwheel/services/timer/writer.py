@@ -65,8 +65,14 @@ class TransactionWriter:
             return "committed"
         producer = runtime.producer
         encoded = runtime.encoded_requests
+        # Sent with the checkpoint past them; a failed transaction rebuilds the partition,
+        # which reads and forwards them again (decision 0211).
+        forwards, runtime.forwards = runtime.forwards, []
         try:
             producer.begin()
+            for forward in forwards:
+                producer.send(forward.topic, forward.key, forward.value, forward.partition,
+                              forward.headers)  # fmt: skip
             seq = runtime.log.seq + 1
             headers = [(SEQ_HEADER, str(seq).encode())]
             # Where this transaction's first request lands on each topic: the request log's

@@ -32,6 +32,7 @@ RECORDS = (
     "JobWriterCheckpoint",
     "TimerCommand",
     "TimerState",
+    "TopologyChange",
     "WorkflowDefinition",
     "WorkflowEvent",
     "WorkflowInput",
