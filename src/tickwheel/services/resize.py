@@ -41,18 +41,26 @@ from tickwheel.adapters.kafka.topology_changes import read_changes, record_chang
 from tickwheel.core.placement import canonical_key, is_partition_record, owner_partition
 from tickwheel.errors import InvalidInput
 from tickwheel.records import TopologyChange
+from tickwheel.services.jobwriter.settings import JobWriterSettings
+from tickwheel.services.orchestrator.settings import OrchestratorSettings
 from tickwheel.services.timer import handover
+from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.topology import JOBS_GROUP, TopicSpec, load_topology, topic_name
 
 log = logging.getLogger("tickwheel.resize")
 
-# The groups whose members own partitions of the group's state; none may run during a resize.
-OWNER_GROUPS = ("tickwheel-timer", "tickwheel-orchestrator", "tickwheel-jobwriter")
 # A stopped static member stays in its group until its session times out (10 s).
 GROUPS_EMPTY_WITHIN_S = 30.0
 PARTITIONS_SEEN_WITHIN_S = 30.0
 # A partition's moves are one transaction: a large partition's may take minutes to write.
 MOVE_TRANSACTION_TIMEOUT_MS = 600_000
+
+
+def owner_groups() -> list[str]:
+    """The groups whose members own partitions of the group's state, as each service names
+    its own (`TICKWHEEL_*_GROUP`); none may run during a resize."""
+    return [TimerSettings().group_id, OrchestratorSettings().group_id,
+            JobWriterSettings().group_id]  # fmt: skip
 
 
 @dataclass
@@ -142,8 +150,8 @@ class Resize:
         jobs move would fire them twice."""
         deadline = time.monotonic() + self.groups_empty_within_s
         while True:
-            running = {g: m for g in OWNER_GROUPS
-                       if (m := group_members(topic_name(g), self.bootstrap))}  # fmt: skip
+            running = {g: m for g in owner_groups()
+                       if (m := group_members(g, self.bootstrap))}  # fmt: skip
             if not running:
                 return
             if time.monotonic() >= deadline:
