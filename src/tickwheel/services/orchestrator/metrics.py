@@ -6,7 +6,8 @@ scrape with every instance ever started.
   or `finished` (waiting out the retention before they are pruned);
 - `tickwheel_orchestrator_inputs{outcome}`, `..._events`, `..._step_transitions`: counters
   whose `rate()` is the inputs, events and step transitions (an event that changes a step's
-  status) per second;
+  status) per second; an input is `folded`, `dead_lettered` or `forwarded` (read on a
+  partition that does not own its workflow, passed on to the one that does);
 - `tickwheel_orchestrator_transaction_seconds`: one batch transaction of one partition, from
   `begin` to the end of `commit` (events, snapshots, commands, checkpoint);
 - `tickwheel_orchestrator_input_lag_seconds` / `..._input_lag_records`: how long the oldest
@@ -21,7 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 TRANSACTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 TRANSACTION_OUTCOMES = ("committed", "fenced", "failed")
-INPUT_OUTCOMES = ("folded", "dead_lettered")
+INPUT_OUTCOMES = ("folded", "dead_lettered", "forwarded")
 
 
 class OrchestratorMetrics:
@@ -35,7 +36,7 @@ class OrchestratorMetrics:
         )
         self.inputs = Counter(
             "tickwheel_orchestrator_inputs",
-            "Inputs read from workflows.inputs, folded or dead-lettered.",
+            "Inputs read from workflows.inputs: folded, dead-lettered, or forwarded to their owner.",
             ["outcome"],
             registry=self.registry,
         )

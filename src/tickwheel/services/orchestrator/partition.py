@@ -10,6 +10,11 @@ it) until `retention` has passed since the last input it took; then `prune_due` 
 its snapshot is tombstoned in the partition's next transaction (decision 0095). Its id is
 remembered for one more retention, so a late input for it is dead-lettered saying it was
 pruned, never starts it afresh.
+
+An input read on a partition that does not own its workflow (a producer still placing keys by
+the partition count before a resize, or an input written before it: decision 0211) is not
+folded here: `forward` puts it, unchanged, in the batch for its owner partition, so it leaves
+in the transaction that moves this partition's checkpoint past it (exactly once).
 """
 
 from __future__ import annotations
@@ -69,6 +74,17 @@ STEP_TRANSITIONS = frozenset({
 })  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Forwarded:
+    """An input this partition does not own, to be written unchanged to its owner partition."""
+
+    partition: int  # the owner, among the current partition count
+    key: str
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    offset: int  # where it was read on this partition
+
+
 @dataclass
 class Batch:
     """What one transaction of a partition carries (besides its checkpoint)."""
@@ -79,10 +95,18 @@ class Batch:
     outgoing: list[Outgoing] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # instances whose snapshot is tombstoned
+    forwarded: list[Forwarded] = field(default_factory=list)  # in the order they were read
     inputs: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.states or self.outgoing or self.dead_letters or self.pruned)
+        return bool(
+            self.events
+            or self.states
+            or self.outgoing
+            or self.dead_letters
+            or self.pruned
+            or self.forwarded
+        )
 
     def step_transitions(self) -> int:
         return sum(1 for event in self.events if event["event_type"] in STEP_TRANSITIONS)
@@ -193,6 +217,14 @@ class PartitionOrchestrator:
             raise
         except Exception as exc:  # one input is its own problem, never its partition's
             self._dead_letter(record, str(exc) or repr(exc), "rejected", now_ms)
+
+    def forward(self, record: Record, owner: int) -> None:
+        """Pass `record` on to partition `owner`, which owns its key: not folded here."""
+        assert record.key is not None, "a record without a key has no owner partition"
+        self.batch.inputs += 1
+        self.batch.forwarded.append(
+            Forwarded(owner, record.key, record.value, record.headers, record.offset)
+        )
 
     def refuse(self, record: Record, reason: str, now_ms: int) -> None:
         """Dead-letter `record` (its definition never came)."""

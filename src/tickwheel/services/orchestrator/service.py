@@ -16,6 +16,11 @@ the following polls fold joins that partition's next batch, handed over once the
 it is settled (decision 0131: a batch grows to what arrived during one commit, so a backlog
 costs fewer transactions per input). A partition whose transaction failed loses what was
 folded meanwhile with the rest of its memory.
+
+An input read on a partition that does not own its key under the current partition count
+(`partition_count`: a producer with metadata from before a resize, or an input written before
+it; decision 0211) is not folded: it is forwarded unchanged to its owner partition in the
+transaction that moves this partition's checkpoint past it, so it is written there once.
 """
 
 from __future__ import annotations
@@ -29,11 +34,14 @@ from concurrent.futures import Future
 from typing import Any
 
 from tickwheel.adapters.kafka.admin import verify_topology
-from tickwheel.adapters.kafka.client import Consumer, KafkaException, TopicPartition
-from tickwheel.adapters.kafka.config import consumer_config
+from tickwheel.adapters.kafka.broker_clients import BrokerClients
+from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
+from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.placement import is_partition_record, owner_partition
 from tickwheel.errors import InvalidInput
 from tickwheel.logs import configure_logging
+from tickwheel.ports.kafka import GroupConsumer, KafkaClients
 from tickwheel.services.orchestrator.approval_webhooks import ApprovalWebhooks
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.metrics import OrchestratorMetrics
@@ -70,6 +78,8 @@ MAX_PENDING_INPUTS = 5000
 # While a folded batch waits on its partition's commit, polls wait this long at most, so the
 # commit's end is noticed at once (a step-to-step hop may be waiting in that batch).
 WAITING_POLL_S = 0.001
+# A forwarding batch's log line names this many of its workflows at most.
+LOGGED_IDS = 20
 
 
 class OrchestratorService:
@@ -78,14 +88,18 @@ class OrchestratorService:
         settings: OrchestratorSettings,
         clock: Clock | None = None,
         deadline: ShutdownDeadline | None = None,
+        clients: KafkaClients[Any] | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
         self.deadline = deadline
+        self.clients: KafkaClients[Any] = clients or BrokerClients(settings.bootstrap)
         self.topics = OrchestratorTopics.declared()
         self.metrics = OrchestratorMetrics()
         self.notifier = ApprovalNotifier.from_env()  # approval links, once committed
         self.webhooks = self._approval_webhooks()  # settings checked before any client exists
+        # The jobs group's partition count: which partition owns an input, read at each input
+        # (`adopt_partition_count` sets it, and every copy of it, from the cluster's).
         self.partition_count = declared_topic("workflows.inputs").partitions
         self.catalog = DefinitionCatalog(settings.bootstrap)
         self.partitions: dict[int, PartitionRuntime] = {}
@@ -93,17 +107,14 @@ class OrchestratorService:
         self.running = True
         self._refreshed_this_poll = False
         self._last_now_ms = 0
-        self.consumer = Consumer(
-            consumer_config(
-                settings.group_id,
-                settings.bootstrap,
-                **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
-                   "heartbeat.interval.ms": 1000,
-                   "group.instance.id": f"{settings.group_id}-{settings.instance}"},
-            )
+        self.consumer: GroupConsumer[Any] = self.clients.consumer(
+            settings.group_id,
+            **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
+               "heartbeat.interval.ms": 1000,
+               "group.instance.id": f"{settings.group_id}-{settings.instance}"},
         )  # fmt: skip
         self.restorer = PartitionRestorer(
-            settings.bootstrap, self.topics, self.catalog, self.partition_count, self.now_ms,
+            self.clients, self.topics, self.catalog, self.partition_count, self.now_ms,
             settings.retention_ms,
         )  # fmt: skip
         self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
@@ -137,6 +148,16 @@ class OrchestratorService:
         self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
         return self._last_now_ms
 
+    def adopt_partition_count(self, partitions: int) -> None:
+        """Take `partitions` as the jobs group's partition count (the cluster's, which a
+        resize made larger than the declared one): the owner of each input read from now on,
+        the step keys of the owned partitions' commands, and those of partitions restored
+        later (a restore under way when this is called is brought to it at install)."""
+        self.partition_count = partitions
+        self.restorer.partitions = partitions
+        for runtime in self.partitions.values():
+            runtime.orchestrator.partitions = partitions
+
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
@@ -145,28 +166,38 @@ class OrchestratorService:
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
             )
         self.catalog.refresh()
+        self.start()
+        try:
+            while self.running:
+                self.step()
+        finally:
+            self.close()
+
+    def start(self) -> None:
         for webhooks in self.webhooks:
             webhooks.start()
         self.consumer.subscribe([self.topics.inputs], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
         log.info("orchestrator started", extra={"action": "orchestrator_started",
                                                 "instance": self.settings.instance})  # fmt: skip
-        try:
-            while self.running:
-                messages = self._poll()
-                self._install_restores()
-                self._fold(messages)
-                self._retry_restores()
-                self._observe()
-        finally:
-            for webhooks in self.webhooks:
-                webhooks.stop()
-            self._settle()
-            for runtime in self.partitions.values():
-                runtime.producer.flush(self._flush_budget())
-            self.partitions.clear()
-            self.writer.close()
-            self.consumer.close()
+
+    def step(self) -> None:
+        """One turn of the loop: poll, install finished restores, fold and hand over."""
+        messages = self._poll()
+        self._install_restores()
+        self._fold(messages)
+        self._retry_restores()
+        self._observe()
+
+    def close(self) -> None:
+        for webhooks in self.webhooks:
+            webhooks.stop()
+        self._settle()
+        for runtime in self.partitions.values():
+            runtime.producer.flush(self._flush_budget())
+        self.partitions.clear()
+        self.writer.close()
+        self.consumer.close()
 
     def stop(self, *_args: Any) -> None:
         self.running = False
@@ -180,13 +211,13 @@ class OrchestratorService:
         return min(5.0, self.deadline.remaining() if self.deadline is not None else 5.0)
 
     # -- rebalancing -----------------------------------------------------------------------
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
         consumer.incremental_assign(partitions)
         consumer.pause(partitions)  # until restored: nothing is read before the fence
         for tp in partitions:
             self.restores.begin(tp.partition)
 
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
         self._settle({tp.partition for tp in partitions})  # their transactions end first
         for tp in partitions:
             self.restore_due.pop(tp.partition, None)
@@ -212,6 +243,7 @@ class OrchestratorService:
             except KafkaException as exc:
                 self._restore_failed(result.partition, exc)
                 continue
+            runtime.orchestrator.partitions = self.partition_count  # adopted while it ran
             self.partitions[runtime.partition] = runtime
             self.metrics.restore_seconds.observe(time.monotonic() - result.started)
             if runtime.orchestrator.batch:  # dead letters the restore found
@@ -251,7 +283,7 @@ class OrchestratorService:
         """The next inputs: what is already fetched, else the first to arrive within the poll
         wait and whatever came with it. `consume` alone waits out its whole timeout for a
         batch it cannot fill, so every step-to-step hop paid part of the wait (decision 0131)."""
-        messages: list[Any] = self.consumer.consume(self.settings.max_batch, 0)
+        messages = list(self.consumer.consume(self.settings.max_batch, 0))
         if messages:
             return messages
         first = self.consumer.poll(self._poll_s())
@@ -316,6 +348,10 @@ class OrchestratorService:
 
     def _receive(self, runtime: PartitionRuntime, msg: Any, now: int) -> None:
         record = record_of(msg)
+        owner = self._owner_elsewhere(record, runtime.partition)
+        if owner is not None:
+            runtime.orchestrator.forward(record, owner)
+            return
         try:
             runtime.orchestrator.receive(record, now)
         except UnknownDefinition:
@@ -329,6 +365,21 @@ class OrchestratorService:
                 runtime.orchestrator.receive(record, now)
             except UnknownDefinition as exc:
                 runtime.orchestrator.refuse(record, str(exc), now)
+
+    def _owner_elsewhere(self, record: Record, partition: int) -> int | None:
+        """The partition that owns `record`'s key under the current count when it is not
+        `partition`; None when it is, or when the record has no key to place it by (no key,
+        a key that is not text, a partition's own record): those are folded here as ever.
+        So is every record of a partition past the count: this instance's count is older
+        than the topic's (not adopted yet), and forwarding by it would send records back to
+        the partitions an instance with the new count forwarded them from."""
+        key = record.key
+        if key is None or not record.key_is_text or is_partition_record(key):
+            return None
+        if partition >= self.partition_count:
+            return None
+        owner = owner_partition(key, self.partition_count)
+        return None if owner == partition else owner
 
     def _submit(self, work: list[tuple[PartitionRuntime, Batch]]) -> None:
         """Each partition's batch to its own transaction, on the writer's pool; a partition
@@ -353,8 +404,14 @@ class OrchestratorService:
             written = future.result()
             self.metrics.observe_transaction(written.outcome, written.seconds)
             if written.outcome == "committed":
-                self.metrics.inputs.labels("folded").inc(batch.inputs - len(batch.dead_letters))
+                forwarded = len(batch.forwarded)
+                self.metrics.inputs.labels("folded").inc(
+                    batch.inputs - len(batch.dead_letters) - forwarded
+                )
                 self.metrics.inputs.labels("dead_lettered").inc(len(batch.dead_letters))
+                self.metrics.inputs.labels("forwarded").inc(forwarded)
+                if forwarded:
+                    self._log_forwarded(partition, batch)
                 self.metrics.events.inc(len(batch.events))
                 self.metrics.step_transitions.inc(batch.step_transitions())
                 self.notifier.announce(batch)
@@ -367,6 +424,24 @@ class OrchestratorService:
             self.restore_due[partition] = time.monotonic() + (
                 FENCED_RECHECK_S if written.outcome == "fenced" else RESTORE_RETRY_S
             )
+
+    def _log_forwarded(self, partition: int, batch: Batch) -> None:
+        """One line per committed batch that forwarded inputs: to which partitions, and the
+        workflows (the first few) so one can be followed to its owner."""
+        to: dict[int, int] = defaultdict(int)
+        for forwarded in batch.forwarded:
+            to[forwarded.partition] += 1
+        log.info(
+            "inputs forwarded to the partitions that own them",
+            extra={
+                "action": "input_forwarded",
+                "partition": partition,
+                "count": len(batch.forwarded),
+                "to_partitions": dict(sorted(to.items())),
+                "offsets": [batch.forwarded[0].offset, batch.forwarded[-1].offset],
+                "workflow_ids": [f.key for f in batch.forwarded[:LOGGED_IDS]],
+            },
+        )
 
     def _observe(self) -> None:
         """The gauges: instances held, partitions served, and now and then the unread inputs."""

@@ -1,6 +1,7 @@
 """One orchestrator partition's transaction: a batch's events, snapshots, tombstones of pruned
-instances, commands, alerts, dead letters and the checkpoint, committed together (decision
-0061).
+instances, commands, alerts, dead letters, the inputs it forwards to their owner partition and
+the checkpoint, committed together (decision 0061): a forwarded input is written once, or the
+checkpoint stays before it and it is read and forwarded again.
 
 Transactions run on a small pool, never on the loop's thread (decision 0094): each partition
 has its own producer, so the partitions of one poll commit concurrently, and the loop reads
@@ -66,6 +67,14 @@ class BatchWriter:
                 producer.send(topic_name(out.topic), out.key, encode_record(out.record, out.value))
             for letter in batch.dead_letters:
                 producer.send(self.topics.dlq, letter["job_id"], encode("DeadLetter", letter))
+            for forwarded in batch.forwarded:  # unchanged, to the partition that owns the key
+                producer.send(
+                    self.topics.inputs,
+                    forwarded.key,
+                    forwarded.value,
+                    partition=forwarded.partition,
+                    headers=list(forwarded.headers),
+                )
             checkpoint = checkpoint_record(partition, {self.topics.inputs: write.next_input},
                                            write.at_ms)  # fmt: skip
             producer.send(self.topics.state, checkpoint_key(partition),
