@@ -17,6 +17,11 @@ change never outlives its transaction.
 
 Direct producers (definitions written to `jobs.definitions` by anyone but a judge) are folded
 in with `fold_direct`: last writer wins, and a later command is judged against them.
+
+A command read on a partition that does not own its job (a producer placing keys by the
+partition count before a resize, or a command written before it: decision 0211) is not
+judged here: `forward` puts it, unchanged, in the batch for its owner partition, so it leaves
+in the transaction that moves this partition's offset past it (exactly once).
 """
 
 from __future__ import annotations
@@ -50,6 +55,17 @@ class Stored:
     raw: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """A command this partition does not own, to be written unchanged to its owner partition."""
+
+    partition: int  # the owner, among the current partition count
+    key: str
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    offset: int  # where it was read on this partition
+
+
 @dataclass
 class Batch:
     """What one partition's transaction carries besides the commands' offset."""
@@ -58,12 +74,13 @@ class Batch:
     verdicts: list[tuple[str, bytes]] = field(default_factory=list)
     idempotency: list[tuple[str, bytes]] = field(default_factory=list)
     dead_letters: list[tuple[str | None, bytes]] = field(default_factory=list)
+    forwarded: list[Forwarded] = field(default_factory=list)  # in the order they were read
     outcomes: dict[str, int] = field(default_factory=dict)  # by outcome, for the metrics
     requested_at: list[int] = field(default_factory=list)  # of the judged, for the latency
     commands: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.verdicts or self.dead_letters)
+        return bool(self.verdicts or self.dead_letters or self.forwarded)
 
     @classmethod
     def merged(cls, batches: list[Batch]) -> Batch:
@@ -74,6 +91,7 @@ class Batch:
             out.verdicts += batch.verdicts
             out.idempotency += batch.idempotency
             out.dead_letters += batch.dead_letters
+            out.forwarded += batch.forwarded
             out.requested_at += batch.requested_at
             out.commands += batch.commands
             for outcome, count in batch.outcomes.items():
@@ -147,6 +165,14 @@ class PartitionJudge:
             self._judge(command, now_ms)
         except (UndecodableRecord, KeyError, TypeError, ValueError) as exc:
             self._verdict(command, "invalid", None, now_ms, detail=str(exc) or repr(exc))
+
+    def forward(self, record: ReadRecord, owner: int) -> None:
+        """Pass `record` on to partition `owner`, which owns its key: not judged here."""
+        assert record.key is not None, "a record without a key has no owner partition"
+        self.batch.commands += 1
+        self.batch.forwarded.append(
+            Forwarded(owner, record.key, record.value, tuple(record.headers), record.offset)
+        )
 
     def _judge(self, command: JobCommand, now_ms: int) -> None:
         job_id, kind = command["job_id"], command["kind"]

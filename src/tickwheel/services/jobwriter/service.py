@@ -15,6 +15,12 @@ rebalance, which only happens inside a poll, never revokes a partition under one
 A follower consumer (assigned by hand, read_committed) reads the owned partitions of
 `jobs.definitions` from where the restore ended and folds what direct producers wrote (records
 without the writer's header): last writer wins, and the next command is judged against it.
+
+A command read on a partition that does not own its key under the current partition count
+(`partition_count`: a producer with metadata from before a resize, or a command written before
+it; decision 0211) is never judged there: it is forwarded unchanged to its owner partition of
+jobs.commands in the transaction that moves this partition's offset past it, so it is written
+there once and judged by its owner.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from typing import Any
 
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import BULK_READER_FETCH
+from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.placement import is_partition_record, owner_partition
 from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage, TransactionalWriter
 from tickwheel.services.jobwriter.figures import JudgeFigures
@@ -47,6 +55,7 @@ from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
 from tickwheel.services.transactions import Written
+from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.jobwriter")
 
@@ -57,6 +66,8 @@ RESTORE_RETRY_S = 2.0
 # fetch at once, so this is no latency: it is how often an idle consumer asks again (at 5 ms,
 # 200 requests a second per consumer, broker CPU the creates then lack: decision 0152).
 IDLE_FETCH_WAIT_MS = 100
+# A forwarding partition's log line names this many of its jobs at most.
+LOGGED_IDS = 20
 
 
 class JobWriterService:
@@ -71,6 +82,9 @@ class JobWriterService:
         self.clock = clock or SystemClock()
         self.deadline = deadline
         self.topics = JobWriterTopics.declared()
+        # The jobs group's partition count: which partition owns a command, read at each
+        # command (`adopt_partition_count` sets it from the cluster's).
+        self.partition_count = declared_topic("jobs.commands").partitions
         self.running = True
         self.partitions: dict[int, PartitionRuntime] = {}
         self.restore_due: dict[int, float] = {}
@@ -102,6 +116,12 @@ class JobWriterService:
 
     def now_ms(self) -> int:
         return int(self.clock.now() * 1000)
+
+    def adopt_partition_count(self, partitions: int) -> None:
+        """Take `partitions` as the jobs group's partition count (the cluster's, which a
+        resize made larger than the declared one): the owner of each command read from now
+        on. The judges hold no copy of it."""
+        self.partition_count = partitions
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -257,12 +277,32 @@ class JobWriterService:
             offset = msg.offset() or 0
             if offset < runtime.next_command:
                 continue  # fetched before the seek took effect
-            runtime.judge.receive(record_of(msg), now)
+            record = record_of(msg)
+            owner = self._owner_elsewhere(record, runtime.partition)
+            if owner is None:
+                runtime.judge.receive(record, now)
+            else:
+                runtime.judge.forward(record, owner)
             runtime.next_command = offset + 1
         batches = [(runtime, runtime.judge.take()) for runtime in self.partitions.values()
                    if runtime.judge.batch.commands]  # fmt: skip
         if batches:
             self._write(batches)
+
+    def _owner_elsewhere(self, record: Record, partition: int) -> int | None:
+        """The partition that owns `record`'s key under the current count when it is not
+        `partition`; None when it is, or when the record has no key to place it by (no key,
+        a key that is not text, a partition's own record): those are judged here as ever.
+        So is every record of a partition past the count: this instance's count is older
+        than the topic's (not adopted yet), and forwarding by it would send records back to
+        the partitions an instance with the new count forwarded them from."""
+        key = record.key
+        if key is None or not record.key_is_text or is_partition_record(key):
+            return None
+        if partition >= self.partition_count:
+            return None
+        owner = owner_partition(key, self.partition_count)
+        return None if owner == partition else owner
 
     def _write(self, batches: list[tuple[PartitionRuntime, Batch]]) -> None:
         """The poll's transaction; a failure drops every partition it carried (their
@@ -280,6 +320,9 @@ class JobWriterService:
             for outcome, count in taken.outcomes.items():
                 self.judged[outcome] += count
             self.figures.committed(taken, written.seconds, self.now_ms())
+            for runtime, batch in batches:
+                if batch.forwarded:
+                    self._log_forwarded(runtime.partition, batch)
             return
         self.figures.failed_with(written.outcome)
         # A fenced producer is unusable; a failed one may be too (its abort can meet the fence
@@ -292,6 +335,24 @@ class JobWriterService:
             if self.partitions.get(runtime.partition) is runtime:
                 self._restore_later(runtime.partition, FENCED_RECHECK_S
                                     if written.outcome == "fenced" else RESTORE_RETRY_S)  # fmt: skip
+
+    def _log_forwarded(self, partition: int, batch: Batch) -> None:
+        """One line per partition of a committed transaction that forwarded commands: to which
+        partitions, and the jobs (the first few) so one can be followed to its owner."""
+        to: dict[int, int] = defaultdict(int)
+        for forwarded in batch.forwarded:
+            to[forwarded.partition] += 1
+        log.info(
+            "commands forwarded to the partitions that own them",
+            extra={
+                "action": "command_forwarded",
+                "partition": partition,
+                "count": len(batch.forwarded),
+                "to_partitions": dict(sorted(to.items())),
+                "offsets": [batch.forwarded[0].offset, batch.forwarded[-1].offset],
+                "job_ids": [f.key for f in batch.forwarded[:LOGGED_IDS]],
+            },
+        )
 
     def _producer(self) -> TransactionalWriter[Any]:
         if self.producer is None:

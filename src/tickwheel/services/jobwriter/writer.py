@@ -1,6 +1,8 @@
 """A poll's one transaction over every partition it judged (decision 0178): each partition's
-definitions and tombstones, verdicts, idempotency records and dead letters, and the commands'
-next offsets committed to the group with them (`send_offsets`, KIP-447), together.
+definitions and tombstones, verdicts, idempotency records, dead letters and the commands it
+forwards to their owner partition, and the commands' next offsets committed to the group with
+them (`send_offsets`, KIP-447), together: a forwarded command is written once, or the offset
+stays before it and it is read and forwarded again.
 
 The offsets carry the consumer's group generation: once the group has given a partition to
 another judge, this judge's `send_offsets` is refused (the transaction must abort), so a judge
@@ -50,6 +52,14 @@ class BatchWriter:
                     producer.send(topics.idempotency, slot, record)
                 for key, letter in batch.dead_letters:
                     producer.send(topics.dlq, key, letter)
+                for forwarded in batch.forwarded:  # unchanged, to the partition that owns it
+                    producer.send(
+                        topics.commands,
+                        forwarded.key,
+                        forwarded.value,
+                        partition=forwarded.partition,
+                        headers=list(forwarded.headers),
+                    )
             offsets = [TopicPartition(topics.commands, runtime.partition, runtime.next_command)
                        for runtime, _batch in batches]  # fmt: skip
             # Refused once the group's generation moved past this consumer's (KIP-447).
