@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
+from tickwheel.adapters.kafka.placement import step_workflow
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.identity import execution_id as execution_id_of
-from tickwheel.core.placement import step_workflow
 from tickwheel.errors import TickwheelError
 from tickwheel.records import DeadLetter, DeadLetterAction, DeadLetterResolution
 from tickwheel.topology import topic_name

@@ -31,14 +31,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka.admin import NewPartitions
-
-from tickwheel.adapters.kafka.admin import admin_client, observe
+from tickwheel.adapters.kafka.admin import add_partitions, observe
 from tickwheel.adapters.kafka.cluster_roles import group_members
+from tickwheel.adapters.kafka.placement import canonical_key, is_partition_record, owner_partition
 from tickwheel.adapters.kafka.producer import TransactionalProducer
 from tickwheel.adapters.kafka.reader import Record, read_to_end
 from tickwheel.adapters.kafka.topology_changes import read_changes, record_change
-from tickwheel.core.placement import canonical_key, is_partition_record, owner_partition
 from tickwheel.errors import InvalidInput
 from tickwheel.records import TopologyChange
 from tickwheel.services.jobwriter.settings import JobWriterSettings
@@ -161,16 +159,10 @@ class Resize:
             time.sleep(1.0)
 
     def _add_partitions(self, counts: dict[str, int]) -> None:
-        short = [s for s in self.specs if counts[s.name] < self.new]
+        short = [s.name for s in self.specs if counts[s.name] < self.new]
         if short:
-            admin = admin_client(self.bootstrap)
-            futures = admin.create_partitions([NewPartitions(s.name, self.new) for s in short])
-            for name, future in futures.items():
-                try:
-                    future.result(timeout=30)
-                except Exception as exc:  # added by a run before this one, in a race
-                    if "INVALID_PARTITIONS" not in str(exc):
-                        raise
+            add_partitions(short, self.new, self.bootstrap)
+            for name in short:
                 self.say(f"  {name}: {counts[name]} -> {self.new} partitions")
         deadline = time.monotonic() + PARTITIONS_SEEN_WITHIN_S
         while True:

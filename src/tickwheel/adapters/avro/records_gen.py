@@ -61,8 +61,10 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("WorkflowDefinition", "WorkflowInput", "WorkflowEvent", "WorkflowSnapshot"),
     ),
     "alerts": ("the watchdog's alerts (alerts, watchdog.*)", ("Alert",)),
-    "topology": ("changes to the partition count of a co-partition group (topology.changes)",
-                 ("TopologyChange",)),
+    "topology": (
+        "changes to the partition count of a co-partition group (topology.changes)",
+        ("TopologyChange",),
+    ),
     "api": (
         "the HTTP API's keys, idempotency records and audit events (api.*)",
         ("ApiKey", "IdempotencyRecord", "ApiAuditEvent"),

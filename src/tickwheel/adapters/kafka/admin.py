@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from tickwheel.adapters.kafka.config import bootstrap_servers, bootstrap_source, client_overrides
 from tickwheel.adapters.kafka.topology_changes import amended, read_changes
@@ -293,3 +293,15 @@ def verify_topology(
     if problems:
         raise TopologyMismatch(problems)
     return specs
+
+
+def add_partitions(topics: list[str], count: int, bootstrap: str | None = None) -> None:
+    """Grow each of `topics` to `count` partitions (a topic at `count` already is left as it
+    is: a run before this one added them)."""
+    futures = admin_client(bootstrap).create_partitions([NewPartitions(t, count) for t in topics])
+    for future in futures.values():
+        try:
+            future.result(timeout=30)
+        except KafkaException as exc:
+            if "INVALID_PARTITIONS" not in str(exc):
+                raise

@@ -35,9 +35,9 @@ from typing import Any
 
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import BULK_READER_FETCH
+from tickwheel.adapters.kafka.placement import foreign_owner
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.core.placement import is_partition_record, owner_partition
 from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage, TransactionalWriter
 from tickwheel.services.jobwriter.figures import JudgeFigures
@@ -55,6 +55,7 @@ from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
 from tickwheel.services.transactions import Written
+from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.jobwriter")
@@ -134,7 +135,9 @@ class JobWriterService:
     def run(self) -> None:
         from tickwheel.adapters.kafka.admin import verify_topology
 
-        verify_topology(bootstrap=self.settings.bootstrap)
+        specs = verify_topology(bootstrap=self.settings.bootstrap)
+        # The cluster's count: a resize may have grown it past the file's (decision 0211).
+        self.adopt_partition_count(group_partitions(specs) or self.partition_count)
         if self.settings.metrics_port:  # loopback unless the address says otherwise
             self.figures.metrics.serve(
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
@@ -290,19 +293,10 @@ class JobWriterService:
             self._write(batches)
 
     def _owner_elsewhere(self, record: Record, partition: int) -> int | None:
-        """The partition that owns `record`'s key under the current count when it is not
-        `partition`; None when it is, or when the record has no key to place it by (no key,
-        a key that is not text, a partition's own record): those are judged here as ever.
-        So is every record of a partition past the count: this instance's count is older
-        than the topic's (not adopted yet), and forwarding by it would send records back to
-        the partitions an instance with the new count forwarded them from."""
-        key = record.key
-        if key is None or not record.key_is_text or is_partition_record(key):
-            return None
-        if partition >= self.partition_count:
-            return None
-        owner = owner_partition(key, self.partition_count)
-        return None if owner == partition else owner
+        """Where `record` is to be forwarded, if another partition owns it (a key that is not
+        text is nobody's: handled here as ever)."""
+        key = record.key if record.key_is_text else None
+        return foreign_owner(key, partition, self.partition_count)
 
     def _write(self, batches: list[tuple[PartitionRuntime, Batch]]) -> None:
         """The poll's transaction; a failure drops every partition it carried (their

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.placement import step_key
 from tickwheel.adapters.kafka.reader import Record
-from tickwheel.core.placement import step_key
 from tickwheel.core.workflow import TERMINAL, WorkflowState, effects, initial_state
 from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.wire import input_of_record

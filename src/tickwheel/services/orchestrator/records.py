@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from tickwheel.core.placement import PARTITION_KEY_PREFIX
+from tickwheel.adapters.kafka.placement import PARTITION_KEY_PREFIX
 from tickwheel.core.watchdog import plain_alert
 from tickwheel.core.workflow import (
     CancelExecution,
@@ -42,6 +42,8 @@ CHECKPOINT_PREFIX = PARTITION_KEY_PREFIX
 # command and snapshot of a batch is encoded (the same text as json.dumps would write).
 _EVENT_DATA_JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def checkpoint_key(partition: int) -> str:
     return f"{CHECKPOINT_PREFIX}{partition}"
 

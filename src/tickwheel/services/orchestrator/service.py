@@ -36,9 +36,9 @@ from typing import Any
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
+from tickwheel.adapters.kafka.placement import foreign_owner
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.core.placement import is_partition_record, owner_partition
 from tickwheel.errors import InvalidInput
 from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients
@@ -63,6 +63,7 @@ from tickwheel.services.timer.gate import record_of
 from tickwheel.services.timer.restore import BackgroundRestores
 from tickwheel.services.transactions import Written
 from tickwheel.services.webhooks import WebhookSink, sink_guard
+from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.orchestrator")
@@ -160,7 +161,9 @@ class OrchestratorService:
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
-        verify_topology(bootstrap=self.settings.bootstrap)
+        specs = verify_topology(bootstrap=self.settings.bootstrap)
+        # The cluster's count: a resize may have grown it past the file's (decision 0211).
+        self.adopt_partition_count(group_partitions(specs) or self.partition_count)
         if self.settings.metrics_port:
             self.metrics.serve(
                 self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
@@ -367,19 +370,10 @@ class OrchestratorService:
                 runtime.orchestrator.refuse(record, str(exc), now)
 
     def _owner_elsewhere(self, record: Record, partition: int) -> int | None:
-        """The partition that owns `record`'s key under the current count when it is not
-        `partition`; None when it is, or when the record has no key to place it by (no key,
-        a key that is not text, a partition's own record): those are folded here as ever.
-        So is every record of a partition past the count: this instance's count is older
-        than the topic's (not adopted yet), and forwarding by it would send records back to
-        the partitions an instance with the new count forwarded them from."""
-        key = record.key
-        if key is None or not record.key_is_text or is_partition_record(key):
-            return None
-        if partition >= self.partition_count:
-            return None
-        owner = owner_partition(key, self.partition_count)
-        return None if owner == partition else owner
+        """Where `record` is to be forwarded, if another partition owns it (a key that is not
+        text is nobody's: handled here as ever)."""
+        key = record.key if record.key_is_text else None
+        return foreign_owner(key, partition, self.partition_count)
 
     def _submit(self, work: list[tuple[PartitionRuntime, Batch]]) -> None:
         """Each partition's batch to its own transaction, on the writer's pool; a partition

@@ -11,9 +11,9 @@ from typing import Any, Literal, cast, overload
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.placement import foreign_owner
 from tickwheel.adapters.kafka.reader import Record, decode_key
 from tickwheel.core.definition_record import check_definition_record
-from tickwheel.core.placement import owner_partition
 from tickwheel.core.timer.commands import RejectedCommand
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.kafka import ReadRecord
@@ -58,9 +58,10 @@ class RecordGate:
         self.partition_count = partition_count
         self.resized = resized
 
-    def owner(self, key: str) -> int:
-        """The partition that owns `key` now."""
-        return owner_partition(key, self.partition_count)
+    def foreign_owner(self, key: str | None, partition: int) -> int | None:
+        """Where an input of `partition` with `key` is to be forwarded, if another partition
+        owns it now; never before a resize was recorded (decision 0211)."""
+        return foreign_owner(key, partition, self.partition_count) if self.resized else None
 
     @overload
     def decode(

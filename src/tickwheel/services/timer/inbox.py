@@ -13,8 +13,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from tickwheel.adapters.kafka.placement import canonical_key
 from tickwheel.adapters.kafka.reader import Record
-from tickwheel.core.placement import canonical_key
 from tickwheel.core.timer.workflow_steps import is_workflow_command
 from tickwheel.ports.kafka import ReadRecord
 from tickwheel.records import TimerCommand
@@ -55,8 +55,8 @@ class CommandInbox:
             self._done(runtime, record.offset)
             return
         if self.gate.resized:
-            owner = self.gate.owner(command["job_id"])
-            if owner != runtime.partition:
+            owner = self.gate.foreign_owner(command["job_id"], runtime.partition)
+            if owner is not None:
                 self._forward(runtime, record, command, owner)
                 return
             # A workflow's step key placed by the count before a resize: its state goes by

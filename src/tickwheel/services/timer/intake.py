@@ -166,8 +166,8 @@ class Intake:
             key = raw.decode()
         except UnicodeDecodeError:
             return None
-        owner = self.gate.owner(key)
-        if owner == partition:
+        owner = self.gate.foreign_owner(key, partition)
+        if owner is None:
             return None
         # Workers' events carry no headers (their producer sets none).
         return Forward(self.topics.events, key, msg.value(), owner, [])

@@ -18,8 +18,8 @@ import pytest
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryClients
 from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.placement import owner_partition
 from tickwheel.clock import FakeClock
-from tickwheel.core.placement import owner_partition
 from tickwheel.ports.kafka import ReadRecord
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.jobwriter import service as service_module

@@ -13,6 +13,7 @@ import pytest
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.placement import step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import initial_state, input_from_json, parse_definition, step
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
@@ -21,7 +22,6 @@ from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.partition import PartitionOrchestrator, UnknownDefinition
-from tickwheel.core.placement import step_key
 from tickwheel.services.orchestrator.records import state_of_snapshot
 
 GOLDEN = Path(__file__).resolve().parents[2] / "core" / "workflow" / "workflow_golden"

@@ -18,8 +18,8 @@ from tests.unit.services.orchestrator.test_orchestrator_pruning import ONE_STEP,
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryClients
 from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.placement import owner_partition
 from tickwheel.clock import FakeClock
-from tickwheel.core.placement import owner_partition
 from tickwheel.core.workflow import Start
 from tickwheel.core.workflow.wire import input_record
 from tickwheel.ports.kafka import ReadRecord

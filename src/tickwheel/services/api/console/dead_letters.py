@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from tickwheel.core.placement import step_workflow
+from tickwheel.adapters.kafka.placement import step_workflow
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.access import console_backend

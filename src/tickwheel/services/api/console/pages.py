@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from tickwheel.core.placement import step_workflow
+from tickwheel.adapters.kafka.placement import step_workflow
 from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.calendars import uses_calendar
 from tickwheel.services.api.console import models, reads, svg

@@ -60,3 +60,15 @@ def canonical_key(key: str, partitions: int) -> str:
     its workflow's step key now; every other key is itself."""
     workflow = step_workflow(key)
     return key if workflow is None else step_key(workflow, partitions)
+
+
+def foreign_owner(key: str | None, partition: int, partitions: int) -> int | None:
+    """The partition that owns an input read from `partition` when it is another one: the
+    record is to be forwarded there (decision 0211). None when `partition` owns it, and for a
+    record with nothing to place it by (no key, a partition's own record), and for a partition
+    past `partitions`: the reader's count is older than the topic's (not adopted yet), and
+    forwarding by it would send records back where an up-to-date reader sent them from."""
+    if key is None or is_partition_record(key) or partition >= partitions:
+        return None
+    owner = owner_partition(key, partitions)
+    return None if owner == partition else owner

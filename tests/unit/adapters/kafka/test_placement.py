@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.core.placement import (
+from tickwheel.adapters.kafka.placement import (
     canonical_key,
     is_partition_record,
     owner_partition,
