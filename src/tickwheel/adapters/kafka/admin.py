@@ -298,7 +298,8 @@ def verify_topology(
 def add_partitions(topics: list[str], count: int, bootstrap: str | None = None) -> None:
     """Grow each of `topics` to `count` partitions (a topic at `count` already is left as it
     is: a run before this one added them)."""
-    futures = admin_client(bootstrap).create_partitions([NewPartitions(t, count) for t in topics])
+    admin = admin_client(bootstrap)  # held until the answers: a dropped client cancels them
+    futures = admin.create_partitions([NewPartitions(t, count) for t in topics])
     for future in futures.values():
         try:
             future.result(timeout=30)
