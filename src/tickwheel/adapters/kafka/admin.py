@@ -288,8 +288,10 @@ def verify_topology(
     """The declaration as the cluster's recorded resizes amend it (decision 0211); raise
     TopologyMismatch naming every difference, and any resize under way. Services call this at
     start-up and take their partition counts from what it returns."""
-    specs, problems = amended(specs or load_topology(), read_changes(bootstrap))
-    problems = differences(specs, observe(specs, bootstrap)) + problems
+    specs, under_way = amended(specs or load_topology(), read_changes(bootstrap))
+    if under_way:  # partition counts mid-resize differ as they must: only the resize is said
+        raise TopologyMismatch(under_way)
+    problems = differences(specs, observe(specs, bootstrap))
     if problems:
         raise TopologyMismatch(problems)
     return specs
