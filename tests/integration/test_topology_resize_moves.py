@@ -17,9 +17,9 @@ from tests.integration.timer_harness import (
     wait_until,
 )
 from tickwheel.adapters.kafka.admin import verify_topology
+from tickwheel.adapters.kafka.placement import is_partition_record, owner_partition
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.adapters.kafka.topology_changes import read_changes
-from tickwheel.core.placement import is_partition_record, owner_partition
 from tickwheel.errors import InvalidInput, TopologyMismatch
 from tickwheel.services.resize import Resize
 from tickwheel.topology import JOBS_GROUP, group_partitions, topic_name

@@ -131,8 +131,11 @@ CHAOS_DEFINITION = {
 }
 
 
-def start_instances(bootstrap: str, count: int, first: int = 0, tag: str = "chaos") -> list[str]:
-    """Start `count` instances of CHAOS_DEFINITION, numbered from `first`; their ids."""
+def start_instances(
+    bootstrap: str, count: int, first: int = 0, tag: str = "chaos", definition_id: str = "chaos"
+) -> list[str]:
+    """Start `count` instances of version 1 of `definition_id` (CHAOS_DEFINITION unless
+    told), numbered from `first`; their ids."""
     producer = EventProducer(bootstrap)
     ids = [f"{tag}-{i:04d}" for i in range(first, first + count)]
     now = int(time.time() * 1000)
@@ -141,7 +144,7 @@ def start_instances(bootstrap: str, count: int, first: int = 0, tag: str = "chao
             workflow_id,
             Start(now, {"i": workflow_id}),
             f"test:{workflow_id}",
-            definition_id="chaos",
+            definition_id=definition_id,
             definition_version=1,
         )
         producer.send(topic_name("workflows.inputs"), workflow_id, encode("WorkflowInput", record))
