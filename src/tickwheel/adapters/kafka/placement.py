@@ -11,6 +11,10 @@ workflow uses under the new count.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from tickwheel.adapters.kafka.partitioner import partition_for
@@ -72,3 +76,40 @@ def foreign_owner(key: str | None, partition: int, partitions: int) -> int | Non
         return None
     owner = owner_partition(key, partitions)
     return None if owner == partition else owner
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """An input found on a partition that does not own its key (written before a resize, or
+    by a producer that has not seen it yet), to send on unchanged to its owner in the
+    transaction that moves the reader past it (decision 0211)."""
+
+    topic: str
+    key: str | None
+    value: bytes | None
+    partition: int  # the owner, among the current partition count
+    offset: int  # where it was read
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+# Keys named in a forwarding log line, so that one can be followed to its owner.
+LOGGED_KEYS = 20
+
+
+def log_forwards(log: logging.Logger, partition: int, forwards: Sequence[Forward]) -> None:
+    """One line for the forwards of a committed transaction of `partition`."""
+    if not forwards:
+        return
+    to = Counter(forward.partition for forward in forwards)
+    log.info(
+        "inputs forwarded to the partitions that own them",
+        extra={
+            "action": "input_forwarded",
+            "partition": partition,
+            "topic": forwards[0].topic,
+            "count": len(forwards),
+            "to_partitions": dict(sorted(to.items())),
+            "offsets": [forwards[0].offset, forwards[-1].offset],
+            "keys": [forward.key for forward in forwards[:LOGGED_KEYS]],
+        },
+    )

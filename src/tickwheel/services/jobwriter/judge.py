@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.placement import Forward
 from tickwheel.ports.kafka import ReadRecord
 from tickwheel.records import (
     IdempotencyRecord,
@@ -55,17 +56,6 @@ class Stored:
     raw: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Forwarded:
-    """A command this partition does not own, to be written unchanged to its owner partition."""
-
-    partition: int  # the owner, among the current partition count
-    key: str
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...]
-    offset: int  # where it was read on this partition
-
-
 @dataclass
 class Batch:
     """What one partition's transaction carries besides the commands' offset."""
@@ -74,7 +64,7 @@ class Batch:
     verdicts: list[tuple[str, bytes]] = field(default_factory=list)
     idempotency: list[tuple[str, bytes]] = field(default_factory=list)
     dead_letters: list[tuple[str | None, bytes]] = field(default_factory=list)
-    forwarded: list[Forwarded] = field(default_factory=list)  # in the order they were read
+    forwarded: list[Forward] = field(default_factory=list)  # in the order they were read
     outcomes: dict[str, int] = field(default_factory=dict)  # by outcome, for the metrics
     requested_at: list[int] = field(default_factory=list)  # of the judged, for the latency
     commands: int = 0
@@ -171,7 +161,9 @@ class PartitionJudge:
         assert record.key is not None, "a record without a key has no owner partition"
         self.batch.commands += 1
         self.batch.forwarded.append(
-            Forwarded(owner, record.key, record.value, tuple(record.headers), record.offset)
+            Forward(
+                record.topic, record.key, record.value, owner, record.offset, tuple(record.headers)
+            )
         )
 
     def _judge(self, command: JobCommand, now_ms: int) -> None:

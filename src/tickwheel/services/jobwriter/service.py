@@ -35,7 +35,7 @@ from typing import Any
 
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import BULK_READER_FETCH
-from tickwheel.adapters.kafka.placement import foreign_owner
+from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
@@ -68,7 +68,6 @@ RESTORE_RETRY_S = 2.0
 # 200 requests a second per consumer, broker CPU the creates then lack: decision 0152).
 IDLE_FETCH_WAIT_MS = 100
 # A forwarding partition's log line names this many of its jobs at most.
-LOGGED_IDS = 20
 
 
 class JobWriterService:
@@ -316,7 +315,7 @@ class JobWriterService:
             self.figures.committed(taken, written.seconds, self.now_ms())
             for runtime, batch in batches:
                 if batch.forwarded:
-                    self._log_forwarded(runtime.partition, batch)
+                    log_forwards(log, runtime.partition, batch.forwarded)
             return
         self.figures.failed_with(written.outcome)
         # A fenced producer is unusable; a failed one may be too (its abort can meet the fence
@@ -329,24 +328,6 @@ class JobWriterService:
             if self.partitions.get(runtime.partition) is runtime:
                 self._restore_later(runtime.partition, FENCED_RECHECK_S
                                     if written.outcome == "fenced" else RESTORE_RETRY_S)  # fmt: skip
-
-    def _log_forwarded(self, partition: int, batch: Batch) -> None:
-        """One line per partition of a committed transaction that forwarded commands: to which
-        partitions, and the jobs (the first few) so one can be followed to its owner."""
-        to: dict[int, int] = defaultdict(int)
-        for forwarded in batch.forwarded:
-            to[forwarded.partition] += 1
-        log.info(
-            "commands forwarded to the partitions that own them",
-            extra={
-                "action": "command_forwarded",
-                "partition": partition,
-                "count": len(batch.forwarded),
-                "to_partitions": dict(sorted(to.items())),
-                "offsets": [batch.forwarded[0].offset, batch.forwarded[-1].offset],
-                "job_ids": [f.key for f in batch.forwarded[:LOGGED_IDS]],
-            },
-        )
 
     def _producer(self) -> TransactionalWriter[Any]:
         if self.producer is None:

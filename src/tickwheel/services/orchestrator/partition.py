@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
-from tickwheel.adapters.kafka.placement import step_key
+from tickwheel.adapters.kafka.placement import Forward, step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import TERMINAL, WorkflowState, effects, initial_state
 from tickwheel.core.workflow.fold import decide_folded
@@ -74,17 +74,6 @@ STEP_TRANSITIONS = frozenset({
 })  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Forwarded:
-    """An input this partition does not own, to be written unchanged to its owner partition."""
-
-    partition: int  # the owner, among the current partition count
-    key: str
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...]
-    offset: int  # where it was read on this partition
-
-
 @dataclass
 class Batch:
     """What one transaction of a partition carries (besides its checkpoint)."""
@@ -95,7 +84,7 @@ class Batch:
     outgoing: list[Outgoing] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # instances whose snapshot is tombstoned
-    forwarded: list[Forwarded] = field(default_factory=list)  # in the order they were read
+    forwarded: list[Forward] = field(default_factory=list)  # in the order they were read
     inputs: int = 0
 
     def __bool__(self) -> bool:
@@ -223,7 +212,9 @@ class PartitionOrchestrator:
         assert record.key is not None, "a record without a key has no owner partition"
         self.batch.inputs += 1
         self.batch.forwarded.append(
-            Forwarded(owner, record.key, record.value, record.headers, record.offset)
+            Forward(
+                record.topic, record.key, record.value, owner, record.offset, tuple(record.headers)
+            )
         )
 
     def refuse(self, record: Record, reason: str, now_ms: int) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
-from tickwheel.adapters.kafka.placement import foreign_owner
+from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
@@ -80,7 +80,6 @@ MAX_PENDING_INPUTS = 5000
 # commit's end is noticed at once (a step-to-step hop may be waiting in that batch).
 WAITING_POLL_S = 0.001
 # A forwarding batch's log line names this many of its workflows at most.
-LOGGED_IDS = 20
 
 
 class OrchestratorService:
@@ -405,7 +404,7 @@ class OrchestratorService:
                 self.metrics.inputs.labels("dead_lettered").inc(len(batch.dead_letters))
                 self.metrics.inputs.labels("forwarded").inc(forwarded)
                 if forwarded:
-                    self._log_forwarded(partition, batch)
+                    log_forwards(log, partition, batch.forwarded)
                 self.metrics.events.inc(len(batch.events))
                 self.metrics.step_transitions.inc(batch.step_transitions())
                 self.notifier.announce(batch)
@@ -418,24 +417,6 @@ class OrchestratorService:
             self.restore_due[partition] = time.monotonic() + (
                 FENCED_RECHECK_S if written.outcome == "fenced" else RESTORE_RETRY_S
             )
-
-    def _log_forwarded(self, partition: int, batch: Batch) -> None:
-        """One line per committed batch that forwarded inputs: to which partitions, and the
-        workflows (the first few) so one can be followed to its owner."""
-        to: dict[int, int] = defaultdict(int)
-        for forwarded in batch.forwarded:
-            to[forwarded.partition] += 1
-        log.info(
-            "inputs forwarded to the partitions that own them",
-            extra={
-                "action": "input_forwarded",
-                "partition": partition,
-                "count": len(batch.forwarded),
-                "to_partitions": dict(sorted(to.items())),
-                "offsets": [batch.forwarded[0].offset, batch.forwarded[-1].offset],
-                "workflow_ids": [f.key for f in batch.forwarded[:LOGGED_IDS]],
-            },
-        )
 
     def _observe(self) -> None:
         """The gauges: instances held, partitions served, and now and then the unread inputs."""

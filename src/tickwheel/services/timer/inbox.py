@@ -13,13 +13,13 @@ import logging
 import time
 from collections.abc import Callable
 
-from tickwheel.adapters.kafka.placement import canonical_key
+from tickwheel.adapters.kafka.placement import Forward, canonical_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.timer.workflow_steps import is_workflow_command
 from tickwheel.ports.kafka import ReadRecord
 from tickwheel.records import TimerCommand
 from tickwheel.services.timer.gate import RecordGate
-from tickwheel.services.timer.runtime import Forward, HeldCommand, PartitionRuntime
+from tickwheel.services.timer.runtime import HeldCommand, PartitionRuntime
 
 log = logging.getLogger("tickwheel.timer")
 
@@ -89,7 +89,7 @@ class CommandInbox:
                 return
             runtime.held_commands.popleft()
             if held.forward_to is not None:
-                self._send_on(runtime, held.key, held.raw, held.forward_to)
+                self._send_on(runtime, held.key, held.raw, held.forward_to, held.offset)
                 self._done(runtime, held.offset)
                 continue
             self._apply(runtime, held.offset, held.key, held.raw, held.command, now)
@@ -103,18 +103,14 @@ class CommandInbox:
             runtime.held_commands.append(HeldCommand(
                 record.offset, record.key, record.value or b"", command, 0, 0.0, owner))  # fmt: skip
             return
-        self._send_on(runtime, record.key, record.value, owner)
+        self._send_on(runtime, record.key, record.value, owner, record.offset)
         self._done(runtime, record.offset)
 
     def _send_on(
-        self, runtime: PartitionRuntime, key: str | None, raw: bytes | None, owner: int
-    ) -> None:
-        runtime.forwards.append(Forward(self.commands_topic, key, raw, owner, []))
-        log.info(
-            "command forwarded to the partition that owns it",
-            extra={"action": "input_forwarded", "partition": runtime.partition, "to": owner,
-                   "topic": self.commands_topic, "key": key},
-        )  # fmt: skip
+        self, runtime: PartitionRuntime, key: str | None, raw: bytes | None, owner: int,
+        offset: int,
+    ) -> None:  # fmt: skip
+        runtime.forwards.append(Forward(self.commands_topic, key, raw, owner, offset))
 
     def _gave_up(self, partition: int, held: HeldCommand) -> bool:
         if time.monotonic() >= held.give_up_at:

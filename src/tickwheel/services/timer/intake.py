@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tickwheel.adapters.kafka.client import TopicPartition
+from tickwheel.adapters.kafka.placement import Forward
 from tickwheel.ports.kafka import GroupConsumer, KafkaMessage, ReadRecord
 from tickwheel.records import ExecutionEvent
 from tickwheel.services.timer.event_codec import decode_event
 from tickwheel.services.timer.gate import RecordGate, record_of
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
-from tickwheel.services.timer.runtime import Forward, PartitionRuntime, TimerTopics
+from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics
 
 WORKER_EVENTS = frozenset(("leased", "heartbeat", "succeeded", "failed", "cancelled"))
 # Records taken from a consumer per call.
@@ -170,7 +171,7 @@ class Intake:
         if owner is None:
             return None
         # Workers' events carry no headers (their producer sets none).
-        return Forward(self.topics.events, key, msg.value(), owner, [])
+        return Forward(self.topics.events, key, msg.value(), owner, msg.offset() or 0)
 
     @staticmethod
     def _decide_event(runtime: PartitionRuntime, event: ExecutionEvent, now: int) -> None:

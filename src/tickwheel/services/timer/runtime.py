@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.client import TopicPartition
+from tickwheel.adapters.kafka.placement import Forward
 from tickwheel.core.timer.request_log import RequestLog, bursting
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import TransactionalWriter
@@ -49,19 +50,6 @@ class HeldCommand:
     # Set for a command this partition does not own (decision 0211): when its turn comes it
     # is forwarded to that partition, not applied.
     forward_to: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Forward:
-    """An input found on a partition that does not own its key (written before a resize, or
-    by a producer that has not seen it yet): sent on to its owner in the transaction that
-    moves this partition past it (decision 0211)."""
-
-    topic: str
-    key: str | None
-    value: bytes | None
-    partition: int
-    headers: list[tuple[str, bytes]]
 
 
 class PartitionRuntime:

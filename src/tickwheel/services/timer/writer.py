@@ -13,6 +13,7 @@ from typing import Literal
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
+from tickwheel.adapters.kafka.placement import Forward, log_forwards
 from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.core.timer.request_log import SEQ_HEADER, first_offset_recorder
 from tickwheel.core.timer.writes import PartitionWrites
@@ -36,6 +37,7 @@ class Sent:
     emission: PartitionWrites
     seq: int
     first_offsets: dict[str, int]
+    forwards: list[Forward]
 
 
 class TransactionWriter:
@@ -72,7 +74,7 @@ class TransactionWriter:
             producer.begin()
             for forward in forwards:
                 producer.send(forward.topic, forward.key, forward.value, forward.partition,
-                              forward.headers)  # fmt: skip
+                              list(forward.headers))  # fmt: skip
             seq = runtime.log.seq + 1
             headers = [(SEQ_HEADER, str(seq).encode())]
             # Where this transaction's first request lands on each topic: the request log's
@@ -129,7 +131,7 @@ class TransactionWriter:
             )
         except KafkaException as exc:
             return self._failed(runtime, exc)
-        return Sent(runtime, emission, seq, first_offsets)
+        return Sent(runtime, emission, seq, first_offsets, forwards)
 
     def finish(self, sent: Sent) -> Outcome:
         """The second half of `commit`: commit the transaction `send` filled, then record what
@@ -141,6 +143,7 @@ class TransactionWriter:
         except KafkaException as exc:
             return self._failed(runtime, exc)
         runtime.inputs_moved = False
+        log_forwards(log, runtime.partition, sent.forwards)
         encoded = runtime.encoded_requests
         if len(encoded) > MAX_ENCODED_REQUESTS:
             encoded.clear()  # a safety net only: each job's go with its next state
