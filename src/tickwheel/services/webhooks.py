@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -104,3 +105,24 @@ def allowed_networks(variable: str, text: str) -> tuple[IPNetwork, ...]:
         return tuple(ipaddress.ip_network(n, strict=False) for n in entries)
     except ValueError as exc:
         raise InvalidInput(variable, f"{exc}; accepted: CIDRs, e.g. 10.20.0.0/16") from None
+
+
+# The watchdog's alert sinks, as the environment configures them: read by the watchdog, which
+# delivers to them, and by the console, which lists and tests them (one reading of each).
+ALERT_WEBHOOKS_VAR = "TICKWHEEL_WATCHDOG_WEBHOOKS"
+ALERT_WEBHOOK_SECRET_VAR = "TICKWHEEL_WATCHDOG_WEBHOOK_SECRET"
+ALERT_WEBHOOK_NETWORKS_VAR = "TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS"
+
+
+def alert_webhook_urls() -> list[str]:
+    return [u.strip() for u in os.environ.get(ALERT_WEBHOOKS_VAR, "").split(",") if u.strip()]
+
+
+def alert_webhook_secret() -> str:
+    return os.environ.get(ALERT_WEBHOOK_SECRET_VAR, "")
+
+
+def alert_webhook_networks() -> tuple[IPNetwork, ...]:
+    return allowed_networks(
+        ALERT_WEBHOOK_NETWORKS_VAR, os.environ.get(ALERT_WEBHOOK_NETWORKS_VAR, "")
+    )

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -52,6 +53,13 @@ def decode_key(raw: bytes | None) -> tuple[str | None, bool]:
         return raw.decode(), True
     except UnicodeDecodeError:
         return raw.decode(errors="backslashreplace"), False
+
+
+def record_of(msg: Any) -> Record:
+    """A consumed message as a Record (its key decoded, or marked as not text)."""
+    key, key_is_text = decode_key(msg.key())
+    return Record(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), 0,
+                  tuple(msg.headers() or ()), key_is_text)  # fmt: skip
 
 
 def partition_count(topic: str, bootstrap: str | None = None) -> int:

@@ -36,7 +36,7 @@ from typing import Any
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.config import BULK_READER_FETCH
 from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
-from tickwheel.adapters.kafka.reader import Record
+from tickwheel.adapters.kafka.reader import Record, record_of
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage, TransactionalWriter
@@ -51,9 +51,8 @@ from tickwheel.services.jobwriter.restore import (
 )
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.jobwriter.writer import BatchWriter
+from tickwheel.services.runtime.restores import BackgroundRestores
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
-from tickwheel.services.timer.gate import record_of
-from tickwheel.services.timer.restore import BackgroundRestores
 from tickwheel.services.transactions import Written
 from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic

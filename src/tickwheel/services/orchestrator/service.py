@@ -37,7 +37,7 @@ from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
-from tickwheel.adapters.kafka.reader import Record
+from tickwheel.adapters.kafka.reader import Record, record_of
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
 from tickwheel.logs import configure_logging
@@ -58,9 +58,8 @@ from tickwheel.services.orchestrator.settings import (
     OrchestratorSettings,
 )
 from tickwheel.services.orchestrator.writer import BatchWriter, Write
+from tickwheel.services.runtime.restores import BackgroundRestores
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
-from tickwheel.services.timer.gate import record_of
-from tickwheel.services.timer.restore import BackgroundRestores
 from tickwheel.services.transactions import Written
 from tickwheel.services.webhooks import WebhookSink, sink_guard
 from tickwheel.topology import group_partitions

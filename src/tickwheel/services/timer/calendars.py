@@ -148,7 +148,7 @@ class CalendarFollower:
 
     def _apply(self, msg: KafkaMessage) -> bool:
         from tickwheel.adapters.avro import UndecodableRecord, decode
-        from tickwheel.services.timer.gate import record_of
+        from tickwheel.adapters.kafka.reader import record_of
 
         record = record_of(msg)
         if record.key is None or not record.key_is_text:

@@ -12,7 +12,6 @@ from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.placement import foreign_owner
-from tickwheel.adapters.kafka.reader import Record, decode_key
 from tickwheel.core.definition_record import check_definition_record
 from tickwheel.core.timer.commands import RejectedCommand
 from tickwheel.errors import InvalidInput
@@ -33,13 +32,6 @@ log = logging.getLogger("tickwheel.timer")
 # network counts as allowed.
 ANY_NETWORK = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 DeadLetters = list[DeadLetter]
-
-
-def record_of(msg: Any) -> Record:
-    """A consumed message as a Record (its key decoded, or marked as not text)."""
-    key, key_is_text = decode_key(msg.key())
-    return Record(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), 0,
-                  tuple(msg.headers() or ()), key_is_text)  # fmt: skip
 
 
 class RecordGate:

@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.placement import Forward
+from tickwheel.adapters.kafka.reader import record_of
 from tickwheel.ports.kafka import GroupConsumer, KafkaMessage, ReadRecord
 from tickwheel.records import ExecutionEvent
 from tickwheel.services.timer.event_codec import decode_event
-from tickwheel.services.timer.gate import RecordGate, record_of
+from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics

@@ -28,6 +28,7 @@ from tickwheel.adapters.kafka.topology_changes import read_changes
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, ReadRecord
+from tickwheel.services.runtime.restores import BackgroundRestores
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
 from tickwheel.services.timer.calendars import CalendarFollower
 from tickwheel.services.timer.gate import RecordGate
@@ -35,7 +36,7 @@ from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.intake import Intake
 from tickwheel.services.timer.metrics import TimerMetrics
-from tickwheel.services.timer.restore import BackgroundRestores, PartitionRestorer
+from tickwheel.services.timer.restore import PartitionRestorer
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics, burst_elsewhere
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.services.timer.writer import Outcome, Sent, TransactionWriter

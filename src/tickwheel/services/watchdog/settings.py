@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import ipaddress
-import os
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.config import bootstrap_servers
 from tickwheel.core.targets import IPNetwork
 from tickwheel.core.watchdog import Thresholds
 from tickwheel.environment import env_int, env_ms, env_seconds
-from tickwheel.errors import InvalidInput
-
-
-def _networks(name: str) -> tuple[IPNetwork, ...]:
-    entries = [n.strip() for n in os.environ.get(name, "").split(",") if n.strip()]
-    try:
-        return tuple(ipaddress.ip_network(n, strict=False) for n in entries)
-    except ValueError as exc:
-        raise InvalidInput(name, f"{exc}; accepted: CIDRs, e.g. 10.20.0.0/16") from None
+from tickwheel.services.webhooks import (
+    alert_webhook_networks,
+    alert_webhook_secret,
+    alert_webhook_urls,
+)
 
 
 @dataclass
@@ -57,18 +51,9 @@ class WatchdogSettings:
     metrics_port: int = field(
         default_factory=lambda: env_int("TICKWHEEL_METRICS_PORT", 0, minimum=0)
     )
-    webhooks: list[str] = field(
-        default_factory=lambda: [
-            u.strip() for u in os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOKS", "").split(",")
-            if u.strip()
-        ]
-    )  # fmt: skip
-    webhook_secret: str = field(
-        default_factory=lambda: os.environ.get("TICKWHEEL_WATCHDOG_WEBHOOK_SECRET", "")
-    )
-    webhook_allowed_networks: tuple[IPNetwork, ...] = field(
-        default_factory=lambda: _networks("TICKWHEEL_WATCHDOG_WEBHOOK_ALLOWED_NETWORKS")
-    )
+    webhooks: list[str] = field(default_factory=alert_webhook_urls)
+    webhook_secret: str = field(default_factory=alert_webhook_secret)
+    webhook_allowed_networks: tuple[IPNetwork, ...] = field(default_factory=alert_webhook_networks)
     webhook_backoff_s: tuple[float, float] = field(
         default_factory=lambda: (
             env_seconds("TICKWHEEL_WATCHDOG_WEBHOOK_BACKOFF_S", 1),

@@ -29,6 +29,13 @@ from tickwheel.services.api.backend import Backend
 from tickwheel.services.api.console.access import console_backend
 from tickwheel.services.api.console.render import error_page, one, page, read_form, see_other
 from tickwheel.services.api.problems import from_exception
+from tickwheel.services.webhooks import (
+    WebhookSink,
+    alert_webhook_networks,
+    alert_webhook_secret,
+    alert_webhook_urls,
+    sink_guard,
+)
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,19 +47,14 @@ def _backend(request: Request) -> Backend:
 
 def sinks() -> tuple[list[dict[str, Any]], str | None]:
     """The configured sinks (url, name; never the secret), or why they cannot be read."""
-    from tickwheel.services.watchdog.settings import WatchdogSettings
-    from tickwheel.services.watchdog.webhooks import sink_guard
-
     try:
-        settings = WatchdogSettings()
-        sink_guard(settings.webhooks, settings.webhook_allowed_networks)
+        urls = alert_webhook_urls()
+        sink_guard(urls, alert_webhook_networks())
     except InvalidInput as exc:
         return [], f"the webhook settings are refused: {exc}"
     from hashlib import sha256
 
-    found = [
-        {"url": url, "name": sha256(url.encode()).hexdigest()[:12]} for url in settings.webhooks
-    ]
+    found = [{"url": url, "name": sha256(url.encode()).hexdigest()[:12]} for url in urls]
     return found, None
 
 
@@ -69,15 +71,11 @@ def test_body(b: Backend, webhook_id: str) -> str:
 
 def send_test(b: Backend, name: str) -> tuple[str, str]:
     """One signed attempt to the sink named `name`: (outcome, detail)."""
-    from tickwheel.services.watchdog.settings import WatchdogSettings
-    from tickwheel.services.watchdog.webhooks import WebhookSink, sink_guard
-
-    settings = WatchdogSettings()
     found = {s["name"]: s["url"] for s in sinks()[0]}
     if name not in found:
         raise InvalidInput("sink", f"{name!r}; accepted: a sink the admin page lists")
-    guard = sink_guard(settings.webhooks, settings.webhook_allowed_networks)
-    sink = WebhookSink(found[name], settings.webhook_secret, guard, b.clock)
+    guard = sink_guard(alert_webhook_urls(), alert_webhook_networks())
+    sink = WebhookSink(found[name], alert_webhook_secret(), guard, b.clock)
     webhook_id = f"test-{uuid.uuid4()}"
     outcome, detail = sink.send(webhook_id, test_body(b, webhook_id))
     return outcome, f"{detail} (webhook-id {webhook_id})"
