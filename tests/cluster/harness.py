@@ -10,12 +10,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from tests.integration.timer_harness import ServiceProcess, occurrence_counts
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.topology import topic_name
 
 RESTART_AFTER_S = 0.5
+API_UP_WITHIN_S = 90.0
 
 
 @dataclass
@@ -135,25 +138,33 @@ def serving_again_s(bootstrap: str, job_ids: list[str], since_ms: int) -> float:
 
 @dataclass
 class AcknowledgedWrites:
-    """Job creates sent through the single writer (the API's and the SDK's path) on a thread,
-    one a second: the ids whose create the writer acknowledged, and how many were not (a
-    verdict late or refused during a fault: the caller was told, nothing was promised)."""
+    """Job creates sent to the API process (`POST /jobs`, which the single writer judges) on
+    a thread, one a second: the ids the API answered 201 for, and how many it did not (an
+    error, a 202 whose verdict was late, no answer while it or a broker was down: the caller
+    was told, nothing was promised)."""
 
     bootstrap: str
+    api: str  # the API's base URL
     acknowledged: list[str] = field(default_factory=list)
     unacknowledged: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self) -> None:
+        deadline = time.monotonic() + API_UP_WITHIN_S
+        while not self._healthy():
+            assert time.monotonic() < deadline, f"the API did not answer within {API_UP_WITHIN_S} s"
+            time.sleep(0.5)
         self._thread = threading.Thread(target=self._write, daemon=True)
         self._thread.start()
 
-    def _write(self) -> None:
-        from tickwheel.errors import TickwheelError
-        from tickwheel.sdk.jobs import JobsClient
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.api}/healthz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
 
-        client = JobsClient(self.bootstrap, write_path="commands", wait_s=20.0)
+    def _write(self) -> None:
         n = 0
         while not self._stop.wait(1.0):
             n += 1
@@ -161,8 +172,12 @@ class AcknowledgedWrites:
             # A day ahead: the job exists, and fires nothing while the test runs.
             run_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
             try:
-                client.create({"jobId": job_id, "type": "noop", "runAt": run_at})
-            except (TickwheelError, OSError):
+                answer = httpx.post(f"{self.api}/jobs", timeout=30,
+                                    json={"jobId": job_id, "type": "noop", "runAt": run_at})  # fmt: skip
+            except httpx.HTTPError:
+                self.unacknowledged += 1
+                continue
+            if answer.status_code != 201:
                 self.unacknowledged += 1
                 continue
             self.acknowledged.append(job_id)

@@ -1,8 +1,8 @@
 """Broker faults on a real three-node cluster (issue 31), each under load, checked from the
 topics. Each scenario runs the pipeline under a supervisor that restarts whatever exits (two
-timers, a worker, the orchestrator, the job writer): 30 jobs firing every two seconds, waves of
-workflow instances (a compensated step, a retried branch, a durable sleep), and a job create
-through the single writer every second. Afterwards: every expected slot fired and none twice,
+timers, a worker, the orchestrator, the job writer, the HTTP API): 30 jobs firing every two
+seconds, waves of workflow instances (a compensated step, a retried branch, a durable sleep),
+and a job created through the API (`POST /jobs`, judged by the single writer) every second. Afterwards: every expected slot fired and none twice,
 every execution of those slots has exactly one accepted outcome, every workflow instance
 succeeded with no step run again after its success, and no acknowledged create is lost. Each
 test prints, per fault, the longest gap in firing and when the timers were on time again.
@@ -16,6 +16,7 @@ as the stack's supervisor restarts it."""
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -111,7 +112,16 @@ class Run:
         assert served, f"{what}: some jobs never fired again; exits {self.services.exits}"
 
 
-def _pipeline(cluster: LocalCluster, env: dict[str, str], tmp_path: Path) -> Supervised:
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _pipeline(
+    cluster: LocalCluster, env: dict[str, str], tmp_path: Path, api_port: int
+) -> Supervised:
     def process(name: str, service: str, *args: str) -> ServiceProcess:
         return ServiceProcess(name, tmp_path / f"{name}.log", env, service, args)
 
@@ -131,6 +141,8 @@ def _pipeline(cluster: LocalCluster, env: dict[str, str], tmp_path: Path) -> Sup
             ),
             process("orchestrator", "orchestrator"),
             process("jobwriter", "jobwriter"),
+            # The API in its loopback development mode: the writes below go through it.
+            process("api", "api", "--port", str(api_port)),
         ]
     )
 
@@ -139,8 +151,10 @@ def _scenario(
     cluster: LocalCluster, prefix: str, tmp_path: Path, fault: Callable[[Run], None]
 ) -> None:
     group = f"g-{uuid.uuid4()}"
-    env = workflow_env(cluster.bootstrap, prefix, TICKWHEEL_TIMER_GROUP=group)
-    services = _pipeline(cluster, env, tmp_path)
+    env = workflow_env(cluster.bootstrap, prefix, TICKWHEEL_TIMER_GROUP=group,
+                       TICKWHEEL_API_AUTH="off")  # fmt: skip
+    api_port = _free_port()
+    services = _pipeline(cluster, env, tmp_path, api_port)
     WorkflowsClient(cluster.bootstrap).define(CHAOS_DEFINITION)
     specs = [
         {"jobId": f"cluster-{i:03d}", "type": "noop", "cron": "*/2 * * * * *", "jitter": "0s"}
@@ -148,7 +162,7 @@ def _scenario(
     ]
     records = publish_jobs(cluster.bootstrap, specs, int(time.time() * 1000))
     created_ms = max(r["createdAt"] for r in records)
-    writes = AcknowledgedWrites(cluster.bootstrap)
+    writes = AcknowledgedWrites(cluster.bootstrap, f"http://127.0.0.1:{api_port}")
     run = Run(cluster, group, [r["jobId"] for r in records], services, writes)
     services.start()
     try:
