@@ -25,10 +25,10 @@ from tickwheel.records import Calendar
 
 if TYPE_CHECKING:
     from tickwheel.adapters.kafka.client import TopicPartition
+    from tickwheel.core.timer.partition import PartitionScheduler
     from tickwheel.core.timer.writes import PartitionWrites
     from tickwheel.ports.kafka import KafkaClients, KafkaMessage, PartitionReader, ReadRecord
     from tickwheel.services.timer.runtime import PartitionRuntime
-    from tickwheel.services.timer.scheduler import PartitionTimer
 
 log = logging.getLogger("tickwheel.timer")
 
@@ -66,7 +66,7 @@ class CalendarBook:
 CALENDARS = CalendarBook()
 
 
-def reapply(timer: PartitionTimer, book: CalendarBook, now_ms: int) -> PartitionWrites:
+def reapply(timer: PartitionScheduler, book: CalendarBook, now_ms: int) -> PartitionWrites:
     """Recompile, from their own definitions, the jobs of one partition whose calendar the book
     now gives differently; what that decides (states, catch-up) is returned to be written."""
     from tickwheel.core.record_schedule import compile_record_schedule

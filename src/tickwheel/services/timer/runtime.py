@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.placement import Forward
+from tickwheel.core.timer.partition import PartitionScheduler
 from tickwheel.core.timer.request_log import RequestLog, bursting
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import TransactionalWriter
 from tickwheel.records import TimerCommand
 from tickwheel.services.timer.records import RequestKey
-from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 
 PRIORITIES = ("high", "normal", "low")
@@ -58,7 +58,7 @@ class PartitionRuntime:
     def __init__(
         self,
         partition: int,
-        timer: PartitionTimer,
+        timer: PartitionScheduler,
         producer: TransactionalWriter[TopicPartition],
         definitions_end: int,
         log: RequestLog,
