@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from tickwheel.core.timer.executions import LEASE_GRACE_MS
 from tickwheel.core.timer.firing import start_occurrence
-from tickwheel.core.timer.jobs import JobEntry, shared_walk, state_of_a_predecessor
+from tickwheel.core.timer.jobs import JobEntry, shared_walk, start_after, state_of_a_predecessor
 from tickwheel.core.timer.occurrences import skipped_event
-from tickwheel.core.timer.states import says_paused
 from tickwheel.core.timer.writes import PartitionWrites
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ def finish_restore(scheduler: PartitionScheduler, now_ms: int) -> PartitionWrite
                 job.last_fire_ms = saved.get("last_fire_time")
             saved_version = None if saved is None else int(saved.get("job_version") or 0)
             emission.extend(catch_up_closed_spans(scheduler, job, saved_version, now_ms))
-            resumed = walk_on_from_the_resume(scheduler, job)
+            resumed = scheduler.restoring.walk_on_from_the_resume(job)
             emission.extend(catch_up(scheduler, job, now_ms))
             scheduler.materialise(job, now_ms)
             if resumed:
@@ -51,30 +50,6 @@ def finish_restore(scheduler: PartitionScheduler, now_ms: int) -> PartitionWrite
     scheduler.restoring.clear()
     scheduler.serving = True
     return emission
-
-
-def walk_on_from_the_resume(scheduler: PartitionScheduler, job: JobEntry) -> bool:
-    """A job the restore read paused, then resumed (while nobody served its partition, or
-    before this restore read it live): its walk goes on from the resume instant, as when the
-    live loop reads a resume (`apply_definition`); the slots of the pause are not owed
-    (decisions 0004, 0159). Returns whether its watermark moved."""
-    resumed_ms = scheduler.restoring.resumed.get(job.job_id)
-    saved = scheduler.restoring.states.get(job.job_id)
-    if (
-        resumed_ms is None
-        and saved is not None
-        and says_paused(saved)
-        and int(saved.get("job_version") or 0) < job.version
-    ):
-        # Paused when its state was written, enabled now, and the resume itself not read
-        # (compacted away): resumed by this version at the latest (decision 0176).
-        resumed_ms = job.updated_at_ms
-    if resumed_ms is None or not job.enabled:
-        return False
-    if job.last_scheduled_ms is not None and job.last_scheduled_ms >= resumed_ms:
-        return False  # a state written after the resume covers it already
-    job.last_scheduled_ms = job.emitted_ms = resumed_ms
-    return True
 
 
 def catch_up_closed_spans(
@@ -112,16 +87,6 @@ def restore_in_flight(scheduler: PartitionScheduler, state: dict[str, Any], now_
         if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
             scheduler.held[state["job_id"]] = entry["fire_at"]
     scheduler.workflows.restore(state["job_id"], state.get("pending") or [])
-
-
-def start_after(job: JobEntry) -> int:
-    """The instant the job's walk resumes after: its last slot, or its creation (a job's
-    first occurrence is its first slot strictly after it was created)."""
-    if job.last_scheduled_ms is not None:
-        return job.last_scheduled_ms
-    if job.one_off:
-        return min(job.created_at_ms, job.schedule.next_after(-1) or 0) - 1
-    return job.created_at_ms
 
 
 def catch_up(

@@ -88,6 +88,16 @@ def shared_next_after(compiled: CompiledSchedule, t_ms: int) -> int | None:
     return compiled.next_after(t_ms)
 
 
+def start_after(job: JobEntry) -> int:
+    """The instant the job's walk resumes after: its last slot, or its creation (a job's
+    first occurrence is its first slot strictly after it was created)."""
+    if job.last_scheduled_ms is not None:
+        return job.last_scheduled_ms
+    if job.one_off:
+        return min(job.created_at_ms, job.schedule.next_after(-1) or 0) - 1
+    return job.created_at_ms
+
+
 # The last (schedule, after, next) asked of `cohort_next_after`: a burst's jobs come due one
 # cohort (jobs on one compiled schedule, due at one slot) after another. One tuple, read and
 # replaced whole (a restore's thread asks too).

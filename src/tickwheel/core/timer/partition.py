@@ -17,7 +17,7 @@ from typing import Any
 from tickwheel.core.calendars import BusinessCalendar
 from tickwheel.core.jitter import jitter_offset_ms
 from tickwheel.core.overlap import OverlapDecision, decide_overlap
-from tickwheel.core.timer.catch_up import catch_up, finish_restore, start_after
+from tickwheel.core.timer.catch_up import catch_up, finish_restore
 from tickwheel.core.timer.commands import job_command
 from tickwheel.core.timer.executions import (
     DISPATCH_TIMEOUT_MS,
@@ -27,7 +27,12 @@ from tickwheel.core.timer.executions import (
 )
 from tickwheel.core.timer.firing import dispatch_due, fire_due, start_occurrence
 from tickwheel.core.timer.horizon import Horizon
-from tickwheel.core.timer.jobs import JobEntry, entry_from_definition, shared_next_after
+from tickwheel.core.timer.jobs import (
+    JobEntry,
+    entry_from_definition,
+    shared_next_after,
+    start_after,
+)
 from tickwheel.core.timer.occurrences import job_dead_letter
 from tickwheel.core.timer.ready import ReadyQueue
 from tickwheel.core.timer.state_writes import refresh_fired_states, snapshot

@@ -85,6 +85,29 @@ class RestoringStates:
         state["pending"].append(ExecutionTracker.queued_entry(request))
         return True
 
+    def walk_on_from_the_resume(self, job: JobEntry) -> bool:
+        """A job the restore read paused, then resumed (while nobody served its partition, or
+        before this restore read it live): its walk goes on from the resume instant, as when the
+        live loop reads a resume (`apply_definition`); the slots of the pause are not owed
+        (decisions 0004, 0159). Returns whether its watermark moved."""
+        resumed_ms = self.resumed.get(job.job_id)
+        saved = self.states.get(job.job_id)
+        if (
+            resumed_ms is None
+            and saved is not None
+            and says_paused(saved)
+            and int(saved.get("job_version") or 0) < job.version
+        ):
+            # Paused when its state was written, enabled now, and the resume itself not read
+            # (compacted away): resumed by this version at the latest (decision 0176).
+            resumed_ms = job.updated_at_ms
+        if resumed_ms is None or not job.enabled:
+            return False
+        if job.last_scheduled_ms is not None and job.last_scheduled_ms >= resumed_ms:
+            return False  # a state written after the resume covers it already
+        job.last_scheduled_ms = job.emitted_ms = resumed_ms
+        return True
+
     def clear(self) -> None:
         self.states.clear()
         self.tombstoned.clear()

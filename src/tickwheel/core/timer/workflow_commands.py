@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 from tickwheel.core.timer.workflow_steps import (
     START_PREFIX,
     OneOff,
+    cancel_control,
     required,
     required_fire_at,
     step_outcome,
     step_request,
 )
 from tickwheel.core.timer.writes import PartitionWrites
-from tickwheel.records import ExecutionControl, TimerCommand
+from tickwheel.records import TimerCommand
 
 if TYPE_CHECKING:
     from tickwheel.core.timer.partition import PartitionScheduler
@@ -98,15 +99,3 @@ def fire_workflow_timers(timer: PartitionScheduler, now_ms: int, emission: Parti
         else:
             timer.workflows.inputs.append(timer.workflows.fired_input(due))
         emission.states[due.key] = timer.state_of(due.key, now_ms)
-
-
-def cancel_control(
-    control_id: str, execution_id: str, key: str, now_ms: int, attempt: int
-) -> ExecutionControl:
-    """The `ExecutionControl` that tells the worker holding the attempt to stop (the same
-    record the SDK's `cancel` publishes; its id names the attempt, so a repeat is one). It
-    reaches that attempt and earlier ones only: a step retried after it runs as a later
-    attempt under the same execution id, which this cancel must not stop."""
-    return {"control_id": control_id, "execution_id": execution_id, "job_id": key,
-            "kind": "cancel", "requested_at": now_ms, "reason": "workflow",
-            "attempt": attempt}  # fmt: skip

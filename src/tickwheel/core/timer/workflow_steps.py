@@ -131,6 +131,18 @@ def step_outcome(
     return input_record(workflow_id, item, input_id)
 
 
+def cancel_control(
+    control_id: str, execution_id: str, key: str, now_ms: int, attempt: int
+) -> ExecutionControl:
+    """The `ExecutionControl` that tells the worker holding the attempt to stop (the same
+    record the SDK's `cancel` publishes; its id names the attempt, so a repeat is one). It
+    reaches that attempt and earlier ones only: a step retried after it runs as a later
+    attempt under the same execution id, which this cancel must not stop."""
+    return {"control_id": control_id, "execution_id": execution_id, "job_id": key,
+            "kind": "cancel", "requested_at": now_ms, "reason": "workflow",
+            "attempt": attempt}  # fmt: skip
+
+
 @dataclass(slots=True)
 class OneOff:
     """A workflow's one-off timer; `request` set for a delayed attempt (started, not fired)."""
