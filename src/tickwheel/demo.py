@@ -20,7 +20,6 @@ from typing import Any, cast
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.config import quiet_client_logs
 from tickwheel.adapters.kafka.tail import Tail
-from tickwheel.cli.alerts import describe_alert
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.demo_workflows import (
     approve_when_asked,
@@ -29,6 +28,7 @@ from tickwheel.demo_workflows import (
 )
 from tickwheel.events import requested_event
 from tickwheel.records import Alert, ExecutionEvent, WorkflowEvent
+from tickwheel.sdk.alerts import describe_alert
 from tickwheel.sdk.jobs import PRIORITIES, JobExists, JobsClient
 from tickwheel.stack import supervisor
 from tickwheel.topology import topic_name

@@ -26,7 +26,7 @@ from tests.integration.timer_harness import (
     wait_until,
 )
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.cli.alerts import incidents, read_transitions
+from tickwheel.sdk.alerts import incidents, read_transitions
 
 pytestmark = pytest.mark.integration
 

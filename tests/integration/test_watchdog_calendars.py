@@ -19,11 +19,11 @@ import pytest
 from tests.integration.timer_harness import publish_jobs, wait_until
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.cli.alerts import incidents, read_transitions
 from tickwheel.clock import FakeClock
 from tickwheel.core.identity import execution_id
 from tickwheel.core.timefmt import parse_iso_ms
 from tickwheel.events import execution_event
+from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.sdk.calendars import put_calendar
 from tickwheel.services.watchdog.service import WatchdogService
 from tickwheel.services.watchdog.settings import WatchdogSettings

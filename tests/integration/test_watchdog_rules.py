@@ -23,8 +23,8 @@ from tests.integration.timer_harness import (
     publish_jobs,
     wait_until,
 )
-from tickwheel.cli.alerts import incidents, read_transitions
 from tickwheel.core.timefmt import format_utc
+from tickwheel.sdk.alerts import incidents, read_transitions
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from tests.integration.test_watchdog import env_for, spec
 from tests.integration.timer_harness import ServiceProcess, publish_jobs, wait_until
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.cli.alerts import incidents, read_transitions
+from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.topology import topic_name
 
 pytestmark = pytest.mark.integration

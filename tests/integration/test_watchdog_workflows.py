@@ -20,7 +20,7 @@ from tests.integration.workflow_harness import (
 )
 from tickwheel.adapters.avro import decode
 from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.cli.alerts import incidents, read_transitions
+from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.topology import topic_name
 

@@ -1,87 +1,23 @@
-"""`tickwheel alerts VERB ...`: the watchdog's incidents, read from the `alerts` topic.
-
-Every transition the watchdog wrote is read to the end (read_committed) and folded per
-incident: an incident is open until its `resolved` transition.
+"""`tickwheel alerts VERB ...`: the watchdog's incidents, read from the `alerts` topic, and
+`tickwheel jobs disabled`. Reading and folding them is `tickwheel.sdk.alerts`'s, shared with
+the API and the console; this module prints them and sends an acknowledgement.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from tickwheel.errors import TickwheelError
-
-if TYPE_CHECKING:
-    from tickwheel.records import Alert
-
-
-class UnknownAlert(TickwheelError, LookupError):
-    """No incident (or transition) has the id asked for."""
-
-
-def read_transitions(bootstrap: str | None = None) -> list[dict[str, Any]]:
-    """Every watchdog transition on the `alerts` topic, oldest first, lifecycle unpacked."""
-    from tickwheel.adapters.avro import UndecodableRecord, decode_as
-    from tickwheel.adapters.kafka.reader import read_to_end
-    from tickwheel.records import Alert
-    from tickwheel.topology import topic_name
-
-    out = []
-    for record in read_to_end(topic_name("alerts"), None, bootstrap):
-        if record.value is None:
-            continue
-        try:
-            alert = decode_as(Alert, record.value)
-        except UndecodableRecord:
-            continue
-        try:
-            details = json.loads(alert["details"] or "{}")
-        except ValueError:
-            details = {}
-        if not isinstance(details, dict) or "incident_id" not in details:
-            continue  # an alert from before the watchdog's lifecycle: not an incident's
-        out.append({**alert, **details, "details": details.get("evidence", {})})
-    return out
-
-
-def incidents(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per incident: its latest state and every transition's id, in order. A
-    transition read twice (the same id) counts once."""
-    by_id: dict[str, dict[str, Any]] = {}
-    for t in transitions:
-        entry = by_id.setdefault(t["incident_id"], {
-            "incident_id": t["incident_id"], "fingerprint": t["fingerprint"], "kind": t["kind"],
-            "subject": t["subject"], "job_id": t.get("job_id"), "tenant_id": t.get("tenant_id"),
-            "opened_at": t.get("opened_at"), "transitions": [],
-        })  # fmt: skip
-        if any(seen["alert_id"] == t["alert_id"] for seen in entry["transitions"]):
-            continue
-        entry["transitions"].append({"alert_id": t["alert_id"], "transition": t["transition"],
-                                     "event_time": t["event_time"]})  # fmt: skip
-        if t["transition"] == "acknowledged":
-            # The acknowledgement is the news; the evidence stays the condition's.
-            entry["acknowledged"] = t.get("acknowledged")
-            continue
-        entry.update(
-            state="resolved" if t["transition"] == "resolved" else "open",
-            severity=t["severity"], message=t["message"], resolved_at=t.get("resolved_at"),
-            acknowledged=t.get("acknowledged"), suppressed_by=t.get("suppressed_by"),
-            evidence=t["details"],
-        )  # fmt: skip
-    return sorted(by_id.values(), key=lambda i: (i["opened_at"] or 0, i["incident_id"]))
-
-
-def describe_alert(alert: Alert) -> str:
-    """One line for one transition (what `tickwheel demo` prints as the watchdog writes it)."""
-    from tickwheel.core.timefmt import format_utc
-
-    transition = alert["transition"] or "raised"
-    when = format_utc(int(alert["event_time"]))[11:19]
-    under = f" (suppressed by {alert['suppressed_by']})" if alert["suppressed_by"] else ""
-    return (f"[{when}] ALERT {transition.upper()} {alert['kind']} {alert['incident_id'] or ''}"
-            f"{under}: {alert['message']}")  # fmt: skip
+from tickwheel.sdk.alerts import (
+    UnknownAlert,
+    ack_command,
+    disabled_jobs,
+    find_incident,
+    incidents,
+    read_transitions,
+)
 
 
 def _add_list(verbs: Any) -> None:
@@ -134,33 +70,6 @@ def _get(args: argparse.Namespace) -> int:
     incident = find_incident(incidents(read_transitions(connect())), args.alert_id)
     print(json.dumps(incident, indent=2, sort_keys=True))
     return 0
-
-
-def find_incident(found: Iterable[dict[str, Any]], wanted: str) -> dict[str, Any]:
-    """The incident `wanted` names (its id, or one of its transitions' ids)."""
-    for incident in found:
-        ids = {incident["incident_id"], *(t["alert_id"] for t in incident["transitions"])}
-        if wanted in ids:
-            return incident
-    raise UnknownAlert(
-        f"no incident or transition {wanted!r}; accepted: an id that `tickwheel alerts list` shows"
-    )
-
-
-def ack_command(
-    incident_id: str, by: str, note: str, at_ms: int, command_id: str
-) -> dict[str, Any]:
-    """The `Alert`-shaped record on `watchdog.commands` that acknowledges an incident."""
-    return {
-        "alert_id": command_id,
-        "event_time": at_ms,
-        "kind": "acknowledge",
-        "severity": "info",
-        "job_id": None,
-        "tenant_id": None,
-        "message": note,
-        "details": json.dumps({"incident_id": incident_id, "by": by}, sort_keys=True),
-    }
 
 
 def _add_ack(verbs: Any) -> None:
@@ -221,30 +130,6 @@ def _ack(args: argparse.Namespace) -> int:
         print(f"acknowledgement of {incident['incident_id']} sent by {by}; "
               "the watchdog applies it at its next evaluation")  # fmt: skip
     return 0
-
-
-def disabled_jobs(bootstrap: str | None = None) -> list[dict[str, Any]]:
-    """Every disabled job with its owner, reason, who disabled it and since when, folded from
-    `jobs.definitions` by the watchdog's own code (`since`: the first disabled version of the
-    current disable that the topic still holds)."""
-    from tickwheel.adapters.avro import UndecodableRecord, decode_as
-    from tickwheel.adapters.kafka.reader import read_to_end
-    from tickwheel.core.watchdog import Observed, WatchdogState
-    from tickwheel.core.watchdog.runs import disabled_report
-    from tickwheel.records import JobDefinition
-    from tickwheel.topology import topic_name
-
-    state = WatchdogState()
-    for record in read_to_end(topic_name("jobs.definitions"), None, bootstrap):
-        if record.key is None or not record.key_is_text:
-            continue
-        try:
-            value = None if record.value is None else decode_as(JobDefinition, record.value)
-        except UndecodableRecord:
-            continue
-        state.apply(Observed("definition", record.key, value))
-    reports = (disabled_report(job) for _, job in sorted(state.facts.jobs.items()))
-    return [r for r in reports if r is not None]
 
 
 def disabled_command(args: argparse.Namespace) -> int:

@@ -29,7 +29,6 @@ CEILINGS = {
     "adapters/kafka/config.py": 7,
     "adapters/kafka/memory/_consumer.py": 1,
     "adapters/kafka/producer.py": 1,
-    "cli/alerts.py": 8,
     "cli/dead_letters.py": 1,
     "cli/stack.py": 1,
     "cli/workflows.py": 1,
@@ -69,6 +68,7 @@ CEILINGS = {
     "jobtypes/http.py": 1,
     "logs.py": 1,
     "ports/history.py": 1,
+    "sdk/alerts.py": 8,  # the alert domain, moved from cli/alerts.py
     "sdk/catalogue.py": 7,
     "sdk/dead_letters.py": 14,
     "sdk/job_records.py": 8,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tickwheel.cli.alerts import describe_alert
 from tickwheel.core.watchdog import Incident, Transition, plain_alert
+from tickwheel.sdk.alerts import describe_alert
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

@@ -66,7 +66,7 @@ def _example(example: Any, description: str) -> dict[str, Any]:
 
 
 def _incidents(b: Any) -> list[dict[str, Any]]:
-    from tickwheel.cli.alerts import incidents, read_transitions
+    from tickwheel.sdk.alerts import incidents, read_transitions
 
     tenant = b.tenant_id or DEFAULT_TENANT
     return [i for i in incidents(read_transitions(b.bootstrap)) if owner_of(i) == tenant]
@@ -107,7 +107,7 @@ class AckBody(_Strict):
 def _acknowledge(b: Any, wanted: str, by: str, note: str) -> dict[str, Any]:
     from tickwheel.adapters.avro import encode
     from tickwheel.adapters.kafka.producer import EventProducer
-    from tickwheel.cli.alerts import ack_command
+    from tickwheel.sdk.alerts import ack_command
     from tickwheel.topology import topic_name
 
     incident = next((i for i in _incidents(b) if wanted in {

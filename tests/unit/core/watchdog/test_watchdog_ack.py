@@ -13,8 +13,8 @@ from tests.unit.core.watchdog.test_watchdog_golden import (
     kinds,
     run,
 )
-from tickwheel.cli.alerts import ack_command, incidents
 from tickwheel.core.watchdog import Incident, Observed, Transition, WatchdogState
+from tickwheel.sdk.alerts import ack_command, incidents
 
 
 def ack(incident_id: str, at: int, command_id: str = "c1", note: str = "on it") -> Observed:

@@ -1,12 +1,12 @@
 """The watchdog service's pure parts: its event-time watermark, its state records, and the
-CLI's fold of transitions into incidents (no broker)."""
+SDK's fold of transitions into incidents (`tickwheel.sdk.alerts`, no broker)."""
 
 from __future__ import annotations
 
 from tests.unit.core.watchdog.test_watchdog_golden import QUICK, T0, S, definition, run
 from tickwheel.adapters.avro import decode, encode
-from tickwheel.cli.alerts import incidents
 from tickwheel.core.watchdog import Incident
+from tickwheel.sdk.alerts import incidents
 from tickwheel.services.watchdog.progress import watermark
 from tickwheel.services.watchdog.records import (
     checkpoint_record,

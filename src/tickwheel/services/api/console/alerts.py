@@ -50,7 +50,7 @@ def send_ack(backend: Backend, incident_id: str, command: dict[str, Any]) -> Non
 
 
 def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -> str:
-    from tickwheel.cli.alerts import UnknownAlert, ack_command, find_incident
+    from tickwheel.sdk.alerts import UnknownAlert, ack_command, find_incident
 
     incident: dict[str, Any] = find_incident(owned(b, request.app.state.console_alerts(b)), wanted)
     if incident["state"] != "open":
@@ -88,7 +88,7 @@ CSV_COLUMNS = ("job_id", "tenant_id", "owner", "reason", "by", "since", "review_
 
 def topic_disabled(backend: Backend) -> list[dict[str, Any]]:
     """Every disabled job, folded from `jobs.definitions` as `tickwheel jobs disabled` does."""
-    from tickwheel.cli.alerts import disabled_jobs
+    from tickwheel.sdk.alerts import disabled_jobs
 
     found: list[dict[str, Any]] = disabled_jobs(backend.bootstrap)
     return found

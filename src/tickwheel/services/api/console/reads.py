@@ -138,8 +138,8 @@ AlertSource = Callable[[Backend], list[dict[str, Any]]]
 def topic_incidents(backend: Backend) -> list[dict[str, Any]]:
     """The watchdog's incidents from the `alerts` topic, folded as `tickwheel alerts list`
     folds them (one entry per incident, its latest state)."""
-    from tickwheel.cli.alerts import incidents as fold
-    from tickwheel.cli.alerts import read_transitions
+    from tickwheel.sdk.alerts import incidents as fold
+    from tickwheel.sdk.alerts import read_transitions
 
     return fold(read_transitions(backend.bootstrap))
 
