@@ -10,7 +10,10 @@ from typing import Any
 
 from tickwheel.core.workflow.state import StepState, WorkflowState
 
-__all__ = ["state_from_json", "state_to_json"]
+__all__ = ["SnapshotJson", "state_from_json", "state_to_json"]
+
+# An instance's state as the JSON document its snapshot carries (`WorkflowSnapshot.state`).
+SnapshotJson = dict[str, Any]
 
 _STEP_FIELD_NAMES = tuple(f.name for f in fields(StepState))
 _STEP_FIELDS = frozenset(_STEP_FIELD_NAMES)

@@ -28,8 +28,8 @@ from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.placement import Forward, step_key
 from tickwheel.adapters.kafka.reader import Record
-from tickwheel.core.workflow import TERMINAL, WorkflowState, effects, initial_state
-from tickwheel.core.workflow.fold import decide_folded
+from tickwheel.core.workflow import TERMINAL
+from tickwheel.core.workflow.kinds import InstanceState, kind_of
 from tickwheel.core.workflow.wire import input_of_record
 from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
@@ -80,7 +80,7 @@ class Batch:
 
     events: list[WorkflowEvent] = field(default_factory=list)
     # Each instance's latest state and when: encoded once per batch (`snapshot_records`).
-    states: dict[str, tuple[WorkflowState, int]] = field(default_factory=dict)
+    states: dict[str, tuple[InstanceState, int]] = field(default_factory=dict)
     outgoing: list[Outgoing] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # instances whose snapshot is tombstoned
@@ -115,7 +115,7 @@ class PartitionOrchestrator:
         self.retention_ms = retention_ms
         # An instance restored from its snapshot stays JSON text until an input comes for it:
         # most open instances sleep or wait, and a restore should not build their states.
-        self.instances: dict[str, WorkflowState | str] = {}
+        self.instances: dict[str, InstanceState | str] = {}
         # Finished instances still held: when each took its last input (ms, its `at`), and
         # the same as a heap of (at, id) in prune order (stale entries are skipped).
         self.finished: dict[str, int] = {}
@@ -175,7 +175,7 @@ class PartitionOrchestrator:
                 del self.pruned[workflow_id]
         return pruned
 
-    def state(self, workflow_id: str) -> WorkflowState | None:
+    def state(self, workflow_id: str) -> InstanceState | None:
         """The instance's state (built from its snapshot on first use)."""
         state = self.instances.get(workflow_id)
         if isinstance(state, str):
@@ -237,12 +237,14 @@ class PartitionOrchestrator:
             definition = self.catalog.get(definition_id, value["definition_version"])
             if definition is None:
                 raise UnknownDefinition(definition_id, value["definition_version"])
-            state = initial_state(workflow_id, definition)
+            kind = kind_of(definition)
+            state = kind.initial(workflow_id, definition)
         else:
             definition = self.catalog.get(state.definition_id, state.definition_version)
             if definition is None:
                 raise UnknownDefinition(state.definition_id, state.definition_version)
-        state, events, statuses = decide_folded(state, definition, item)
+            kind = kind_of(definition)
+        state, events, statuses = kind.decide(state, definition, item)
         tenant = self.catalog.tenant_of(definition)
         key = step_key(workflow_id, self.partitions)
         batch = self.batch
@@ -250,7 +252,7 @@ class PartitionOrchestrator:
             batch.events.append(
                 event_record(state, event, value["input_id"], tenant, status=status)
             )
-            for command in effects(event):
+            for command in kind.effects(event):
                 batch.outgoing.extend(
                     command_records(state, definition, command, event, key, tenant)
                 )

@@ -31,10 +31,13 @@ from tickwheel.core.workflow import (
     ScheduleCompensation,
     ScheduleStep,
     StartTimer,
-    WorkflowDefinition,
-    WorkflowState,
 )
-from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
+from tickwheel.core.workflow.kinds import (
+    InstanceState,
+    kind_of,
+    state_from_snapshot,
+    state_to_snapshot,
+)
 from tickwheel.records import Alert, TimerCommand, TimerCommandKind, WorkflowEvent, WorkflowSnapshot
 
 CHECKPOINT_PREFIX = PARTITION_KEY_PREFIX
@@ -49,7 +52,7 @@ def checkpoint_key(partition: int) -> str:
 
 
 def event_record(
-    state: WorkflowState, event: Event, input_id: str, tenant_id: str | None,
+    state: InstanceState, event: Event, input_id: str, tenant_id: str | None,
     *, status: str | None = None,
 ) -> WorkflowEvent:  # fmt: skip
     """`event` of instance `state` as a `WorkflowEvent` v2; `status` is the instance's status
@@ -89,14 +92,8 @@ class Outgoing:
     value: TimerCommand | Alert
 
 
-def _max_attempts(definition: WorkflowDefinition, step: str, compensation: bool) -> int:
-    spec = definition.step(step)
-    task = None if spec is None else (spec.compensation if compensation else spec.task)
-    return 1 if task is None else int(task.retry.max_attempts)
-
-
 def command_records(
-    state: WorkflowState, definition: WorkflowDefinition, command: Command, event: Event,
+    state: InstanceState, definition: object, command: Command, event: Event,
     key: str, tenant_id: str | None,
 ) -> list[Outgoing]:  # fmt: skip
     """What `command` (an effect of `event`) is on the wire."""
@@ -117,7 +114,7 @@ def command_records(
             payload=json.dumps(command.payload),
             tenant_id=tenant_id,
             fire_at=command.not_before_ms,
-            max_attempts=_max_attempts(definition, command.step, comp),
+            max_attempts=kind_of(definition).max_attempts(definition, command.step, comp),
         )
         return [Outgoing("timers.commands", key, "TimerCommand", value)]
     if isinstance(command, StartTimer | CancelTimer):
@@ -181,22 +178,22 @@ def timer_command(
     }  # fmt: skip
 
 
-def snapshot_record(state: WorkflowState, now_ms: int) -> WorkflowSnapshot:
+def snapshot_record(state: InstanceState, now_ms: int) -> WorkflowSnapshot:
     return {
         "workflow_id": state.workflow_id,
         "definition_id": state.definition_id,
         "definition_version": state.definition_version,
         "status": state.status,
         "seq": state.seq,
-        "state": _COMPACT_JSON(state_to_json(state)),
+        "state": _COMPACT_JSON(state_to_snapshot(state)),
         "updated_at": now_ms,
         "input_offsets": {},
     }
 
 
-def state_of_snapshot(state_text: str) -> WorkflowState:
+def state_of_snapshot(state_text: str) -> InstanceState:
     """The instance state a `WorkflowSnapshot` carries as JSON text (its `state`)."""
-    return state_from_json(json.loads(state_text))
+    return state_from_snapshot(json.loads(state_text))
 
 
 def checkpoint_record(partition: int, offsets: dict[str, int], now_ms: int) -> WorkflowSnapshot:
