@@ -36,7 +36,7 @@ COMMANDS: dict[str, str] = {
     "workflows": "tickwheel.cli.workflows",
     "alerts": "tickwheel.cli.alerts",
     "dead-letters": "tickwheel.cli.dead_letters",
-    "api-keys": "tickwheel.services.api.keys",
+    "api-keys": "tickwheel.cli.api_keys",
     "demo": "tickwheel.cli.demo",
 }
 COMMAND_GROUPS: list[str] = list(COMMANDS.values())

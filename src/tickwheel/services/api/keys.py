@@ -9,7 +9,7 @@ SHA-256 of the whole token, never the token: a fast hash suffices for a 256-bit 
     tickwheel api-keys list
     tickwheel api-keys revoke KEY_ID
 
-(`python -m tickwheel.services.api.keys VERB` is the same.)
+(the verbs are `tickwheel.cli.api_keys`'s; the console's admin page calls the same functions).
 
 Rotation is issuing a new key for the tenant, moving clients to it, then revoking the old one:
 a tenant may hold any number of active keys.
@@ -17,18 +17,15 @@ a tenant may hold any number of active keys.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import hmac
-import json
 import re
 import secrets
-import sys
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.records import ApiKey
@@ -184,87 +181,3 @@ def list_keys(bootstrap: str | None = None) -> list[ApiKey]:
     view = open_key_view(bootstrap)
     view.refresh()
     return sorted(view.values(), key=lambda r: (r["tenant_id"], r["created_at"], r["key_id"]))
-
-
-def _now_ms() -> int:
-    from tickwheel.clock import SystemClock
-
-    return int(SystemClock().now() * 1000)
-
-
-def _bootstrap() -> str:
-    from tickwheel.cli._kafka import connect
-
-    return connect()
-
-
-def _create(args: argparse.Namespace) -> int:
-    check_tenant(args.tenant)  # refused input before any broker is asked
-    token, record = create_key(
-        args.tenant, args.scope, args.description, bootstrap=_bootstrap(), now_ms=_now_ms()
-    )
-    if args.json:
-        print(json.dumps({"token": token, **record}, indent=2, sort_keys=True))
-    else:
-        print(token)
-        print(f"(key id {record['key_id']}, tenant {record['tenant_id']}, scopes "
-              f"{','.join(record['scopes'])}; the token is shown only now)")  # fmt: skip
-    return 0
-
-
-def _list(args: argparse.Namespace) -> int:
-    keys = list_keys(_bootstrap())
-    if args.json:
-        print(json.dumps(keys, indent=2, sort_keys=True))
-        return 0
-    print(f"{'KEY ID':<17} {'TENANT':<20} {'SCOPES':<24} {'STATE':<8} DESCRIPTION")
-    for r in keys:
-        state = "revoked" if r["revoked_at"] else "active"
-        print(f"{r['key_id']:<17} {r['tenant_id']:<20} {','.join(r['scopes']):<24} {state:<8} "
-              f"{r.get('description') or ''}")  # fmt: skip
-    return 0
-
-
-def _revoke(args: argparse.Namespace) -> int:
-    record = revoke_key(args.key_id, bootstrap=_bootstrap(), now_ms=_now_ms())
-    print(json.dumps(record, indent=2, sort_keys=True) if args.json else f"revoked {args.key_id}")
-    return 0
-
-
-def register(subparsers: Any, name: str = "api-keys") -> None:
-    """Add the key verbs (`create`, `list`, `revoke`) as the command group `name`."""
-    parser = subparsers.add_parser(
-        name,
-        help="HTTP API keys: create, list, revoke",
-        description="Issue, list and revoke HTTP API keys, stored hashed in the api.keys topic. "
-        "KAFKA_BOOTSTRAP_SERVERS names the cluster, TICKWHEEL_TOPIC_PREFIX the topic prefix.",
-    )
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    create = verbs.add_parser("create", help="issue a key; prints the token once")
-    create.add_argument("--tenant", required=True, help="the tenant the key acts for")
-    create.add_argument("--scope", action="append", required=True, choices=SCOPES,
-                        help="a scope to grant (repeat for several)")  # fmt: skip
-    create.add_argument("--description", help="what the key is for")
-    create.add_argument("--json", action="store_true", help="print JSON")
-    create.set_defaults(handler=_create)
-    listing = verbs.add_parser("list", help="every key (never a secret)")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=_list)
-    revoke = verbs.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id", metavar="KEY_ID")
-    revoke.add_argument("--json", action="store_true", help="print JSON")
-    revoke.set_defaults(handler=_revoke)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m tickwheel.services.api.keys VERB`: the same verbs as `tickwheel api-keys`."""
-    from tickwheel.cli import run_handler
-
-    parser = argparse.ArgumentParser(prog="python -m tickwheel.services.api.keys")
-    register(parser.add_subparsers(dest="group", required=True), "keys")
-    args = parser.parse_args(["keys", *(sys.argv[1:] if argv is None else argv)])
-    return run_handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
