@@ -9,20 +9,12 @@ with the command's topic, partition and offset). A command for a job the timer d
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
 from tickwheel.core.definition import MAX_BACKFILL
 from tickwheel.core.identity import EXECUTION_NAMESPACE, execution_name
-from tickwheel.core.identity import execution_id as execution_id_of
-from tickwheel.core.timer.firing import start_occurrence
 from tickwheel.core.timer.jobs import JobEntry
-from tickwheel.core.timer.occurrences import skipped_event
-from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.errors import TickwheelError
 from tickwheel.records import ExecutionTrigger, TimerCommand
-
-if TYPE_CHECKING:
-    from tickwheel.core.timer.partition import PartitionScheduler
 
 COMMAND_KINDS = ("trigger", "backfill")
 
@@ -72,35 +64,3 @@ def backfill_execution_id(command_id: str, job_id: str, version: int, slot_ms: i
     size = len(command_id.encode("utf-8"))
     name = f"backfill:v1:{size}:{command_id}:{execution_name(job_id, version, slot_ms)}"
     return str(uuid.uuid5(EXECUTION_NAMESPACE, name))
-
-
-def job_command(
-    scheduler: PartitionScheduler, command: TimerCommand, now_ms: int
-) -> PartitionWrites:
-    """Carry out a trigger or backfill on `scheduler`'s partition. Raises RejectedCommand (for a dead letter) when it
-    cannot be: an unknown job, kind or range."""
-    job = scheduler.jobs.get(command["job_id"])
-    if job is None:
-        raise RejectedCommand(
-            command, f"no job {command['job_id']!r} on partition {scheduler.partition}"
-        )
-    trigger, slots = command_slots(job, command)
-    emission = PartitionWrites()
-    in_flight = scheduler.executions.in_flight
-    for slot in slots:
-        # A trigger is fired at once; a backfill slot too (its period is the slot's own), as
-        # an execution of its own (decision 0121).
-        fire_ms = now_ms
-        run_id = None
-        if trigger == "backfill":
-            run_id = backfill_execution_id(
-                str(command.get("command_id") or ""), job.job_id, job.version, slot
-            )
-        if execution_id_of(job.job_id, job.version, slot) in in_flight or run_id in in_flight:
-            # That occurrence (or this very backfill of it) is still running: it stands.
-            skipped = skipped_event(job, slot, now_ms, f"{trigger}:in_flight", run_id)
-            emission.events.append(skipped)
-            continue
-        start_occurrence(scheduler, job, slot, fire_ms, now_ms, trigger, None, emission, run_id)
-    emission.states[job.job_id] = scheduler.state_of_entry(job, now_ms)
-    return emission

@@ -4,48 +4,72 @@ occurrences inside the horizon, and — at each tick — what to emit.
 The Kafka loop (`service.py`) feeds it definitions, timer state and commands, calls `tick(now)`
 and writes the returned `PartitionWrites` in one transaction. Nothing here reads a clock: `now_ms`
 is always an argument, so the tests drive it with a fake clock.
+
+`PartitionScheduler` is one class because its decisions share one state: a job's slot, its
+executions in flight, its held occurrence and its timer state change together. The pieces that
+own a part of that state on their own are its members: the wheel (`Horizon`), the executions
+(`ExecutionTracker`), the ready queue, the restoring states and the workflow timers.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import random
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickwheel.core.calendars import BusinessCalendar
+from tickwheel.core.identity import execution_id as execution_id_of
 from tickwheel.core.jitter import jitter_offset_ms
-from tickwheel.core.overlap import OverlapDecision, decide_overlap
-from tickwheel.core.timer.catch_up import catch_up, finish_restore
-from tickwheel.core.timer.commands import job_command
+from tickwheel.core.overlap import OVERLAP_POLICIES, OverlapDecision, decide_overlap
+from tickwheel.core.timer.commands import RejectedCommand, backfill_execution_id, command_slots
 from tickwheel.core.timer.executions import (
     DISPATCH_TIMEOUT_MS,
+    LEASE_GRACE_MS,
     Decision,
     ExecutionTracker,
     InFlight,
 )
-from tickwheel.core.timer.firing import dispatch_due, fire_due, start_occurrence
+from tickwheel.core.timer.flight_book import IN_FLIGHT_BYTES_PER_JOB, PENDING_OVERHEAD_BYTES
 from tickwheel.core.timer.horizon import Horizon
 from tickwheel.core.timer.jobs import (
     JobEntry,
+    cohort_next_after,
     entry_from_definition,
     shared_next_after,
+    shared_walk,
     start_after,
+    state_of_a_predecessor,
 )
-from tickwheel.core.timer.occurrences import job_dead_letter
+from tickwheel.core.timer.occurrences import job_dead_letter, request_record, skipped_event
 from tickwheel.core.timer.ready import ReadyQueue
-from tickwheel.core.timer.state_writes import refresh_fired_states, snapshot
 from tickwheel.core.timer.states import (
     RestoringStates,
     job_state,
     orphan_state,
     pending_entries,
 )
-from tickwheel.core.timer.workflow_commands import fire_workflow_timers, workflow_command
-from tickwheel.core.timer.workflow_steps import WorkflowTimers, is_workflow_command
+from tickwheel.core.timer.workflow_steps import (
+    START_PREFIX,
+    OneOff,
+    WorkflowTimers,
+    cancel_control,
+    is_workflow_command,
+    required,
+    required_fire_at,
+    step_outcome,
+    step_request,
+)
 from tickwheel.core.timer.writes import PartitionWrites
-from tickwheel.records import ExecutionEvent, ExecutionRequest, JobDefinition, TimerCommand
+from tickwheel.records import (
+    ExecutionEvent,
+    ExecutionRequest,
+    ExecutionTrigger,
+    JobDefinition,
+    TimerCommand,
+)
 
 # How the scheduler tells of a failure it contained (the service logs it): an action key,
 # a message, and the ids that go with them. The core itself writes nothing anywhere.
@@ -59,6 +83,10 @@ def _unreported(_action: str, _message: str, _fields: dict[str, Any]) -> None:
 # Slots missed by less than this are simply late, not misfired: a failover of a few seconds
 # must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
 MISFIRE_GRACE_MS = 60_000
+
+# While worker events lag behind, an expired lease waits at most this long past its deadline
+# for a heartbeat that may be among them: a worker that is really gone is still replaced.
+MAX_LEASE_HOLD_MS = 60_000
 
 
 class PartitionScheduler:
@@ -156,7 +184,74 @@ class PartitionScheduler:
     def finish_restore(self, now_ms: int) -> PartitionWrites:
         """Walk every job forward from its last slot with its misfire policy, then fill the
         wheel to the horizon. Returns the catch-up and skip records to write."""
-        return finish_restore(self, now_ms)
+        emission = PartitionWrites()
+        # In-flight executions first (even of a deleted job), so every state written below
+        # carries them.
+        for job_id, state in self.restoring.states.items():
+            try:
+                self.restore_in_flight(state, now_ms)
+            except Exception as exc:  # one job's state never stops its partition's restore
+                self.job_failed(job_id, "restore_state", exc, now_ms, emission)
+        for job in list(self.jobs.values()):
+            try:
+                saved = self.restoring.states.get(job.job_id)
+                if saved is not None and not state_of_a_predecessor(saved, job):
+                    job.last_scheduled_ms = saved.get("last_scheduled_time")
+                    job.emitted_ms = job.last_scheduled_ms
+                    job.last_fire_ms = saved.get("last_fire_time")
+                saved_version = None if saved is None else int(saved.get("job_version") or 0)
+                emission.extend(self.catch_up_closed_spans(job, saved_version, now_ms))
+                resumed = self.restoring.walk_on_from_the_resume(job)
+                emission.extend(self.catch_up(job, now_ms))
+                self.materialise(job, now_ms)
+                if resumed:
+                    # Persisted: once compaction drops the paused version, a later restore
+                    # reads the resumed definition alone, and must find the watermark in the
+                    # state.
+                    emission.states[job.job_id] = self.state_of_entry(job, now_ms)
+            except Exception as exc:
+                self.job_failed(job.job_id, "restore", exc, now_ms, emission)
+        self.restoring.clear()
+        self.serving = True
+        return emission
+
+    def restore_in_flight(self, state: Mapping[str, Any], now_ms: int) -> None:
+        """A restored state's executions in flight, its held occurrence and its workflow
+        timers, back in their places."""
+        for flight in self.executions.restore(state.get("pending") or []):
+            if flight.state == "running" and flight.deadline_ms is not None:
+                # Heartbeats sent while nobody owned the partition are still unread: give
+                # the worker a full lease from now before calling it dead.
+                lease_ms = int(flight.request.get("lease_seconds") or 30) * 1000
+                flight.deadline_ms = max(flight.deadline_ms, now_ms + lease_ms + LEASE_GRACE_MS)
+            elif flight.state == "queued":
+                # Leases taken while nobody owned the partition are still unread, too.
+                flight.deadline_ms = self.executions.dispatch_deadline(flight.request, now_ms)
+            self.hold_deadline(flight)
+        for entry in state.get("pending") or []:
+            if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
+                self.held[state["job_id"]] = entry["fire_at"]
+        self.workflows.restore(state["job_id"], state.get("pending") or [])
+
+    def catch_up_closed_spans(
+        self, job: JobEntry, saved_version: int | None, now_ms: int
+    ) -> PartitionWrites:
+        """The slots of the spans the job was enabled in before a pause the restore read and
+        its state does not cover (the pause's version is newer than the state's): nobody
+        served the partition then, so they are owed as an outage's, by the misfire policy (all
+        of them missed: each span ended before the resume that follows it). A pause the state
+        covers was read by an owner, which fired what it was going to fire before it
+        (decision 0176)."""
+        emission = PartitionWrites()
+        for resumed_ms, paused_ms, version in self.restoring.closed_spans.get(job.job_id, ()):
+            if saved_version is not None and saved_version >= version:
+                continue
+            if resumed_ms is not None and (job.last_scheduled_ms or 0) < resumed_ms:
+                # The slots of the pause before this span are not owed (decision 0159).
+                job.last_scheduled_ms = job.emitted_ms = resumed_ms
+            # A slot at the pause's instant is the pause's: the span's end is just before it.
+            emission.extend(self.catch_up(job, now_ms, until_ms=paused_ms - 1))
+        return emission
 
     # -- live changes ----------------------------------------------------------------------
     def apply_definition(
@@ -197,7 +292,7 @@ class PartitionScheduler:
             job.emitted_ms = job.last_scheduled_ms
         self.jobs[job_id] = job
         try:
-            emission.extend(catch_up(self, job, now_ms))
+            emission.extend(self.catch_up(job, now_ms))
             self.materialise(job, now_ms)
         except Exception as exc:
             self.job_failed(job_id, "edit", exc, now_ms, emission)
@@ -236,6 +331,96 @@ class PartitionScheduler:
         fire_ms = slot_ms + self.jitter_of(job, slot_ms)
         job.entry, job.handle = self.horizon.add_slot(job.job_id, slot_ms, fire_ms)
 
+    def catch_up(self, job: JobEntry, now_ms: int, until_ms: int | None = None) -> PartitionWrites:
+        """Slots missed by more than the grace period, under the job's misfire policy; with
+        `until_ms`, every slot up to that instant (a span that ended: all of it missed)."""
+        emission = PartitionWrites()
+        if not job.enabled:
+            return emission
+        cutoff = now_ms - self.misfire_grace_ms if until_ms is None else until_ms
+        start = start_after(job)
+        if start >= cutoff:
+            return emission
+        walk = shared_walk(job.schedule, start, cutoff, job.misfire_policy, job.max_catch_up)
+        # Non-firing slots come first in the walk, then the elided middle, then the fired ones.
+        for missed in walk:
+            if missed.disposition != "fire":
+                skipped = skipped_event(job, missed.scheduled_ms, now_ms, missed.reason)
+                emission.events.append(skipped)
+        if walk.elided is not None:
+            gap = walk.elided
+            summary = skipped_event(job, gap.through_ms, now_ms, f"{gap.reason}:range")
+            summary["details"] = json.dumps(
+                {
+                    "job_version": job.version,
+                    "after": gap.after_ms,
+                    "through": gap.through_ms,
+                    "count": gap.count,
+                    "disposition": gap.disposition,
+                }
+            )
+            emission.events.append(summary)
+        for missed in walk.to_fire:
+            # Caught-up slots fire at once, so the overlap policy decides between them too: a
+            # `skip` job runs the first and records the others as skipped.
+            slot = missed.scheduled_ms
+            decision = self.overlap_of(job)
+            if decision.action == "skip":
+                reason = f"overlap:{decision.reason}"
+                emission.events.append(skipped_event(job, slot, now_ms, reason))
+            elif decision.action == "queue":
+                self.held[job.job_id] = slot
+            else:
+                fire_ms = slot + self.jitter_of(job, slot)
+                self.start_occurrence(job, slot, fire_ms, now_ms, "catch_up", None, emission)
+        if walk.last_scheduled_ms is not None:
+            job.last_scheduled_ms = walk.last_scheduled_ms
+            job.emitted_ms = walk.last_scheduled_ms
+        if emission or walk.to_fire:
+            emission.states[job.job_id] = self.state_of_entry(job, now_ms)
+        return emission
+
+    # -- executions ------------------------------------------------------------------------
+    def start_occurrence(
+        self,
+        job: JobEntry,
+        slot: int,
+        fire_ms: int,
+        now_ms: int,
+        trigger: ExecutionTrigger,
+        previous: int | None,
+        emission: PartitionWrites,
+        run_id: str | None = None,
+    ) -> bool:
+        """Emit attempt 1 of (job, slot), or record the slot as skipped with the reason it
+        cannot start: a payload that does not render (that job's problem alone), or a state
+        already carrying as many in-flight requests as Kafka allows. Returns whether it fired.
+        `run_id`: the execution id, when not the slot's own (a backfill's, decision 0121)."""
+        terms = (self.lease_seconds, self.heartbeat_seconds)
+        try:
+            request = request_record(job, slot, fire_ms, now_ms, trigger, previous, terms, run_id)
+        except Exception as exc:
+            self.report(
+                "occurrence_rejected",
+                "an occurrence's request could not be built; the slot is recorded as skipped",
+                {"job_id": job.job_id, "slot": slot, "error": str(exc)},
+            )
+            reason = f"invalid_request:{exc}"
+            emission.events.append(skipped_event(job, slot, now_ms, reason, run_id))
+            return False
+        executions = self.executions
+        # Whether the job's state can carry one more in-flight request (its `footprint`,
+        # inline: once per occurrence).
+        size = len(request["payload"].encode()) + PENDING_OVERHEAD_BYTES
+        if executions.bytes_by_job.get(job.job_id, 0) + size > IN_FLIGHT_BYTES_PER_JOB:
+            reason = "overlap" if trigger in ("scheduled", "catch_up") else trigger
+            skipped = skipped_event(job, slot, now_ms, f"{reason}:in_flight_budget", run_id)
+            emission.events.append(skipped)
+            return False
+        emission.requests.append(request)
+        self.hold_deadline(executions.started(request, size))
+        return True
+
     def start_execution(self, request: ExecutionRequest, emission: PartitionWrites) -> None:
         """Emit attempt `request` of an execution and hold its dispatch deadline."""
         emission.requests.append(request)
@@ -263,9 +448,12 @@ class PartitionScheduler:
         return self.horizon
 
     def carry_out(
-        self, decision: Decision, flight: InFlight | None, now_ms: int,
+        self,
+        decision: Decision,
+        flight: InFlight | None,
+        now_ms: int,
         into: PartitionWrites | None = None,
-    ) -> PartitionWrites:  # fmt: skip
+    ) -> PartitionWrites:
         """What `decision` writes, added to `into` if given: then the states of the jobs it
         changed are built once, as they stand when the transaction is sent (`changed`), not
         once per event (a worker's leased and succeeded usually come in the same turn)."""
@@ -281,7 +469,7 @@ class PartitionScheduler:
             job = self.jobs.get(finished.request["job_id"])
             if held is not None and job is not None and job.enabled:
                 fire_ms = held + self.jitter_of(job, held)
-                start_occurrence(self, job, held, fire_ms, now_ms, "scheduled", None, emission)
+                self.start_occurrence(job, held, fire_ms, now_ms, "scheduled", None, emission)
         if into is not None:
             emission.changed.extend(decision.changed_jobs)
             return emission
@@ -293,7 +481,6 @@ class PartitionScheduler:
         """What an execution decision made outside an event or a deadline writes."""
         return self.carry_out(decision, None, now_ms)
 
-    # -- executions ------------------------------------------------------------------------
     def on_execution_event(
         self, event: ExecutionEvent, now_ms: int, into: PartitionWrites | None = None
     ) -> PartitionWrites:
@@ -317,15 +504,149 @@ class PartitionScheduler:
         MAX_LEASE_HOLD_MS past the deadline) rather than re-running a live worker's job.
 
         Nothing one job does raises out of here: a job whose decision fails is set aside
-        with a dead letter (`_job_failed`) and the others fire."""
+        with a dead letter (`job_failed`) and the others fire."""
         emission = PartitionWrites()
         if not self.serving:
             return emission
         self.refill(now_ms)
-        dispatch_due(self, now_ms, hold_leases, emission)
-        fire_workflow_timers(self, now_ms, emission)
-        fire_due(self, now_ms, hold_leases, emission)
+        self.dispatch_due(now_ms, hold_leases, emission)
+        self.fire_workflow_timers(now_ms, emission)
+        self.fire_due(now_ms, hold_leases, emission)
         return emission
+
+    def dispatch_due(self, now_ms: int, hold_leases: bool, emission: PartitionWrites) -> None:
+        """Requests whose dispatch deadline passed without a lease (most were leased long ago:
+        their entries are stale and pass by)."""
+        while self.dispatch_deadlines and self.dispatch_deadlines[0][0] <= now_ms:
+            deadline, execution_id, attempt = self.dispatch_deadlines[0]
+            if hold_leases and self.lease_held(execution_id, deadline, now_ms):
+                return  # its lease may be among the unread events; later ones wait behind it
+            self.dispatch_deadlines.popleft()
+            try:
+                decision, flight = self.executions.on_deadline(
+                    execution_id, attempt, deadline, now_ms
+                )
+                emission.extend(self.carry_out(decision, flight, now_ms))
+            except Exception as exc:
+                job_id = self.job_of(("exec", execution_id))
+                self.job_failed(job_id, "tick", exc, now_ms, emission)
+
+    def fire_workflow_timers(self, now_ms: int, emission: PartitionWrites) -> None:
+        """Workflow timers due at `now_ms`: a fold timer fires (TimerFired to its workflow), a
+        delayed attempt starts. Each is gone from its key's state in the same transaction."""
+        for due in self.workflows.due(now_ms):
+            if due.request is not None:
+                self.start_execution({**due.request, "requested_at": now_ms}, emission)
+            else:
+                self.workflows.inputs.append(self.workflows.fired_input(due))
+            emission.states[due.key] = self.state_of(due.key, now_ms)
+
+    def fire_due(self, now_ms: int, hold_leases: bool, emission: PartitionWrites) -> None:
+        """The wheel's entries due at `now_ms`, then the ready queue served, at most `max_batch`
+        occurrences. A job's next slot enters the wheel when its slot comes due, so a tick fires
+        at most one slot of a job: a late turn does not catch a job up all at once (decision
+        0177 measured the other way, and it lost slots). Nothing one job does raises out of
+        here."""
+        for entry, target in self.horizon.due(now_ms):
+            try:
+                self.on_due(entry, target, now_ms, hold_leases, emission)
+            except Exception as exc:
+                self.job_failed(self.job_of(target), "tick", exc, now_ms, emission)
+        jobs = self.jobs
+        served = self.ready.serve(
+            self.max_batch, self.executions.by_tenant, self.tenant_max_in_flight
+        )
+        for job_id, slot in served:
+            job = jobs.get(job_id)
+            if job is None or not job.enabled:
+                continue
+            try:
+                self.fire(job, slot, now_ms, emission)
+            except Exception as exc:
+                self.job_failed(job_id, "fire", exc, now_ms, emission)
+
+    def on_due(
+        self,
+        entry: int,
+        target: tuple[Any, ...],
+        now_ms: int,
+        hold_leases: bool,
+        emission: PartitionWrites,
+    ) -> None:
+        """A wheel entry came due: an execution's deadline, or a job's slot (which then waits
+        in the ready queue, within the job's backlog bound)."""
+        if target[0] == "exec":
+            _, execution_id, attempt, deadline = target
+            if hold_leases and self.lease_held(execution_id, deadline, now_ms):
+                self.horizon.later(entry, target, now_ms + self.tick_ms)  # looked at next tick
+                return
+            decision, flight = self.executions.on_deadline(execution_id, attempt, deadline, now_ms)
+            emission.extend(self.carry_out(decision, flight, now_ms))
+            return
+        _, job_id, slot = target
+        job = self.jobs.get(job_id)
+        if job is None or job.next_ms != slot:
+            return
+        job.handle = None
+        # backlog_bound, inline: once per due slot.
+        bound = max(1, job.max_catch_up) if job.misfire_policy == "catch_up" else 1
+        for dropped in self.ready.push(job.tenant_id, job_id, slot, bound):
+            # Waiting behind its tenant's cap is an outage for this job: its misfire policy
+            # decides, and what it drops is recorded (and persisted) as skipped.
+            reason = (
+                "misfire:max_catch_up"
+                if job.misfire_policy == "catch_up"
+                else (f"misfire:{job.misfire_policy}:backlog")
+            )
+            emission.events.append(skipped_event(job, dropped, now_ms, reason))
+            if job.emitted_ms is None or job.emitted_ms < dropped:
+                job.emitted_ms = dropped
+            emission.states[job_id] = self.state_of_entry(job, now_ms)
+        # The next slot enters the wheel now, so a slow batch never delays the grid.
+        job.last_scheduled_ms = slot  # provisional: emitted in this or a later batch
+        if job.enabled:  # `materialise` inline (the walk resumes after `slot`): once per due slot
+            nxt = job.next_ms = cohort_next_after(job.schedule, slot)
+            if nxt is None:
+                pass
+            elif nxt <= now_ms + self.horizon_ms:
+                self.insert(job, nxt)
+            else:
+                self.horizon.park(job_id, nxt)
+
+    def lease_held(self, execution_id: str, deadline_ms: int, now_ms: int) -> bool:
+        flight = self.executions.in_flight.get(execution_id)
+        return (
+            flight is not None
+            and flight.state != "retry_wait"  # a retry timer is ours alone: it never waits
+            and now_ms - deadline_ms < MAX_LEASE_HOLD_MS
+        )
+
+    def fire(self, job: JobEntry, slot: int, now_ms: int, emission: PartitionWrites) -> None:
+        """Emit one scheduled occurrence, unless the overlap or misfire policy says otherwise."""
+        previous = job.emitted_ms
+        if previous is not None and slot <= previous:
+            return  # superseded while it waited (a resume moved the watermark past it)
+        job.emitted_ms = slot
+        if job.job_id not in self.executions.ids_by_job and job.overlap_policy in OVERLAP_POLICIES:
+            action = reason = ""  # nothing of the job runs: every overlap policy fires
+        else:
+            decision = self.overlap_of(job)
+            action, reason = decision.action, decision.reason
+        if job.misfire_policy == "skip" and now_ms - slot > self.misfire_grace_ms:
+            # It waited (behind its tenant's cap) past the grace: missed, as after an outage.
+            emission.events.append(skipped_event(job, slot, now_ms, "misfire:skip:backlog"))
+        elif action == "skip":
+            emission.events.append(skipped_event(job, slot, now_ms, f"overlap:{reason}"))
+        elif action == "queue":
+            self.held[job.job_id] = slot
+        else:
+            fire_ms = slot + self.jitter_of(job, slot) if job.jitter_ms > 0 else slot
+            if self.start_occurrence(job, slot, fire_ms, now_ms, "scheduled", previous, emission):
+                job.last_fire_ms = fire_ms
+                # The request stands for the job's state until a quieter tick writes it.
+                emission.unsaved.append(job.job_id)
+                return
+        emission.states[job.job_id] = self.state_of_entry(job, now_ms)
 
     def job_of(self, target: tuple[Any, ...]) -> str:
         if target[0] == "slot":
@@ -333,25 +654,9 @@ class PartitionScheduler:
         flight = self.executions.in_flight.get(target[1])
         return "" if flight is None else str(flight.request["job_id"])
 
-    def refresh_fired_states(self, emission: PartitionWrites, now_ms: int) -> None:
-        """Before `emission` is written: the states it carries as they stand now
-        (`state_writes.refresh_fired_states`)."""
-        refresh_fired_states(self, emission, now_ms)
-
-    def snapshot(self, job_ids: list[str], now_ms: int) -> PartitionWrites:
-        """The current states of `job_ids` (unsaved jobs written by a quieter tick)."""
-        return snapshot(self, job_ids, now_ms)
-
-    def state_of(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
-        job = self.jobs.get(job_id)
-        return (
-            self.orphan_state_of(job_id, now_ms)
-            if job is None
-            else self.state_of_entry(job, now_ms)
-        )
-
     def overlap_of(self, job: JobEntry) -> OverlapDecision:
-        """The job's overlap policy on its next slot (the in-flight budget is `_start`'s)."""
+        """The job's overlap policy on its next slot (the in-flight budget is
+        `start_occurrence`'s)."""
         held = 1 if job.job_id in self.held else 0
         running = self.executions.running_count(job.job_id)
         return decide_overlap(job.overlap_policy, running, held)
@@ -364,10 +669,151 @@ class PartitionScheduler:
     def command(self, command: TimerCommand, now_ms: int) -> PartitionWrites:
         """Carry out a command: a workflow's, or a trigger or backfill (`commands.py`)."""
         if is_workflow_command(command):
-            return workflow_command(self, command, now_ms)
-        return job_command(self, command, now_ms)
+            return self.workflow_command(command, now_ms)
+        return self.job_command(command, now_ms)
+
+    def job_command(self, command: TimerCommand, now_ms: int) -> PartitionWrites:
+        """Carry out a trigger or backfill. Raises RejectedCommand (for a dead letter) when it
+        cannot be: an unknown job, kind or range."""
+        job = self.jobs.get(command["job_id"])
+        if job is None:
+            raise RejectedCommand(
+                command, f"no job {command['job_id']!r} on partition {self.partition}"
+            )
+        trigger, slots = command_slots(job, command)
+        emission = PartitionWrites()
+        in_flight = self.executions.in_flight
+        for slot in slots:
+            # A trigger is fired at once; a backfill slot too (its period is the slot's own),
+            # as an execution of its own (decision 0121).
+            fire_ms = now_ms
+            run_id = None
+            if trigger == "backfill":
+                run_id = backfill_execution_id(
+                    str(command.get("command_id") or ""), job.job_id, job.version, slot
+                )
+            if execution_id_of(job.job_id, job.version, slot) in in_flight or run_id in in_flight:
+                # That occurrence (or this very backfill of it) is still running: it stands.
+                skipped = skipped_event(job, slot, now_ms, f"{trigger}:in_flight", run_id)
+                emission.events.append(skipped)
+                continue
+            self.start_occurrence(job, slot, fire_ms, now_ms, trigger, None, emission, run_id)
+        emission.states[job.job_id] = self.state_of_entry(job, now_ms)
+        return emission
+
+    def workflow_command(self, command: TimerCommand, now_ms: int) -> PartitionWrites:
+        """Carry out a run_step, start_timer, cancel_timer or cancel_execution command. Each
+        changes its step key's state, written in the same transaction as the requests,
+        cancels and inputs it causes."""
+        emission = PartitionWrites()
+        key, kind = command["job_id"], command["kind"]
+        if kind == "run_step":
+            self._run_step(command, now_ms, emission)
+        elif kind == "start_timer":
+            timer_id, workflow_id = required(command, "timer_id"), required(command, "workflow_id")
+            self.workflows.add(OneOff(key, timer_id, workflow_id, required_fire_at(command)))
+        elif kind == "cancel_timer":
+            self.workflows.remove(key, required(command, "timer_id"))
+        else:
+            self._cancel_execution(command, now_ms, emission)
+        emission.states[key] = self.state_of(key, now_ms)
+        return emission
+
+    def _run_step(self, command: TimerCommand, now_ms: int, emission: PartitionWrites) -> None:
+        key, execution_id = command["job_id"], required(command, "execution_id")
+        attempt = int(command["attempt"])
+        flight = self.executions.in_flight.get(execution_id)
+        if flight is not None and flight.attempt >= attempt:
+            return  # this attempt (or a later one) is out already: a repeat changes nothing
+        if flight is not None:
+            self.executions.drop(execution_id)  # an operator's retry replaces the attempt
+        delayed_prefix = f"{START_PREFIX}{execution_id}:"
+        for timer_id in [
+            t for t in self.workflows.by_key.get(key, ()) if t.startswith(delayed_prefix)
+        ]:
+            self.workflows.remove(key, timer_id)
+        request = step_request(command, now_ms, (self.lease_seconds, self.heartbeat_seconds))
+        not_before = int(command.get("fire_at") or 0)
+        if not_before > now_ms:
+            timer_id = f"{START_PREFIX}{execution_id}:{attempt}"
+            self.workflows.add(
+                OneOff(key, timer_id, request["workflow_id"] or "", not_before, request)
+            )
+            return
+        self.start_execution(request, emission)
+
+    def _cancel_execution(
+        self, command: TimerCommand, now_ms: int, emission: PartitionWrites
+    ) -> None:
+        """Stop the attempt, and owe the workflow its verdict: at once for an attempt no worker
+        holds, from the worker (cancelled, or what it finished with) for a running one. An
+        attempt already over has had its verdict sent: nothing to do."""
+        key, execution_id = command["job_id"], required(command, "execution_id")
+        attempt = int(command["attempt"])
+        delayed = self.workflows.remove(key, f"{START_PREFIX}{execution_id}:{attempt}")
+        if delayed is not None and delayed.request is not None:
+            self.workflows.inputs.append(step_outcome(delayed.request, "cancelled", now_ms))
+            return
+        flight = self.executions.in_flight.get(execution_id)
+        if flight is None or flight.attempt != attempt:
+            return
+        control_id = f"wf-cancel:{execution_id}:{attempt}"
+        control = cancel_control(control_id, execution_id, key, now_ms, attempt)
+        self.workflows.controls.append(control)
+        if flight.state == "queued":
+            decision = self.executions.cancel_queued(execution_id, now_ms)
+            emission.extend(self.apply_decision(decision, now_ms))
 
     # -- records ---------------------------------------------------------------------------
+    def refresh_fired_states(self, emission: PartitionWrites, now_ms: int) -> None:
+        """Before `emission` is written: the jobs an event `changed` get their state (as
+        `carry_out` leaves them, once each); a job that fired in it and also has a state in it
+        gets its state as it stands now (a state built before the fire would claim, by its
+        seq, to have seen a request it has not). The others stay "unsaved": their requests
+        stand for their states until a quieter tick writes them (decision 0008)."""
+        states = emission.states
+        # Built just now, after the tick's fires: already as they stand (under a steady load a
+        # turn reads a job's events and fires its next slot, so most fired jobs are here).
+        fresh: dict[str, None] = {}
+        if emission.changed:
+            fresh = dict.fromkeys(emission.changed)
+            for job_id in fresh:
+                states[job_id] = self.state_of(job_id, now_ms)
+            emission.changed = []
+        if not emission.unsaved:
+            return
+        unsaved = []
+        for job_id in dict.fromkeys(emission.unsaved):
+            if job_id in states:
+                if job_id not in fresh:
+                    states[job_id] = self.state_of(job_id, now_ms)
+            else:
+                unsaved.append(job_id)
+        emission.unsaved = unsaved
+
+    def snapshot(self, job_ids: list[str], now_ms: int) -> PartitionWrites:
+        """The current states of `job_ids` (unsaved jobs written by a quieter tick)."""
+        # `state_of` inline: after a burst this runs once per job that fired.
+        jobs, held, executions = self.jobs, self.held, self.executions
+        emission = PartitionWrites()
+        states = emission.states
+        for job_id in job_ids:
+            job = jobs.get(job_id)
+            if job is None:
+                states[job_id] = self.orphan_state_of(job_id, now_ms)
+            else:
+                pending = pending_entries(executions, job_id, held.get(job_id))
+                states[job_id] = job_state(job, pending, now_ms)
+        return emission
+
+    def state_of(self, job_id: str, now_ms: int) -> dict[str, Any] | None:
+        job = self.jobs.get(job_id)
+        return (
+            self.orphan_state_of(job_id, now_ms)
+            if job is None
+            else self.state_of_entry(job, now_ms)
+        )
+
     def state_of_entry(self, job: JobEntry, now_ms: int) -> dict[str, Any]:
         held = self.held.get(job.job_id)
         return job_state(job, pending_entries(self.executions, job.job_id, held), now_ms)

@@ -1,6 +1,7 @@
 """The states a turn writes for the jobs its worker events changed: built once each, as the job
 stands when the transaction is sent, whatever order and however many of its events the turn read
-(`core/timer/state_writes.py`), and equal to what building them event by event left last."""
+(`PartitionScheduler.refresh_fired_states`), and equal to what building them event by event
+left last."""
 
 from __future__ import annotations
 
