@@ -1,6 +1,6 @@
 """Which network addresses an `http` job may target, decided without any I/O.
 
-The `http` job type's SSRF guard (`tickwheel.jobtypes.ssrf`) resolves host names and vets
+The `http` job type's SSRF guard (`tickwheel.sdk.ssrf`) resolves host names and vets
 every address at fire time; this module holds the address rules it applies, so that a
 definition naming a forbidden target by literal (`http://127.0.0.1/`, `http://[::1]/`,
 `http://169.254.169.254/`, `http://0x7f000001/`) or by a loopback or metadata name

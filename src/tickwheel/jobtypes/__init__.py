@@ -10,12 +10,12 @@ from functools import partial
 
 from tickwheel.jobtypes.basic import MAX_SLEEP_SECONDS, fail, noop, sleep
 from tickwheel.jobtypes.http import http_handler
-from tickwheel.jobtypes.ssrf import RequestRefused, SsrfGuard
+from tickwheel.sdk.ssrf import SsrfGuard
 from tickwheel.sdk.worker import HandlerRegistry, JobType
 
 BUILTIN_TYPES = ("fail", "http", "noop", "sleep")
 
-__all__ = ["BUILTIN_TYPES", "RequestRefused", "SsrfGuard", "builtin_registry"]
+__all__ = ["BUILTIN_TYPES", "builtin_registry"]
 
 
 def builtin_registry(guard: SsrfGuard | None = None) -> HandlerRegistry:

@@ -1,5 +1,5 @@
 """The `http` built-in job type: one HTTP request to an allow-listed host, through the SSRF
-guard (`tickwheel.jobtypes.ssrf`), with the standard library only.
+guard (`tickwheel.sdk.ssrf`), with the standard library only.
 
 Payload: `{"url": ..., "method": "GET", "body": str | object | null, "headers": {...},
 "timeout": seconds}`. A JSON object or list as `body` is sent as `application/json`.
@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from tickwheel.jobtypes.ssrf import SsrfGuard, VettedTarget
+from tickwheel.sdk.ssrf import SsrfGuard, VettedTarget
 from tickwheel.sdk.worker import ExecutionContext, PermanentError, RetryableError
 
 MAX_REDIRECTS = 5

@@ -19,7 +19,7 @@ from tickwheel.core import definition as _definition
 from tickwheel.core.record_schedule import record_schedule, specs_as_json
 from tickwheel.core.schedule import Schedule
 from tickwheel.errors import InvalidInput, TickwheelError
-from tickwheel.jobtypes.ssrf import (
+from tickwheel.sdk.ssrf import (
     RequestRefused,
     Resolver,
     SsrfGuard,

@@ -3,7 +3,7 @@ tell people things: the watchdog's alert transitions (decision 0074) and the orc
 approval notices (decision 0132). A sink signs each body with its secret and POSTs it once;
 the caller owns ordering, retries (`backoff_s`) and the idempotent `webhook-id`.
 
-URLs pass the `http` job type's SSRF guard (`tickwheel.jobtypes.ssrf`): the operator's URL
+URLs pass the `http` job type's SSRF guard (`tickwheel.sdk.ssrf`): the operator's URL
 names its own host, and every address it resolves to must be public unless the service's
 allowed-networks setting opens a private range. No redirects are followed: a receiver that
 moved is a configuration to fix, not a hop to take.
@@ -25,7 +25,7 @@ from tickwheel.clock import Clock
 from tickwheel.core.targets import IPNetwork, url_problem
 from tickwheel.errors import InvalidInput
 from tickwheel.jobtypes.http import fetch
-from tickwheel.jobtypes.ssrf import SsrfGuard
+from tickwheel.sdk.ssrf import SsrfGuard
 from tickwheel.sdk.worker import PermanentError, RetryableError
 
 Outcome = Literal["delivered", "retry", "rejected"]

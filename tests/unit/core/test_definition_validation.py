@@ -154,7 +154,7 @@ def test_the_sdk_resolves_http_hosts_and_leaves_unresolvable_ones_to_the_worker(
     assert validate_job(spec, NOW, resolver=lambda host, port: ["93.184.216.34"])
 
     def unresolvable(host: str, port: int) -> list[str]:
-        from tickwheel.jobtypes.ssrf import RequestRefused
+        from tickwheel.sdk.ssrf import RequestRefused
 
         raise RequestRefused(host, "cannot resolve")
 

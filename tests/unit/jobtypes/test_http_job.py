@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tickwheel.jobtypes.http import CANCEL_CHECK_S, fetch, http_handler
-from tickwheel.jobtypes.ssrf import SsrfGuard
+from tickwheel.sdk.ssrf import SsrfGuard
 from tickwheel.sdk.worker import (
     ExecutionCancelled,
     ExecutionContext,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tickwheel.jobtypes.http import fetch, http_handler
-from tickwheel.jobtypes.ssrf import (
+from tickwheel.sdk.ssrf import (
     ALLOWED_HOSTS_ENV,
     ALLOWED_NETWORKS_ENV,
     RequestRefused,

@@ -11,7 +11,7 @@ from standardwebhooks import Webhook
 from tests.unit.core.watchdog.test_watchdog_golden import QUICK, T0, S, definition, run
 from tickwheel.clock import FakeClock
 from tickwheel.errors import InvalidInput
-from tickwheel.jobtypes.ssrf import RequestRefused
+from tickwheel.sdk.ssrf import RequestRefused
 from tickwheel.services.watchdog.webhooks import WebhookSink, backoff_s, payload, sink_guard
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -10,6 +10,11 @@ that spell an IPv4 address in a legacy numeric form (`0x7f000001`, `2130706433`,
 The address rules live in the pure core (`tickwheel.core.targets`), which also applies them
 to a job's URL when the job is defined.
 
+The guard is the SDK's because three layers vet URLs with it: the `http` job type
+(`tickwheel.jobtypes.http`) at fire time, a definition's check (`tickwheel.sdk.job_records`,
+which resolves an `http` job's host when the job is written) and the services' webhook sinks
+(`tickwheel.services.webhooks`).
+
 Allow-list (`TICKWHEEL_HTTP_ALLOWED_HOSTS`, comma-separated): `api.example.com` (any port),
 `api.example.com:8443` (that port only), `*.example.com` (any subdomain). Private networks an
 operator does mean to reach are opened with `TICKWHEEL_HTTP_ALLOWED_NETWORKS` (CIDRs, e.g.
