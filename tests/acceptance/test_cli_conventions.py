@@ -179,10 +179,10 @@ def test_the_walk_finds_every_group_and_the_long_running_commands() -> None:
 
 def test_the_history_location_flags_name_their_variables() -> None:
     from tickwheel.adapters.clickhouse import CLICKHOUSE_URL_VAR, HISTORY_DIR_VAR
-    from tickwheel.cli import history
+    from tickwheel.cli import history_location
 
     # The CLI spells the names itself (importing the adapter costs every command 0.2 s).
-    assert (history.CLICKHOUSE_URL_VAR, history.HISTORY_DIR_VAR) == (
+    assert (history_location.CLICKHOUSE_URL_VAR, history_location.HISTORY_DIR_VAR) == (
         CLICKHOUSE_URL_VAR,
         HISTORY_DIR_VAR,
     )

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tickwheel.cli.history import add_location_flags, history_settings
+from tickwheel.cli.history_location import add_location_flags, history_settings
 
 
 def _add_cancel(verbs: Any) -> None:

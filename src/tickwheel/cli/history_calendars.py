@@ -11,7 +11,7 @@ from typing import Any
 
 def register(commands: Any) -> None:
     """Add `calendars` to the `history` verbs."""
-    from tickwheel.cli.history import add_location_flags
+    from tickwheel.cli.history_location import add_location_flags
 
     parser = commands.add_parser(
         "calendars",
@@ -31,7 +31,7 @@ def _dates(dates: list[str]) -> str:
 
 def run_calendar_history(args: argparse.Namespace) -> int:
     """Handler of `history calendars NAME`."""
-    from tickwheel.cli.history import history_settings
+    from tickwheel.cli.history_location import history_settings
     from tickwheel.core.calendars import check_calendar_name
     from tickwheel.history import calendar_history, open_history_reader
 

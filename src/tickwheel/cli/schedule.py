@@ -12,8 +12,9 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from tickwheel.cli.schedule_output import print_preview_table
 from tickwheel.core.describe import describe
-from tickwheel.core.preview import MAX_PREVIEW_COUNT, PreviewRow, preview_schedule
+from tickwheel.core.preview import MAX_PREVIEW_COUNT, preview_schedule
 from tickwheel.core.schedule import DST_POLICIES, parse_schedule
 from tickwheel.core.timefmt import format_utc, parse_iso_ms
 
@@ -200,11 +201,3 @@ def run_preview(args: argparse.Namespace) -> int:
     print(describe(schedule))
     print_preview_table(rows, zone)
     return 0
-
-
-def print_preview_table(rows: list[PreviewRow], zone: str) -> None:
-    """The preview as a table: UTC, local time with its abbreviation, and the note."""
-    print(f"{'UTC':<25} {'local (' + zone + ')':<32} note")
-    for row in rows:
-        local = f"{row.local} {row.abbreviation}"
-        print(f"{row.utc:<25} {local:<32} {row.note or ''}".rstrip())

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from tickwheel.cli.schedule_output import print_preview_table
 from tickwheel.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -68,8 +69,6 @@ def run_job_preview(args: argparse.Namespace, from_ms: int) -> int:
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from tickwheel.cli.schedule import print_preview_table
-
     print(f"{args.job} (version {record.get('version')}): {describe(schedule)}")
     print_preview_table(rows, schedule.timezone)
     return 0
