@@ -8,43 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.history import ClosableHistoryReader
+from tickwheel.services.api.job_clients import JobsLike
 
 if TYPE_CHECKING:
     from tickwheel.core.calendars import BusinessCalendar
-    from tickwheel.records import JobDefinition
     from tickwheel.services.api.calendars import CalendarSource
-
-
-class JobsLike(Protocol):
-    """The part of `tickwheel.sdk.JobsClient` the API uses."""
-
-    def get(self, job_id: str) -> dict[str, Any]: ...
-    def list(self) -> list[dict[str, Any]]: ...
-    def create(self, spec: dict[str, Any]) -> dict[str, Any]: ...
-    def update(
-        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
-    ) -> dict[str, Any]: ...
-    def delete(self, job_id: str) -> None: ...
-    def trigger(self, job_id: str) -> dict[str, Any]: ...
-    def backfill(
-        self, job_id: str, from_ms: int, to_ms: int, command_id: str | None = None
-    ) -> dict[str, Any]: ...
-
-
-class AsyncCreates(Protocol):
-    """A jobs client whose creates a coroutine can await with no thread held (decision 0165),
-    when `creates_await()` says so."""
-
-    def creates_await(self) -> bool: ...
-    async def create_async(self, spec: Mapping[str, Any]) -> JobDefinition: ...
-    async def delete_async(self, job_id: str) -> None: ...
-    async def update_async(
-        self, job_id: str, changes: dict[str, Any], expected_version: int | None = None
-    ) -> dict[str, Any]: ...
 
 
 def _open_history() -> ClosableHistoryReader:

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from tickwheel.core.calendars import BusinessCalendar, calendar_from_record
 from tickwheel.core.compiled import CompiledSchedule
 from tickwheel.core.record_schedule import compile_record_schedule
 from tickwheel.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from tickwheel.services.api.backend import Backend
 
 __all__ = ["CalendarSource", "CalendarsView", "compile_job", "uses_calendar"]
 
@@ -81,9 +78,12 @@ def uses_calendar(record: Mapping[str, Any]) -> bool:
     return record.get("calendar") is not None
 
 
-def compile_job(b: Backend, record: Mapping[str, Any]) -> CompiledSchedule:
-    """A stored definition's schedule as the timer compiles it: with its calendar read from the
-    cluster when it names one (none known: no slot, as the timer gives none)."""
+def compile_job(
+    known_calendars: Callable[[], Mapping[str, BusinessCalendar]], record: Mapping[str, Any]
+) -> CompiledSchedule:
+    """A stored definition's schedule as the timer compiles it: with its calendar from
+    `known_calendars()` (`Backend.known_calendars`: read from the cluster), asked only when it
+    names one (none known: no slot, as the timer gives none)."""
     if not uses_calendar(record):
         return compile_record_schedule(record)
-    return compile_record_schedule(record, b.known_calendars())
+    return compile_record_schedule(record, known_calendars())

@@ -365,7 +365,7 @@ def backfill_job(
             raise InvalidInput("to", "must be after `from`")
     except InvalidInput as exc:
         raise invalid_input(exc) from None
-    compiled = compile_job(b, b.jobs.get(job_id))
+    compiled = compile_job(b.known_calendars, b.jobs.get(job_id))
     slots = len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1))
     if slots > MAX_BACKFILL:
         raise invalid_input(

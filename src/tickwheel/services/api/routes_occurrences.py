@@ -100,7 +100,7 @@ def job_occurrences(
         items, history = _past(b, job_id, from_ms, min(to_ms, now))
     if to_ms > now and len(items) <= limit:
         status = "scheduled" if record.get("enabled", True) else "paused"
-        compiled = compile_job(b, record)
+        compiled = compile_job(b.known_calendars, record)
         zone = record.get("timezone") or "UTC"
         # (now, to) from the grid: `first` is (start, end], so stop a millisecond early.
         for slot in compiled.first(max(from_ms - 1, now), to_ms - 1, limit + 1 - len(items)):

@@ -17,7 +17,7 @@ from typing import Any, cast
 from tickwheel.errors import InvalidInput
 from tickwheel.records import JobDefinition
 from tickwheel.sdk.jobs import UnknownJob
-from tickwheel.services.api.backend import AsyncCreates, JobsLike
+from tickwheel.services.api.job_clients import AsyncCreates, JobsLike
 from tickwheel.services.api.keys import DEFAULT_TENANT
 
 # The tenant a write acts for, read by the jobs client that sends its command: the command's

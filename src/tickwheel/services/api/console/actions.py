@@ -174,7 +174,8 @@ def _backfill(b: Backend, job_id: str, start: str, end: str, dry_run: bool) -> s
     to_ms = parse_instant_ms(end, "to")
     if to_ms <= from_ms:
         raise InvalidInput("to", "must be after `from`")
-    compiled = compile_job(b, b.jobs.get(job_id))  # with its calendar, as the timer fires it
+    # With its calendar, as the timer fires it.
+    compiled = compile_job(b.known_calendars, b.jobs.get(job_id))
     slots = len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1))
     if slots > MAX_BACKFILL:
         raise InvalidInput("from", f"the range holds more than {MAX_BACKFILL} slots; accepted: "
