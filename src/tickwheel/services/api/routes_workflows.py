@@ -19,10 +19,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from tickwheel.core.workflow.approval import verify_approval
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.workflows import approval_keys
+from tickwheel.services.api.event_streams import EVENT_STREAM, Interval, Timeout, stream
 from tickwheel.services.api.keys import DEFAULT_TENANT
 from tickwheel.services.api.problems import Problem, invalid_input, problem_responses
 from tickwheel.services.api.routes_jobs import _json
-from tickwheel.services.api.routes_streams import EVENT_STREAM, Interval, Timeout, stream
 from tickwheel.services.api.workflow_models import (
     ACCEPTED_EXAMPLE,
     SEED_WORKFLOW,

@@ -14,10 +14,11 @@ import pytest
 
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.door import needed_scope
+from tickwheel.services.api.event_streams import timeline_events
 from tickwheel.services.api.idempotency import derived_job_id, fingerprint
 from tickwheel.services.api.keys import granted, new_key, parse_token, token_hash
 from tickwheel.services.api.limits import RateSettings, TokenBuckets
-from tickwheel.services.api.routes_streams import timeline_events
+from tickwheel.services.api.routes_streams import finished
 
 
 def test_a_token_carries_its_key_id_and_refuses_a_typo_offline() -> None:
@@ -78,7 +79,7 @@ def test_the_stream_sends_each_change_once_and_ends_when_the_execution_finishes(
     running = {"execution_id": "e", "status": "running", "outcome": None}
     done = {"execution_id": "e", "status": "succeeded", "outcome": "succeeded"}
     answers = iter([running, done, done])
-    chunks = _collect(timeline_events(lambda: next(answers), running, timeout=10, interval=0.2))
+    chunks = _collect(timeline_events(lambda: next(answers), running, 10, 0.2, finished))
     names = [c.split("\n")[0] for c in chunks]
     assert names == ["event: timeline", "event: timeline", "event: end"]
     assert json.loads(chunks[1].split("data: ")[1]) == done
@@ -93,7 +94,7 @@ def test_the_stream_is_bounded_by_its_timeout() -> None:
         calls.append(1)
         return pending
 
-    chunks = _collect(timeline_events(read, pending, timeout=1, interval=0.2))
+    chunks = _collect(timeline_events(read, pending, 1, 0.2, finished))
     assert len(calls) == 5  # timeout / interval polls, then the end
     assert chunks[0].startswith("event: timeline") and '"timeout"' in chunks[-1]
     assert len(chunks) == 2
