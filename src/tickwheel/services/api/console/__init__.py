@@ -7,19 +7,17 @@ Decisions 0065-0067 say why it is built this way.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from tickwheel.services.api.console import access
+from tickwheel.services.api.console.access import ConsoleLocked, same_origin
 from tickwheel.services.api.console.render import PREFIX, STATIC, page
 
-__all__ = ["PREFIX", "ConsoleLocked", "mount"]
-
-
-class ConsoleLocked(Exception):
-    """A console request refused: cross-site, or its key lacks the scope or the tenant."""
+__all__ = ["PREFIX", "mount"]
 
 
 def console_allowed(request: Request) -> None:
@@ -27,7 +25,6 @@ def console_allowed(request: Request) -> None:
     operator on loopback, every tenant and scope; otherwise the key signed in on the console's
     cookie, narrowed to its tenant and checked for the scope the request needs. A change must
     come from the console's own pages: a cross-site form is refused either way."""
-    from tickwheel.services.api.console import access
     from tickwheel.services.api.door import auth_mode
 
     mode = auth_mode()
@@ -48,17 +45,6 @@ def console_allowed(request: Request) -> None:
                             "operators' (the tenant `default`); accepted: a key of that tenant")  # fmt: skip
     request.state.principal = principal
     request.state.console_backend = b
-
-
-def same_origin(request: Request) -> bool:
-    """True unless the browser says the request comes from another site (`Sec-Fetch-Site`)
-    or names another origin (`Origin`); a client that sends neither (curl) is let through."""
-    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-        return False
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 def _locked(request: Request, exc: Exception) -> HTMLResponse:
@@ -93,7 +79,6 @@ def mount(app: FastAPI) -> None:
         sign_in,
         workflows,
     )
-    from tickwheel.services.api.console.access import SignInNeeded
 
     # Where the alerts page reads incidents; a unit test sets its own before the first request.
     app.state.console_alerts = reads.topic_incidents
@@ -113,7 +98,7 @@ def mount(app: FastAPI) -> None:
     app.include_router(admin.router, prefix=PREFIX, dependencies=guard)
     app.include_router(sign_in.router, prefix=PREFIX)
     app.add_exception_handler(ConsoleLocked, _locked)
-    app.add_exception_handler(SignInNeeded, _sign_in_needed)
+    app.add_exception_handler(access.SignInNeeded, _sign_in_needed)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="console-static")
 
     @app.get(f"{PREFIX}/", include_in_schema=False)

@@ -21,6 +21,7 @@ import base64
 import dataclasses
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import Request
 
@@ -35,6 +36,21 @@ OPERATORS_ONLY = ("/admin", "/operations")
 
 class SignInNeeded(Exception):
     """No valid key in the console's cookie (keys mode)."""
+
+
+class ConsoleLocked(Exception):
+    """A console request refused: cross-site, or its key lacks the scope or the tenant."""
+
+
+def same_origin(request: Request) -> bool:
+    """True unless the browser says the request comes from another site (`Sec-Fetch-Site`)
+    or names another origin (`Origin`); a client that sends neither (curl) is let through."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 def console_scope(method: str, path: str) -> str:

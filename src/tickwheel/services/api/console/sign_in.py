@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from tickwheel.services.api.console.access import COOKIE, key_principal
+from tickwheel.services.api.console.access import COOKIE, ConsoleLocked, key_principal, same_origin
 from tickwheel.services.api.console.render import PREFIX, headers, one, page, read_form
 
 router = APIRouter(include_in_schema=False)
@@ -32,7 +32,6 @@ def sign_in_page(request: Request) -> Response:
 
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
-    from tickwheel.services.api.console import ConsoleLocked, same_origin
     from tickwheel.services.api.door import auth_mode
 
     if not same_origin(request):
@@ -54,7 +53,6 @@ async def sign_in(request: Request) -> Response:
 
 @router.post("/sign-out")
 async def sign_out(request: Request) -> Response:
-    from tickwheel.services.api.console import ConsoleLocked, same_origin
 
     if not same_origin(request):
         raise ConsoleLocked("cross-site")
