@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tickwheel.ports.history import HistoryStore, HistoryStoreError
 from tickwheel.services.history.batch import Batch
@@ -26,9 +26,7 @@ from tickwheel.services.history.columnar import (
 )
 from tickwheel.services.history.routes import Route
 from tickwheel.services.history.rows import Row, Source
-
-if TYPE_CHECKING:
-    from tickwheel.services.history.sink import SinkStats
+from tickwheel.services.history.sink_stats import SinkStats
 
 log = logging.getLogger("tickwheel.history")
 

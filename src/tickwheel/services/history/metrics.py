@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
-from tickwheel.services.history.sink import SinkStats
+from tickwheel.services.history.sink_stats import SinkStats
 
 
 class HistoryMetrics:

@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tickwheel.adapters.avro import UndecodableRecord
@@ -30,8 +29,9 @@ from tickwheel.services.history.columnar import EncodedInsert, EncodedKind, enco
 from tickwheel.services.history.pipeline import InsertInFlight
 from tickwheel.services.history.routes import Route, default_routes
 from tickwheel.services.history.rows import Source, UnstorableRecord
+from tickwheel.services.history.sink_stats import SinkStats
 
-__all__ = ["HistorySink", "Route", "SinkStats", "default_routes"]
+__all__ = ["HistorySink", "Route", "default_routes"]
 
 log = logging.getLogger("tickwheel.history")
 
@@ -41,24 +41,6 @@ READ_CHUNK = 1000
 # How long a busy flow's batch stays open (decision 0171): 10,000+ records a second then make
 # batches of 10,000+, not the 2,000-3,000 a 200 ms wait gave.
 BUSY_WAIT_S = 1.0
-
-
-@dataclass
-class SinkStats:
-    records: int = 0
-    rows: int = 0
-    batches: int = 0
-    dead_lettered: int = 0
-    commits_failed: int = 0
-    last_batch_rows: int = 0
-    # The lag, after each batch: records on the sink's partitions not yet written (from the
-    # consumer's cached high watermarks, no broker round trip), and how old the newest record
-    # written was when its batch was committed (Kafka's timestamp to the commit).
-    lag_records: int = 0
-    lag_ms: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 class DeadLetters(Protocol):
