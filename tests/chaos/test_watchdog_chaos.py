@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.test_watchdog import env_for, restored, spec, succeeded_since
 from tests.integration.timer_harness import ServiceProcess, publish_jobs, wait_until
-from tickwheel.cli.alerts import incidents, read_transitions
+from tickwheel.sdk.alerts import incidents, read_transitions
 
 pytestmark = pytest.mark.integration
 

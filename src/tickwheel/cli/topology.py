@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -45,6 +46,9 @@ def register(subparsers: Any) -> None:
     resize.add_argument(
         "--partitions", type=int, required=True, help="the new partition count (more than now)"
     )
+    resize.add_argument(
+        "--json", action="store_true", help="print the outcome as JSON (progress goes to stderr)"
+    )
     resize.set_defaults(handler=_resize)
     show = verbs.add_parser(
         "show", help="print the declared topology", description=f"The declared topics. {_ENV}"
@@ -72,7 +76,11 @@ def _resize(args: argparse.Namespace) -> int:
     from tickwheel.services.resize import Resize
 
     clock = SystemClock()
-    Resize(connect(), args.partitions, now_ms=lambda: int(clock.now() * 1000)).run()
+    say = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    report = Resize(connect(), args.partitions, now_ms=lambda: int(clock.now() * 1000),
+                    say=say).run()  # fmt: skip
+    if args.json:
+        print(json.dumps(asdict(report)))
     return 0
 
 
