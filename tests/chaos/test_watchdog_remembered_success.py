@@ -24,8 +24,8 @@ from tickwheel.adapters.kafka.client import Consumer, TopicPartition
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end, watermarks
-from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.events import execution_event
+from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.services.watchdog.remembered import SUCCESS_PREFIX
 from tickwheel.topology import topic as declared_topic
 from tickwheel.topology import topic_name

@@ -36,8 +36,8 @@ from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.admin import admin_client
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import read_to_end
-from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.ports.kafka import latest_per_key
+from tickwheel.sdk.alerts import incidents, read_transitions
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.watchdog.remembered import VERSIONS_PREFIX
 from tickwheel.topology import topic_name
