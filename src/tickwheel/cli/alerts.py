@@ -16,6 +16,7 @@ from tickwheel.sdk.alerts import (
     disabled_jobs,
     find_incident,
     incidents,
+    publish_ack,
     read_transitions,
 )
 
@@ -98,12 +99,9 @@ def _ack(args: argparse.Namespace) -> int:
     import os
     import uuid
 
-    from tickwheel.adapters.avro import encode
-    from tickwheel.adapters.kafka.producer import EventProducer
     from tickwheel.cli._kafka import connect
     from tickwheel.clock import SystemClock
     from tickwheel.errors import InvalidInput
-    from tickwheel.topology import topic_name
 
     note = args.note.strip()
     if not note:
@@ -118,10 +116,7 @@ def _ack(args: argparse.Namespace) -> int:
         )
     at_ms = int(SystemClock().now() * 1000)
     command = ack_command(incident["incident_id"], by, note, at_ms, str(uuid.uuid4()))
-    producer = EventProducer(bootstrap)
-    producer.send(topic_name("watchdog.commands"), incident["incident_id"],
-                  encode("Alert", command))  # fmt: skip
-    producer.flush(10.0)
+    publish_ack(bootstrap, command)
     sent = {"incident_id": incident["incident_id"], "command_id": command["alert_id"], "by": by,
             "note": note, "at": at_ms}  # fmt: skip
     if args.json:

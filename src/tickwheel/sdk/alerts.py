@@ -146,6 +146,19 @@ def ack_command(
     }
 
 
+def publish_ack(bootstrap: str | None, command: dict[str, Any]) -> None:
+    """Publish an `ack_command` to `watchdog.commands`, keyed by its incident, and wait for
+    it to be acknowledged (the CLI, the API and the console all acknowledge this way)."""
+    from tickwheel.adapters.avro import encode
+    from tickwheel.adapters.kafka.producer import EventProducer
+    from tickwheel.topology import topic_name
+
+    incident_id = json.loads(command["details"])["incident_id"]
+    producer = EventProducer(bootstrap)
+    producer.send(topic_name("watchdog.commands"), incident_id, encode("Alert", command))
+    producer.flush(10.0)
+
+
 def disabled_jobs(bootstrap: str | None = None) -> list[dict[str, Any]]:
     """Every disabled job with its owner, reason, who disabled it and since when, folded from
     `jobs.definitions` by the watchdog's own code (`since`: the first disabled version of the

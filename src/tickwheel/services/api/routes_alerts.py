@@ -105,10 +105,7 @@ class AckBody(_Strict):
 
 
 def _acknowledge(b: Any, wanted: str, by: str, note: str) -> dict[str, Any]:
-    from tickwheel.adapters.avro import encode
-    from tickwheel.adapters.kafka.producer import EventProducer
-    from tickwheel.sdk.alerts import ack_command
-    from tickwheel.topology import topic_name
+    from tickwheel.sdk.alerts import ack_command, publish_ack
 
     incident = next((i for i in _incidents(b) if wanted in {
         i["incident_id"], *(t["alert_id"] for t in i["transitions"])}), None)  # fmt: skip
@@ -118,10 +115,7 @@ def _acknowledge(b: Any, wanted: str, by: str, note: str) -> dict[str, Any]:
         raise Problem(409, "incident-resolved",
                       f"incident {incident['incident_id']} is resolved; accepted: an open one")  # fmt: skip
     command = ack_command(incident["incident_id"], by, note, b.now_ms(), str(uuid.uuid4()))
-    producer = EventProducer(b.bootstrap)
-    producer.send(topic_name("watchdog.commands"), incident["incident_id"],
-                  encode("Alert", command))  # fmt: skip
-    producer.flush(10.0)
+    publish_ack(b.bootstrap, command)
     return {"incidentId": incident["incident_id"], "commandId": command["alert_id"], "by": by,
             "note": note}  # fmt: skip
 

@@ -40,13 +40,9 @@ AckSender = Callable[[Backend, str, dict[str, Any]], None]
 
 def send_ack(backend: Backend, incident_id: str, command: dict[str, Any]) -> None:
     """Publish the acknowledgement to `watchdog.commands`, keyed by the incident."""
-    from tickwheel.adapters.avro import encode
-    from tickwheel.adapters.kafka.producer import EventProducer
-    from tickwheel.topology import topic_name
+    from tickwheel.sdk.alerts import publish_ack
 
-    producer = EventProducer(backend.bootstrap)
-    producer.send(topic_name("watchdog.commands"), incident_id, encode("Alert", command))
-    producer.flush(10.0)
+    publish_ack(backend.bootstrap, command)
 
 
 def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -> str:
