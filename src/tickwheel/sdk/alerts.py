@@ -15,7 +15,7 @@ through here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tickwheel.errors import TickwheelError
@@ -146,7 +146,7 @@ def ack_command(
     }
 
 
-def publish_ack(bootstrap: str | None, command: dict[str, Any]) -> None:
+def publish_ack(bootstrap: str | None, command: Mapping[str, Any]) -> None:
     """Publish an `ack_command` to `watchdog.commands`, keyed by its incident, and wait for
     it to be acknowledged (the CLI, the API and the console all acknowledge this way)."""
     from tickwheel.adapters.avro import encode

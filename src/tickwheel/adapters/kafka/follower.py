@@ -83,9 +83,6 @@ class TopicFollower:
     def every(self, topic: str) -> list[Place]:
         return [(topic, p) for p in self.partitions[topic]]
 
-    def places(self) -> list[Place]:
-        return [place for topic in self.partitions for place in self.every(topic)]
-
     def _assign_new(self, starts: Mapping[Place, int]) -> None:
         """Assign the partitions of the followed topics not assigned yet."""
         added = []
