@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
+from tickwheel.sdk.catalogue import CataloguedJobsClient
 from tickwheel.sdk.jobs import JobsClient, UnknownJob
-from tickwheel.services.api.followed_jobs import FollowedJobs
+from tickwheel.services.api.followed_jobs import FollowedCatalogue, FollowedJobs
 from tickwheel.services.api.writes import AckedJobsClient
 from tickwheel.topology import topic_name
 
@@ -64,7 +64,7 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
     """Decision 0139: the API's reads reuse a recent end offset; its own writes are seen by
     the next read whatever the window, anyone else's by every read more than a window after."""
     ticks = Ticks()
-    catalogue = DefinitionCatalogue(kafka_bootstrap, window_s=5.0, monotonic=ticks)
+    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=5.0, monotonic=ticks)
     jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
     other = JobsClient(kafka_bootstrap)
     try:
@@ -77,11 +77,11 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
         with pytest.raises(UnknownJob):
             jobs.get("f-3")
         # Reads within the window and no write in between: no broker request at all.
-        asked = catalogue.follower.freshness.ends.asked
+        asked = catalogue.freshness.ends.asked
         for _ in range(50):
             for n in (0, 1, 4):
                 assert jobs.get(f"f-{n}")["jobId"] == f"f-{n}"
-        assert catalogue.follower.freshness.ends.asked == asked
+        assert catalogue.freshness.ends.asked == asked
         # Another client's write, acknowledged now: every read a window later sees it.
         other.create({**SPEC, "jobId": "f-0-other"})
         other.update("f-1", {"enabled": False})
@@ -99,7 +99,7 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
 def test_followed_reads_with_no_window_see_another_clients_write_at_once(
     applied_topology: str, kafka_bootstrap: str
 ) -> None:
-    catalogue = DefinitionCatalogue(kafka_bootstrap, window_s=0.0)
+    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=0.0)
     jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
     other = JobsClient(kafka_bootstrap)
     try:
@@ -119,7 +119,7 @@ def test_followed_reads_see_a_write_the_judge_made_once_its_verdict_is_back(
     from tests.integration.test_jobwriter import Judge
 
     judge = Judge(kafka_bootstrap)
-    catalogue = DefinitionCatalogue(kafka_bootstrap, window_s=60.0)
+    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=60.0)
     jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
     try:
         with pytest.raises(UnknownJob):

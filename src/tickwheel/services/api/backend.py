@@ -57,10 +57,10 @@ class Backend:
         end offset recent enough (this instance's writes at once, others' within the read
         window: decision 0139); each write checks against ends asked for it, waits for its
         own acknowledgement and is serialised per job (decisions 0100, 0101)."""
-        from tickwheel.services.api.followed_jobs import FollowedJobs, followed_catalogue
+        from tickwheel.services.api.followed_jobs import FollowedCatalogue, FollowedJobs
         from tickwheel.services.api.writes import AckedJobsClient
 
-        catalogue = followed_catalogue(bootstrap)
+        catalogue = FollowedCatalogue(bootstrap)
         writer = AckedJobsClient(bootstrap, catalogue=catalogue)
         return cls(jobs=FollowedJobs(writer, catalogue), bootstrap=bootstrap)
 

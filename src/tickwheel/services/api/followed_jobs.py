@@ -2,7 +2,7 @@
 
 `FollowedJobs` is the `JobsLike` the routes read through: `get` and `list` answer from the
 catalogue's memory once the follower has passed an end offset recent enough
-(`tickwheel.adapters.kafka.freshness`: this instance's own writes at once, anyone else's within
+(`tickwheel.services.api.freshness`: this instance's own writes at once, anyone else's within
 the window), so a read costs no broker round trip while the ends are fresh. Writes go to the
 write path's client unchanged (its own checks still ask the broker for every end: a create's
 "is the id free" and an update's version check are not relaxed), and each write marks its
@@ -12,53 +12,73 @@ job's partition so that the next read asks for an end after it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from tickwheel.errors import InvalidInput
+from tickwheel.adapters.kafka.client import TopicPartition
+from tickwheel.adapters.kafka.partitioner import partition_for
+from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.records import JobDefinition
-from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
+from tickwheel.sdk.catalogue import CataloguedJobsClient
 from tickwheel.sdk.jobs import UnknownJob
+from tickwheel.services.api.freshness import Freshness, window_from_env
+from tickwheel.services.api.writes import SharedEndsCatalogue
 
-DEFAULT_WINDOW_MS = 1000
-MAX_WINDOW_MS = 10_000
 
+class FollowedCatalogue(SharedEndsCatalogue):
+    """The write path's catalogue (every read of it asks fresh ends) with a second way in
+    for the API's reads: ends recent by `freshness`."""
 
-def window_from_env(environ: dict[str, str]) -> float:
-    """`TICKWHEEL_API_READ_WINDOW_MS` (0-10000, default 1000) in seconds."""
-    text = environ.get("TICKWHEEL_API_READ_WINDOW_MS", str(DEFAULT_WINDOW_MS))
-    if not text.isdigit() or int(text) > MAX_WINDOW_MS:
-        raise InvalidInput(
-            "TICKWHEEL_API_READ_WINDOW_MS",
-            f"{text!r}; accepted: whole milliseconds from 0 to {MAX_WINDOW_MS}",
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        window_s: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(bootstrap)
+        window = window_from_env(dict(os.environ)) if window_s is None else window_s
+        self.freshness: Freshness[int] = Freshness(
+            lambda p: watermarks(self._meta, TopicPartition(self.topic, p))[1], window, monotonic
         )
-    return int(text) / 1000
 
+    def partition_of(self, job_id: str) -> int:
+        return partition_for(job_id, len(self.partitions))
 
-def followed_catalogue(bootstrap: str | None = None) -> DefinitionCatalogue:
-    """The catalogue the API reads and writes through: its reads recent by the window."""
-    return DefinitionCatalogue(bootstrap, window_s=window_from_env(dict(os.environ)))
+    def recent(self, job_id: str) -> dict[str, Any] | None:
+        partition = self.partition_of(job_id)
+        ends = {partition: self.freshness.end(partition)}
+        with self._changed:
+            self._caught_up(ends)
+            return self._record(job_id)
+
+    def recent_list(self) -> list[dict[str, Any]]:
+        ends = {p: self.freshness.end(p) for p in self.partitions}
+        with self._changed:
+            self._caught_up(ends)
+            records = self._all()
+        return sorted(records, key=lambda d: d["jobId"])
 
 
 class FollowedJobs:
     """`JobsLike`: reads from `catalogue` (recent ends), writes through `writer`."""
 
-    def __init__(self, writer: CataloguedJobsClient, catalogue: DefinitionCatalogue) -> None:
+    def __init__(self, writer: CataloguedJobsClient, catalogue: FollowedCatalogue) -> None:
         self.writer = writer
         self.catalogue = catalogue
 
     def get(self, job_id: str) -> dict[str, Any]:
-        record = self.catalogue.get(job_id, strict=False)
+        record = self.catalogue.recent(job_id)
         if record is None:
             raise UnknownJob(job_id)
         return record
 
     def list(self) -> list[dict[str, Any]]:
-        return self.catalogue.list(strict=False)
+        return self.catalogue.recent_list()
 
     def _wrote(self, job_id: Any) -> None:
         if isinstance(job_id, str):
-            self.catalogue.wrote(job_id)
+            self.catalogue.freshness.wrote(self.catalogue.partition_of(job_id))
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
         created: dict[str, Any] | None = None

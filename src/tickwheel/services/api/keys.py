@@ -167,23 +167,17 @@ def create_key(
 
 def revoke_key(key_id: str, *, bootstrap: str | None = None, now_ms: int) -> ApiKey:
     view = open_key_view(bootstrap)
-    try:
-        view.refresh()
-        record = view.get(key_id)
-        if record is None:
-            raise UnknownKey(f"no API key {key_id!r}; accepted: a key id that `list` shows")
-        revoked = record.copy()
-        revoked["revoked_at"] = record["revoked_at"] or now_ms
-        view.publish(key_id, revoked)
-        return revoked
-    finally:
-        view.close()
+    view.refresh()
+    record = view.get(key_id)
+    if record is None:
+        raise UnknownKey(f"no API key {key_id!r}; accepted: a key id that `list` shows")
+    revoked = record.copy()
+    revoked["revoked_at"] = record["revoked_at"] or now_ms
+    view.publish(key_id, revoked)
+    return revoked
 
 
 def list_keys(bootstrap: str | None = None) -> list[ApiKey]:
     view = open_key_view(bootstrap)
-    try:
-        view.refresh()
-    finally:
-        view.close()
+    view.refresh()
     return sorted(view.values(), key=lambda r: (r["tenant_id"], r["created_at"], r["key_id"]))

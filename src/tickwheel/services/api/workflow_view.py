@@ -4,7 +4,7 @@ followed by one consumer (decision 0140).
 `WorkflowsClient` (the SDK) reads the instance's partitions of `workflows.state` and
 `workflows.events` to their end, and the whole definitions topic, on every call: hundreds of
 milliseconds a read under load. `FollowedWorkflows` is that client with its three reads
-answered from a `TopicFollower` instead, fresh by decision 0139's rule (this instance's
+answered from a `FollowedTopics` view instead, fresh by decision 0139's rule (this instance's
 own definitions at once, anyone's records within the read window). Its writes are the SDK's.
 The view starts at the first read, so an app that never reads a workflow never follows them.
 """
@@ -14,28 +14,19 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
 from typing import Any, cast
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
-from tickwheel.adapters.kafka.broker_clients import BrokerClients
-from tickwheel.adapters.kafka.follower import Handler, TopicFollower
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.clock import Clock
 from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.records import WorkflowSnapshot
 from tickwheel.sdk.workflows import UnknownWorkflow, WorkflowsClient
-from tickwheel.services.api.followed_jobs import window_from_env
+from tickwheel.services.api.followed_topics import FollowedTopics
+from tickwheel.services.api.freshness import window_from_env
 
 # Keys the orchestrator writes on workflows.state for itself, not instances.
 PARTITION_KEY_PREFIX = "__partition__/"
-
-
-def _keyed(handler: Callable[[str | None, int, bytes | None], None]) -> Handler:
-    """`handler` of (the key as text or None, the partition, the value), for the follower."""
-    return lambda record: handler(
-        record.key if record.key_is_text else None, record.partition, record.value
-    )
 
 
 class WorkflowMemory:
@@ -132,21 +123,22 @@ class FollowedWorkflows(WorkflowsClient):
         super().__init__(bootstrap, clock, keys)
         self.window_s = window_from_env(dict(os.environ)) if window_s is None else window_s
         self.memory = WorkflowMemory()
-        self._view: TopicFollower | None = None
+        self._view: FollowedTopics | None = None
         self._opening = threading.Lock()
 
-    def view(self) -> TopicFollower:
+    def view(self) -> FollowedTopics:
         with self._opening:
             if self._view is None:
                 memory = self.memory
-                handlers = {
-                    self.definitions_topic: _keyed(memory.definition),
-                    self.state_topic: _keyed(memory.snapshot),
-                    self.events_topic: _keyed(memory.event),
-                }
-                self._view = TopicFollower(
-                    BrokerClients(self.bootstrap), handlers, "api-view", self.window_s
-                ).start()
+                self._view = FollowedTopics(
+                    {
+                        self.definitions_topic: memory.definition,
+                        self.state_topic: memory.snapshot,
+                        self.events_topic: memory.event,
+                    },
+                    self.bootstrap,
+                    self.window_s,
+                )
             return self._view
 
     def _place(self, topic: str, key: str) -> tuple[str, int]:

@@ -3,8 +3,7 @@
 
 An instance is pinned to its version, so every version is kept. A record that is not a
 valid definition is dead-lettered with the reason and skipped; the first record of a
-version wins (a version is immutable: a later record under the same key is a mistake). The
-topic is held by a `TopicFollower`, started by the first `refresh`.
+version wins (a version is immutable: a later record under the same key is a mistake).
 """
 
 from __future__ import annotations
@@ -14,17 +13,13 @@ import logging
 import threading
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
-from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
-from tickwheel.adapters.kafka.follower import TopicFollower
-from tickwheel.adapters.kafka.reader import Record
+from tickwheel.adapters.kafka.reader import read_to_end
 from tickwheel.core.workflow import WorkflowDefinition, parse_definition
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # the parsed one is core's
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.orchestrator")
-
-REFRESH_S = 120.0  # how long a refresh may take to read what was published before it
 
 
 def definition_key(definition_id: str, version: int) -> str:
@@ -32,7 +27,7 @@ def definition_key(definition_id: str, version: int) -> str:
 
 
 class DefinitionCatalog:
-    """Thread-safe: the restore thread and the loop both refresh it, the follower adds."""
+    """Thread-safe: the restore thread and the loop both refresh it."""
 
     def __init__(self, bootstrap: str, dead_letters: DeadLetterWriter | None = None) -> None:
         self.bootstrap = bootstrap
@@ -40,9 +35,8 @@ class DefinitionCatalog:
         self._versions: dict[tuple[str, int], WorkflowDefinition] = {}
         self._latest: dict[str, int] = {}
         self._tenants: dict[tuple[str, int], str | None] = {}
+        self._next_offset: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._follower: TopicFollower | None = None
-        self._opening = threading.Lock()  # not `_lock`: the follower's handler takes that
         self._dead_letters = dead_letters or DeadLetterWriter(bootstrap)
 
     def __len__(self) -> int:
@@ -61,31 +55,23 @@ class DefinitionCatalog:
         return self._tenants.get((definition.definition_id, definition.version))
 
     def refresh(self) -> int:
-        """Wait until every version published before this call is known; how many came."""
-        with self._opening:
-            if self._follower is None:
-                clients = BrokerClients(self.bootstrap)
-                follower = TopicFollower(clients, {self.topic: self._hold}, "definitions")
-                self._follower = follower.start()
-            follower, before = self._follower, len(self._versions)
-        follower.read(follower.every(self.topic), lambda: None, True, REFRESH_S)
-        return len(self._versions) - before
-
-    def _hold(self, record: Record) -> None:
-        if record.value is None:
-            return
-        try:
-            self.add(decode_as(DefinitionRecord, record.value))
-        except (UndecodableRecord, ValueError) as exc:
-            reason = getattr(exc, "reason", None) or str(exc)
-            self._dead_letters.undecodable(
-                record.topic, record.partition, record.offset, record.key, record.value,
-                reason, "undecodable" if isinstance(exc, UndecodableRecord) else "rejected",
-            )  # fmt: skip
-
-    def close(self) -> None:
-        if self._follower is not None:
-            self._follower.close()
+        """Read what was published since the last refresh; returns how many versions came."""
+        with self._lock:
+            added = 0
+            for record in read_to_end(self.topic, None, self.bootstrap,
+                                      from_offsets=dict(self._next_offset)):  # fmt: skip
+                self._next_offset[record.partition] = record.offset + 1
+                if record.value is None:
+                    continue
+                try:
+                    added += self._add(decode_as(DefinitionRecord, record.value))
+                except (UndecodableRecord, ValueError) as exc:
+                    reason = getattr(exc, "reason", None) or str(exc)
+                    self._dead_letters.undecodable(
+                        record.topic, record.partition, record.offset, record.key, record.value,
+                        reason, "undecodable" if isinstance(exc, UndecodableRecord) else "rejected",
+                    )  # fmt: skip
+            return added
 
     def add(self, record: DefinitionRecord) -> int:
         """A `WorkflowDefinition` record (tests and the restore read it this way)."""

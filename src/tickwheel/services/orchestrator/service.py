@@ -199,7 +199,6 @@ class OrchestratorService:
         self.partitions.clear()
         self.writer.close()
         self.consumer.close()
-        self.catalog.close()
 
     def stop(self, *_args: Any) -> None:
         self.running = False

@@ -1,7 +1,7 @@
 """The timer follows the holiday calendars (docs/schedules.md §5, decision 0079).
 
-Every timer process holds the whole `calendars` topic (one partition, compacted) with its own
-`TopicFollower`, which reads it on a thread of its own from the process's start. The
+Every timer process reads the whole `calendars` topic (one partition, compacted) with its own
+consumer: to its end on a thread as the process starts, then whatever arrives, each loop. The
 calendars it knows are one `CalendarBook`, shared by all its partitions; `entry_from_definition`
 compiles each job that names a calendar with it. When the book changes, every job whose
 compiled schedule is no longer the one the book gives is fed its own definition again
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from tickwheel.adapters.kafka.client import TopicPartition
     from tickwheel.core.timer.partition import PartitionScheduler
     from tickwheel.core.timer.writes import PartitionWrites
-    from tickwheel.ports.kafka import KafkaClients, ReadRecord
+    from tickwheel.ports.kafka import KafkaClients, KafkaMessage, PartitionReader, ReadRecord
     from tickwheel.services.timer.runtime import PartitionRuntime
 
 log = logging.getLogger("tickwheel.timer")
@@ -90,53 +92,65 @@ class CalendarFollower:
     def __init__(
         self,
         clients: KafkaClients[TopicPartition],
+        reader: PartitionReader,
         topic: str | None = None,
         book: CalendarBook = CALENDARS,
         dead_letter: Callable[[ReadRecord, Exception], None] | None = None,
     ) -> None:
-        from tickwheel.adapters.kafka.follower import TopicFollower
         from tickwheel.topology import topic_name
 
         self.topic = topic or topic_name("calendars")
         self.book = book
         self.dead_letter = dead_letter
+        self.reader = reader  # where the topic ends
         # No group: every timer reads every calendar, and no offset is ever committed.
-        self.follower = TopicFollower(clients, {self.topic: self._apply}, "timer-calendars")
+        self.consumer = clients.consumer(f"tickwheel-timer-calendars-{uuid.uuid4()}")
         self._applied: dict[int, tuple[int, int]] = {}  # partition -> (runtime id, generation)
-        self._polled = book.generation
+        self._loader: threading.Thread | None = None
+        self._closing = False
 
     def start(self) -> None:
-        """Follow the topic, and log once it is read to its end, on threads of their own, so
-        the timer's start (and its first restores) waits for nothing: until it is read, jobs
-        naming a calendar have no slot, and `follow` applies each one as soon as its calendar
-        arrives (a slot due meanwhile fires a moment late, never on a day its calendar
-        forbids)."""
-        threading.Thread(target=self.load, name="calendars", daemon=True).start()
+        """Read the topic to its end on a thread of its own, so the timer's start (and its
+        first restores) waits for nothing: until it is read, jobs naming a calendar have no
+        slot, and `follow` applies each one as soon as its calendar arrives (a slot due
+        meanwhile fires a moment late, never on a day its calendar forbids)."""
+        self._loader = threading.Thread(target=self.load, name="calendars", daemon=True)
+        self._loader.start()
 
     def load(self, timeout_s: float = LOAD_TIMEOUT_S) -> None:
-        """Follow the topic and wait until it is read to its end (or `timeout_s` passed)."""
-        from tickwheel.adapters.kafka.reader import ReadTimedOut
+        """Read the topic to its end (then `poll` takes over)."""
+        from tickwheel.adapters.kafka.client import OFFSET_BEGINNING, TopicPartition
 
-        self.follower.start()
-        complete = True
-        try:
-            self.follower.read(self.follower.every(self.topic), lambda: None, True, timeout_s)
-        except ReadTimedOut:
-            complete = False
+        _, high = self.reader.watermarks(self.topic, 0)
+        self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        position = 0
+        while position < high and time.monotonic() < deadline and not self._closing:
+            for msg in self.consumer.consume(500, 0.5):
+                if not msg.error():
+                    self._apply(msg)
+                    position = (msg.offset() or 0) + 1
         log.info(
             "calendars read",
             extra={"action": "calendars_loaded", "calendars": len(self.book.known),
-                   "complete": complete},
+                   "complete": position >= high},
         )  # fmt: skip
 
     def poll(self) -> bool:
-        """Whether the book changed since the last call (never waits)."""
-        generation, self._polled = self._polled, self.book.generation
-        return generation != self._polled
+        """Apply what arrived since the last call (never waits); whether the book changed."""
+        if self._loader is not None and self._loader.is_alive():
+            return False  # the loader has the consumer until the topic's end
+        changed = False
+        for msg in self.consumer.consume(100, 0):
+            if not msg.error():
+                changed = self._apply(msg) or changed
+        return changed
 
-    def _apply(self, record: ReadRecord) -> bool:
+    def _apply(self, msg: KafkaMessage) -> bool:
         from tickwheel.adapters.avro import UndecodableRecord, decode
+        from tickwheel.adapters.kafka.reader import record_of
 
+        record = record_of(msg)
         if record.key is None or not record.key_is_text:
             return False
         try:
@@ -172,4 +186,7 @@ class CalendarFollower:
             del self._applied[partition]
 
     def close(self) -> None:
-        self.follower.close()
+        self._closing = True
+        if self._loader is not None:
+            self._loader.join(5.0)
+        self.consumer.close()

@@ -101,8 +101,10 @@ class TimerService:
         self.restores: BackgroundRestores[tuple[PartitionRuntime, PartitionWrites]] = (
             BackgroundRestores(lambda partition: self.restorer.restore(partition), inline=inline)
         )
-        # Holiday calendars: followed on a thread from the start, applied each loop.
-        self.calendars = CalendarFollower(self.clients, dead_letter=self._calendar_rejected)
+        # Holiday calendars: read to the end on a thread at start, then followed each loop.
+        self.calendars = CalendarFollower(
+            self.clients, self.reader, dead_letter=self._calendar_rejected
+        )
         self.inbox = CommandInbox(
             self.gate,
             self.topics.commands,

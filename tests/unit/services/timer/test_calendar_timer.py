@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.core._settings import EXAMPLES, PROPS
-from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.calendars import make_calendar, parse_date
 from tickwheel.core.preview import preview
 from tickwheel.core.timefmt import format_utc, parse_iso_ms
@@ -178,14 +177,37 @@ def test_the_timer_and_the_preview_agree_on_every_slot(
         CALENDARS.put(name, None)
 
 
-def _record(key: str, value: bytes | None, offset: int) -> Record:
-    """What the follower hands over from the calendars topic."""
-    return Record("calendars", 0, offset, key, value, 0)
+class _Message:
+    """What the follower reads from the calendars topic (a consumed Kafka message's surface)."""
+
+    def __init__(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        self._key, self._value, self._offset = key, value, offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def topic(self) -> str:
+        return "calendars"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._offset
+
+    def headers(self) -> None:
+        return None
+
+    def error(self) -> None:
+        return None
 
 
 def test_the_follower_keeps_the_last_good_calendar_and_dead_letters_a_bad_record() -> None:
     from tickwheel.adapters.avro import encode
-    from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryClients
+    from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryClients, MemoryPartitionReader
     from tickwheel.core.calendars import calendar_record
     from tickwheel.services.timer.calendars import CalendarBook, CalendarFollower
 
@@ -193,21 +215,22 @@ def test_the_follower_keeps_the_last_good_calendar_and_dead_letters_a_bad_record
     rejected: list[tuple[Any, Exception]] = []
     broker = MemoryBroker()
     follower = CalendarFollower(
-        MemoryClients(broker), "calendars", book, dead_letter=lambda r, e: rejected.append((r, e))
-    )
+        MemoryClients(broker), MemoryPartitionReader(broker), "calendars", book,
+        dead_letter=lambda r, e: rejected.append((r, e)),
+    )  # fmt: skip
     try:
         good = calendar_record("uk", [parse_date("2027-01-29", "d")], version=1, now_ms=START)
-        assert follower._apply(_record("uk", encode("Calendar", good), 0))
+        assert follower._apply(_Message(b"uk", encode("Calendar", good), 0))
         assert book.known["uk"].holidays == {parse_date("2027-01-29", "d")}
         generation = book.generation
         # Not a Calendar at all, then one whose name is not its key: both refused.
-        assert not follower._apply(_record("uk", b"\x00garbage", 1))
+        assert not follower._apply(_Message(b"uk", b"\x00garbage", 1))
         renamed = {**good, "name": "de"}
-        assert not follower._apply(_record("uk", encode("Calendar", renamed), 2))
+        assert not follower._apply(_Message(b"uk", encode("Calendar", renamed), 2))
         assert [r.offset for r, _ in rejected] == [1, 2]
         assert book.generation == generation and "uk" in book.known
-        assert not follower._apply(_record("uk", encode("Calendar", good), 3))  # the same
-        assert follower._apply(_record("uk", None, 4))  # a tombstone deletes it
+        assert not follower._apply(_Message(b"uk", encode("Calendar", good), 3))  # the same
+        assert follower._apply(_Message(b"uk", None, 4))  # a tombstone deletes it
         assert "uk" not in book.known
     finally:
         follower.close()

@@ -1,6 +1,5 @@
-"""`Freshness.strict_end`: one watermark request for every reader waiting, and never an answer
-asked before the reader arrived (a read must see every write acknowledged before it began),
-however wide the window."""
+"""`SharedEnds`: one watermark request for every reader waiting, and never an answer asked
+before the reader arrived (a read must see every write acknowledged before it began)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import threading
 
 import pytest
 
-from tickwheel.adapters.kafka.freshness import Freshness
+from tickwheel.services.api.writes import SharedEnds
 
 WAIT_S = 10
 
@@ -33,10 +32,10 @@ class GatedAsk:
         return number
 
 
-def _call(ends: Freshness[int], results: list[object]) -> threading.Thread:
+def _call(ends: SharedEnds, results: list[object]) -> threading.Thread:
     def run() -> None:
         try:
-            results.append(ends.strict_end(0))
+            results.append(ends.end(0))
         except RuntimeError as exc:
             results.append(exc)
 
@@ -45,11 +44,11 @@ def _call(ends: Freshness[int], results: list[object]) -> threading.Thread:
     return thread
 
 
-def _waiting(ends: Freshness[int], count: int) -> None:
+def _waiting(ends: SharedEnds, count: int) -> None:
     """Until `count` callers wait on the condition (bounded)."""
     for _ in range(WAIT_S * 100):
-        with ends.ends._cond:
-            if len(ends.ends._cond._waiters) >= count:  # type: ignore[attr-defined]
+        with ends._cond:
+            if len(ends._cond._waiters) >= count:  # type: ignore[attr-defined]
                 return
         threading.Event().wait(0.01)
     pytest.fail(f"{count} callers never waited")
@@ -57,7 +56,7 @@ def _waiting(ends: Freshness[int], count: int) -> None:
 
 def test_readers_arriving_during_a_request_share_the_next_one_not_the_one_in_flight() -> None:
     ask = GatedAsk()
-    ends = Freshness(ask, window_s=60.0)
+    ends = SharedEnds(ask)
     first: list[object] = []
     leader = _call(ends, first)
     assert ask.begun.acquire(timeout=WAIT_S)  # request 1 is in flight
@@ -77,7 +76,7 @@ def test_readers_arriving_during_a_request_share_the_next_one_not_the_one_in_fli
 
 def test_a_failed_request_fails_every_reader_of_its_round_and_the_next_one_asks_again() -> None:
     ask = GatedAsk()
-    ends = Freshness(ask, window_s=60.0)
+    ends = SharedEnds(ask)
     ask.fail_next = True
     results: list[object] = []
     thread = _call(ends, results)

@@ -1,9 +1,9 @@
 """How fresh a read from a followed topic must be, and the end offsets that prove it
 (decision 0139).
 
-A `TopicFollower` answers reads from topics held in memory (the API's job definitions and
-workflow topics, the SDK's catalogue). A follower alone cannot say it has seen a write: only
-the partition's end offset, asked of the broker *after* the write was acknowledged, can. Decision 0070 asked one such
+The API answers reads from topics it follows in memory (job definitions, the workflow
+topics). A follower alone cannot say it has seen a write: only the partition's end offset,
+asked of the broker *after* the write was acknowledged, can. Decision 0070 asked one such
 end per read (a broker round trip in every answer, 100-400 ms at p99 on a loaded machine).
 Here a read says which earlier end it may reuse:
 
@@ -16,8 +16,8 @@ Here a read says which earlier end it may reuse:
 One end per partition is asked at a time, for every read waiting (decision 0100's group
 commit), and once an answer is half a window old (sooner when the broker is slow to answer)
 the next read asks for a new one in the background, so under a steady load no read waits for
-the broker while it answers within half the window. `window_s` 0, or `Freshness.strict_end`,
-is decision 0070's rule (an end asked after the read began, for every read).
+the broker while it answers within half the window. `window_s` 0 is decision
+0070's rule (an end asked after the read began, for every read).
 """
 
 from __future__ import annotations
@@ -28,7 +28,20 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from tickwheel.errors import InvalidInput
+
 K = TypeVar("K", bound=Hashable)
+DEFAULT_WINDOW_MS = 1000
+MAX_WINDOW_MS = 10_000
+
+
+def window_from_env(environ: dict[str, str]) -> float:
+    """`TICKWHEEL_API_READ_WINDOW_MS` (0-10000, default 1000) in seconds."""
+    text = environ.get("TICKWHEEL_API_READ_WINDOW_MS", str(DEFAULT_WINDOW_MS))
+    if not text.isdigit() or int(text) > MAX_WINDOW_MS:
+        raise InvalidInput("TICKWHEEL_API_READ_WINDOW_MS",
+                           f"{text!r}; accepted: whole milliseconds from 0 to {MAX_WINDOW_MS}")  # fmt: skip
+    return int(text) / 1000
 
 
 @dataclass
@@ -161,8 +174,3 @@ class Freshness(Generic[K]):
         with self._lock:
             after = self._written.get(key, 0)
         return self.ends.end(key, self.monotonic() - self.window_s, after)
-
-    def strict_end(self, key: K) -> int:
-        """Where `key` ended as asked by a request begun after this call, whatever the
-        window: every write acknowledged before it is seen (decision 0070)."""
-        return self.ends.end(key, float("-inf"), self.ends.begun(key))

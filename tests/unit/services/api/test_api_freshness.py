@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tickwheel.adapters.kafka.freshness import Freshness, RecentEnds
 from tickwheel.errors import InvalidInput
-from tickwheel.services.api.followed_jobs import window_from_env
+from tickwheel.services.api.freshness import Freshness, RecentEnds, window_from_env
 
 
 class Ticks:
@@ -179,15 +178,3 @@ def test_a_slow_broker_is_asked_ahead_sooner_than_half_a_window() -> None:
     assert ends.end(0, since=ticks.now - 1.0) == 1
     assert answered.wait(5.0)  # asked ahead in the background
     assert len(asked) == 2
-
-
-def test_a_strict_end_is_asked_after_the_read_began_whatever_the_window() -> None:
-    ticks = Ticks()
-    ends = {0: 5}
-    ask, asked = counting(ends)
-    fresh = Freshness(ask, window_s=60.0, monotonic=ticks)
-    assert fresh.end(0) == 5
-    ends[0] = 6  # somebody else's write, within the window
-    assert fresh.end(0) == 5 and asked == [0]
-    assert fresh.strict_end(0) == 6 and asked == [0, 0]
-    assert fresh.end(0) == 6  # and the windowed reads after it use that end
