@@ -51,7 +51,7 @@ from tickwheel.services.jobwriter.restore import (
 )
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.jobwriter.writer import BatchWriter
-from tickwheel.services.runtime.restores import BackgroundRestores
+from tickwheel.services.restores import BackgroundRestores
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.transactions import Written
 from tickwheel.topology import group_partitions

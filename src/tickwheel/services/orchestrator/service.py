@@ -58,7 +58,7 @@ from tickwheel.services.orchestrator.settings import (
     OrchestratorSettings,
 )
 from tickwheel.services.orchestrator.writer import BatchWriter, Write
-from tickwheel.services.runtime.restores import BackgroundRestores
+from tickwheel.services.restores import BackgroundRestores
 from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.transactions import Written
 from tickwheel.services.webhooks import WebhookSink, sink_guard
