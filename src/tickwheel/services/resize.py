@@ -42,6 +42,8 @@ from tickwheel.records import TopologyChange
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
 from tickwheel.services.timer import handover
+from tickwheel.services.timer.records import checkpoint_key, encode_checkpoint
+from tickwheel.services.timer.restore import Rebuilt, transactional_id
 from tickwheel.services.timer.settings import TimerSettings
 from tickwheel.topology import JOBS_GROUP, TopicSpec, load_topology, topic_name
 
@@ -57,8 +59,7 @@ MOVE_TRANSACTION_TIMEOUT_MS = 600_000
 def owner_groups() -> list[str]:
     """The groups whose members own partitions of the group's state, as each service names
     its own (`TICKWHEEL_*_GROUP`); none may run during a resize."""
-    return [TimerSettings().group_id, OrchestratorSettings().group_id,
-            JobWriterSettings().group_id]  # fmt: skip
+    return [TimerSettings().group_id, OrchestratorSettings().group_id, JobWriterSettings().group_id]
 
 
 @dataclass
@@ -96,31 +97,45 @@ class Resize:
     # -- the whole --------------------------------------------------------------------------
     def run(self) -> ResizeReport:
         change = read_changes(self.bootstrap).get(JOBS_GROUP)
-        counts = {s.name: seen.partitions for s in self.specs
-                  if (seen := observe([s], self.bootstrap).get(s.name))}  # fmt: skip
+        counts = {
+            s.name: seen.partitions
+            for s in self.specs
+            if (seen := observe([s], self.bootstrap).get(s.name))
+        }
         missing = [s.name for s in self.specs if s.name not in counts]
         if missing:
-            raise InvalidInput("topology", f"topics missing: {', '.join(missing)}; run "
-                               "`tickwheel topology apply` first")  # fmt: skip
+            raise InvalidInput(
+                "topology",
+                f"topics missing: {', '.join(missing)}; run `tickwheel topology apply` first",
+            )
         if change is not None and change["state"] == "resizing":
             if change["to_partitions"] != self.new:
-                raise InvalidInput("--partitions", f"a resize to {change['to_partitions']} is "
-                                   f"under way; finish it first with --partitions "
-                                   f"{change['to_partitions']}")  # fmt: skip
+                raise InvalidInput(
+                    "--partitions",
+                    f"a resize to {change['to_partitions']} is "
+                    f"under way; finish it first with --partitions "
+                    f"{change['to_partitions']}",
+                )
             old = change["from_partitions"]
             self.say(f"resuming the resize of group {JOBS_GROUP!r} from {old} to {self.new}")
             self._require_owners_stopped()
         else:
             old = min(counts.values())
             if len(set(counts.values())) > 1:
-                raise InvalidInput("topology", "the jobs group is not co-partitioned and no "
-                                   f"resize is recorded: {sorted(counts.items())}")  # fmt: skip
+                raise InvalidInput(
+                    "topology",
+                    "the jobs group is not co-partitioned and no "
+                    f"resize is recorded: {sorted(counts.items())}",
+                )
             if self.new == old:
                 self.say(f"group {JOBS_GROUP!r} has {old} partitions already: nothing to do")
                 return ResizeReport(old, old, 0, already_done=True)
             if self.new < old:
-                raise InvalidInput("--partitions", f"{self.new} is fewer than the {old} the "
-                                   "group has; accepted: more (Kafka cannot remove partitions)")  # fmt: skip
+                raise InvalidInput(
+                    "--partitions",
+                    f"{self.new} is fewer than the {old} the "
+                    "group has; accepted: more (Kafka cannot remove partitions)",
+                )
             self._require_owners_stopped()
             change = self._record(old, "resizing", self.now_ms())
             self.say(f"resizing group {JOBS_GROUP!r} from {old} to {self.new} partitions")
@@ -130,16 +145,22 @@ class Resize:
             self._move_partition(partition, old)
         self._checkpoint_new_partitions(old)
         self._record(old, "done", started)
-        self.say(f"done: group {JOBS_GROUP!r} has {self.new} partitions; {self.moved} records "
-                 "moved. Start the timer, orchestrator and job writer again.")  # fmt: skip
+        self.say(
+            f"done: group {JOBS_GROUP!r} has {self.new} partitions; {self.moved} records "
+            "moved. Start the timer, orchestrator and job writer again."
+        )
         return ResizeReport(old, self.new, self.moved)
 
     def _record(self, old: int, state: str, started_at: int) -> TopologyChange:
         change: TopologyChange = {
-            "group": JOBS_GROUP, "state": state,  # type: ignore[typeddict-item]
-            "from_partitions": old, "to_partitions": self.new, "started_at": started_at,
-            "updated_at": self.now_ms(), "moved": self.moved,
-        }  # fmt: skip
+            "group": JOBS_GROUP,
+            "state": state,  # type: ignore[typeddict-item]
+            "from_partitions": old,
+            "to_partitions": self.new,
+            "started_at": started_at,
+            "updated_at": self.now_ms(),
+            "moved": self.moved,
+        }
         record_change(change, self.bootstrap)
         return change
 
@@ -148,14 +169,15 @@ class Resize:
         jobs move would fire them twice."""
         deadline = time.monotonic() + self.groups_empty_within_s
         while True:
-            running = {g: m for g in owner_groups()
-                       if (m := group_members(g, self.bootstrap))}  # fmt: skip
+            running = {g: m for g in owner_groups() if (m := group_members(g, self.bootstrap))}
             if not running:
                 return
             if time.monotonic() >= deadline:
                 listing = "; ".join(f"{g}: {', '.join(m)}" for g, m in sorted(running.items()))
-                raise InvalidInput("--partitions", "stop the timer, orchestrator and job writer "
-                                   f"first; still running: {listing}")  # fmt: skip
+                raise InvalidInput(
+                    "--partitions",
+                    f"stop the timer, orchestrator and job writer first; still running: {listing}",
+                )
             time.sleep(1.0)
 
     def _add_partitions(self, counts: dict[str, int]) -> None:
@@ -183,9 +205,10 @@ class Resize:
         )
         fence.init()
         producer = TransactionalProducer(
-            handover.transactional_id(partition), self.bootstrap,
+            transactional_id(partition),
+            self.bootstrap,
             **{"transaction.timeout.ms": MOVE_TRANSACTION_TIMEOUT_MS},
-        )  # fmt: skip
+        )
         producer.init()  # fences the timer of the partition; its open transaction is aborted
         rebuilt = handover.read_partition(partition, old, self.bootstrap, self.now_ms)
         producer.begin()
@@ -215,7 +238,7 @@ class Resize:
         return moved
 
     def _move_timer_states(
-        self, producer: TransactionalProducer, partition: int, rebuilt: handover.Rebuilt
+        self, producer: TransactionalProducer, partition: int, rebuilt: Rebuilt
     ) -> int:
         topic = self.timer_states.name
         seq = rebuilt.request_log.seq
@@ -231,10 +254,13 @@ class Resize:
                 producer.send(topic, key, handover.renamed_state(state, key, seq), partition)
         # Every state is saved now: the checkpoint keeps the inputs' offsets, and no request
         # mark (a restore has nothing to replay).
-        inputs = {t: o for t, o in rebuilt.input_offsets.items()
-                  if t in (topic_name("timers.commands"), topic_name("executions.events"))}  # fmt: skip
-        checkpoint = handover.encode_checkpoint(partition, inputs, seq, self.now_ms())
-        producer.send(topic, handover.checkpoint_key(partition), checkpoint, partition)
+        inputs = {
+            t: o
+            for t, o in rebuilt.input_offsets.items()
+            if t in (topic_name("timers.commands"), topic_name("executions.events"))
+        }
+        checkpoint = encode_checkpoint(partition, inputs, seq, self.now_ms())
+        producer.send(topic, checkpoint_key(partition), checkpoint, partition)
         return moved
 
     def _move_latest(self, producer: TransactionalProducer, spec: TopicSpec, partition: int) -> int:
@@ -259,14 +285,20 @@ class Resize:
         topic = self.timer_states.name
         inputs = {topic_name("timers.commands"): 0, topic_name("executions.events"): 0}
         for partition in range(old, self.new):
-            producer = TransactionalProducer(handover.transactional_id(partition), self.bootstrap)
+            producer = TransactionalProducer(transactional_id(partition), self.bootstrap)
             producer.init()
-            existing = [r for r in read_to_end(topic, [partition], self.bootstrap)
-                        if r.key == handover.checkpoint_key(partition)]  # fmt: skip
+            existing = [
+                r
+                for r in read_to_end(topic, [partition], self.bootstrap)
+                if r.key == checkpoint_key(partition)
+            ]
             if existing:
                 continue  # written by a run before this one
             producer.begin()
-            producer.send(topic, handover.checkpoint_key(partition),
-                          handover.encode_checkpoint(partition, inputs, 0, self.now_ms()),
-                          partition)  # fmt: skip
+            producer.send(
+                topic,
+                checkpoint_key(partition),
+                encode_checkpoint(partition, inputs, 0, self.now_ms()),
+                partition,
+            )
             producer.commit()

@@ -10,19 +10,10 @@ from typing import Any
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inputs import PartitionInputs
-from tickwheel.services.timer.records import checkpoint_key, encode_checkpoint, encode_state
-from tickwheel.services.timer.restore import PartitionRestorer, Rebuilt, transactional_id
+from tickwheel.services.timer.records import encode_state
+from tickwheel.services.timer.restore import PartitionRestorer, Rebuilt
 from tickwheel.services.timer.runtime import TimerTopics
 from tickwheel.services.timer.settings import TimerSettings
-
-__all__ = [
-    "Rebuilt",
-    "checkpoint_key",
-    "encode_checkpoint",
-    "read_partition",
-    "renamed_state",
-    "transactional_id",
-]
 
 
 def read_partition(
