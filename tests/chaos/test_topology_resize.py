@@ -71,14 +71,27 @@ def _expected_slots(created_ms: int, until_ms: int) -> list[int]:
 
 def _jobs(tag: str, count: int) -> list[dict[str, object]]:
     return [
-        {"jobId": f"{tag}-{i:04d}", "type": "wf_echo", "cron": f"*/{PERIOD_S} * * * * *",
-         "timezone": "UTC", "payload": {"i": i}}
+        {
+            "jobId": f"{tag}-{i:04d}",
+            "type": "wf_echo",
+            "cron": f"*/{PERIOD_S} * * * * *",
+            "timezone": "UTC",
+            "payload": {"i": i},
+        }
         for i in range(count)
-    ]  # fmt: skip
+    ]
 
 
-RESIZE = [sys.executable, "-u", "-m", "tickwheel.cli", "topology", "resize", "--partitions",
-          str(NEW)]  # fmt: skip
+RESIZE = [
+    sys.executable,
+    "-u",
+    "-m",
+    "tickwheel.cli",
+    "topology",
+    "resize",
+    "--partitions",
+    str(NEW),
+]
 
 
 def _kill_when(process: subprocess.Popen[str], said: Callable[[str], bool]) -> list[str]:
@@ -111,8 +124,11 @@ def _placed_on_owners(bootstrap: str, topic: str) -> int:
         if record.key is not None:
             latest[(record.partition, record.key)] = record.value
     live = [(p, key) for (p, key), value in latest.items() if value is not None]
-    stray = [(p, key) for p, key in live
-             if not is_partition_record(key) and owner_partition(key, NEW) != p]  # fmt: skip
+    stray = [
+        (p, key)
+        for p, key in live
+        if not is_partition_record(key) and owner_partition(key, NEW) != p
+    ]
     assert not stray, f"{topic}: {len(stray)} records off their owner, e.g. {stray[:3]}"
     keys = [key for _, key in live if not is_partition_record(key)]
     assert len(keys) == len(set(keys)), f"{topic}: a key lives on two partitions"
@@ -142,30 +158,41 @@ def test_resizing_from_6_to_12_partitions_killed_midway_fires_every_occurrence_o
     try:
         WorkflowsClient(bootstrap).define(NAP_DEFINITION)
         start_owners()
-        run("worker", "worker", "--concurrency", "16", "--shutdown-grace", "2",
-            "--module", "tests.integration.workflow_handlers")  # fmt: skip
+        run(
+            "worker",
+            "worker",
+            "--concurrency",
+            "16",
+            "--shutdown-grace",
+            "2",
+            "--module",
+            "tests.integration.workflow_handlers",
+        )
         created_ms = int(time.time() * 1000)
         job_ids = [j["jobId"] for j in publish_jobs(bootstrap, _jobs("rz", JOBS), created_ms)]
         ids = start_instances(bootstrap, INSTANCES, tag="nap", definition_id="nap")
 
         def sleeping() -> bool:
             events = workflow_events(bootstrap)
-            return all(any(e["event_type"] == "sleep_started" for e in events.get(i, []))
-                       for i in ids)  # fmt: skip
+            return all(
+                any(e["event_type"] == "sleep_started" for e in events.get(i, [])) for i in ids
+            )
 
         assert wait_until(sleeping, 90, interval=2), "the instances never went to sleep"
         assert wait_until(
             lambda: every_job_reached(bootstrap, job_ids, created_ms + 2 * PERIOD_S * 1000),
-            90, interval=2,
-        ), "the jobs never fired before the resize"  # fmt: skip
+            90,
+            interval=2,
+        ), "the jobs never fired before the resize"
 
         for name in OWNERS:  # the worker (and its in-flight executions) keeps running
             processes[name].stop()
         stopped_ms = int(time.time() * 1000)
 
         # The first run is killed once it has moved two partitions (a third may be open).
-        resize = subprocess.Popen(RESIZE, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        resize = subprocess.Popen(
+            RESIZE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         first = _kill_when(resize, lambda line: "partition 1:" in line)
         assert any("partition 1:" in line for line in first), first
         change = read_changes(bootstrap)[JOBS_GROUP]
@@ -184,8 +211,10 @@ def test_resizing_from_6_to_12_partitions_killed_midway_fires_every_occurrence_o
         assert read_changes(bootstrap)[JOBS_GROUP]["state"] == "done"
         group = [s for s in load_topology() if s.co_partition == JOBS_GROUP]
         assert {seen.partitions for seen in observe(group, bootstrap).values()} == {NEW}
-        print(f"resize: stopped for {(int(time.time() * 1000) - stopped_ms) / 1000:.1f} s; "
-              f"first run: {first[-3:]}; second run: {second.stdout.splitlines()[-2:]}")  # fmt: skip
+        print(
+            f"resize: stopped for {(int(time.time() * 1000) - stopped_ms) / 1000:.1f} s; "
+            f"first run: {first[-3:]}; second run: {second.stdout.splitlines()[-2:]}"
+        )
 
         start_owners()
         client = JobsClient(bootstrap)
@@ -195,8 +224,9 @@ def test_resizing_from_6_to_12_partitions_killed_midway_fires_every_occurrence_o
         until_ms = int(time.time() * 1000) + 2 * PERIOD_S * 1000
         assert wait_until(
             lambda: every_job_reached(bootstrap, job_ids + later_ids, until_ms + PERIOD_S * 1000),
-            180, interval=2,
-        ), "some jobs stopped firing after the resize"  # fmt: skip
+            180,
+            interval=2,
+        ), "some jobs stopped firing after the resize"
     finally:
         for process in processes.values():
             process.stop()
@@ -210,7 +240,9 @@ def test_resizing_from_6_to_12_partitions_killed_midway_fires_every_occurrence_o
     missing = expected - set(counts)
     assert not missing, f"{len(missing)} occurrences missing, e.g. {sorted(missing)[:5]}"
     check_workflow_invariants(bootstrap, ids)
-    moved = {topic: _placed_on_owners(bootstrap, topic)
-             for topic in ("jobs.definitions", "timers.state", "workflows.state")}  # fmt: skip
+    moved = {
+        topic: _placed_on_owners(bootstrap, topic)
+        for topic in ("jobs.definitions", "timers.state", "workflows.state")
+    }
     print(f"live records on the added partitions: {moved}")
     assert all(n > 0 for n in moved.values()), moved

@@ -172,8 +172,11 @@ class AcknowledgedWrites:
             # A day ahead: the job exists, and fires nothing while the test runs.
             run_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
             try:
-                answer = httpx.post(f"{self.api}/jobs", timeout=30,
-                                    json={"jobId": job_id, "type": "noop", "runAt": run_at})  # fmt: skip
+                answer = httpx.post(
+                    f"{self.api}/jobs",
+                    timeout=30,
+                    json={"jobId": job_id, "type": "noop", "runAt": run_at},
+                )
             except httpx.HTTPError:
                 self.unacknowledged += 1
                 continue

@@ -151,8 +151,9 @@ def _scenario(
     cluster: LocalCluster, prefix: str, tmp_path: Path, fault: Callable[[Run], None]
 ) -> None:
     group = f"g-{uuid.uuid4()}"
-    env = workflow_env(cluster.bootstrap, prefix, TICKWHEEL_TIMER_GROUP=group,
-                       TICKWHEEL_API_AUTH="off")  # fmt: skip
+    env = workflow_env(
+        cluster.bootstrap, prefix, TICKWHEEL_TIMER_GROUP=group, TICKWHEEL_API_AUTH="off"
+    )
     api_port = _free_port()
     services = _pipeline(cluster, env, tmp_path, api_port)
     WorkflowsClient(cluster.bootstrap).define(CHAOS_DEFINITION)

@@ -90,8 +90,11 @@ def test_a_resize_stopped_part_way_is_refused_to_services_and_finished_by_a_seco
         assert set(job_ids) <= set(keys), topic
         assert any(p >= 6 for p, _ in live), topic
     # Every partition the resize added has a checkpoint to read its inputs from.
-    checkpoints = {r.partition for r in read_to_end(topic_name("timers.state"), None, bootstrap)
-                   if r.key == f"__partition__/{r.partition}"}  # fmt: skip
+    checkpoints = {
+        r.partition
+        for r in read_to_end(topic_name("timers.state"), None, bootstrap)
+        if r.key == f"__partition__/{r.partition}"
+    }
     assert set(range(6, 12)) <= checkpoints
 
     again = Resize(bootstrap, 12, now_ms=_now_ms, say=said.append).run()

@@ -77,8 +77,9 @@ def _resize(args: argparse.Namespace) -> int:
 
     clock = SystemClock()
     say = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    report = Resize(connect(), args.partitions, now_ms=lambda: int(clock.now() * 1000),
-                    say=say).run()  # fmt: skip
+    report = Resize(
+        connect(), args.partitions, now_ms=lambda: int(clock.now() * 1000), say=say
+    ).run()
     if args.json:
         print(json.dumps(asdict(report)))
     return 0

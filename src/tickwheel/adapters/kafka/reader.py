@@ -58,8 +58,16 @@ def decode_key(raw: bytes | None) -> tuple[str | None, bool]:
 def record_of(msg: Any) -> Record:
     """A consumed message as a Record (its key decoded, or marked as not text)."""
     key, key_is_text = decode_key(msg.key())
-    return Record(msg.topic(), msg.partition(), msg.offset(), key, msg.value(), 0,
-                  tuple(msg.headers() or ()), key_is_text)  # fmt: skip
+    return Record(
+        msg.topic(),
+        msg.partition(),
+        msg.offset(),
+        key,
+        msg.value(),
+        0,
+        tuple(msg.headers() or ()),
+        key_is_text,
+    )
 
 
 def partition_count(topic: str, bootstrap: str | None = None) -> int:

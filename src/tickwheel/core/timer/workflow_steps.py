@@ -138,9 +138,15 @@ def cancel_control(
     record the SDK's `cancel` publishes; its id names the attempt, so a repeat is one). It
     reaches that attempt and earlier ones only: a step retried after it runs as a later
     attempt under the same execution id, which this cancel must not stop."""
-    return {"control_id": control_id, "execution_id": execution_id, "job_id": key,
-            "kind": "cancel", "requested_at": now_ms, "reason": "workflow",
-            "attempt": attempt}  # fmt: skip
+    return {
+        "control_id": control_id,
+        "execution_id": execution_id,
+        "job_id": key,
+        "kind": "cancel",
+        "requested_at": now_ms,
+        "reason": "workflow",
+        "attempt": attempt,
+    }
 
 
 @dataclass(slots=True)

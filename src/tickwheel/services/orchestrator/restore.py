@@ -95,9 +95,18 @@ class PartitionRestorer:
                     try:
                         snapshot = decode_as(WorkflowSnapshot, record.value)
                     except UndecodableRecord as exc:
-                        orchestrator.batch.dead_letters.append(dead_letter_record(
-                            record.topic, record.partition, record.offset, record.key,
-                            record.value, exc.reason, "undecodable", self.now_ms()))  # fmt: skip
+                        orchestrator.batch.dead_letters.append(
+                            dead_letter_record(
+                                record.topic,
+                                record.partition,
+                                record.offset,
+                                record.key,
+                                record.value,
+                                exc.reason,
+                                "undecodable",
+                                self.now_ms(),
+                            )
+                        )
                         continue
                 if record.key == checkpoint_key(partition):
                     offsets = snapshot["input_offsets"] if snapshot else {}

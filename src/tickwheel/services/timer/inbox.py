@@ -100,16 +100,21 @@ class CommandInbox:
         """A command for a key another partition owns: sent on in order, behind any command
         this partition holds (the checkpoint stays at the first one held)."""
         if runtime.held_commands:
-            runtime.held_commands.append(HeldCommand(
-                record.offset, record.key, record.value or b"", command, 0, 0.0, owner))  # fmt: skip
+            runtime.held_commands.append(
+                HeldCommand(record.offset, record.key, record.value or b"", command, 0, 0.0, owner)
+            )
             return
         self._send_on(runtime, record.key, record.value, owner, record.offset)
         self._done(runtime, record.offset)
 
     def _send_on(
-        self, runtime: PartitionRuntime, key: str | None, raw: bytes | None, owner: int,
+        self,
+        runtime: PartitionRuntime,
+        key: str | None,
+        raw: bytes | None,
+        owner: int,
         offset: int,
-    ) -> None:  # fmt: skip
+    ) -> None:
         runtime.forwards.append(Forward(self.commands_topic, key, raw, owner, offset))
 
     def _gave_up(self, partition: int, held: HeldCommand) -> bool:
@@ -119,9 +124,14 @@ class CommandInbox:
         return position is not None and position >= held.definitions_end
 
     def _apply(
-        self, runtime: PartitionRuntime, offset: int, key: str | None, raw: bytes | None,
-        command: TimerCommand, now: int,
-    ) -> None:  # fmt: skip
+        self,
+        runtime: PartitionRuntime,
+        offset: int,
+        key: str | None,
+        raw: bytes | None,
+        command: TimerCommand,
+        now: int,
+    ) -> None:
         self._done(runtime, offset)
         try:
             runtime.pending_emission.extend(runtime.timer.command(command, now))

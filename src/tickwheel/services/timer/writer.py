@@ -73,8 +73,13 @@ class TransactionWriter:
         try:
             producer.begin()
             for forward in forwards:
-                producer.send(forward.topic, forward.key, forward.value, forward.partition,
-                              list(forward.headers))  # fmt: skip
+                producer.send(
+                    forward.topic,
+                    forward.key,
+                    forward.value,
+                    forward.partition,
+                    list(forward.headers),
+                )
             seq = runtime.log.seq + 1
             headers = [(SEQ_HEADER, str(seq).encode())]
             # Where this transaction's first request lands on each topic: the request log's

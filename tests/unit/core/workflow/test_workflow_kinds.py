@@ -64,8 +64,13 @@ class NapKind:
     def decide(self, state: NapState, definition: Nap, item: Input) -> Decided:
         seq = state.seq + 1
         if isinstance(item, Start):
-            event = Event(seq, "sleep_started", item.at_ms, "nap",
-                          data={"fire_at_ms": item.at_ms + definition.nap_ms})  # fmt: skip
+            event = Event(
+                seq,
+                "sleep_started",
+                item.at_ms,
+                "nap",
+                data={"fire_at_ms": item.at_ms + definition.nap_ms},
+            )
             return Decided(replace(state, status="running", seq=seq), [event], ["running"])
         assert isinstance(item, TimerFired)
         event = Event(seq, "workflow_succeeded", item.at_ms)
@@ -80,13 +85,22 @@ class NapKind:
         return 1
 
     def to_json(self, state: NapState) -> dict[str, Any]:
-        return {"workflow_id": state.workflow_id, "definition_id": state.definition_id,
-                "definition_version": state.definition_version, "status": state.status,
-                "seq": state.seq}  # fmt: skip
+        return {
+            "workflow_id": state.workflow_id,
+            "definition_id": state.definition_id,
+            "definition_version": state.definition_version,
+            "status": state.status,
+            "seq": state.seq,
+        }
 
     def from_json(self, data: dict[str, Any]) -> NapState:
-        return NapState(data["workflow_id"], data["definition_id"],
-                        int(data["definition_version"]), data["status"], int(data["seq"]))  # fmt: skip
+        return NapState(
+            data["workflow_id"],
+            data["definition_id"],
+            int(data["definition_version"]),
+            data["status"],
+            int(data["seq"]),
+        )
 
 
 class Catalogue:
@@ -130,8 +144,7 @@ def test_a_second_kind_is_folded_snapshotted_and_read_back_by_the_orchestrator(
 
 
 def test_the_dag_kind_is_the_default_of_snapshots_that_name_none() -> None:
-    document = {"definitionId": "d", "version": 1,
-                "steps": [{"id": "a", "type": "noop"}]}  # fmt: skip
+    document = {"definitionId": "d", "version": 1, "steps": [{"id": "a", "type": "noop"}]}
     definition = parse_definition(document)
     assert kind_of(definition) is DAG
     state = DAG.initial("w", definition)

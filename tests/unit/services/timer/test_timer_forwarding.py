@@ -52,8 +52,9 @@ class Cluster:
         self.reader = MemoryPartitionReader(self.broker)
 
     def timer(self, instance: str, *, resized: bool = True) -> TimerService:
-        settings = TimerSettings(instance=instance, bootstrap="memory", group_id="fwd",
-                                 tick_ms=50, metrics_port=0)  # fmt: skip
+        settings = TimerSettings(
+            instance=instance, bootstrap="memory", group_id="fwd", tick_ms=50, metrics_port=0
+        )
         service = TimerService(settings, clock=self.clock, clients=self.clients, inline=True)
         service.gate.adopt(NEW, resized=resized)  # as run() does with the cluster's record
         service.start()
@@ -89,10 +90,19 @@ class Cluster:
 
 
 def _trigger(job_id: str, now_ms: int) -> bytes:
-    return encode("TimerCommand", {
-        "command_id": "trigger-1", "job_id": job_id, "kind": "trigger", "requested_at": now_ms,
-        "range_start": None, "range_end": None, "execution_id": None, "data": None,
-    })  # fmt: skip
+    return encode(
+        "TimerCommand",
+        {
+            "command_id": "trigger-1",
+            "job_id": job_id,
+            "kind": "trigger",
+            "requested_at": now_ms,
+            "range_start": None,
+            "range_end": None,
+            "execution_id": None,
+            "data": None,
+        },
+    )
 
 
 def test_a_trigger_on_a_partition_that_no_longer_owns_its_job_is_forwarded_once_and_fired() -> None:
@@ -100,8 +110,9 @@ def test_a_trigger_on_a_partition_that_no_longer_owns_its_job_is_forwarded_once_
     job_id, stale, owner = _moved_job()
     spec = {"jobId": job_id, "type": "noop", "cron": "0 0 1 1 *", "jitter": "0s"}
     producer = MemoryEventProducer(cluster.broker)  # the definition where the key hashes now
-    producer.send(topic_name("jobs.definitions"), job_id, encode("JobDefinition",
-                  validate_job(spec, T0_MS)))  # fmt: skip
+    producer.send(
+        topic_name("jobs.definitions"), job_id, encode("JobDefinition", validate_job(spec, T0_MS))
+    )
     timer = cluster.timer("a")
     commands = topic_name("timers.commands")
     cluster.write(commands, job_id, _trigger(job_id, T0_MS), stale)
@@ -126,12 +137,27 @@ def test_a_worker_event_on_a_stale_partition_reaches_its_owner_unchanged() -> No
     job_id, stale, owner = _moved_job()
     timer = cluster.timer("a")
     events = topic_name("executions.events")
-    event = encode("ExecutionEvent", {
-        "event_id": "w:1", "event_time": T0_MS, "event_type": "heartbeat", "job_id": job_id,
-        "job_type": "noop", "tenant_id": "default", "execution_id": "x-1", "attempt": 1,
-        "scheduled_time": T0_MS, "fire_time": T0_MS, "worker_id": "w", "lease_deadline": None,
-        "error": None, "error_kind": None, "reason": None, "details": None,
-    })  # fmt: skip
+    event = encode(
+        "ExecutionEvent",
+        {
+            "event_id": "w:1",
+            "event_time": T0_MS,
+            "event_type": "heartbeat",
+            "job_id": job_id,
+            "job_type": "noop",
+            "tenant_id": "default",
+            "execution_id": "x-1",
+            "attempt": 1,
+            "scheduled_time": T0_MS,
+            "fire_time": T0_MS,
+            "worker_id": "w",
+            "lease_deadline": None,
+            "error": None,
+            "error_kind": None,
+            "reason": None,
+            "details": None,
+        },
+    )
     cluster.write(events, job_id, event, stale)
     cluster.turn(timer, 10)
     # The owner applies it too (a heartbeat of an execution it does not know: fenced).
