@@ -112,7 +112,7 @@ def _run_serving(body: str) -> subprocess.CompletedProcess[str]:
         from tickwheel.adapters.kafka.client import KafkaError
         from tickwheel.adapters.kafka.fatal import FatalClientError
         from tickwheel.logs import configure_logging
-        from tickwheel.services.shutdown import serve
+        from tickwheel.runtime.shutdown import serve
 
         configure_logging(logging.INFO)
         FATAL = FatalClientError(KafkaError(KafkaError._FATAL, "Fatal error: fenced"))

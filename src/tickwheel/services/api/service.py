@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
-from tickwheel.services.api.door import auth_mode
-from tickwheel.services.environment import service_parser
-from tickwheel.services.shutdown import (
+from tickwheel.runtime.shutdown import (
     KAFKA_BUDGET_S,
     ShutdownDeadline,
     exit_now,
     exit_on_fatal_in_threads,
     stop_on_signals,
 )
+from tickwheel.services.api.door import auth_mode
+from tickwheel.services.environment import service_parser
 
 log = logging.getLogger("tickwheel.api")
 

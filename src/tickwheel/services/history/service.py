@@ -24,6 +24,7 @@ from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.history import OwnerInfo, remove_owner, write_owner
 from tickwheel.logs import configure_logging
+from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.environment import service_parser
 from tickwheel.services.history.endpoint import QueryEndpoint
 from tickwheel.services.history.metrics import HistoryMetrics
@@ -35,7 +36,6 @@ from tickwheel.services.history.settings import (
     settings_from_args,
 )
 from tickwheel.services.history.sink import HistorySink
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 
 log = logging.getLogger("tickwheel.history")
 

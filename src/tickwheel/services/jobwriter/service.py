@@ -38,8 +38,10 @@ from tickwheel.adapters.kafka.config import BULK_READER_FETCH
 from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
 from tickwheel.adapters.kafka.reader import Record, record_of
 from tickwheel.clock import Clock, SystemClock
-from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage, TransactionalWriter
+from tickwheel.runtime.restores import BackgroundRestores
+from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
+from tickwheel.runtime.transactions import Written
 from tickwheel.services.jobwriter.figures import JudgeFigures
 from tickwheel.services.jobwriter.judge import Batch
 from tickwheel.services.jobwriter.restore import (
@@ -51,9 +53,6 @@ from tickwheel.services.jobwriter.restore import (
 )
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.jobwriter.writer import BatchWriter
-from tickwheel.services.restores import BackgroundRestores
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
-from tickwheel.services.transactions import Written
 from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic
 
@@ -338,19 +337,3 @@ class JobWriterService:
             self.producer = producer
         return self.producer
 
-
-def main(argv: list[str] | None = None) -> None:
-    from tickwheel.adapters.kafka.broker_clients import BrokerClients
-    from tickwheel.services.environment import service_parser
-
-    parser = service_parser("tickwheel.services.jobwriter")
-    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "jobwriter"),
-                        help="this instance's name in the group (env TICKWHEEL_INSTANCE)")  # fmt: skip
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-
-    def build(deadline: ShutdownDeadline) -> JobWriterService:
-        settings = JobWriterSettings(instance=args.instance)
-        return JobWriterService(settings, BrokerClients(settings.bootstrap), deadline=deadline)
-
-    serve(log, "jobwriter", build)

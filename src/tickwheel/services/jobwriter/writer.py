@@ -18,9 +18,9 @@ from typing import Any
 
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.ports.kafka import GroupConsumer, TransactionalWriter
+from tickwheel.runtime.transactions import Written, ended_in_failure
 from tickwheel.services.jobwriter.judge import WRITER_HEADER, WRITER_VALUE, Batch
 from tickwheel.services.jobwriter.restore import JobWriterTopics, PartitionRuntime
-from tickwheel.services.transactions import Written, ended_in_failure
 
 log = logging.getLogger("tickwheel.jobwriter")
 MARK = [(WRITER_HEADER, WRITER_VALUE)]

@@ -40,8 +40,10 @@ from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
 from tickwheel.adapters.kafka.reader import Record, record_of
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
-from tickwheel.logs import configure_logging
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients
+from tickwheel.runtime.restores import BackgroundRestores
+from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
+from tickwheel.runtime.transactions import Written
 from tickwheel.services.orchestrator.approval_webhooks import ApprovalWebhooks
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.metrics import OrchestratorMetrics
@@ -58,9 +60,6 @@ from tickwheel.services.orchestrator.settings import (
     OrchestratorSettings,
 )
 from tickwheel.services.orchestrator.writer import BatchWriter, Write
-from tickwheel.services.restores import BackgroundRestores
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
-from tickwheel.services.transactions import Written
 from tickwheel.services.webhooks import WebhookSink, sink_guard
 from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic
@@ -434,14 +433,3 @@ class OrchestratorService:
                 unread += max(0, high - runtime.next_input)
         self.metrics.input_lag_records.set(unread)
 
-
-def main(argv: list[str] | None = None) -> None:
-    from tickwheel.services.environment import service_parser
-
-    parser = service_parser("tickwheel.services.orchestrator")
-    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "orchestrator"),
-                        help="this instance's name in the group (env TICKWHEEL_INSTANCE)")  # fmt: skip
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-    serve(log, "orchestrator", lambda deadline: OrchestratorService(
-        OrchestratorSettings(instance=args.instance), deadline=deadline))  # fmt: skip

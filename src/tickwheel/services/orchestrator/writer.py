@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
+from tickwheel.runtime.transactions import Written, ended_in_failure
 from tickwheel.services.orchestrator.codec import encode_record
 from tickwheel.services.orchestrator.partition import Batch
 from tickwheel.services.orchestrator.records import checkpoint_key, checkpoint_record
 from tickwheel.services.orchestrator.restore import OrchestratorTopics, PartitionRuntime
-from tickwheel.services.transactions import Written, ended_in_failure
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.orchestrator")

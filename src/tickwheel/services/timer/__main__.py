@@ -8,7 +8,7 @@ import logging
 import os
 
 from tickwheel.logs import configure_logging
-from tickwheel.services.shutdown import serve
+from tickwheel.runtime.shutdown import serve
 from tickwheel.services.timer.service import TimerService
 from tickwheel.services.timer.settings import TimerSettings
 

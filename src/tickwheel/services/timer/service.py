@@ -28,8 +28,8 @@ from tickwheel.adapters.kafka.topology_changes import read_changes
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, ReadRecord
-from tickwheel.services.restores import BackgroundRestores
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
+from tickwheel.runtime.restores import BackgroundRestores
+from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
 from tickwheel.services.timer.calendars import CalendarFollower
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inbox import CommandInbox

@@ -42,7 +42,7 @@ from tickwheel.core.watchdog.parents import ages
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.records import Alert
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.watchdog.freshness_probe import FreshnessProbe
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
 from tickwheel.services.watchdog.progress import LagWatch, watermark

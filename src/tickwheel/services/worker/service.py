@@ -17,10 +17,10 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
 from tickwheel.jobtypes import builtin_registry
 from tickwheel.logs import configure_logging
+from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
 from tickwheel.services.environment import service_parser
-from tickwheel.services.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
