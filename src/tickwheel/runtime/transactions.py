@@ -1,7 +1,7 @@
-"""How a transaction ended, for the services that write their batches in transactions of
-their own: the orchestrator (one per partition, in a pool) and the job writer (one per poll
-over all its partitions, decision 0178). The outcome and the one way a failure is handled,
-so the two cannot drift on what a fence means."""
+"""How a transaction ended, for the services that write their batches in transactions: the
+timer and the orchestrator (one per partition) and the job writer (one per poll over all its
+partitions, decision 0178). The outcome and the one way a failure is handled, so the three
+cannot drift on what a fence means."""
 
 from __future__ import annotations
 
@@ -23,18 +23,27 @@ class Written:
     seconds: float  # begin to the end of commit (or of the failure)
 
 
-def ended_in_failure(
-    producer: object, exc: KafkaException, partition: int, started: float, log: logging.Logger
-) -> Written:
-    """A transaction that raised: fenced (a new owner took the partition: drop it) or failed
-    (abort, and the caller restores the partition from what was committed)."""
+def failure(producer: object, exc: KafkaException, partition: int, log: logging.Logger) -> Outcome:
+    """How a transaction that raised ended: fenced (a new owner took the partition: drop it
+    until the group says it is ours) or failed (aborted here, and the caller restores the
+    partition from what was committed)."""
     fenced = is_fatal(exc)
     log.warning(
         "fenced; dropping the partition" if fenced else "transaction failed; restoring",
-        extra={"action": "producer_fenced" if fenced else "transaction_failed",
-               "partition": partition, "error": str(exc)},
-    )  # fmt: skip
+        extra={
+            "action": "producer_fenced" if fenced else "transaction_failed",
+            "partition": partition,
+            "error": str(exc),
+        },
+    )
     if not fenced:
         with contextlib.suppress(KafkaException):
             producer.abort()  # type: ignore[attr-defined]
-    return Written("fenced" if fenced else "failed", time.monotonic() - started)
+    return "fenced" if fenced else "failed"
+
+
+def ended_in_failure(
+    producer: object, exc: KafkaException, partition: int, started: float, log: logging.Logger
+) -> Written:
+    """`failure`, with how long the transaction took."""
+    return Written(failure(producer, exc, partition, log), time.monotonic() - started)

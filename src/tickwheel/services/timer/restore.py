@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.core.timer.request_log import SEQ_HEADER, RequestLog
-from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.ports.kafka import KafkaClients, PartitionReader, ReadRecord
 from tickwheel.services.timer.gate import DeadLetters, RecordGate
 from tickwheel.services.timer.inputs import PartitionInputs
@@ -64,10 +63,10 @@ class PartitionRestorer:
         self.clients = clients
         self.reader = reader
 
-    def restore(self, partition: int) -> tuple[PartitionRuntime, PartitionWrites]:
-        """The partition rebuilt and serving, and what its restore must write first (catch-up,
-        skips, dead letters). `runtime.definitions_end` is where the live tail starts (-1 for
-        an empty partition)."""
+    def restore(self, partition: int) -> PartitionRuntime:
+        """The partition rebuilt and serving, with what its restore must write first (catch-up,
+        skips, dead letters) in `runtime.catch_up`. `runtime.definitions_end` is where the live
+        tail starts (-1 for an empty partition)."""
         producer = self.clients.transactional(transactional_id(partition))
         # Fences the previous owner and waits out its open transaction (if any) before we read.
         producer.init()
@@ -80,9 +79,9 @@ class PartitionRestorer:
             # First owner ever: nothing in flight can predate it, so start at the end.
             runtime.events_offset = self.inputs.watermarks(self.topics.events, partition)[1]
             runtime.inputs_moved = True
-        emission = timer.finish_restore(self.now_ms())
-        emission.dead_letters.extend(rejects)
-        return runtime, emission
+        runtime.catch_up = timer.finish_restore(self.now_ms())
+        runtime.catch_up.dead_letters.extend(rejects)
+        return runtime
 
     def rebuild(self, partition: int) -> Rebuilt:
         """The partition as its committed records leave it, before its misfire policy is

@@ -74,9 +74,11 @@ class PartitionRuntime:
         self.command_offset: int | None = None  # next offset to read of timers.commands
         self.events_offset: int | None = None  # next offset to read of executions.events
         self.inputs_moved = False  # the checkpoint must be written in the next transaction
-        self.pending_emission = (
-            PartitionWrites()
-        )  # from definition changes and commands since the tick
+        # From definition changes and commands since the tick.
+        self.pending_emission = PartitionWrites()
+        # What the restore decided must be written before anything else (catch-up, skips,
+        # dead letters), in chunks: written when the partition is served, then let go.
+        self.catch_up = PartitionWrites()
         # Commands waiting (in order) for a definition; the checkpoint stays at the first, so a
         # crash meanwhile reads them again and nothing is lost or applied twice.
         self.held_commands: deque[HeldCommand] = deque()

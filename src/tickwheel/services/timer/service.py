@@ -14,22 +14,26 @@ Exactly-once trigger (docs/decisions/0004-timer-fencing.md):
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
-import os
-import time
 from typing import Any
 
-from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
-from tickwheel.adapters.kafka.topology_changes import read_changes
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.timer.writes import PartitionWrites
-from tickwheel.ports.kafka import GroupConsumer, KafkaClients, ReadRecord
-from tickwheel.runtime.restores import BackgroundRestores
-from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
+from tickwheel.ports.kafka import KafkaClients, ReadRecord
+from tickwheel.runtime.partitions import (
+    RESTORE_RETRY_S,
+    OwnedPartitions,
+    adopt_jobs_group,
+    group_consumer,
+    metrics_address,
+    restore_seconds,
+)
+from tickwheel.runtime.restores import RestoreResult
+from tickwheel.runtime.shutdown import ShutdownDeadline
+from tickwheel.runtime.transactions import Outcome
 from tickwheel.services.timer.calendars import CalendarFollower
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inbox import CommandInbox
@@ -39,16 +43,10 @@ from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.restore import PartitionRestorer
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics, burst_elsewhere
 from tickwheel.services.timer.settings import TimerSettings
-from tickwheel.services.timer.writer import Outcome, Sent, TransactionWriter
-from tickwheel.topology import JOBS_GROUP, TopicSpec, group_partitions
+from tickwheel.services.timer.writer import Sent, TransactionWriter
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.timer")
-
-# Longer than the group session timeout (10 s): by then a zombie has been told it lost its
-# partitions, so a partition still assigned to us after a fence really is ours.
-FENCED_RECHECK_S = 30.0
-RESTORE_RETRY_S = 5.0
 
 
 class TimerService:
@@ -68,25 +66,27 @@ class TimerService:
         self.inline = inline
         self.clients = clients if clients is not None else BrokerClients(settings.bootstrap)
         self.reader = self.clients.reader()
-        self.deadline = deadline  # armed by stop(): past it the process exits (decision 0050)
         self.clock = clock or SystemClock()
         self.topics = TimerTopics()
         self.definitions = self.topics.definitions
-        self.partitions: dict[int, PartitionRuntime] = {}
-        # Partitions we still own but must rebuild (after a failed transaction), and when (on
-        # the injected clock, never backwards: `now_ms`).
-        self.restore_due: dict[int, float] = {}
-        self._last_now_ms = 0
         self.metrics = TimerMetrics()
-        self.running = True
-        # The group decides which definitions partitions we own. Static membership: a restarted
-        # instance with the same name gets its partitions back without waiting for a rebalance.
-        self.consumer = self.clients.consumer(
-            settings.group_id,
-            **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
-               "heartbeat.interval.ms": 1000,
-               "group.instance.id": f"{settings.group_id}-{settings.instance}"},
-        )  # fmt: skip
+        # The group decides which definitions partitions we own.
+        self.consumer = group_consumer(self.clients, settings.group_id, settings.instance)
+        # A partition is assigned paused until its restore (on the restore thread) is served.
+        # The restorer is looked up at each restore, not bound here: a test wraps it.
+        self.owned: OwnedPartitions[PartitionRuntime] = OwnedPartitions(
+            name="timer",
+            consumer=self.consumer,
+            topic=self.definitions,
+            restore=lambda partition: self.restorer.restore(partition),
+            position=lambda runtime: runtime.definitions_end,
+            clock=self.clock,
+            deadline=deadline,
+            log=log,
+            dropped=self._dropped,
+            inline=inline,
+        )
+        self.partitions = self.owned.served
         self.inputs = PartitionInputs(
             self.clients, self.reader, settings.group_id, self.topics.commands, self.topics.events
         )
@@ -96,11 +96,6 @@ class TimerService:
             settings, self.topics, self.gate, self.inputs, self.now_ms, self.clients, self.reader
         )
         self.writer = TransactionWriter(self.topics, self.metrics, self.now_ms)
-        # A partition is assigned paused until its restore (on the restore thread) is installed.
-        # The restorer is looked up at each restore, not bound here: a test wraps it.
-        self.restores: BackgroundRestores[tuple[PartitionRuntime, PartitionWrites]] = (
-            BackgroundRestores(lambda partition: self.restorer.restore(partition), inline=inline)
-        )
         # Holiday calendars: read to the end on a thread at start, then followed each loop.
         self.calendars = CalendarFollower(
             self.clients, self.reader, dead_letter=self._calendar_rejected
@@ -112,10 +107,19 @@ class TimerService:
             definitions_read=self._definitions_read,
         )
         self.intake = Intake(
-            self.consumer, self.inputs, self.partitions, self.gate, self.inbox, self.topics,
+            self.consumer,
+            self.inputs,
+            self.partitions,
+            self.gate,
+            self.inbox,
+            self.topics,
             self.now_ms,
-        )  # fmt: skip
+        )
         self._next_tick_ms = 0  # when the wheels are due to turn again (the injected clock)
+
+    @property
+    def running(self) -> bool:
+        return self.owned.running
 
     def _calendar_rejected(self, record: ReadRecord, exc: Exception) -> None:
         # One instance writes it: the owner of partition 0 (every instance reads calendars).
@@ -125,26 +129,18 @@ class TimerService:
             )
 
     def now_ms(self) -> int:
-        # Never backwards: a wall clock stepped back by NTP must not move the wheel back.
-        self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
-        return self._last_now_ms
+        return self.owned.now_ms()
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
-        self.adopt(verify_topology(bootstrap=self.settings.bootstrap))
+        group = adopt_jobs_group(self.settings.bootstrap, self.gate.partition_count)
+        self.gate.adopt(group.partitions, resized=group.resized)
         self.start()
         try:
-            while self.running:
+            while self.owned.running:
                 self.step()
         finally:
             self.close()
-
-    def adopt(self, specs: list[TopicSpec]) -> None:
-        """The partition count of the jobs group as the cluster records it: the declared one,
-        or a resize's (decision 0211)."""
-        count = group_partitions(specs) or self.gate.partition_count
-        resized = JOBS_GROUP in read_changes(self.settings.bootstrap)
-        self.gate.adopt(count, resized=resized)
 
     def start(self) -> None:
         """Join the group and start reading the calendars; `step` then serves what it owns."""
@@ -153,15 +149,8 @@ class TimerService:
         else:
             self.calendars.start()
         if self.settings.metrics_port:
-            self.metrics.serve(
-                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
-            )
-        self.consumer.subscribe(
-            [self.definitions],
-            on_assign=self._on_assign,
-            on_revoke=self._on_revoke,
-            on_lost=self._on_revoke,
-        )
+            self.metrics.serve(self.settings.metrics_port, metrics_address())
+        self.owned.subscribe()
         log.info(
             "timer started", extra={"action": "timer_started", "instance": self.settings.instance}
         )
@@ -176,17 +165,18 @@ class TimerService:
         now = self.now_ms()
         if now >= self._next_tick_ms:
             self._next_tick_ms = now + self.settings.tick_ms
-        self._install_restores()
+        for restored in self.owned.restored():
+            self._serve(restored)
         self.calendars.poll()
         self.calendars.follow(self.partitions, self.now_ms())
         self._tick_all()
-        self._retry_restores()
+        self.owned.retry_due()
 
     def close(self) -> None:
         # No transaction is ever open between polls: what a stop abandons, the broker
         # aborts, and the heir restores from what was committed.
         for runtime in self.partitions.values():
-            runtime.producer.flush(self._flush_budget())
+            runtime.producer.flush(self.owned.flush_budget())
         self.partitions.clear()  # the revoke callback in close() has nothing to flush
         self.consumer.close()
         self.inputs.close()
@@ -196,73 +186,30 @@ class TimerService:
             close_reader()
 
     def stop(self, *_args: Any) -> None:
-        self.running = False
-        self.restores.stop()
-        if self.deadline is not None:
-            self.deadline.arm(KAFKA_BUDGET_S)
+        self.owned.stop()
 
-    def _flush_budget(self) -> float:
-        remaining = self.deadline.remaining() if self.deadline is not None else 5.0
-        return min(5.0, remaining)
+    # -- partitions coming and going -------------------------------------------------------
+    def _dropped(self, partition: int, runtime: PartitionRuntime | None) -> None:
+        """A partition left: stop reading its inputs; a served one's producer is flushed (no
+        transaction is ever left open between polls: nothing to abort)."""
+        self.inputs.unassign(partition)
+        if runtime is not None:
+            runtime.producer.flush(self.owned.flush_budget())
 
-    # -- rebalancing -----------------------------------------------------------------------
-    def _on_assign(
-        self, consumer: GroupConsumer[TopicPartition], partitions: list[TopicPartition]
-    ) -> None:
-        """Definitions partitions are assigned paused and restored on the restore thread; the
-        live tail starts where the restore stopped reading (`_install_restores`)."""
-        consumer.incremental_assign(partitions)
-        ours = [TopicPartition(tp.topic, tp.partition) for tp in partitions
-                if tp.topic == self.definitions]  # fmt: skip
-        if ours:
-            consumer.pause(ours)
-        for tp in ours:
-            self._begin_restore(tp.partition)
-
-    def _on_revoke(
-        self, consumer: GroupConsumer[TopicPartition], partitions: list[TopicPartition]
-    ) -> None:
-        for tp in partitions:
-            if tp.topic == self.definitions:
-                runtime = self.partitions.pop(tp.partition, None)
-                self.restore_due.pop(tp.partition, None)
-                self.restores.cancel(tp.partition)  # a restore under way is now stale
-                self.inputs.unassign(tp.partition)
-                if runtime is not None:
-                    # No transaction is ever left open between polls: nothing to abort here.
-                    runtime.producer.flush(self._flush_budget())
-                    log.info(
-                        "partition revoked",
-                        extra={"action": "partition_revoked", "partition": tp.partition},
-                    )
-        # On a lost assignment the client may already have dropped them.
-        with contextlib.suppress(KafkaException):
-            consumer.incremental_unassign(partitions)
-
-    def _begin_restore(self, partition: int) -> None:
-        self.restores.begin(partition)
-
-    def _install_restores(self) -> None:
-        """Serve the partitions whose restore finished (or schedule another try)."""
-        for result in self.restores.finished():
-            if result.error is not None or result.value is None:
-                self._restore_failed(result.partition, result.error or RuntimeError("no result"))
-                continue
-            try:
-                self._serve(*result.value, result.started)
-            except Exception as exc:
-                self._restore_failed(result.partition, exc)
-
-    def _serve(self, runtime: PartitionRuntime, emission: PartitionWrites, started: float) -> None:
+    def _serve(self, restored: RestoreResult[PartitionRuntime]) -> None:
+        """A restored partition: read its inputs from its checkpoint, and write what its
+        restore decided first."""
+        runtime = restored.value
+        assert runtime is not None
         partition = runtime.partition
-        self.partitions[partition] = runtime
-        self.inputs.assign(partition, runtime.command_offset, runtime.events_offset)
-        tp = TopicPartition(self.definitions, partition)
-        end = runtime.definitions_end
-        self.consumer.seek(TopicPartition(self.definitions, partition, end if end >= 0 else 0))
-        self.consumer.resume([tp])
+        try:
+            self.inputs.assign(partition, runtime.command_offset, runtime.events_offset)
+        except Exception as exc:
+            self.owned.failed(partition, exc)
+            return
         # Catch-up after a long outage can be large: one transaction per bounded chunk of jobs.
-        for chunk in emission.chunks(self.settings.max_batch):
+        catch_up, runtime.catch_up = runtime.catch_up, PartitionWrites()
+        for chunk in catch_up.chunks(self.settings.max_batch):
             if not self._commit(runtime, chunk):
                 break
         # What a restore loads (a million jobs) lives as long as the partition: out of the
@@ -271,42 +218,19 @@ class TimerService:
         # partition goes. Collected first, so no garbage of a dropped partition is pinned.
         gc.collect()
         gc.freeze()
-        elapsed = time.monotonic() - started
+        elapsed = restore_seconds(restored)
         self.metrics.restore_seconds.observe(elapsed)
         self.metrics.wheel_size.labels(str(partition)).set(len(runtime.timer.wheel))
         log.info(
             "partition restored",
-            extra={"action": "partition_restored", "partition": partition,
-                   "jobs": len(runtime.timer.jobs), "seconds": round(elapsed, 3),
-                   "caught_up": len(emission.requests)},
-        )  # fmt: skip
-
-    def _restore_failed(self, partition: int, exc: Exception) -> None:
-        log.error(
-            "restore failed; trying again",
-            extra={"action": "restore_failed", "partition": partition, "error": repr(exc)},
+            extra={
+                "action": "partition_restored",
+                "partition": partition,
+                "jobs": len(runtime.timer.jobs),
+                "seconds": round(elapsed, 3),
+                "caught_up": len(catch_up.requests),
+            },
         )
-        self.partitions.pop(partition, None)
-        self.inputs.unassign(partition)
-        with contextlib.suppress(KafkaException):  # paused until a restore succeeds
-            self.consumer.pause([TopicPartition(self.definitions, partition)])
-        self.restore_due[partition] = self.now_ms() / 1000 + RESTORE_RETRY_S
-
-    def _retry_restores(self) -> None:
-        """Rebuild partitions we still own after a failed transaction. After a fence, wait past
-        the session timeout first: by then a zombie has learnt it lost them, so a partition
-        still assigned to us really is ours (and restoring cannot fence the rightful owner)."""
-        if not self.restore_due:
-            return
-        owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == self.definitions}
-        for partition, due in list(self.restore_due.items()):
-            if partition not in owned or partition in self.partitions:
-                del self.restore_due[partition]
-            elif self.now_ms() / 1000 >= due and not self.restores.under_way(partition):
-                del self.restore_due[partition]
-                with contextlib.suppress(KafkaException):  # paused until it is served again
-                    self.consumer.pause([TopicPartition(self.definitions, partition)])
-                self._begin_restore(partition)
 
     def _definitions_read(self, partition: int) -> int | None:
         try:
@@ -337,12 +261,15 @@ class TimerService:
                     "tick failed; restoring the partition",
                     extra={"action": "tick_failed", "partition": partition, "error": repr(exc)},
                 )
-                self._drop(runtime, retry_in_s=RESTORE_RETRY_S)
+                self.owned.drop(partition, RESTORE_RETRY_S)
                 continue
             runtime.add_states(
-                emission, max_batch=self.settings.max_batch, lag_ms=self.settings.state_lag_ms,
-                now_ms=now, burst_elsewhere=burst_elsewhere(self.partitions.values(), runtime),
-            )  # fmt: skip
+                emission,
+                max_batch=self.settings.max_batch,
+                lag_ms=self.settings.state_lag_ms,
+                now_ms=now,
+                burst_elsewhere=burst_elsewhere(self.partitions.values(), runtime),
+            )
             if emission or runtime.inputs_moved:
                 outcome = self.writer.send(runtime, emission)
                 if isinstance(outcome, Sent):
@@ -360,17 +287,4 @@ class TimerService:
 
     def _settle(self, runtime: PartitionRuntime, outcome: Outcome) -> bool:
         """Act on a transaction's outcome; returns whether it committed."""
-        if outcome == "fenced":
-            # A newer owner has this partition. Stop emitting and wait for the group to tell us
-            # what we own; restoring now would fence the rightful owner in turn. Should the
-            # group still give it to us after the session timeout, restore then.
-            self._drop(runtime, retry_in_s=FENCED_RECHECK_S)
-        elif outcome == "failed":
-            self._drop(runtime, retry_in_s=1.0)
-        return outcome == "committed"
-
-    def _drop(self, runtime: PartitionRuntime, retry_in_s: float) -> None:
-        """Forget the partition's memory; it is restored from Kafka in `retry_in_s`."""
-        self.partitions.pop(runtime.partition, None)
-        self.inputs.unassign(runtime.partition)
-        self.restore_due[runtime.partition] = self.now_ms() / 1000 + retry_in_s
+        return self.owned.settle(runtime.partition, runtime, outcome)

@@ -3,20 +3,18 @@ emission holds, and the partition's checkpoint (its input offsets), committed to
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import operator
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.placement import Forward, log_forwards
-from tickwheel.adapters.kafka.producer import is_fatal
 from tickwheel.core.timer.request_log import SEQ_HEADER, first_offset_recorder
 from tickwheel.core.timer.writes import PartitionWrites
+from tickwheel.runtime.transactions import Outcome, failure
 from tickwheel.services.timer.codec import encode_request, encode_timer_state
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.records import checkpoint_key, encode_checkpoint, request_key
@@ -26,7 +24,6 @@ log = logging.getLogger("tickwheel.timer")
 
 MAX_ENCODED_REQUESTS = 1_000_000
 _FIRE_TIME = operator.itemgetter("fire_time")
-Outcome = Literal["committed", "fenced", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,21 +168,7 @@ class TransactionWriter:
 
     def _failed(self, runtime: PartitionRuntime, exc: KafkaException) -> Outcome:
         self.metrics.aborts.inc()
-        if is_fatal(exc):
-            log.warning(
-                "fenced; dropping the partition until it is assigned again",
-                extra={"action": "producer_fenced", "partition": runtime.partition,
-                       "error": str(exc)},
-            )  # fmt: skip
-            return "fenced"
-        log.warning(
-            "transaction failed; restoring the partition from Kafka",
-            extra={"action": "transaction_failed", "partition": runtime.partition,
-                   "error": str(exc)},
-        )  # fmt: skip
-        with contextlib.suppress(KafkaException):
-            runtime.producer.abort()
-        return "failed"
+        return failure(runtime.producer, exc, runtime.partition, log)
 
     def _checkpoint(self, runtime: PartitionRuntime, emission: PartitionWrites, seq: int) -> bytes:
         """Where the partition's inputs stand and, on the request topics, where the requests

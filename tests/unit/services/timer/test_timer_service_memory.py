@@ -216,7 +216,7 @@ def test_a_fenced_partition_still_assigned_is_restored_after_the_recheck_and_fir
     cluster.clients.transactional(timer.partitions[victim].producer.transactional_id).init()
     cluster.clock.set((T0_MS + MINUTE_MS) / 1000)
     cluster.turns([timer], 2)
-    assert victim not in timer.partitions and victim in timer.restore_due
+    assert victim not in timer.partitions and victim in timer.owned.due
     # Still ours after the session timeout's re-check: restored (the missed slot, within the
     # misfire grace, fired by the restore's catch-up), and it fires on.
     cluster.until_served([timer], {"a": PARTITIONS})
