@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 import uuid
 from collections import defaultdict
@@ -39,8 +38,15 @@ from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
 from tickwheel.adapters.kafka.reader import Record, record_of
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients, KafkaMessage, TransactionalWriter
-from tickwheel.runtime.restores import BackgroundRestores
-from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
+from tickwheel.runtime.partitions import (
+    OwnedPartitions,
+    adopt_jobs_group,
+    group_consumer,
+    metrics_address,
+    restore_seconds,
+)
+from tickwheel.runtime.restores import RestoreResult
+from tickwheel.runtime.shutdown import ShutdownDeadline
 from tickwheel.runtime.transactions import Written
 from tickwheel.services.jobwriter.figures import JudgeFigures
 from tickwheel.services.jobwriter.judge import Batch
@@ -53,19 +59,14 @@ from tickwheel.services.jobwriter.restore import (
 )
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.jobwriter.writer import BatchWriter
-from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.jobwriter")
 
-# As the timer and the orchestrator: after a fence, wait past the session timeout.
-FENCED_RECHECK_S = 30.0
-RESTORE_RETRY_S = 2.0
 # How long the broker holds a fetch that finds nothing. A record arriving answers the held
 # fetch at once, so this is no latency: it is how often an idle consumer asks again (at 5 ms,
 # 200 requests a second per consumer, broker CPU the creates then lack: decision 0152).
 IDLE_FETCH_WAIT_MS = 100
-# A forwarding partition's log line names this many of its jobs at most.
 
 
 class JobWriterService:
@@ -83,15 +84,12 @@ class JobWriterService:
         # The jobs group's partition count: which partition owns a command, read at each
         # command (`adopt_partition_count` sets it from the cluster's).
         self.partition_count = declared_topic("jobs.commands").partitions
-        self.running = True
-        self.partitions: dict[int, PartitionRuntime] = {}
-        self.restore_due: dict[int, float] = {}
-        self.consumer: GroupConsumer[Any] = clients.consumer(
+        self.consumer: GroupConsumer[Any] = group_consumer(
+            clients,
             settings.group_id,
-            **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
-               "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": IDLE_FETCH_WAIT_MS,
-               "group.instance.id": f"{settings.group_id}-{settings.instance}"},
-        )  # fmt: skip
+            settings.instance,
+            **{"fetch.wait.max.ms": IDLE_FETCH_WAIT_MS},
+        )
         # The follower reads back every definition this judge writes (to fold the few a
         # direct producer wrote), so under load it fetched once per transaction's records;
         # it waits for a chunk as a bulk reader does: a direct write folds within 100 ms
@@ -102,9 +100,19 @@ class JobWriterService:
         self.clients = clients
         self.restorer = PartitionRestorer(clients, self.topics, settings.command_ttl_ms,
                                           settings.group_id)  # fmt: skip
-        self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
-            self.restorer.restore, name="jobwriter-restore"
+        # A partition is assigned paused until restored: nothing is judged before the fence.
+        self.owned: OwnedPartitions[PartitionRuntime] = OwnedPartitions(
+            name="jobwriter",
+            consumer=self.consumer,
+            topic=self.topics.commands,
+            restore=self.restorer.restore,
+            position=lambda runtime: runtime.next_command,
+            clock=self.clock,
+            deadline=deadline,
+            log=log,
+            dropped=self._dropped,
         )
+        self.partitions = self.owned.served
         self.writer = BatchWriter(self.topics)
         # The judge's one transactional producer (made and initialised at start, again after
         # a fence); its id is the instance's, so it fences only this instance's last run.
@@ -113,7 +121,11 @@ class JobWriterService:
         self.figures = JudgeFigures()  # logged every 10 s while it judges
 
     def now_ms(self) -> int:
-        return int(self.clock.now() * 1000)
+        return self.owned.now_ms()
+
+    @property
+    def running(self) -> bool:
+        return self.owned.running
 
     def adopt_partition_count(self, partitions: int) -> None:
         """Take `partitions` as the jobs group's partition count (the cluster's, which a
@@ -124,24 +136,20 @@ class JobWriterService:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         self._producer()  # before any partition: the last run's open transaction aborted
-        self.consumer.subscribe([self.topics.commands], on_assign=self._on_assign,
-                                on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
+        self.owned.subscribe()
         log.info("jobwriter started", extra={"action": "jobwriter_started",
                                              "instance": self.settings.instance})  # fmt: skip
 
     def run(self) -> None:
-        from tickwheel.adapters.kafka.admin import verify_topology
-
-        specs = verify_topology(bootstrap=self.settings.bootstrap)
         # The cluster's count: a resize may have grown it past the file's (decision 0211).
-        self.adopt_partition_count(group_partitions(specs) or self.partition_count)
-        if self.settings.metrics_port:  # loopback unless the address says otherwise
-            self.figures.metrics.serve(
-                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
-            )
+        self.adopt_partition_count(
+            adopt_jobs_group(self.settings.bootstrap, self.partition_count).partitions
+        )
+        if self.settings.metrics_port:
+            self.figures.metrics.serve(self.settings.metrics_port, metrics_address())
         self.start()
         try:
-            while self.running:
+            while self.owned.running:
                 self.step(self.settings.poll_ms / 1000)
         finally:
             self.close()
@@ -155,20 +163,18 @@ class JobWriterService:
         messages = [] if first is None else [first]
         if first is not None:
             messages.extend(self.consumer.consume(self.settings.max_batch - 1, 0))
-        self._install_restores()
+        for restored in self.owned.restored():
+            self._serve(restored)
         self._follow()
         self._judge(messages)
-        self._retry_restores()
+        self.owned.retry_due()
         self.figures.maybe_log(time.monotonic())
 
     def stop(self, *_args: Any) -> None:
-        self.running = False
-        self.restores.stop()
-        if self.deadline is not None:
-            self.deadline.arm(KAFKA_BUDGET_S)
+        self.owned.stop()
 
     def close(self) -> None:
-        self.restores.stop()
+        self.owned.restores.stop()
         self.partitions.clear()
         with contextlib.suppress(RuntimeError, KafkaException):
             self.restorer.close()
@@ -177,79 +183,40 @@ class JobWriterService:
         with contextlib.suppress(RuntimeError, KafkaException):
             self.consumer.close()
 
-    # -- rebalancing -----------------------------------------------------------------------
-    def _on_assign(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
-        consumer.incremental_assign(partitions)
-        consumer.pause(partitions)  # until restored: nothing is judged before the fence
-        for tp in partitions:
-            self.restores.begin(tp.partition)
-
-    def _on_revoke(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
-        # Called inside a poll, so no transaction is open: the last one ended before it.
-        for tp in partitions:
-            self.restore_due.pop(tp.partition, None)
-            self.restores.cancel(tp.partition)
-            self._drop(tp.partition)
-        with contextlib.suppress(KafkaException):
-            consumer.incremental_unassign(partitions)
-
-    def _drop(self, partition: int) -> None:
-        runtime = self.partitions.pop(partition, None)
+    # -- partitions coming and going -------------------------------------------------------
+    def _dropped(self, partition: int, runtime: PartitionRuntime | None) -> None:
+        """A partition left (revoked, or dropped after a failed transaction: no transaction is
+        ever open then, each poll's ends first): stop following its definitions."""
         self.figures.metrics.partitions.set(len(self.partitions))
         if runtime is None:
             return
         with contextlib.suppress(KafkaException, RuntimeError):
             self.follower.incremental_unassign([TopicPartition(self.topics.definitions, partition)])
-        log.info("partition dropped", extra={"action": "partition_dropped",
-                                             "partition": partition})  # fmt: skip
+        log.info("partition dropped", extra={"action": "partition_dropped", "partition": partition})
 
-    def _install_restores(self) -> None:
-        for result in self.restores.finished():
-            runtime = result.value
-            if result.error is not None or runtime is None:
-                self._restore_failed(result.partition, result.error or RuntimeError("no result"))
-                continue
-            partition = runtime.partition
-            try:
-                tp = TopicPartition(self.topics.commands, partition)
-                self.consumer.seek(TopicPartition(self.topics.commands, partition,
-                                                  runtime.next_command))  # fmt: skip
-                self.follower.incremental_assign([TopicPartition(
-                    self.topics.definitions, partition, runtime.definitions_end)])  # fmt: skip
-                self.consumer.resume([tp])
-            except KafkaException as exc:
-                self._restore_failed(partition, exc)
-                continue
-            self.partitions[partition] = runtime
-            self.figures.metrics.partitions.set(len(self.partitions))
-            log.info("partition restored", extra={
-                "action": "partition_restored", "partition": partition,
-                "definitions": len(runtime.judge.catalogue), "next_command": runtime.next_command,
-                "seconds": round(time.monotonic() - result.started, 3)})  # fmt: skip
-
-    def _restore_failed(
-        self, partition: int, exc: Exception, wait_s: float = RESTORE_RETRY_S
-    ) -> None:
-        log.error("restore failed; trying again", extra={
-            "action": "restore_failed", "partition": partition, "error": repr(exc)})  # fmt: skip
-        self._restore_later(partition, wait_s)
-
-    def _restore_later(self, partition: int, wait_s: float) -> None:
-        self._drop(partition)
-        with contextlib.suppress(KafkaException):
-            self.consumer.pause([TopicPartition(self.topics.commands, partition)])
-        self.restore_due[partition] = time.monotonic() + wait_s
-
-    def _retry_restores(self) -> None:
-        if not self.restore_due:
+    def _serve(self, restored: RestoreResult[PartitionRuntime]) -> None:
+        """A restored partition: follow its definitions from where the restore read them."""
+        runtime = restored.value
+        assert runtime is not None
+        partition = runtime.partition
+        try:
+            self.follower.incremental_assign(
+                [TopicPartition(self.topics.definitions, partition, runtime.definitions_end)]
+            )
+        except KafkaException as exc:
+            self.owned.failed(partition, exc)
             return
-        owned = {tp.partition for tp in self.consumer.assignment()}
-        for partition, due in list(self.restore_due.items()):
-            if partition not in owned or partition in self.partitions:
-                del self.restore_due[partition]
-            elif time.monotonic() >= due and not self.restores.under_way(partition):
-                del self.restore_due[partition]
-                self.restores.begin(partition)
+        self.figures.metrics.partitions.set(len(self.partitions))
+        log.info(
+            "partition restored",
+            extra={
+                "action": "partition_restored",
+                "partition": partition,
+                "definitions": len(runtime.judge.catalogue),
+                "next_command": runtime.next_command,
+                "seconds": round(restore_seconds(restored), 3),
+            },
+        )
 
     # -- the loop --------------------------------------------------------------------------
     def _follow(self) -> None:
@@ -323,9 +290,7 @@ class JobWriterService:
         for runtime, _batch in batches:
             # No restore failed here: the writer has logged the transaction's failure, and
             # the partition is restored again from what committed.
-            if self.partitions.get(runtime.partition) is runtime:
-                self._restore_later(runtime.partition, FENCED_RECHECK_S
-                                    if written.outcome == "fenced" else RESTORE_RETRY_S)  # fmt: skip
+            self.owned.settle(runtime.partition, runtime, written.outcome)
 
     def _producer(self) -> TransactionalWriter[Any]:
         if self.producer is None:
@@ -336,4 +301,3 @@ class JobWriterService:
             producer.init()  # fences this instance's earlier producer, aborts its transaction
             self.producer = producer
         return self.producer
-

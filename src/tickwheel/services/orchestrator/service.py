@@ -27,13 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import time
 from collections import defaultdict
 from concurrent.futures import Future
 from typing import Any
 
-from tickwheel.adapters.kafka.admin import verify_topology
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.adapters.kafka.client import KafkaException, TopicPartition
 from tickwheel.adapters.kafka.placement import foreign_owner, log_forwards
@@ -41,8 +38,15 @@ from tickwheel.adapters.kafka.reader import Record, record_of
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.errors import InvalidInput
 from tickwheel.ports.kafka import GroupConsumer, KafkaClients
-from tickwheel.runtime.restores import BackgroundRestores
-from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline
+from tickwheel.runtime.partitions import (
+    OwnedPartitions,
+    adopt_jobs_group,
+    group_consumer,
+    metrics_address,
+    restore_seconds,
+)
+from tickwheel.runtime.restores import RestoreResult
+from tickwheel.runtime.shutdown import ShutdownDeadline
 from tickwheel.runtime.transactions import Written
 from tickwheel.services.orchestrator.approval_webhooks import ApprovalWebhooks
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
@@ -61,14 +65,10 @@ from tickwheel.services.orchestrator.settings import (
 )
 from tickwheel.services.orchestrator.writer import BatchWriter, Write
 from tickwheel.services.webhooks import WebhookSink, sink_guard
-from tickwheel.topology import group_partitions
 from tickwheel.topology import topic as declared_topic
 
 log = logging.getLogger("tickwheel.orchestrator")
 
-# As the timer: after a fence, wait past the group session timeout before restoring.
-FENCED_RECHECK_S = 30.0
-RESTORE_RETRY_S = 2.0
 # How often the unread inputs of the owned partitions are counted for the lag metric.
 LAG_EVERY_S = 5.0
 # A partition's next batch past this many inputs waits for its transaction in flight
@@ -77,7 +77,6 @@ MAX_PENDING_INPUTS = 5000
 # While a folded batch waits on its partition's commit, polls wait this long at most, so the
 # commit's end is noticed at once (a step-to-step hop may be waiting in that batch).
 WAITING_POLL_S = 0.001
-# A forwarding batch's log line names this many of its workflows at most.
 
 
 class OrchestratorService:
@@ -90,7 +89,6 @@ class OrchestratorService:
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
-        self.deadline = deadline
         self.clients: KafkaClients[Any] = clients or BrokerClients(settings.bootstrap)
         self.topics = OrchestratorTopics.declared()
         self.metrics = OrchestratorMetrics()
@@ -100,24 +98,31 @@ class OrchestratorService:
         # (`adopt_partition_count` sets it, and every copy of it, from the cluster's).
         self.partition_count = declared_topic("workflows.inputs").partitions
         self.catalog = DefinitionCatalog(settings.bootstrap)
-        self.partitions: dict[int, PartitionRuntime] = {}
-        self.restore_due: dict[int, float] = {}
-        self.running = True
         self._refreshed_this_poll = False
-        self._last_now_ms = 0
-        self.consumer: GroupConsumer[Any] = self.clients.consumer(
-            settings.group_id,
-            **{"max.poll.interval.ms": 600000, "session.timeout.ms": 10000,
-               "heartbeat.interval.ms": 1000,
-               "group.instance.id": f"{settings.group_id}-{settings.instance}"},
-        )  # fmt: skip
-        self.restorer = PartitionRestorer(
-            self.clients, self.topics, self.catalog, self.partition_count, self.now_ms,
-            settings.retention_ms,
-        )  # fmt: skip
-        self.restores: BackgroundRestores[PartitionRuntime] = BackgroundRestores(
-            self.restorer.restore, name="orchestrator-restore"
+        self.consumer: GroupConsumer[Any] = group_consumer(
+            self.clients, settings.group_id, settings.instance
         )
+        self.restorer = PartitionRestorer(
+            self.clients,
+            self.topics,
+            self.catalog,
+            self.partition_count,
+            self.now_ms,
+            settings.retention_ms,
+        )
+        # A partition is assigned paused until restored: nothing is read before the fence.
+        self.owned: OwnedPartitions[PartitionRuntime] = OwnedPartitions(
+            name="orchestrator",
+            consumer=self.consumer,
+            topic=self.topics.inputs,
+            restore=self.restorer.restore,
+            position=lambda runtime: runtime.next_input,
+            clock=self.clock,
+            deadline=deadline,
+            log=log,
+            dropped=self._dropped,
+        )
+        self.partitions = self.owned.served
         self.writer = BatchWriter(self.topics)
         # The one transaction in flight per partition: what it carries and its outcome.
         self.in_flight: dict[int, tuple[PartitionRuntime, Batch, Future[Written]]] = {}
@@ -143,8 +148,11 @@ class OrchestratorService:
         ]  # fmt: skip
 
     def now_ms(self) -> int:
-        self._last_now_ms = max(self._last_now_ms, int(self.clock.now() * 1000))
-        return self._last_now_ms
+        return self.owned.now_ms()
+
+    @property
+    def running(self) -> bool:
+        return self.owned.running
 
     def adopt_partition_count(self, partitions: int) -> None:
         """Take `partitions` as the jobs group's partition count (the cluster's, which a
@@ -158,17 +166,16 @@ class OrchestratorService:
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
-        specs = verify_topology(bootstrap=self.settings.bootstrap)
         # The cluster's count: a resize may have grown it past the file's (decision 0211).
-        self.adopt_partition_count(group_partitions(specs) or self.partition_count)
+        self.adopt_partition_count(
+            adopt_jobs_group(self.settings.bootstrap, self.partition_count).partitions
+        )
         if self.settings.metrics_port:
-            self.metrics.serve(
-                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
-            )
+            self.metrics.serve(self.settings.metrics_port, metrics_address())
         self.catalog.refresh()
         self.start()
         try:
-            while self.running:
+            while self.owned.running:
                 self.step()
         finally:
             self.close()
@@ -176,17 +183,18 @@ class OrchestratorService:
     def start(self) -> None:
         for webhooks in self.webhooks:
             webhooks.start()
-        self.consumer.subscribe([self.topics.inputs], on_assign=self._on_assign,
-                                on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
+        # Their transactions in flight end before partitions are taken away.
+        self.owned.subscribe(before_revoke=lambda tps: self._settle({tp.partition for tp in tps}))
         log.info("orchestrator started", extra={"action": "orchestrator_started",
                                                 "instance": self.settings.instance})  # fmt: skip
 
     def step(self) -> None:
-        """One turn of the loop: poll, install finished restores, fold and hand over."""
+        """One turn of the loop: poll, serve finished restores, fold and hand over."""
         messages = self._poll()
-        self._install_restores()
+        for restored in self.owned.restored():
+            self._serve(restored)
         self._fold(messages)
-        self._retry_restores()
+        self.owned.retry_due()
         self._observe()
 
     def close(self) -> None:
@@ -194,89 +202,43 @@ class OrchestratorService:
             webhooks.stop()
         self._settle()
         for runtime in self.partitions.values():
-            runtime.producer.flush(self._flush_budget())
+            runtime.producer.flush(self.owned.flush_budget())
         self.partitions.clear()
         self.writer.close()
         self.consumer.close()
 
     def stop(self, *_args: Any) -> None:
-        self.running = False
         for webhooks in self.webhooks:
             webhooks.stop()
-        self.restores.stop()
-        if self.deadline is not None:
-            self.deadline.arm(KAFKA_BUDGET_S)
+        self.owned.stop()
 
-    def _flush_budget(self) -> float:
-        return min(5.0, self.deadline.remaining() if self.deadline is not None else 5.0)
+    # -- partitions coming and going -------------------------------------------------------
+    def _dropped(self, partition: int, runtime: PartitionRuntime | None) -> None:
+        """A partition left: a served one's producer is flushed (its transaction in flight was
+        settled first)."""
+        if runtime is not None:
+            runtime.producer.flush(self.owned.flush_budget())
 
-    # -- rebalancing -----------------------------------------------------------------------
-    def _on_assign(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
-        consumer.incremental_assign(partitions)
-        consumer.pause(partitions)  # until restored: nothing is read before the fence
-        for tp in partitions:
-            self.restores.begin(tp.partition)
-
-    def _on_revoke(self, consumer: GroupConsumer[Any], partitions: list[Any]) -> None:
-        self._settle({tp.partition for tp in partitions})  # their transactions end first
-        for tp in partitions:
-            self.restore_due.pop(tp.partition, None)
-            self.restores.cancel(tp.partition)
-            runtime = self.partitions.pop(tp.partition, None)
-            if runtime is not None:
-                runtime.producer.flush(self._flush_budget())
-                log.info("partition revoked", extra={"action": "partition_revoked",
-                                                     "partition": tp.partition})  # fmt: skip
-        with contextlib.suppress(KafkaException):
-            consumer.incremental_unassign(partitions)
-
-    def _install_restores(self) -> None:
-        for result in self.restores.finished():
-            runtime = result.value
-            if result.error is not None or runtime is None:
-                self._restore_failed(result.partition, result.error or RuntimeError("no result"))
-                continue
-            try:
-                tp = TopicPartition(self.topics.inputs, runtime.partition, runtime.next_input)
-                self.consumer.seek(tp)
-                self.consumer.resume([TopicPartition(self.topics.inputs, runtime.partition)])
-            except KafkaException as exc:
-                self._restore_failed(result.partition, exc)
-                continue
-            runtime.orchestrator.partitions = self.partition_count  # adopted while it ran
-            self.partitions[runtime.partition] = runtime
-            self.metrics.restore_seconds.observe(time.monotonic() - result.started)
-            if runtime.orchestrator.batch:  # dead letters the restore found
-                self._submit([(runtime, runtime.orchestrator.take())])
-                self._settle({runtime.partition})
-            log.info(
-                "partition restored",
-                extra={"action": "partition_restored", "partition": runtime.partition,
-                       "instances": len(runtime.orchestrator.instances),
-                       "definitions": len(self.catalog), "next_input": runtime.next_input,
-                       "seconds": round(time.monotonic() - result.started, 3)},
-            )  # fmt: skip
-
-    def _restore_failed(self, partition: int, exc: Exception) -> None:
-        log.error("restore failed; trying again", extra={
-            "action": "restore_failed", "partition": partition, "error": repr(exc)})  # fmt: skip
-        self.partitions.pop(partition, None)
-        with contextlib.suppress(KafkaException):
-            self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
-        self.restore_due[partition] = time.monotonic() + RESTORE_RETRY_S
-
-    def _retry_restores(self) -> None:
-        if not self.restore_due:
-            return
-        owned = {tp.partition for tp in self.consumer.assignment()}
-        for partition, due in list(self.restore_due.items()):
-            if partition not in owned or partition in self.partitions:
-                del self.restore_due[partition]
-            elif time.monotonic() >= due and not self.restores.under_way(partition):
-                del self.restore_due[partition]
-                with contextlib.suppress(KafkaException):
-                    self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
-                self.restores.begin(partition)
+    def _serve(self, restored: RestoreResult[PartitionRuntime]) -> None:
+        runtime = restored.value
+        assert runtime is not None
+        runtime.orchestrator.partitions = self.partition_count  # adopted while it ran
+        seconds = restore_seconds(restored)
+        self.metrics.restore_seconds.observe(seconds)
+        if runtime.orchestrator.batch:  # dead letters the restore found
+            self._submit([(runtime, runtime.orchestrator.take())])
+            self._settle({runtime.partition})
+        log.info(
+            "partition restored",
+            extra={
+                "action": "partition_restored",
+                "partition": runtime.partition,
+                "instances": len(runtime.orchestrator.instances),
+                "definitions": len(self.catalog),
+                "next_input": runtime.next_input,
+                "seconds": round(seconds, 3),
+            },
+        )
 
     # -- the loop --------------------------------------------------------------------------
     def _poll(self) -> list[Any]:
@@ -407,14 +369,7 @@ class OrchestratorService:
                 self.metrics.step_transitions.inc(batch.step_transitions())
                 self.notifier.announce(batch)
                 continue
-            if self.partitions.get(partition) is not runtime:
-                continue  # revoked meanwhile: nothing of it is ours any more
-            self.partitions.pop(partition, None)
-            with contextlib.suppress(KafkaException):
-                self.consumer.pause([TopicPartition(self.topics.inputs, partition)])
-            self.restore_due[partition] = time.monotonic() + (
-                FENCED_RECHECK_S if written.outcome == "fenced" else RESTORE_RETRY_S
-            )
+            self.owned.settle(partition, runtime, written.outcome)
 
     def _observe(self) -> None:
         """The gauges: instances held, partitions served, and now and then the unread inputs."""
@@ -422,9 +377,9 @@ class OrchestratorService:
         self.metrics.observe_instances(sum(o.open_instances for o in orchestrators),
                                        sum(len(o.finished) for o in orchestrators))  # fmt: skip
         self.metrics.partitions.set(len(self.partitions))
-        if time.monotonic() < self._lag_due:
+        if self.now_ms() / 1000 < self._lag_due:
             return
-        self._lag_due = time.monotonic() + LAG_EVERY_S
+        self._lag_due = self.now_ms() / 1000 + LAG_EVERY_S
         unread = 0
         for runtime in self.partitions.values():
             tp = TopicPartition(self.topics.inputs, runtime.partition)
@@ -432,4 +387,3 @@ class OrchestratorService:
                 _low, high = self.consumer.get_watermark_offsets(tp, cached=True)
                 unread += max(0, high - runtime.next_input)
         self.metrics.input_lag_records.set(unread)
-

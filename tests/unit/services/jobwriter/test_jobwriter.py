@@ -13,6 +13,7 @@ from typing import Any
 from tickwheel.adapters.avro import decode, encode
 from tickwheel.adapters.kafka.memory import MemoryBroker, MemoryClients
 from tickwheel.clock import FakeClock
+from tickwheel.runtime.partitions import RESTORE_RETRY_S
 from tickwheel.sdk.jobs import validate_job
 from tickwheel.services.jobwriter.judge import WRITER_HEADER
 from tickwheel.services.jobwriter.service import JobWriterService
@@ -250,7 +251,8 @@ def test_a_producer_that_cannot_start_fails_the_poll_and_its_partitions_restore(
     assert service.figures.failed["failed"] == 1 and len(service.partitions) < 6
     assert cluster.verdicts() == {}
     service.clients = working
-    for _ in range(2000):  # bounded: the partition restores after its retry wait
+    cluster.clock.advance(RESTORE_RETRY_S)  # the retry is due: the partition restores
+    for _ in range(2000):  # bounded: the restore runs on its own thread
         service.step()
         if cluster.verdicts():
             break

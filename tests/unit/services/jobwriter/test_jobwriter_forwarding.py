@@ -21,8 +21,8 @@ from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.placement import owner_partition
 from tickwheel.clock import FakeClock
 from tickwheel.ports.kafka import ReadRecord
+from tickwheel.runtime import partitions as partitions_module
 from tickwheel.sdk.jobs import validate_job
-from tickwheel.services.jobwriter import service as service_module
 from tickwheel.services.jobwriter.restore import transactional_id
 from tickwheel.services.jobwriter.service import JobWriterService
 from tickwheel.services.jobwriter.settings import JobWriterSettings
@@ -161,7 +161,7 @@ def test_a_command_its_partition_no_longer_owns_is_forwarded_once_and_its_owner_
 def test_a_forward_whose_transaction_failed_is_read_and_forwarded_again_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(service_module, "FENCED_RECHECK_S", 0.0)  # restore at once
+    monkeypatch.setattr(partitions_module, "FENCED_RECHECK_S", 0.0)  # restore at once
     cluster = Cluster()
     job_id, old, new = moved_job()
     service = cluster.judge("judge-1")

@@ -23,7 +23,7 @@ from tickwheel.clock import FakeClock
 from tickwheel.core.workflow import Start
 from tickwheel.core.workflow.wire import input_record
 from tickwheel.ports.kafka import ReadRecord
-from tickwheel.services.orchestrator import service as service_module
+from tickwheel.runtime import partitions as partitions_module
 from tickwheel.services.orchestrator.records import checkpoint_key
 from tickwheel.services.orchestrator.service import OrchestratorService
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
@@ -167,7 +167,7 @@ def test_an_input_its_partition_no_longer_owns_is_forwarded_once_and_its_owner_f
 def test_a_forward_whose_transaction_failed_is_read_and_forwarded_again_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(service_module, "FENCED_RECHECK_S", 0.0)  # restore at once
+    monkeypatch.setattr(partitions_module, "FENCED_RECHECK_S", 0.0)  # restore at once
     cluster = Cluster()
     workflow_id, old, new = moved_workflow()
     service = cluster.orchestrator("orch-1")
