@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import gc
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from tickwheel.services.api.backend import Backend
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def timed(call: Any, runs: int = 5) -> tuple[float, float, Any]:
@@ -82,27 +77,21 @@ def breakdown(b: Backend, job_count: int, days: int) -> list[str]:
     return rows
 
 
-CONSOLE = "src/tickwheel/services/api/console"
+CONSOLE = "tickwheel.services.api.console"
 
 
-def old_code(rev: str, into: Path) -> tuple[Any, Any, dict[str, str]]:
+def old_code(rev: str) -> tuple[Any, Any, dict[str, str]]:
     """The console's `models` and `svg` modules and its queries as they were at `rev` (git),
-    importable beside today's: an A/B in one process, interleaved."""
-    import importlib
-    import subprocess
+    importable beside today's (bench/_revisions.py): an A/B in one process, interleaved."""
+    from bench._revisions import modules_at, src_of
 
-    def show(path: str) -> str:
-        return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout  # fmt: skip
-
-    (into / "console_old_svg.py").write_text(show(f"{CONSOLE}/svg.py"))
-    (into / "console_old_models.py").write_text(show(f"{CONSOLE}/models.py").replace(
-        "from tickwheel.services.api.console.svg import", "from console_old_svg import"))  # fmt: skip
-    sys.path.insert(0, str(into))
-    queries = {n: show(f"{CONSOLE}/queries/{n}.sql")
-               for n in ("console_executions", "console_job_outcomes")}  # fmt: skip
-    return importlib.import_module("console_old_models"), importlib.import_module(
-        "console_old_svg"), queries  # fmt: skip
+    old_svg, old_models = modules_at(rev, f"{CONSOLE}.svg", f"{CONSOLE}.models")
+    queries = src_of(rev).joinpath(*CONSOLE.split("."), "queries")
+    sql = {
+        n: (queries / f"{n}.sql").read_text()
+        for n in ("console_executions", "console_job_outcomes")
+    }
+    return old_models, old_svg, sql
 
 
 def ab_rows(rev: str, b: Backend, days: int, rounds: int = 7) -> list[str]:
@@ -110,7 +99,7 @@ def ab_rows(rev: str, b: Backend, days: int, rounds: int = 7) -> list[str]:
     from tickwheel.services.api.console import models, reads, svg
     from tickwheel.services.api.console.pages import DAY_MS
 
-    old_models, old_svg, old_sql = old_code(rev, Path(tempfile.mkdtemp(prefix="console-ab-")))
+    old_models, old_svg, old_sql = old_code(rev)
     h = reads.History(b.open_history())
     now, records = b.now_ms(), b.jobs.list()
     audit = reads.audit(h, "per-minute", now - days * DAY_MS, now)

@@ -15,7 +15,6 @@ alike (bench/bench_history.py prints and reports them):
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 import time
 import types
@@ -32,7 +31,6 @@ from tickwheel.records import ExecutionEvent
 from tickwheel.services.history.columnar import Frame, encoded_kinds
 from tickwheel.services.history.rows import Source, execution_event_row
 
-ROOT = Path(__file__).resolve().parents[1]
 #: The commit before this work on the fast path (the sink of decision 0123).
 BASELINE_COMMIT = "36e8122"
 BASE_MS = 4_076_000_000_000  # 2099: no retention expires it
@@ -71,18 +69,14 @@ class Read:
 
 
 def baseline_columnar() -> types.ModuleType | None:
-    """`services/history/columnar.py` as of `BASELINE_COMMIT`, or None without git."""
+    """`services/history/columnar.py` as of `BASELINE_COMMIT` (bench/_revisions.py), or None
+    without git."""
+    from bench._revisions import modules_at
+
     try:
-        source = subprocess.run(
-            ["git", "-C", str(ROOT), "show",
-             f"{BASELINE_COMMIT}:src/tickwheel/services/history/columnar.py"],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
+        (module,) = modules_at(BASELINE_COMMIT, "tickwheel.services.history.columnar")
     except (OSError, subprocess.CalledProcessError):
         return None
-    module = types.ModuleType("baseline_columnar")
-    sys.modules[module.__name__] = module  # its dataclasses look their module up
-    exec(compile(source, f"columnar.py@{BASELINE_COMMIT}", "exec"), module.__dict__)
     return module
 
 

@@ -9,7 +9,7 @@ thread from `/proc/self/task` when the sink has read every record, and again onc
 merges have been idle for two seconds: the sink's Python, librdkafka's threads and chDB's
 pools (`MergeMutate` is the merge executor) each get their share.
 
-Each variant is a code tree (`--base REV` is `git archive REV` of src/, topology/ and
+Each variant is a code tree (`--base REV`: bench/_revisions.py exports src/, topology/ and
 schemas/ into a temporary directory, put first on the child's PYTHONPATH) and environment
 (`--variant NAME:K=V,...`; `TRICKLE_ALTERS` is `;`-separated statements the child runs on
 its store before the sink starts, `TRICKLE_INSERT_SETTINGS` `k=v,...` extra settings of
@@ -40,6 +40,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench import _revisions  # noqa: E402
 
 REPORT = ROOT / "bench" / "reports" / "history-trickle.md"
 JOBS = 10_000
@@ -163,14 +165,6 @@ def child(args: argparse.Namespace) -> None:
     store.close()
 
 
-def _code_tree(rev: str) -> Path:
-    tree = Path(tempfile.mkdtemp(prefix="tickwheel-trickle-code-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "topology", "schemas"],
-                             capture_output=True, check=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
-
-
 def _family(name: str) -> str:
     if name.startswith("rdk:"):
         return "librdkafka"
@@ -195,7 +189,7 @@ def main() -> int:
         return 0
     variants: dict[str, tuple[Path | None, dict[str, str]]] = {}
     if args.base:
-        variants[f"base ({args.base})"] = (_code_tree(args.base), {})
+        variants[f"base ({args.base})"] = (_revisions.tree(args.base), {})
     variants["this code"] = (None, {})
     for spec in args.variant:
         name, _, env = spec.partition(":")

@@ -168,14 +168,11 @@ def wait_healthy(
     raise SystemExit(f"the {what} did not answer within {seconds:g} s; see {log}")
 
 
-def start_api(
-    port: int, log: Path, extra: dict[str, str] | None = None, wrapper: list[str] | None = None
-) -> subprocess.Popen[bytes]:
-    """The API on `port`, once it answers; `wrapper` runs the module under a script (a
-    profiler: `[script, args...]`, then `-m tickwheel.services.api`)."""
+def start_api(port: int, log: Path, extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The API on `port`, once it answers."""
     env = {**os.environ, **(extra or {}), "TICKWHEEL_API_PORT": str(port),
            "TICKWHEEL_LOG_LEVEL": "WARNING", **UNLIMITED}  # fmt: skip
-    command = [sys.executable, *(wrapper or []), "-m", "tickwheel.services.api"]
+    command = [sys.executable, "-m", "tickwheel.services.api"]
     process = track(subprocess.Popen(command, env=env,
                                      stdout=log.open("wb"), stderr=subprocess.STDOUT))  # fmt: skip
     return wait_healthy(process, port, log)

@@ -11,31 +11,97 @@ transactions per create, with the load average. Figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import Report, bench_broker, cpu_seconds, stop_process  # noqa: E402
-from bench.bench_api import append_report, line, start_api  # noqa: E402
-from bench.bench_api_judge_ab import start_judge  # noqa: E402
-from bench.bench_api_server import (  # noqa: E402
-    create_poster,
-    end_load_line,
-    judge_transactions,
-    noop_get,
-)
+from bench._common import Report, bench_broker, cpu_seconds, stop_process, track  # noqa: E402
+from bench._revisions import src_of  # noqa: E402
+from bench.bench_api import SPEC, append_report, line, start_api  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
 from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
 
+if TYPE_CHECKING:
+    from bench.bench_api import RawConnection
+
+
+def start_judge(log: Path, metrics_port: int, pythonpath: str | None) -> subprocess.Popen[bytes]:
+    """A judge (at `pythonpath`'s code, else this code's) serving /metrics, once it answers."""
+    import httpx
+
+    env = {
+        **os.environ,
+        "TICKWHEEL_LOG_LEVEL": "WARNING",
+        "TICKWHEEL_METRICS_PORT": str(metrics_port),
+    }
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    command = [sys.executable, "-m", "tickwheel.services.jobwriter", "--instance", "bench"]
+    process = track(
+        subprocess.Popen(command, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=1)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise SystemExit(f"the judge did not serve /metrics within 90 s; see {log}")
+
+
+def judge_transactions(port: int) -> float:
+    """The judge's partition transactions so far, from its /metrics (all outcomes)."""
+    import httpx
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return sum(
+        float(row.rsplit(" ", 1)[1])
+        for row in text.splitlines()
+        if row.startswith("tickwheel_jobwriter_transactions_total{")
+    )
+
+
+def create_poster(tag: str) -> Callable[[RawConnection, int], Any]:
+    """A keyed `POST /v1/jobs` of job `<tag>-<i>`, answered 201."""
+
+    async def post(connection: RawConnection, i: int) -> None:
+        body = json.dumps({**SPEC, "jobId": f"{tag}-{i}"}).encode()
+        headers = {"Idempotency-Key": f"{tag}-{i}"}
+        status, text = await connection.request("POST", "/v1/jobs", body, headers)
+        assert status == 201, text
+
+    return post
+
+
+async def noop_get(connection: RawConnection, _i: int) -> None:
+    """The server's floor: `GET /healthz`, answered 200."""
+    status, text = await connection.request("GET", "/healthz")
+    assert status == 200, text
+
+
+def end_load_line() -> str:
+    """The report's closing line: the load average when the rounds ended."""
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    cores = os.cpu_count()
+    return (
+        f"\nLoad average at the end (1, 5, 15 min): {load}, on {cores} "
+        "cores shared with other work."
+    )
+
 
 def api_ab(baseline: str, creates: int, gets: int, levels: list[int], rounds: int) -> None:
     from bench.bench_api import async_load
-    from bench.bench_api_reads import baseline_tree
 
     report = Report(f"The API A/B: the API at {baseline} against this code's (decision 0179)")
     with bench_broker() as broker:
@@ -47,7 +113,7 @@ def api_ab(baseline: str, creates: int, gets: int, levels: list[int], rounds: in
         metrics_port = free_port()
         judge = start_judge(logs / "jobwriter.log", metrics_port, None)
         apis = {}
-        for name, pythonpath in ((f"API at {baseline}", str(baseline_tree(baseline))),
+        for name, pythonpath in ((f"API at {baseline}", str(src_of(baseline))),
                                  ("API of this code", None)):  # fmt: skip
             port = free_port()
             extra = {"TICKWHEEL_JOB_WRITES": "commands"}

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from bench._common import Report, bench_broker, cpu_seconds, percentile, stop_process  # noqa: E402
+from bench._revisions import src_of  # noqa: E402
 from bench.bench_api import (  # noqa: E402
     SPEC,
     WARM_UP,
@@ -144,16 +144,6 @@ def compare_reads(reads: int, concurrency: int, rounds: int) -> None:
     append_report(report, "api-reads.md")
 
 
-def baseline_tree(rev: str) -> Path:
-    """The source tree at `rev`, exported to a scratch directory (no git state touched): an
-    API started with it on PYTHONPATH is the code before, for an A/B in one run."""
-    target = Path(tempfile.mkdtemp(prefix="tickwheel-baseline-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "schemas", "topology", "pyproject.toml"], check=True,
-                             capture_output=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target / "src"
-
-
 def open_loop_reads(reads: int, rate: float, in_flight: int, rounds: int, baseline: str) -> None:
     """Job reads at saturation (a closed loop of `in_flight` outstanding requests from one
     async client) and at an offered open-loop `rate` below it, each beside the no-op route
@@ -166,7 +156,7 @@ def open_loop_reads(reads: int, rate: float, in_flight: int, rounds: int, baseli
         apply_topology(bootstrap=broker.bootstrap)
         token, _ = create_key("default", ["read"], bootstrap=broker.bootstrap, now_ms=1)
         directory = Path(tempfile.mkdtemp(prefix="tickwheel-bench-api-"))
-        old_src = baseline_tree(baseline)
+        old_src = src_of(baseline)
         servers = {}
         for name, extra in ((f"before ({baseline})", {"PYTHONPATH": str(old_src)}),
                             ("this code", {})):  # fmt: skip

@@ -11,9 +11,8 @@ Run: `.venv/bin/python bench/bench_api_writes.py [--creates N] [--rounds R] [--c
 ASGI client, over the command path) and prints where the wall time goes. `--sample FILE`
 runs the command path's API under `bench/sampling.py` (every thread's stacks, sampled) and
 leaves its report in FILE.
-`--in-flight 16,64,256` (many creates in flight from one async client) and `--stages N` (a
-create's stages across processes) are bench/bench_api_creates.py's; `--baseline REV` runs the
-services at a git revision, for an A/B.
+`--in-flight 16,64,256` (many creates in flight from one async client) is
+bench/bench_api_creates.py's; `--baseline REV` runs the services at a git revision, for an A/B.
 Prints, and appends to bench/reports/api-writes.md. Figures, never pass/fail.
 """
 
@@ -167,23 +166,17 @@ def main() -> None:
     parser.add_argument("--sample", type=Path, default=None)
     parser.add_argument("--in-flight", default="", help="e.g. 16,64,256: the async bench")
     parser.add_argument("--baseline", default="", help="run the services at this git revision")
-    parser.add_argument("--stages", type=int, default=0, help="stage timestamps of N creates")
-    parser.add_argument("--profile-api", type=Path, default=None,
-                        help="with --in-flight: the API under cProfile, stats to this prefix")  # fmt: skip
     args = parser.parse_args()
     if args.baseline:  # the API and the judge start from the tree at that revision
-        from bench.bench_api_reads import baseline_tree
+        from bench._revisions import src_of
 
-        os.environ["PYTHONPATH"] = str(baseline_tree(args.baseline))
+        os.environ["PYTHONPATH"] = str(src_of(args.baseline))
         os.environ["TICKWHEEL_BENCH_BASELINE"] = args.baseline
-    if args.stages or args.in_flight:
-        from bench.bench_api_creates import async_creates, stage_times
+    if args.in_flight:
+        from bench.bench_api_creates import async_creates
 
-        if args.stages:
-            stage_times(args.stages, int(args.in_flight or "64"))
-        else:
-            levels = [int(v) for v in args.in_flight.split(",")]
-            async_creates(args.creates, levels, args.rounds, args.profile_api)
+        levels = [int(v) for v in args.in_flight.split(",")]
+        async_creates(args.creates, levels, args.rounds)
         return
     if args.profile:
         profile(args.profile, args.concurrency)

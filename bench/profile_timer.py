@@ -9,12 +9,13 @@ occurrence, so two revisions of the code can be compared on a loaded machine:
     python bench/profile_timer.py --jobs 100000                  # times only
     python bench/profile_timer.py --jobs 100000 --profile burst  # cProfile of the burst
     PYTHONPATH=/tmp/old/src python bench/profile_timer.py ...    # another revision's code
-    python bench/profile_timer.py --jobs 60000 --ab /tmp/old/src --rounds 3
+    python bench/profile_timer.py --jobs 60000 --ab REV --rounds 3
         # A/B in this one process: that revision's package and this one's, loaded side by
-        # side, their bursts interleaved, and what each sent compared byte for byte
+        # side (bench/_revisions.py), their bursts interleaved, and what each sent compared
+        # byte for byte
 
-(`git archive <rev> src | tar -x -C /tmp/old` makes the other tree; a revision whose schemas
-differ needs TICKWHEEL_SCHEMAS_DIR pointing at its own `schemas/`.)
+(`--ab` takes a git revision or a tree already on disk, e.g. `/tmp/old/src`; a revision whose
+schemas differ needs TICKWHEEL_SCHEMAS_DIR pointing at its own `schemas/`.)
 
 The jobs are the burst benchmark's (`bench_timer.burst`, jitter off): one daily cron, ten
 tenants, all due in the same minute.
@@ -26,7 +27,6 @@ import argparse
 import cProfile
 import gc
 import hashlib
-import importlib.util
 import pstats
 import random
 import sys
@@ -188,28 +188,6 @@ def resident_mib() -> float:
     return float("nan")
 
 
-def load_revision(src: str, name: str, path: str = __file__) -> ModuleType:
-    """The bench module at `path` (this file by default) bound to the tickwheel package under
-    `src` (another revision), loaded beside the one already imported: its modules are taken
-    out of `sys.modules` again once loaded, and each function keeps the globals of the
-    package it was loaded with."""
-    ours = {k: m for k, m in sys.modules.items() if k == "tickwheel" or k.startswith("tickwheel.")}
-    for key in ours:
-        del sys.modules[key]
-    sys.path.insert(0, src)
-    try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(src)
-        for key in [k for k in sys.modules if k == "tickwheel" or k.startswith("tickwheel.")]:
-            del sys.modules[key]
-        sys.modules.update(ours)
-    return module
-
-
 def one_burst(module: ModuleType, jobs: int, now_ms: int) -> tuple[float, str]:
     """One restore and burst of `module`'s revision: (CPU µs per occurrence, output digest)."""
     settings = module.TimerSettings(instance="profile")
@@ -232,7 +210,11 @@ def ab(other_src: str, jobs: int, rounds: int) -> None:
     """Bursts of another revision (A) and this one (B) interleaved in this process."""
     import os
 
-    revisions = {"A": load_revision(other_src, "profile_timer_a"), "B": sys.modules[__name__]}
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench._revisions import bench_module_over
+
+    other = bench_module_over(other_src, __file__, "profile_timer_a")
+    revisions = {"A": other, "B": sys.modules[__name__]}
     now_ms = 1_800_000_000_000 + 30_000  # both revisions see the same instants
     print(f"A = {other_src}, B = this tree; {jobs:,} jobs; load average {os.getloadavg()}")
     results: dict[str, list[float]] = {"A": [], "B": []}
@@ -260,9 +242,9 @@ def main() -> None:
                         help="whose jobs: the burst benchmark's, or the restore's (no burst)")  # fmt: skip
     parser.add_argument(
         "--ab",
-        metavar="SRC",
+        metavar="REV",
         default=None,
-        help="A/B against the tickwheel package under SRC, in this process",
+        help="A/B against the tickwheel package of a git revision (or a tree), in this process",
     )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

@@ -12,8 +12,9 @@ turn.
 
     python bench/profile_timer_steady.py --jobs 10000 --seconds 20
     python bench/profile_timer_steady.py --profile          # cProfile of the whole run
-    python bench/profile_timer_steady.py --ab /tmp/old/src --rounds 4
+    python bench/profile_timer_steady.py --ab REV --rounds 4
         # that revision's package (A) and this one's (B) in this one process, interleaved
+        # (bench/_revisions.py; REV a git revision or a tree on disk, e.g. /tmp/old/src)
 
 Stages, CPU µs per execution: inputs (the events decoded and applied), fire (the tick), states
 (which states are due, and building them), encode requests / encode states (inside the send),
@@ -36,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import profile_timer
+from bench._revisions import bench_module_over
 from bench.profile_timer import PARTITIONS, CountingProducer
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.memory import MemoryMessage
@@ -163,15 +165,11 @@ def run(jobs: int, seconds: int, stages: Stages, turn_ms: int = 250) -> tuple[in
     return fired, turns, seconds
 
 
-def load_revision(src: str, name: str) -> Any:
-    """This file's functions bound to the tickwheel package under `src` (another revision)."""
-    return profile_timer.load_revision(src, name, __file__)
-
-
 def ab(other_src: str, jobs: int, seconds: int, rounds: int, turn_ms: int) -> None:
     import os
 
-    revisions = {"A": load_revision(other_src, "profile_steady_a"), "B": sys.modules[__name__]}
+    other = bench_module_over(other_src, __file__, "profile_steady_a")
+    revisions = {"A": other, "B": sys.modules[__name__]}
     print(f"A = {other_src}, B = this tree; {jobs:,} jobs; load average {os.getloadavg()}")
     results: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for round_ in range(rounds):
@@ -199,7 +197,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--turn-ms", type=int, default=250)
-    parser.add_argument("--ab", metavar="SRC", default=None)
+    parser.add_argument("--ab", metavar="REV", default=None)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
     gc.set_threshold(100_000, 50, 100)  # as the timer service sets it

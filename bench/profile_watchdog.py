@@ -2,19 +2,16 @@
 
 Run: `.venv/bin/python bench/profile_watchdog.py [--jobs N] [--against REV]`; prints the top
 costs. `--against REV`: the evaluator of git revision REV is loaded beside the working tree's
-(as a package of its own) and both tick over the same jobs, in turns, in this one process —
-an A/B on a shared machine, where runs apart in time are not comparable.
+(as a package of its own: bench/_revisions.py) and both tick over the same jobs, in turns, in
+this one process — an A/B on a shared machine, where runs apart in time are not comparable.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib
 import pstats
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -22,26 +19,9 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._revisions import modules_at  # noqa: E402
 from bench.bench_watchdog import CRONS, T0, definition, slot_events  # noqa: E402
 from tickwheel.core.watchdog import Thresholds, WatchdogState, evaluate  # noqa: E402
-
-
-def old_package(rev: str) -> ModuleType:
-    """`tickwheel.core.watchdog` as of `rev`, importable as `watchdog_<rev>` (read from git)."""
-    name = f"watchdog_{rev.replace('~', '_').replace('^', '_')}"
-    where = Path(tempfile.mkdtemp()) / name
-    where.mkdir()
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", rev,
-                             "src/tickwheel/core/watchdog/"], check=True, capture_output=True,
-                            text=True).stdout.split()  # fmt: skip
-    for path in listed:
-        if not path.endswith(".py"):
-            continue
-        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
-                              capture_output=True, text=True).stdout  # fmt: skip
-        (where / Path(path).name).write_text(text.replace("tickwheel.core.watchdog", name))
-    sys.path.insert(0, str(where.parent))
-    return importlib.import_module(name)
 
 
 def healthy_state(jobs: int, package: ModuleType | None = None) -> WatchdogState:
@@ -64,7 +44,7 @@ def healthy_state(jobs: int, package: ModuleType | None = None) -> WatchdogState
 
 
 def against(rev: str, jobs: int, rounds: int) -> None:
-    old = old_package(rev)
+    (old,) = modules_at(rev, "tickwheel.core.watchdog")
     states = {"old": (healthy_state(jobs, old), old.evaluate, old.Thresholds()),
               "new": (healthy_state(jobs), evaluate, Thresholds())}  # fmt: skip
     best = {"old": float("inf"), "new": float("inf")}
