@@ -92,6 +92,7 @@ lint: setup ## ruff, ruff format, mypy and the import rules
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/python docs/decisions/index.py --check
 
 format: setup ## format the code
 	$(VENV)/bin/ruff format .
