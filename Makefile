@@ -87,11 +87,12 @@ test-fuzz: setup ## run the cron fuzzer long (before touching core/cron*): FUZZ_
 test-chaos: setup ## run the fault tests (SIGKILL/SIGSTOP of real processes)
 	$(VENV)/bin/pytest -q tests/chaos tests/integration -m chaos
 
-lint: setup ## ruff, ruff format, mypy and the import rules
+lint: setup ## ruff, ruff format, mypy, the import rules and the generated variables table
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/python -m tickwheel.services.variables --check
 	$(VENV)/bin/python docs/decisions/index.py --check
 
 format: setup ## format the code

@@ -3,6 +3,7 @@ variable and what it accepts, through every service's settings and the CLI's ent
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -12,6 +13,7 @@ import pytest
 from tickwheel.adapters.clickhouse._limits import MAX_ROWS_VAR, QueryLimits
 from tickwheel.environment import env_int, env_ms, env_seconds
 from tickwheel.errors import InvalidInput
+from tickwheel.services.environment import from_env
 from tickwheel.services.history.settings import MAX_BATCH_VAR, HistorySinkSettings
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
 from tickwheel.services.timer.settings import TimerSettings
@@ -83,7 +85,7 @@ def test_whole_numbers_come_from_the_given_mapping_not_the_process(
 @pytest.mark.parametrize(
     ("build", "variable"),
     [
-        (lambda env: HistorySinkSettings.from_env(environ=env), MAX_BATCH_VAR),
+        (lambda env: from_env(HistorySinkSettings, env), MAX_BATCH_VAR),
         (lambda env: QueryLimits.from_env(env), MAX_ROWS_VAR),
     ],
 )
@@ -115,26 +117,28 @@ def test_each_services_settings_name_the_bad_variable(
 ) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(InvalidInput) as caught:
-        settings()
+        from_env(settings)
     assert caught.value.field == variable
 
 
 def test_services_take_their_defaults_when_nothing_is_set() -> None:
-    timer = TimerSettings()
+    timer = from_env(TimerSettings, {})
     assert (timer.tick_ms, timer.horizon_ms, timer.dispatch_timeout_ms) == (50, 3_600_000, 900_000)
-    assert WatchdogSettings().audit[0] == 300_000
+    assert from_env(WatchdogSettings, {}).audit[0] == 300_000
+    # The dataclass's own defaults are the declared ones: building one reads no variable.
+    assert TimerSettings() == dataclasses.replace(timer, bootstrap=TimerSettings().bootstrap)
 
 
 @pytest.mark.parametrize(
     ("variable", "argv"),
     [
-        ("TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", ["worker", "--help"]),
+        ("TICKWHEEL_WORKER_SHUTDOWN_GRACE_S", ["worker"]),
         ("TICKWHEEL_BROKER_PROBE_TIMEOUT_S", ["jobs", "list"]),
     ],
 )
 def test_the_cli_says_one_line_for_a_bad_variable(variable: str, argv: list[str]) -> None:
-    # The worker's flags take their defaults from the environment while the parser is built;
-    # the broker probe reads its timeout before it connects. Neither may end in a traceback.
+    # The worker's settings are read before anything starts; the broker probe reads its
+    # timeout before it connects. Neither may end in a traceback.
     env = {"PATH": "/usr/bin:/bin", variable: "soon", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     done = subprocess.run(
         [sys.executable, "-m", "tickwheel.cli", *argv],

@@ -39,6 +39,7 @@ from tickwheel.adapters.kafka.reader import Record, read_to_end
 from tickwheel.adapters.kafka.topology_changes import read_changes, record_change
 from tickwheel.errors import InvalidInput
 from tickwheel.records import TopologyChange
+from tickwheel.services.environment import from_env
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
 from tickwheel.services.timer import handover
@@ -59,7 +60,11 @@ MOVE_TRANSACTION_TIMEOUT_MS = 600_000
 def owner_groups() -> list[str]:
     """The groups whose members own partitions of the group's state, as each service names
     its own (`TICKWHEEL_*_GROUP`); none may run during a resize."""
-    return [TimerSettings().group_id, OrchestratorSettings().group_id, JobWriterSettings().group_id]
+    return [
+        from_env(TimerSettings).group_id,
+        from_env(OrchestratorSettings).group_id,
+        from_env(JobWriterSettings).group_id,
+    ]
 
 
 @dataclass

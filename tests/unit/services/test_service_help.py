@@ -1,7 +1,10 @@
-"""Every service's `--help` names every environment variable it reads (issue 10 item 7).
+"""Every service's `--help` names every environment variable it reads (issue 10 item 7), and
+its settings are declared once: flags, `--help` and docs/deploy.md come from one declaration
+(issue 32 item 6, decision 0215).
 
-The oracle is independent of `tickwheel.services.environment` (which parses the code): a
-plain text search of the service package's source for a variable's name as a string.
+The oracle of the first test is independent of `tickwheel.services.environment` (which makes
+the help from the settings): a plain text search of the service package's source for a
+variable's name as a string.
 """
 
 from __future__ import annotations
@@ -33,14 +36,29 @@ def test_help_names_every_variable_the_service_reads(service: str) -> None:
     assert not missing, f"python -m tickwheel.services.{service} --help omits {missing}"
 
 
-def test_the_list_has_defaults_and_only_real_names() -> None:
-    from tickwheel.services.environment import environment_epilog, variables_read_by
+def test_a_flag_wins_over_its_variable_and_is_refused_by_its_own_name() -> None:
+    from tickwheel.errors import InvalidInput
+    from tickwheel.services.environment import from_args, from_env, service_parser
+    from tickwheel.services.watchdog.settings import WatchdogSettings
 
-    timer = variables_read_by("tickwheel.services.timer")
-    assert timer["TICKWHEEL_TIMER_TICK_MS"] == "50"
-    assert "TICKWHEEL_TIMER_GROUP" in timer  # a default computed at run time: listed bare
-    watchdog = variables_read_by("tickwheel.services.watchdog")
-    # A refusal that names a variable is not its default.
-    assert "is not set" not in (watchdog.get("TICKWHEEL_WATCHDOG_WEBHOOK_SECRET") or "")
-    assert "KAFKA_BOOTSTRAP_SERVERS" in environment_epilog("tickwheel.services.worker")
-    assert all(SPELLED.fullmatch(name) for name in timer)
+    parser = service_parser(WatchdogSettings, "tickwheel.services.watchdog")
+    environ = {"TICKWHEEL_WATCHDOG_TICK_MS": "200", "TICKWHEEL_WATCHDOG_GRACE_S": "5"}
+    given = parser.parse_args(["--tick-ms", "300", "--run-grace-s", "7"])
+    settings = from_args(WatchdogSettings, given, environ)
+    assert settings.tick_ms == 300  # the flag
+    assert settings.thresholds.derived_grace_ms == 5_000  # the variable, in a group
+    assert settings.thresholds.run_grace_ms == 7_000  # the flag, in a group
+    assert from_env(WatchdogSettings, environ).tick_ms == 200
+    with pytest.raises(InvalidInput, match=r"^--tick-ms: 'x' is not a whole number"):
+        from_args(WatchdogSettings, parser.parse_args(["--tick-ms", "x"]), {})
+
+
+def test_every_variable_is_declared_once_with_help() -> None:
+    from tickwheel.services.environment import variables
+    from tickwheel.services.variables import SERVICES
+
+    for name, cls in SERVICES.items():
+        declared = [v.env for _, v in variables(cls)]
+        assert len(declared) == len(set(declared)), f"{name} declares a variable twice"
+        assert all(SPELLED.fullmatch(env) for env in declared), name
+        assert all(v.help for _, v in variables(cls)), f"{name}: a variable without help"

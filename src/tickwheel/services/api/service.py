@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
@@ -17,8 +16,24 @@ from tickwheel.runtime.shutdown import (
     exit_on_fatal_in_threads,
     stop_on_signals,
 )
-from tickwheel.services.api.door import auth_mode
-from tickwheel.services.environment import service_parser
+from tickwheel.services.api.freshness import window_from_env
+from tickwheel.services.api.limits import RateSettings
+from tickwheel.services.environment import (
+    Choice,
+    Port,
+    Positive,
+    Text,
+    Using,
+    Var,
+    bootstrap_setting,
+    group,
+    instance_setting,
+    load,
+    log_level,
+    log_level_setting,
+    setting,
+    var,
+)
 
 log = logging.getLogger("tickwheel.api")
 
@@ -33,57 +48,90 @@ GRACE_S = 3
 # 0167); the pure-Python pair stays selectable for an A/B run and as a fallback.
 HTTP_PARSERS = ("auto", "httptools", "h11")
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+AUTH_MODES = ("keys", "off")
 
 
-def _choice(name: str, accepted: tuple[str, ...]) -> str:
-    value = os.environ.get(name, "auto")
-    if value not in accepted:
-        raise InvalidInput(name, f"{value!r}; accepted: {', '.join(accepted)}")
-    return value
+def _rates(
+    reads_per_s: float, read_burst: float, writes_per_s: float, write_burst: float
+) -> RateSettings:
+    return RateSettings(reads_per_s, read_burst, writes_per_s, write_burst)
 
 
-def _port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise InvalidInput("TICKWHEEL_API_PORT", f"{text!r}; accepted: a port from 1 to 65535")
-    return int(text)
-
-
-@dataclass
-class ApiSettings:
-    """Environment: TICKWHEEL_API_HOST (default 127.0.0.1), TICKWHEEL_API_PORT (default 8780),
-    TICKWHEEL_API_AUTH (`keys`, the default, or `off`: the development mode without keys,
-    refused unless the host is loopback), TICKWHEEL_API_HTTP (`auto`, `httptools`, `h11`) and
-    TICKWHEEL_API_LOOP (`auto`, `uvloop`, `asyncio`): uvicorn's parser and event loop,
-    KAFKA_BOOTSTRAP_SERVERS."""
-
-    instance: str = "api"
-    host: str = field(default_factory=lambda: os.environ.get("TICKWHEEL_API_HOST", DEFAULT_HOST))
-    port: int = field(
-        default_factory=lambda: _port(os.environ.get("TICKWHEEL_API_PORT", str(DEFAULT_PORT)))
+def _rate(env: str, default: float, help: str) -> Var:
+    return var(
+        env,
+        Positive(),
+        default,
+        help,
+        flag="--" + env.removeprefix("TICKWHEEL_API_").lower().replace("_", "-"),
     )
-    http: str = field(default_factory=lambda: _choice("TICKWHEEL_API_HTTP", HTTP_PARSERS))
-    loop: str = field(default_factory=lambda: _choice("TICKWHEEL_API_LOOP", EVENT_LOOPS))
 
 
-def _parse(argv: list[str] | None) -> ApiSettings:
-    parser = service_parser("tickwheel.services.api")
-    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "api"))
-    parser.add_argument("--host", help="address to listen on (TICKWHEEL_API_HOST; 127.0.0.1)")
-    parser.add_argument("--port", help="port to listen on (TICKWHEEL_API_PORT; 8780)")
-    # TICKWHEEL_API_AUTH=off (loopback only) serves without keys: see docs/api.md.
-    args = parser.parse_args(argv)
-    settings = ApiSettings(instance=args.instance)
-    if args.host:
-        settings.host = args.host
-    if args.port:
-        settings.port = _port(args.port)
-    if auth_mode() == "off" and not _loopback(settings.host):
+def _window(name: str, text: str) -> int:
+    return int(window_from_env({name: text}) * 1000)
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """How the API process runs, declared once (decision 0215); `from_env(ApiSettings)` reads
+    the environment."""
+
+    instance: str = instance_setting("api")
+    bootstrap: str = bootstrap_setting()
+    host: str = setting("TICKWHEEL_API_HOST", Text(), DEFAULT_HOST, "address to listen on")
+    port: int = setting("TICKWHEEL_API_PORT", Port(), DEFAULT_PORT, "port to listen on")
+    auth: str = setting(
+        "TICKWHEEL_API_AUTH",
+        Choice(AUTH_MODES),
+        "keys",
+        "keys, or off: the development mode without keys, refused unless the host is loopback "
+        "(docs/api.md)",
+    )
+    http: str = setting("TICKWHEEL_API_HTTP", Choice(HTTP_PARSERS), "auto", "uvicorn's HTTP parser")
+    loop: str = setting("TICKWHEEL_API_LOOP", Choice(EVENT_LOOPS), "auto", "uvicorn's event loop")
+    # `group` returns a dataclasses.field whose RateSettings are made for each instance.
+    rates: RateSettings = group(  # noqa: RUF009
+        _rates,
+        reads_per_s=_rate("TICKWHEEL_API_READS_PER_S", 500.0, "reads per second per tenant"),
+        read_burst=_rate("TICKWHEEL_API_READ_BURST", 1000.0, "a tenant's burst of reads"),
+        writes_per_s=_rate("TICKWHEEL_API_WRITES_PER_S", 200.0, "writes per second per tenant"),
+        write_burst=_rate("TICKWHEEL_API_WRITE_BURST", 400.0, "a tenant's burst of writes"),
+    )
+    log_level: str = log_level_setting()
+    # Read where they are used (the followed catalogue, the console); declared here so that they
+    # are checked at start-up and documented with the rest.
+    read_window_ms: int = setting(
+        "TICKWHEEL_API_READ_WINDOW_MS",
+        Using(_window),
+        1000,
+        "how stale a read may be before it waits for the end offsets, ms (0 to 10000)",
+        flag=None,
+    )
+    history_group: str = setting(
+        "TICKWHEEL_HISTORY_GROUP",
+        Text(),
+        "",
+        "the history sink's group, whose lag the console shows",
+        flag=None,
+        shown="<prefix>tickwheel-history",
+    )
+    timer_group: str = setting(
+        "TICKWHEEL_TIMER_GROUP",
+        Text(),
+        "",
+        "the timers' group, whose lag the console shows",
+        flag=None,
+        shown="<prefix>tickwheel-timer",
+    )
+
+
+def _check(settings: ApiSettings) -> None:
+    if settings.auth == "off" and not _loopback(settings.host):
         raise InvalidInput(
             "TICKWHEEL_API_AUTH",
             f"off with host {settings.host!r}; accepted: off only on a loopback host "
             "(127.0.0.1, ::1, localhost), else keys",
         )
-    return settings
 
 
 def _loopback(host: str) -> bool:
@@ -98,7 +146,8 @@ def _loopback(host: str) -> bool:
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    settings = load(ApiSettings, "api", argv, description="The tickwheel HTTP API.", check=_check)
+    configure_logging(log_level(settings.log_level))
     deadline = ShutdownDeadline(log, "api")
     servers: list[uvicorn.Server] = []
 
@@ -115,10 +164,15 @@ def main(argv: list[str] | None = None) -> None:
     stop_on_signals(stop)
     exit_on_fatal_in_threads(log, "api")  # a follower's dead client ends the process (0200)
     try:
-        settings = _parse(argv)
         from tickwheel.services.api.app import create_app
+        from tickwheel.services.api.backend import Backend
+        from tickwheel.services.api.door import Door
 
-        app = create_app()
+        backend = Backend.from_env(settings.bootstrap)
+        door = Door.open(
+            settings.bootstrap, backend.clock.now, mode=settings.auth, rates=settings.rates
+        )
+        app = create_app(backend, door)
         config = uvicorn.Config(
             app,
             host=settings.host,

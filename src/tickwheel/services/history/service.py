@@ -25,15 +25,13 @@ from tickwheel.clock import Clock, SystemClock
 from tickwheel.history import OwnerInfo, remove_owner, write_owner
 from tickwheel.logs import configure_logging
 from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
-from tickwheel.services.environment import service_parser
+from tickwheel.services.environment import load, log_level
 from tickwheel.services.history.endpoint import QueryEndpoint
 from tickwheel.services.history.metrics import HistoryMetrics
 from tickwheel.services.history.settings import (
     CRASH_VAR,
     SINK_FETCH,
     HistorySinkSettings,
-    add_arguments,
-    settings_from_args,
 )
 from tickwheel.services.history.sink import HistorySink
 
@@ -166,9 +164,7 @@ class HistoryService:
         metrics: HistoryMetrics | None = None
         if self.settings.metrics_port:
             metrics = HistoryMetrics()
-            metrics.serve(
-                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
-            )
+            metrics.serve(self.settings.metrics_port, self.settings.metrics_addr)
         while not self._stopping.is_set():
             sink.step()
             if metrics is not None:
@@ -183,20 +179,20 @@ class HistoryService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = service_parser(
-        "tickwheel.services.history",
+    settings = load(
+        HistorySinkSettings,
+        "history",
+        argv,
         description=(
             "The history sink: every event topic into ClickHouse (embedded chDB, or a server "
             f"with CLICKHOUSE_URL), offsets committed after the insert. {CRASH_VAR} is a test "
             "hook (SIGKILL after the Nth insert)."
         ),
     )
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    configure_logging(log_level(settings.log_level))
     serve(
         log,
         "history_sink",
-        lambda deadline: HistoryService(settings_from_args(args), deadline=deadline),
+        lambda deadline: HistoryService(settings, deadline=deadline),
         program="history",
     )

@@ -1,18 +1,19 @@
-"""The history service's settings: flags, each backed by a `TICKWHEEL_HISTORY_*` variable."""
+"""The history service's settings, declared once (decision 0215): each field's variable, how
+it is read, its default and what it means; each has a flag that wins over its variable."""
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tickwheel.adapters.clickhouse import (
+    CLICKHOUSE_READ_URL_VAR,
     CLICKHOUSE_URL_VAR,
     HISTORY_DIR_VAR,
+    RETENTION_VAR,
     HistorySettings,
+    parse_retention,
 )
 from tickwheel.adapters.clickhouse._limits import (
     DEFAULT_MAX_BYTES,
@@ -21,18 +22,31 @@ from tickwheel.adapters.clickhouse._limits import (
     MAX_BYTES_VAR,
     MAX_ROWS_VAR,
     TIMEOUT_VAR,
+    QueryLimits,
 )
-from tickwheel.adapters.kafka.config import BULK_READER_FETCH, bootstrap_servers
-from tickwheel.environment import env_int
-from tickwheel.errors import InvalidInput
-from tickwheel.history import history_settings_from_env
+from tickwheel.adapters.clickhouse._migrations import DEFAULT_RETENTION_DAYS
+from tickwheel.adapters.kafka.config import BULK_READER_FETCH
+from tickwheel.paths import state_home
+from tickwheel.services.environment import (
+    Text,
+    Using,
+    Whole,
+    bootstrap_setting,
+    group,
+    instance_setting,
+    log_level_setting,
+    metrics_addr_setting,
+    metrics_port_setting,
+    path,
+    setting,
+    var,
+)
 from tickwheel.topology import topic_name
 
 GROUP_VAR = "TICKWHEEL_HISTORY_GROUP"
 MAX_BATCH_VAR = "TICKWHEEL_HISTORY_MAX_BATCH"
 BATCH_MS_VAR = "TICKWHEEL_HISTORY_BATCH_MS"
 PORT_VAR = "TICKWHEEL_HISTORY_PORT"
-METRICS_PORT_VAR = "TICKWHEEL_METRICS_PORT"
 #: Test-only: SIGKILL the process right after its Nth batch insert, before the offset commit.
 CRASH_VAR = "TICKWHEEL_HISTORY_CRASH_AFTER_INSERT"
 
@@ -46,132 +60,117 @@ DEFAULT_BATCH_MS = 200
 SINK_FETCH = BULK_READER_FETCH
 
 
+def _group() -> str:
+    return topic_name("tickwheel-history")
+
+
+def _store(
+    clickhouse_url: str | None,
+    clickhouse_read_url: str | None,
+    history_dir: Path,
+    retention_days: dict[str, int],
+    query_max_rows: int,
+    query_max_bytes: int,
+    query_timeout_s: int,
+) -> HistorySettings:
+    return HistorySettings(
+        clickhouse_url=clickhouse_url or None,
+        clickhouse_read_url=clickhouse_read_url or None,
+        history_dir=history_dir,
+        retention_days=retention_days,
+        query_limits=QueryLimits(query_max_rows, query_max_bytes, query_timeout_s),
+    )
+
+
+def _retention(name: str, text: str) -> dict[str, int]:
+    return parse_retention(text)
+
+
+def _shown_retention(value: Any) -> str:
+    return ",".join(f"{k}={v}" for k, v in value.items())
+
+
 @dataclass(frozen=True)
 class HistorySinkSettings:
-    """Everything the history service needs; `from_env` reads the environment."""
+    """Everything the history service needs; `from_env(HistorySinkSettings)` reads the
+    environment."""
 
-    instance: str = "history"
-    bootstrap: str = field(default_factory=bootstrap_servers)
-    group_id: str = field(default_factory=lambda: topic_name("tickwheel-history"))
-    max_batch: int = DEFAULT_MAX_BATCH
-    max_wait_ms: int = DEFAULT_BATCH_MS
-    port: int = 0
-    history: HistorySettings = field(default_factory=history_settings_from_env)
-    crash_after_insert: int | None = None
-    metrics_port: int = 0  # 0: no metrics endpoint
-
-    @classmethod
-    def from_env(
-        cls, instance: str = "history", environ: Mapping[str, str] | None = None
-    ) -> HistorySinkSettings:
-        env = os.environ if environ is None else environ
-        crash = env_int(CRASH_VAR, 0, 0, environ=env)
-        return cls(
-            instance=instance,
-            bootstrap=env.get("KAFKA_BOOTSTRAP_SERVERS") or bootstrap_servers(),
-            group_id=env.get(GROUP_VAR, "").strip() or topic_name("tickwheel-history"),
-            max_batch=env_int(MAX_BATCH_VAR, DEFAULT_MAX_BATCH, 1, environ=env),
-            max_wait_ms=env_int(BATCH_MS_VAR, DEFAULT_BATCH_MS, 1, environ=env),
-            port=env_int(PORT_VAR, 0, 0, environ=env),
-            history=history_settings_from_env(env),
-            crash_after_insert=crash or None,
-            metrics_port=env_int(METRICS_PORT_VAR, 0, 0, environ=env),
-        )
+    instance: str = instance_setting("history")
+    bootstrap: str = bootstrap_setting()
+    group_id: str = setting(
+        GROUP_VAR,
+        Text(),
+        help="consumer group",
+        flag="--group",
+        default_factory=_group,
+        shown="<prefix>tickwheel-history",
+    )
+    max_batch: int = setting(
+        MAX_BATCH_VAR, Whole(), DEFAULT_MAX_BATCH, "most records per ClickHouse insert"
+    )
+    max_wait_ms: int = setting(
+        BATCH_MS_VAR, Whole(), DEFAULT_BATCH_MS, "longest a batch waits to fill, in ms"
+    )
+    port: int = setting(
+        PORT_VAR,
+        Whole(minimum=0),
+        0,
+        "port of the read-only query endpoint on 127.0.0.1, embedded mode only; 0 = any free "
+        "port, announced in <history-dir>/owner.json",
+    )
+    # `group` returns a dataclasses.field whose settings are made afresh for each instance.
+    history: HistorySettings = group(  # noqa: RUF009
+        _store,
+        clickhouse_url=var(
+            CLICKHOUSE_URL_VAR, Text(), None, "write to a ClickHouse server instead", shown="none"
+        ),
+        clickhouse_read_url=var(
+            CLICKHOUSE_READ_URL_VAR,
+            Text(),
+            None,
+            "the server's reader credentials (a read-only user)",
+            shown="the writer's",
+        ),
+        history_dir=var(
+            HISTORY_DIR_VAR,
+            Using(path),
+            help="embedded store directory",
+            default_factory=lambda: state_home() / "history",
+            shown="$TICKWHEEL_HOME/history",
+        ),
+        retention_days=var(
+            RETENTION_VAR,
+            Using(_retention, _shown_retention),
+            dict(DEFAULT_RETENTION_DAYS),
+            "days each table keeps, e.g. execution_events=30,alerts=90 (docs/history.md)",
+            flag="--retention-days",
+            shown="each table's own (docs/history.md)",
+        ),
+        query_max_rows=var(
+            MAX_ROWS_VAR,
+            Whole(),
+            DEFAULT_MAX_ROWS,
+            "most rows one query through the endpoint may return",
+        ),
+        query_max_bytes=var(
+            MAX_BYTES_VAR, Whole(), DEFAULT_MAX_BYTES, "most bytes one query's result may hold"
+        ),
+        query_timeout_s=var(
+            TIMEOUT_VAR, Whole(), DEFAULT_TIMEOUT_S, "longest one query may run, in seconds"
+        ),
+    )
+    crash_after_insert: int | None = setting(
+        CRASH_VAR,
+        Whole(minimum=0, zero_is_none=True),
+        None,
+        "test hook: SIGKILL the process right after its Nth batch insert",
+        flag=None,
+        shown="off",
+    )
+    metrics_port: int = metrics_port_setting()
+    metrics_addr: str = metrics_addr_setting()
+    log_level: str = log_level_setting()
 
     @property
     def embedded(self) -> bool:
         return not self.history.clickhouse_url
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The service's flags; each names its variable and defaults to it."""
-    parser.add_argument(
-        "--instance",
-        default=os.environ.get("TICKWHEEL_INSTANCE", "history"),
-        help="instance name, used in logs and the consumer's static membership "
-        "(env TICKWHEEL_INSTANCE)",
-    )
-    parser.add_argument(
-        "--group", help=f"consumer group (env {GROUP_VAR}; default <prefix>tickwheel-history)"
-    )
-    parser.add_argument(
-        "--max-batch",
-        type=int,
-        help=f"most records per ClickHouse insert (env {MAX_BATCH_VAR}; default {DEFAULT_MAX_BATCH})",
-    )
-    parser.add_argument(
-        "--max-wait-ms",
-        type=int,
-        help=f"longest a batch waits to fill, in ms (env {BATCH_MS_VAR}; default {DEFAULT_BATCH_MS})",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        help=f"port of the read-only query endpoint on 127.0.0.1, embedded mode only "
-        f"(env {PORT_VAR}; default 0 = any free port, announced in <history-dir>/owner.json)",
-    )
-    parser.add_argument(
-        "--query-max-rows",
-        type=int,
-        help=f"most rows one query through the endpoint may return (env {MAX_ROWS_VAR}; "
-        f"default {DEFAULT_MAX_ROWS})",
-    )
-    parser.add_argument(
-        "--query-max-bytes",
-        type=int,
-        help=f"most bytes one query's result may hold (env {MAX_BYTES_VAR}; "
-        f"default {DEFAULT_MAX_BYTES})",
-    )
-    parser.add_argument(
-        "--query-timeout-s",
-        type=int,
-        help=f"longest one query may run, in seconds (env {TIMEOUT_VAR}; "
-        f"default {DEFAULT_TIMEOUT_S})",
-    )
-    parser.add_argument(
-        "--history-dir",
-        type=Path,
-        help=f"embedded store directory (env {HISTORY_DIR_VAR}; default $TICKWHEEL_HOME/history)",
-    )
-    parser.add_argument(
-        "--clickhouse-url",
-        help=f"write to a ClickHouse server instead (env {CLICKHOUSE_URL_VAR})",
-    )
-
-
-def settings_from_args(args: argparse.Namespace) -> HistorySinkSettings:
-    """Settings from the environment, overridden by the flags given."""
-    settings = HistorySinkSettings.from_env(instance=args.instance)
-    for flag, value in (("--max-batch", args.max_batch), ("--max-wait-ms", args.max_wait_ms)):
-        if value is not None and value < 1:
-            raise InvalidInput(flag, "must be at least 1")
-    history = settings.history
-    if args.history_dir is not None:
-        history = dataclasses.replace(history, history_dir=args.history_dir)
-    if args.clickhouse_url:
-        history = dataclasses.replace(history, clickhouse_url=args.clickhouse_url)
-    limits = history.query_limits
-    overrides = {
-        name: value
-        for name, value in (
-            ("max_rows", getattr(args, "query_max_rows", None)),
-            ("max_bytes", getattr(args, "query_max_bytes", None)),
-            ("timeout_s", getattr(args, "query_timeout_s", None)),
-        )
-        if value is not None
-    }
-    if overrides:
-        try:
-            limits = dataclasses.replace(limits, **overrides)
-        except InvalidInput as exc:
-            flag = "--query-" + exc.field.replace("_", "-")
-            raise InvalidInput(flag, exc.message) from None
-        history = dataclasses.replace(history, query_limits=limits)
-    return dataclasses.replace(
-        settings,
-        group_id=args.group or settings.group_id,
-        max_batch=settings.max_batch if args.max_batch is None else args.max_batch,
-        max_wait_ms=settings.max_wait_ms if args.max_wait_ms is None else args.max_wait_ms,
-        port=settings.port if args.port is None else args.port,
-        history=history,
-    )

@@ -1,15 +1,14 @@
-"""`python -m tickwheel.services.jobwriter`: one job writer process (its instance name from
-`--instance` or TICKWHEEL_INSTANCE), stopped within its deadline by SIGTERM."""
+"""`python -m tickwheel.services.jobwriter`: one job writer process, its settings from its flags
+and the environment (`--help` lists them), stopped within its deadline by SIGTERM."""
 
 from __future__ import annotations
 
 import logging
-import os
 
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
 from tickwheel.logs import configure_logging
 from tickwheel.runtime.shutdown import ShutdownDeadline, serve
-from tickwheel.services.environment import service_parser
+from tickwheel.services.environment import load, log_level
 from tickwheel.services.jobwriter.service import JobWriterService
 from tickwheel.services.jobwriter.settings import JobWriterSettings
 
@@ -17,17 +16,10 @@ log = logging.getLogger("tickwheel.jobwriter")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = service_parser("tickwheel.services.jobwriter")
-    parser.add_argument(
-        "--instance",
-        default=os.environ.get("TICKWHEEL_INSTANCE", "jobwriter"),
-        help="this instance's name in the group (env TICKWHEEL_INSTANCE)",
-    )
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    settings = load(JobWriterSettings, "jobwriter", argv, description="The tickwheel job writer.")
+    configure_logging(log_level(settings.log_level))
 
     def build(deadline: ShutdownDeadline) -> JobWriterService:
-        settings = JobWriterSettings(instance=args.instance)
         return JobWriterService(settings, BrokerClients(settings.bootstrap), deadline=deadline)
 
     serve(log, "jobwriter", build)

@@ -1,14 +1,13 @@
-"""`python -m tickwheel.services.orchestrator`: one orchestrator process (its instance name from
-`--instance` or TICKWHEEL_INSTANCE), stopped within its deadline by SIGTERM."""
+"""`python -m tickwheel.services.orchestrator`: one orchestrator process, its settings from its
+flags and the environment (`--help` lists them), stopped within its deadline by SIGTERM."""
 
 from __future__ import annotations
 
 import logging
-import os
 
 from tickwheel.logs import configure_logging
 from tickwheel.runtime.shutdown import serve
-from tickwheel.services.environment import service_parser
+from tickwheel.services.environment import load, log_level
 from tickwheel.services.orchestrator.service import OrchestratorService
 from tickwheel.services.orchestrator.settings import OrchestratorSettings
 
@@ -16,21 +15,11 @@ log = logging.getLogger("tickwheel.orchestrator")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = service_parser("tickwheel.services.orchestrator")
-    parser.add_argument(
-        "--instance",
-        default=os.environ.get("TICKWHEEL_INSTANCE", "orchestrator"),
-        help="this instance's name in the group (env TICKWHEEL_INSTANCE)",
+    settings = load(
+        OrchestratorSettings, "orchestrator", argv, description="A tickwheel orchestrator."
     )
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
-    serve(
-        log,
-        "orchestrator",
-        lambda deadline: OrchestratorService(
-            OrchestratorSettings(instance=args.instance), deadline=deadline
-        ),
-    )
+    configure_logging(log_level(settings.log_level))
+    serve(log, "orchestrator", lambda deadline: OrchestratorService(settings, deadline=deadline))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickwheel.adapters.kafka.broker_clients import BrokerClients
+from tickwheel.services.environment import from_env
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inputs import PartitionInputs
 from tickwheel.services.timer.records import encode_state
@@ -21,7 +22,7 @@ def read_partition(
 ) -> Rebuilt:
     """Partition `partition` of a group of `partitions`, read back as a restore reads it (its
     previous owner must be fenced already)."""
-    settings = TimerSettings(bootstrap=bootstrap)
+    settings = from_env(TimerSettings, bootstrap=bootstrap)
     clients = BrokerClients(bootstrap)
     reader = clients.reader()
     topics = TimerTopics()

@@ -1,68 +1,102 @@
-"""The timer service's settings, from the environment. A bad value stops the service with one
-line naming the variable and what it accepts."""
+"""The timer service's settings, declared once (decision 0215): each field's variable, how it
+is read, its default and what it means. A bad value stops the service with one line naming
+the variable and what it accepts."""
 
 from __future__ import annotations
 
-import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tickwheel.adapters.kafka.config import bootstrap_servers
-from tickwheel.environment import env_int, env_ms
+from tickwheel.core.definition import DEFAULT_MAX_PAYLOAD_BYTES
+from tickwheel.services.environment import (
+    Seconds,
+    Text,
+    Whole,
+    bootstrap_setting,
+    instance_setting,
+    log_level_setting,
+    metrics_addr_setting,
+    metrics_port_setting,
+    setting,
+)
 from tickwheel.services.timer.scheduler import PartitionTimer
 from tickwheel.topology import topic_name
 
 
-@dataclass
-class TimerSettings:
-    """Environment: TICKWHEEL_TIMER_HORIZON_S, TICKWHEEL_TIMER_TICK_MS,
-    TICKWHEEL_TIMER_MAX_BATCH, TICKWHEEL_METRICS_PORT (0 = off), TICKWHEEL_TIMER_GROUP,
-    TICKWHEEL_TENANT_MAX_IN_FLIGHT, TICKWHEEL_MISFIRE_GRACE_MS, TICKWHEEL_RETRY_BASE_MS,
-    TICKWHEEL_RETRY_CAP_MS, TICKWHEEL_LEASE_SECONDS, TICKWHEEL_HEARTBEAT_SECONDS,
-    TICKWHEEL_TIMER_STATE_LAG_MS, TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S (a request not leased
-    within it is re-issued, then dead-lettered; docs/decisions/0055)."""
+def _group() -> str:
+    return topic_name("tickwheel-timer")
 
-    instance: str = "timer"
-    bootstrap: str = field(default_factory=bootstrap_servers)
-    group_id: str = field(
-        default_factory=lambda: os.environ.get(
-            "TICKWHEEL_TIMER_GROUP", topic_name("tickwheel-timer")
-        )
+
+@dataclass(frozen=True)
+class TimerSettings:
+    """How one timer process runs; `from_env(TimerSettings)` reads the environment."""
+
+    instance: str = instance_setting("timer")
+    bootstrap: str = bootstrap_setting()
+    group_id: str = setting(
+        "TICKWHEEL_TIMER_GROUP",
+        Text(),
+        help="the timers' consumer group",
+        flag="--group",
+        default_factory=_group,
+        shown="<prefix>tickwheel-timer",
     )
-    horizon_ms: int = field(
-        default_factory=lambda: env_ms("TICKWHEEL_TIMER_HORIZON_S", 3600, zero_ok=False)
+    horizon_ms: int = setting(
+        "TICKWHEEL_TIMER_HORIZON_S",
+        Seconds(as_ms=True),
+        3_600_000,
+        "how far ahead occurrences are held in the timing wheel, seconds",
+        flag="--horizon-s",
     )
-    tick_ms: int = field(default_factory=lambda: env_int("TICKWHEEL_TIMER_TICK_MS", 50))
-    max_batch: int = field(default_factory=lambda: env_int("TICKWHEEL_TIMER_MAX_BATCH", 5000))
-    metrics_port: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_METRICS_PORT", 0, minimum=0)
+    tick_ms: int = setting("TICKWHEEL_TIMER_TICK_MS", Whole(), 50, "the timer's tick, ms")
+    max_batch: int = setting("TICKWHEEL_TIMER_MAX_BATCH", Whole(), 5000, "records one poll reads")
+    metrics_port: int = metrics_port_setting()
+    metrics_addr: str = metrics_addr_setting()
+    log_level: str = log_level_setting()
+    tenant_max_in_flight: int = setting(
+        "TICKWHEEL_TENANT_MAX_IN_FLIGHT",
+        Whole(),
+        10_000,
+        "most executions of one tenant in flight per partition",
     )
-    tenant_max_in_flight: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_TENANT_MAX_IN_FLIGHT", 10000)
+    misfire_grace_ms: int = setting(
+        "TICKWHEEL_MISFIRE_GRACE_MS",
+        Whole(minimum=0),
+        60_000,
+        "how late an occurrence may fire and still count as on time, ms",
     )
-    misfire_grace_ms: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_MISFIRE_GRACE_MS", 60000, minimum=0)
+    lease_seconds: int = setting(
+        "TICKWHEEL_LEASE_SECONDS", Whole(), 30, "an attempt's lease, seconds"
     )
-    lease_seconds: int = field(default_factory=lambda: env_int("TICKWHEEL_LEASE_SECONDS", 30))
-    heartbeat_seconds: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_HEARTBEAT_SECONDS", 10)
+    heartbeat_seconds: int = setting(
+        "TICKWHEEL_HEARTBEAT_SECONDS", Whole(), 10, "how often a worker renews a lease, seconds"
     )
-    retry_base_ms: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_RETRY_BASE_MS", 1000, minimum=0)
+    retry_base_ms: int = setting(
+        "TICKWHEEL_RETRY_BASE_MS", Whole(minimum=0), 1000, "the first retry's backoff, ms"
     )
     # How long a fired job's state may wait for a quiet tick (decision 0008); 0 = the next one.
-    state_lag_ms: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_TIMER_STATE_LAG_MS", 0, minimum=0)
+    state_lag_ms: int = setting(
+        "TICKWHEEL_TIMER_STATE_LAG_MS",
+        Whole(minimum=0),
+        0,
+        "how long a fired job's state may wait for a quiet tick, ms; 0 = the next tick",
     )
-    retry_cap_ms: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_RETRY_CAP_MS", 300000, minimum=0)
+    retry_cap_ms: int = setting(
+        "TICKWHEEL_RETRY_CAP_MS", Whole(minimum=0), 300_000, "the longest retry backoff, ms"
     )
     # The SDK's payload limit (the same variable): the timer applies the same rules.
-    max_payload_bytes: int = field(
-        default_factory=lambda: env_int("TICKWHEEL_MAX_PAYLOAD_BYTES", 64 * 1024)
+    max_payload_bytes: int = setting(
+        "TICKWHEEL_MAX_PAYLOAD_BYTES",
+        Whole(),
+        DEFAULT_MAX_PAYLOAD_BYTES,
+        "the largest payload a job definition may carry, bytes",
     )
-    dispatch_timeout_ms: int = field(
-        default_factory=lambda: env_ms("TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S", 900, zero_ok=False)
+    dispatch_timeout_ms: int = setting(
+        "TICKWHEEL_TIMER_DISPATCH_TIMEOUT_S",
+        Seconds(as_ms=True),
+        900_000,
+        "a request not leased within it is re-issued, then dead-lettered (decision 0055), seconds",
+        flag="--dispatch-timeout-s",
     )
 
     def partition_timer(self, partition: int, now_ms: int, rng: random.Random) -> PartitionTimer:

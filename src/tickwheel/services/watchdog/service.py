@@ -16,7 +16,6 @@ the watermark has passed the checkpointed one.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
@@ -43,6 +42,7 @@ from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.logs import configure_logging
 from tickwheel.records import Alert
 from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
+from tickwheel.services.environment import load, log_level
 from tickwheel.services.watchdog.freshness_probe import FreshnessProbe
 from tickwheel.services.watchdog.metrics import WatchdogMetrics
 from tickwheel.services.watchdog.progress import LagWatch, watermark
@@ -182,9 +182,7 @@ class WatchdogService:
     def run(self) -> None:
         verify_topology(bootstrap=self.settings.bootstrap)
         if self.settings.metrics_port:
-            self.metrics.serve(
-                self.settings.metrics_port, os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
-            )
+            self.metrics.serve(self.settings.metrics_port, self.settings.metrics_addr)
         self.producer.init()  # fences an earlier watchdog and waits out its transaction
         self._restore()
         for dispatcher in self.dispatchers:
@@ -378,17 +376,11 @@ class WatchdogService:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from tickwheel.services.environment import service_parser
-
-    parser = service_parser("tickwheel.services.watchdog")
-    parser.add_argument("--instance", default=os.environ.get("TICKWHEEL_INSTANCE", "watchdog"))
-    args = parser.parse_args(argv)
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    settings = load(WatchdogSettings, "watchdog", argv, description="The tickwheel watchdog.")
+    configure_logging(log_level(settings.log_level))
     serve(
         log,
         "watchdog",
-        lambda deadline: WatchdogService(
-            WatchdogSettings(instance=args.instance), deadline=deadline
-        ),
+        lambda deadline: WatchdogService(settings, deadline=deadline),
         exit_codes={WatchdogFenced: 3},  # a newer watchdog owns the alerts now
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import threading
 from typing import Any, NoReturn
@@ -20,14 +19,13 @@ from tickwheel.logs import configure_logging
 from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
-from tickwheel.services.environment import service_parser
+from tickwheel.services.environment import log_level, service_parser
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
 from tickwheel.services.worker.publisher import EventPublisher
 from tickwheel.services.worker.settings import (
     WorkerSettings,
-    add_worker_arguments,
     settings_from_args,
 )
 
@@ -147,25 +145,27 @@ class WorkerService:
 
 def main(argv: list[str] | None = None) -> None:
     parser = service_parser(
+        WorkerSettings,
         "tickwheel.services.worker",
         description="A tickwheel worker: runs execution requests with the registered handlers.",
     )
+    args = parser.parse_args(argv)
     try:
-        add_worker_arguments(parser)  # its flags' defaults come from the environment
+        run_from_args(args)
     except InvalidInput as exc:
         print(f"tickwheel worker: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    args = parser.parse_args(argv)
-    run_from_args(args)
 
 
 def run_from_args(args: argparse.Namespace) -> NoReturn:
     """Run a worker process from parsed `add_worker_arguments` flags, and exit with its code
-    (past a stop's deadline, or once stopped: nothing left may hold the process up)."""
-    configure_logging(getattr(logging, os.environ.get("TICKWHEEL_LOG_LEVEL", "INFO").upper()))
+    (past a stop's deadline, or once stopped: nothing left may hold the process up). A bad
+    setting raises InvalidInput before anything starts."""
+    settings = settings_from_args(args)
+    configure_logging(log_level(settings.log_level))
     serve(
         log,
         "worker",
-        lambda deadline: WorkerService(settings_from_args(args), deadline=deadline),
+        lambda deadline: WorkerService(settings, deadline=deadline),
         on_main_thread=threading.current_thread() is threading.main_thread(),
     )

@@ -9,6 +9,7 @@ from uvicorn.config import Config
 
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.service import ApiSettings
+from tickwheel.services.environment import from_env
 
 
 def test_the_default_is_auto_and_auto_takes_httptools_and_uvloop(
@@ -16,7 +17,7 @@ def test_the_default_is_auto_and_auto_takes_httptools_and_uvloop(
 ) -> None:
     monkeypatch.delenv("TICKWHEEL_API_HTTP", raising=False)
     monkeypatch.delenv("TICKWHEEL_API_LOOP", raising=False)
-    settings = ApiSettings()
+    settings = from_env(ApiSettings)
     assert (settings.http, settings.loop) == ("auto", "auto")
     config = Config(app=None, http=settings.http, loop=settings.loop)
     config.load()
@@ -28,7 +29,7 @@ def test_the_default_is_auto_and_auto_takes_httptools_and_uvloop(
 def test_the_pure_python_pair_is_selectable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TICKWHEEL_API_HTTP", "h11")
     monkeypatch.setenv("TICKWHEEL_API_LOOP", "asyncio")
-    settings = ApiSettings()
+    settings = from_env(ApiSettings)
     assert (settings.http, settings.loop) == ("h11", "asyncio")
 
 
@@ -44,6 +45,6 @@ def test_an_unknown_choice_is_refused_in_one_line(
 ) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(InvalidInput) as refused:
-        ApiSettings()
+        from_env(ApiSettings)
     message = str(refused.value)
     assert name in message and accepted in message and "\n" not in message

@@ -12,6 +12,7 @@ from tests.unit.services.orchestrator.test_orchestrator_pruning import T0, Feed
 from tickwheel.core.workflow import Start, TimerFired
 from tickwheel.core.workflow.approval import verify_approval
 from tickwheel.errors import InvalidInput
+from tickwheel.services.environment import from_env
 from tickwheel.services.orchestrator.approval_webhooks import approval_payload
 from tickwheel.services.orchestrator.notices import ApprovalNotifier
 from tickwheel.services.orchestrator.partition import PartitionOrchestrator
@@ -75,5 +76,5 @@ def test_bad_webhook_settings_are_refused_in_one_line_naming_the_variable(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(InvalidInput) as raised:
-        OrchestratorService(OrchestratorSettings())
+        OrchestratorService(from_env(OrchestratorSettings))
     assert raised.value.field == variable
