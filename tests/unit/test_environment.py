@@ -176,3 +176,41 @@ def test_a_service_started_with_a_bad_variable_says_one_line_and_exits_2(
         lines
     )
     assert repr(value) in lines[0]
+
+
+IMPORT_PROBE = """
+import importlib, os, pkgutil, sys
+read = set()
+class Recording(os._Environ):
+    def __getitem__(self, key):
+        read.add(key)
+        return super().__getitem__(key)
+os.environ.__class__ = Recording
+for package in ("tickwheel.core", "tickwheel.adapters", "tickwheel.sdk"):
+    module = importlib.import_module(package)
+    for info in pkgutil.walk_packages(module.__path__, package + "."):
+        importlib.import_module(info.name)
+print(sorted(n for n in read if n.startswith(("TICKWHEEL_", "KAFKA_", "CLICKHOUSE_URL"))))
+"""
+
+
+def test_core_adapters_and_sdk_read_no_variable_at_import() -> None:
+    # They take parameters; the environment is read at the entry points (decision 0215).
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_payload_limit_is_read_when_a_job_is_validated() -> None:
+    from tickwheel.sdk.job_records import payload_limit
+
+    assert payload_limit({}) == 64 * 1024
+    assert payload_limit({"TICKWHEEL_MAX_PAYLOAD_BYTES": "1024"}) == 1024
+    with pytest.raises(InvalidInput, match=r"^TICKWHEEL_MAX_PAYLOAD_BYTES: 'big'"):
+        payload_limit({"TICKWHEEL_MAX_PAYLOAD_BYTES": "big"})

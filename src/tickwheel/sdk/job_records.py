@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,6 +18,7 @@ from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.core import definition as _definition
 from tickwheel.core.record_schedule import record_schedule, specs_as_json
 from tickwheel.core.schedule import Schedule
+from tickwheel.environment import env_int
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.sdk.ssrf import (
     RequestRefused,
@@ -27,7 +28,7 @@ from tickwheel.sdk.ssrf import (
     system_resolver,
 )
 
-MAX_PAYLOAD_BYTES = int(os.environ.get("TICKWHEEL_MAX_PAYLOAD_BYTES", 64 * 1024))
+MAX_PAYLOAD_BYTES_VAR = "TICKWHEEL_MAX_PAYLOAD_BYTES"
 KNOWN_FIELDS = set(_definition.KNOWN_FIELDS)
 PRIORITIES = _definition.PRIORITIES
 MISFIRE_POLICIES = _definition.MISFIRE_POLICIES
@@ -58,6 +59,7 @@ def validate_job(
     created_at_ms: int | None = None,
     *,
     resolver: Resolver | None = None,
+    max_payload_bytes: int | None = None,
 ) -> dict[str, Any]:
     """A JSON job definition (DESIGN §13 field names) checked and turned into the Avro
     `JobDefinition` record. Raises InvalidInput naming the field and what is accepted.
@@ -66,8 +68,11 @@ def validate_job(
     every record it reads too. On top, an `http` job's host name is resolved here (the
     core does no I/O) and refused if it resolves to an address the worker's SSRF guard
     would refuse; a name that does not resolve from here is left to the worker, whose
-    network may differ.
+    network may differ. `max_payload_bytes` defaults to TICKWHEEL_MAX_PAYLOAD_BYTES (the timer
+    applies the same limit), read at the call: nothing here reads the environment at import.
     """
+    if max_payload_bytes is None:
+        max_payload_bytes = payload_limit()
     guard = SsrfGuard.from_env()
     record = _definition.validate_definition(
         spec,
@@ -75,12 +80,18 @@ def validate_job(
         version=version,
         created_at_ms=created_at_ms,
         new_job_id=str(uuid.uuid4()),
-        max_payload_bytes=MAX_PAYLOAD_BYTES,
+        max_payload_bytes=max_payload_bytes,
         allowed_networks=guard.allowed_networks,
     )
     if record["type"] == "http" and record["payloadTemplate"] is None:
         _vet_http_host(json.loads(record["payload"]).get("url"), guard, resolver)
     return dict(record)
+
+
+def payload_limit(environ: Mapping[str, str] | None = None) -> int:
+    """The largest payload a definition may carry: TICKWHEEL_MAX_PAYLOAD_BYTES, else 64 KiB;
+    a bad value is refused in one line naming the variable."""
+    return env_int(MAX_PAYLOAD_BYTES_VAR, _definition.DEFAULT_MAX_PAYLOAD_BYTES, environ=environ)
 
 
 def _vet_http_host(url: str, guard: SsrfGuard, resolver: Resolver | None) -> None:

@@ -42,7 +42,6 @@ from tickwheel.sdk.job_commands import Verdict, VerdictPending, VersionConflict
 
 # The record half of this module, split out: importable from here as before (`x as x`).
 from tickwheel.sdk.job_records import KNOWN_FIELDS as KNOWN_FIELDS
-from tickwheel.sdk.job_records import MAX_PAYLOAD_BYTES as MAX_PAYLOAD_BYTES
 from tickwheel.sdk.job_records import MISFIRE_POLICIES as MISFIRE_POLICIES
 from tickwheel.sdk.job_records import OVERLAP_POLICIES as OVERLAP_POLICIES
 from tickwheel.sdk.job_records import PRIORITIES as PRIORITIES
