@@ -51,10 +51,15 @@ def check_definition_record(
     if not isinstance(record, Mapping):
         raise InvalidInput("definition", "accepted: a JobDefinition record")
     shape = _shape(record, max_payload_bytes, allowed_networks)
-    if shape is not None and shape in _VALID_SHAPES:
-        # Everything but its identity and payload was checked already, for another job.
-        _check_identity_and_payload(record, key, max_payload_bytes)
-        return
+    if shape is not None:
+        try:
+            known = shape in _VALID_SHAPES
+        except TypeError:  # a container where the schema has none: checked uncached
+            shape, known = None, False
+        if known:
+            # Everything but its identity and payload was checked already, for another job.
+            _check_identity_and_payload(record, key, max_payload_bytes)
+            return
     _check_record(record, key, max_payload_bytes, allowed_networks)
     if shape is not None:
         _VALID_SHAPES[shape] = None
@@ -73,7 +78,9 @@ def _shape(
     record: Mapping[str, Any], max_payload_bytes: int, allowed_networks: Iterable[IPNetwork]
 ) -> tuple[Any, ...] | None:
     """The record without what differs between otherwise identical jobs; None when the rest of
-    the record cannot stand for its validity (an `http` job's target is in its payload)."""
+    the record cannot stand for its validity (an `http` job's target is in its payload). It
+    may not hash (a container where the schema has none): the caller checks that record
+    uncached."""
     if record.get("type") == "http":
         return None
     # Field names and values in the record's own order (a decoded record's is the schema's):
@@ -95,12 +102,22 @@ def _shape(
     count_from = None
     if record.get("maxRuns") is not None and record.get("startAt") is None:
         count_from = record.get("createdAt")  # counted from the job's creation (schedules §3)
-    shape = (max_payload_bytes, tuple(allowed_networks), names, count_from, values)
-    try:
-        hash(shape)
-    except TypeError:
-        return None
-    return shape
+    return (max_payload_bytes, _networks_key(allowed_networks), names, count_from, values)
+
+
+# The allowed networks as a shape holds them: their text, remembered per immutable collection
+# (the timer passes one constant), since an `ipaddress` network hashes in Python, not in C.
+_NETWORK_KEYS: dict[int, tuple[object, tuple[str, ...]]] = {}
+
+
+def _networks_key(networks: Iterable[IPNetwork]) -> tuple[str, ...]:
+    remembered = _NETWORK_KEYS.get(id(networks))
+    if remembered is not None and remembered[0] is networks:
+        return remembered[1]
+    key = tuple(str(network) for network in networks)
+    if isinstance(networks, tuple | frozenset) and len(_NETWORK_KEYS) < 64:
+        _NETWORK_KEYS[id(networks)] = (networks, key)  # kept alive here, so its id stays its
+    return key
 
 
 # The record fields whose values are maps or arrays (labels, schedules, exclude).
