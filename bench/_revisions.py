@@ -14,7 +14,8 @@ in time are not comparable.
   `tickwheel` package under `src` (another revision's), loaded beside the one imported: the
   same bench code over both revisions (the timer's profiles).
 
-`src_of` also takes a directory: a tree exported by hand (or a checkout) is used as it is.
+`tree_of` and `src_of` also take a directory: a tree exported by hand (or a checkout) is used
+as it is.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ def tree(rev: str) -> Path:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target
+
+
+def tree_of(rev_or_tree: str | Path) -> Path:
+    """A tree on disk as it is, else the tree of a git revision (an argparse `type=`)."""
+    path = Path(rev_or_tree)
+    return path if path.is_dir() else tree(str(rev_or_tree))
 
 
 def src_of(rev_or_tree: str | Path) -> Path:

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._charts import histogram, points  # noqa: E402
 from bench._common import Report, bench_broker, percentile, stop_process, track  # noqa: E402
+from bench._revisions import tree_of  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
 from tickwheel.adapters.avro import decode, encode  # noqa: E402
 from tickwheel.adapters.kafka.admin import apply_topology  # noqa: E402
@@ -44,8 +45,8 @@ ZONES = ["UTC", "Europe/London", "America/New_York", "Asia/Tokyo", "Australia/Sy
 
 class TimerRun:
     """How the benchmark's timer processes run: `sample_dir` samples each one's stacks
-    (bench/sampling.py); `code` runs another revision's `src/` (a `git archive` of it), so two
-    revisions are compared on one broker in one run."""
+    (bench/sampling.py); `code` runs another revision's `src/` (its tree: bench/_revisions.py),
+    so two revisions are compared on one broker in one run."""
 
     sample_dir: Path | None = None
     code: Path | None = None
@@ -285,7 +286,9 @@ def main() -> None:
     )
     parser.add_argument("--sample", type=Path, help="write each timer's stack samples here")
     parser.add_argument(
-        "--timer-code", type=Path, help="run the timer from this tree's src/ (another revision)"
+        "--timer-code",
+        type=tree_of,
+        help="run the timer of another revision: a git revision, or its tree on disk",
     )
     parser.add_argument("--report", default="timer.md", help="the report's name in bench/reports")
     args = parser.parse_args()

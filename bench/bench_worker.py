@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._charts import rate_over_time  # noqa: E402
 from bench._common import exit_on_sigterm, percentile, stop_all, stop_process, track  # noqa: E402
+from bench._revisions import tree_of  # noqa: E402
 from bench.bench_limits import measure_limits  # noqa: E402
 from bench.profile_worker import run as lane_cpu  # noqa: E402
 from bench.worker_stages import fill, thread_cpu_s  # noqa: E402
@@ -113,7 +114,7 @@ def count_events(
 
 class WorkerRun:
     """How the benchmark's worker processes run: `sample_dir` samples each one's stacks
-    (bench/sampling.py); `old_code` is another revision's tree (a `git archive` of it), run
+    (bench/sampling.py); `old_code` is another revision's tree (bench/_revisions.py), run
     beside the current code on the same broker in the same run (A/B, interleaved)."""
 
     sample_dir: Path | None = None
@@ -212,9 +213,12 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=50000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--profile-executions", type=int, default=5000)
-    parser.add_argument("--old-code", type=Path,
-                        help="also run this tree's worker (a `git archive` of another revision), "
-                        "interleaved with the current code's, for an A/B in one run")  # fmt: skip
+    parser.add_argument(
+        "--old-code",
+        type=tree_of,
+        help="also run another revision's worker (a git revision, or its tree on disk), "
+        "interleaved with the current code's, for an A/B in one run",
+    )
     parser.add_argument("--old-label", default="old", help="what the report calls --old-code")
     parser.add_argument("--sample", type=Path, help="write each worker's stack samples here")
     args = parser.parse_args()
@@ -318,7 +322,7 @@ execution. "Worker CPU" is the worker process's user + system CPU (every thread:
 delivery reports, librdkafka's) per execution from a fifth of the events to the last: unlike
 executions/s it moves little with what else runs on the machine, so it is the figure to
 compare across runs. The timer is not involved: fired → leased adds the timer's emit path.
-With `--old-code TREE` (a `git archive` of another revision) each log level also runs that
+With `--old-code REV` (a git revision, or its tree on disk) each log level also runs that
 revision's worker, interleaved with this one's on the same broker (A/B).
 
 The raw limit, measured on the same broker in the same run (`bench/bench_limits.py`): one
