@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -76,11 +75,6 @@ def adopt_jobs_group(bootstrap: str | None, declared: int) -> JobsGroup:
     specs = verify_topology(bootstrap=bootstrap)
     count = group_partitions(specs) or declared
     return JobsGroup(count, JOBS_GROUP in read_changes(bootstrap))
-
-
-def metrics_address() -> str:
-    """Where a service's metrics listen: loopback unless the environment says otherwise."""
-    return os.environ.get("TICKWHEEL_METRICS_ADDR", "127.0.0.1")
 
 
 class OwnedPartitions(Generic[P]):

@@ -42,7 +42,6 @@ from tickwheel.runtime.partitions import (
     OwnedPartitions,
     adopt_jobs_group,
     group_consumer,
-    metrics_address,
     restore_seconds,
 )
 from tickwheel.runtime.restores import RestoreResult
@@ -146,7 +145,7 @@ class JobWriterService:
             adopt_jobs_group(self.settings.bootstrap, self.partition_count).partitions
         )
         if self.settings.metrics_port:
-            self.figures.metrics.serve(self.settings.metrics_port, metrics_address())
+            self.figures.metrics.serve(self.settings.metrics_port, self.settings.metrics_addr)
         self.start()
         try:
             while self.owned.running:

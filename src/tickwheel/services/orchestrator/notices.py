@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval
 from tickwheel.errors import InvalidInput
 from tickwheel.records import WorkflowEvent
-from tickwheel.sdk.workflows import DEFAULT_APPROVAL_TTL_MS, approval_keys
+from tickwheel.sdk.workflows import DEFAULT_APPROVAL_TTL_MS
 from tickwheel.services.orchestrator.partition import Batch
+from tickwheel.services.orchestrator.settings import LINK_VAR
 
 log = logging.getLogger("tickwheel.orchestrator")
-LINK_VAR = "TICKWHEEL_APPROVAL_LINK"
 
 
 class ApprovalNotifier:
@@ -35,10 +34,6 @@ class ApprovalNotifier:
             raise InvalidInput(LINK_VAR, f"{link_template!r}; accepted: a URL with {{token}}")
         self.keys = dict(keys)
         self.link_template = link_template
-
-    @classmethod
-    def from_env(cls) -> ApprovalNotifier:
-        return cls(approval_keys(), os.environ.get(LINK_VAR) or None)
 
     def link(self, workflow_id: str, step_id: str, round_: int, expires_at_ms: int) -> str | None:
         """The round's approval link (a URL, or the CLI command), signed with the first key;

@@ -42,7 +42,6 @@ from tickwheel.runtime.partitions import (
     OwnedPartitions,
     adopt_jobs_group,
     group_consumer,
-    metrics_address,
     restore_seconds,
 )
 from tickwheel.runtime.restores import RestoreResult
@@ -92,7 +91,8 @@ class OrchestratorService:
         self.clients: KafkaClients[Any] = clients or BrokerClients(settings.bootstrap)
         self.topics = OrchestratorTopics.declared()
         self.metrics = OrchestratorMetrics()
-        self.notifier = ApprovalNotifier.from_env()  # approval links, once committed
+        # Approval links, once committed.
+        self.notifier = ApprovalNotifier(settings.approval_keys, settings.approval_link or None)
         self.webhooks = self._approval_webhooks()  # settings checked before any client exists
         # The jobs group's partition count: which partition owns an input, read at each input
         # (`adopt_partition_count` sets it, and every copy of it, from the cluster's).
@@ -171,7 +171,7 @@ class OrchestratorService:
             adopt_jobs_group(self.settings.bootstrap, self.partition_count).partitions
         )
         if self.settings.metrics_port:
-            self.metrics.serve(self.settings.metrics_port, metrics_address())
+            self.metrics.serve(self.settings.metrics_port, self.settings.metrics_addr)
         self.catalog.refresh()
         self.start()
         try:

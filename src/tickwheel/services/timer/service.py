@@ -28,7 +28,6 @@ from tickwheel.runtime.partitions import (
     OwnedPartitions,
     adopt_jobs_group,
     group_consumer,
-    metrics_address,
     restore_seconds,
 )
 from tickwheel.runtime.restores import RestoreResult
@@ -149,7 +148,7 @@ class TimerService:
         else:
             self.calendars.start()
         if self.settings.metrics_port:
-            self.metrics.serve(self.settings.metrics_port, metrics_address())
+            self.metrics.serve(self.settings.metrics_port, self.settings.metrics_addr)
         self.owned.subscribe()
         log.info(
             "timer started", extra={"action": "timer_started", "instance": self.settings.instance}
