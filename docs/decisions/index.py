@@ -7,7 +7,9 @@
 Every record is `NNNN-slug.md` and opens with its title line `# NNNN — title`, a blank line,
 then its status line: `Status: accepted`, `Status: amended by NNNN` (several: `NNNN, NNNN`)
 or `Status: superseded by NNNN`, optionally followed by a remark in parentheses. A record
-amended or superseded names the later record that does so, and that record exists.
+amended or superseded names the later record that does so, and that record exists; a record
+whose title or status says it `amends NNNN` or `supersedes NNNN` is named by NNNN's status,
+and so is a later record that NNNN's own text says it was amended or superseded by.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ STATUS = re.compile(
     r"^Status: (?P<status>accepted|amended by (?P<amended>\d{4}(?:, \d{4})*)"
     r"|superseded by (?P<superseded>\d{4}))(?: \((?P<remark>.+)\))?$"
 )
+# "amends 0066" in a title or a status line: the record it names must say so in its status.
+AMENDS = re.compile(r"\b(?:amends|supersedes) (?:decisions? )?(\d{4})", re.IGNORECASE)
+# "Amended by 0102 and 0103" in a record's text: its status must name them too.
+AMENDED_BY = re.compile(
+    r"\b(?:amended|superseded)(?: in part)? by (?:decisions? )?"
+    r"((?:\[?\d{4}\]?(?:\([^)\s]*\))?(?:, | and )?)+)",
+    re.IGNORECASE,
+)
 
 
 class RecordError(ValueError):
@@ -39,6 +49,8 @@ class Record:
     status: str
     later: tuple[str, ...]  # the records that amend or supersede this one
     file: str
+    amends: tuple[str, ...] = ()  # what its title or status says it amends or supersedes
+    named_later: tuple[str, ...] = ()  # what its text says amended or superseded it
 
 
 def record_files(folder: Path = HERE) -> list[Path]:
@@ -62,12 +74,17 @@ def read_record(path: Path) -> Record:
             f"found {lines[2]!r}"
         )
     later = status.group("amended") or status.group("superseded") or ""
+    body = path.read_text(encoding="utf-8").split("\n", 3)[-1]
     return Record(
         number=path.name[:4],
         title=title.group(2),
         status=status.group("status"),
         later=tuple(later.split(", ")) if later else (),
         file=path.name,
+        amends=tuple(AMENDS.findall(f"{lines[0]} {lines[2]}")),
+        named_later=tuple(
+            sorted({n for m in AMENDED_BY.finditer(body) for n in re.findall(r"\d{4}", m[1])})
+        ),
     )
 
 
@@ -79,8 +96,21 @@ def read_records(folder: Path = HERE) -> tuple[list[Record], list[str]]:
             records.append(read_record(path))
         except RecordError as error:
             problems.append(str(error))
-    numbers = {r.number for r in records}
+    by_number = {r.number: r for r in records}
+    numbers = set(by_number)
     for record in records:
+        for earlier in record.amends:
+            if earlier in by_number and record.number not in by_number[earlier].later:
+                problems.append(
+                    f"{by_number[earlier].file}: {record.file} amends or supersedes it, "
+                    f"but its status does not name {record.number}"
+                )
+        for later in record.named_later:
+            if later not in record.later:
+                problems.append(
+                    f"{record.file}: its text says {later} amended or superseded it; "
+                    f"its status line does not"
+                )
         for later in record.later:
             if later not in numbers:
                 problems.append(f"{record.file}: {record.status}, but there is no record {later}")

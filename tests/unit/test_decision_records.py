@@ -85,3 +85,42 @@ def test_a_malformed_record_is_named(tmp_path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
     with pytest.raises(index.RecordError, match=r"0100-a-record\.md"):
         index.read_record(path)
+
+
+def test_an_amendment_the_older_record_does_not_name_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "0100-old.md").write_text("# 0100 — Old\n\nStatus: accepted\n", encoding="utf-8")
+    (tmp_path / "0101-new.md").write_text(
+        "# 0101 — New (amends 0100)\n\nStatus: accepted\n", encoding="utf-8"
+    )
+    _, problems = index.read_records(tmp_path)
+    assert problems == [
+        "0100-old.md: 0101-new.md amends or supersedes it, but its status does not name 0101"
+    ]
+    (tmp_path / "0100-old.md").write_text(
+        "# 0100 — Old\n\nStatus: amended by 0101\n", encoding="utf-8"
+    )
+    assert index.read_records(tmp_path)[1] == []
+
+
+def test_a_banner_the_status_line_does_not_carry_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "0100-old.md").write_text(
+        "# 0100 — Old\n\nStatus: accepted\n\n*Superseded in part by 0101*: ...\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "0101-new.md").write_text("# 0101 — New\n\nStatus: accepted\n", encoding="utf-8")
+    _, problems = index.read_records(tmp_path)
+    assert problems == [
+        "0100-old.md: its text says 0101 amended or superseded it; its status line does not"
+    ]
+
+
+def test_a_status_naming_a_missing_or_earlier_record_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "0100-a.md").write_text(
+        "# 0100 — A\n\nStatus: superseded by 0102\n", encoding="utf-8"
+    )
+    (tmp_path / "0101-b.md").write_text("# 0101 — B\n\nStatus: amended by 0100\n", encoding="utf-8")
+    _, problems = index.read_records(tmp_path)
+    assert problems == [
+        "0100-a.md: superseded by 0102, but there is no record 0102",
+        "0101-b.md: amended by 0100 names an earlier record",
+    ]
