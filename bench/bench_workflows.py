@@ -147,8 +147,8 @@ def fold_cpu(instances: int, steps: int, rounds: int = 3) -> dict[str, Any]:
     """In one process, no broker: the orchestrator's CPU per step transition on its fold path
     (decode, fold, records) and its encoding of each batch as the writer does it, with the
     generic Avro encoder (A) and the orchestrator's codec (B) interleaved, `rounds` each."""
+    from tickwheel.adapters.avro.fast import encode_record
     from tickwheel.adapters.kafka.reader import Record
-    from tickwheel.services.orchestrator.codec import encode_record
     from tickwheel.services.orchestrator.definitions import DefinitionCatalog
     from tickwheel.services.orchestrator.partition import PartitionOrchestrator
 

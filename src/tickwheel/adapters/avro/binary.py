@@ -1,18 +1,13 @@
-"""Avro's binary encoding of primitive values, for the hand-written codecs of the hottest
-records (the worker's attempt events, decision 0114; the timer's requests and states, 0116;
-the worker's request reader, 0117, and the timer's event reader, 0144). Each codec checks its
-layout against the schema (`layout_header`) and falls back to the generic codec; these
-functions only write or read values, byte for byte as fastavro does."""
+"""Avro's binary encoding of primitive values, byte for byte as fastavro writes and reads
+them: what the generated codecs of the hot records (`adapters/avro/fast/`, written by
+`codecs_gen` from `schemas/`, decision 0214) and the worker's attempt events (decision 0114)
+are built on. These functions only write or read values; a codec checks that the current
+schema is the one it was made for and otherwise falls back to the generic codec."""
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable, Mapping
 from typing import Any
-
-from tickwheel.adapters.avro._registry import default_registry
-
-# A field with no default, in a codec's declared layout.
-REQUIRED = "<required>"
 
 NULL = b"\x00"
 SOME = b"\x02"  # union branch 1 (the non-null type), zig-zag encoded
@@ -68,31 +63,52 @@ def write_opt_long(n: int | None) -> bytes:
     return NULL if n is None else SOME + write_long(n)
 
 
+_FALSE, _TRUE = b"\x00", b"\x01"
+
+
+def write_boolean(value: bool) -> bytes:
+    """Only a bool: anything else goes to the generic encoder, whatever it makes of it."""
+    if value is True:
+        return _TRUE
+    if value is False:
+        return _FALSE
+    raise TypeError("a boolean")
+
+
+def write_bytes(value: bytes) -> bytes:
+    if type(value) is not bytes:
+        raise TypeError("bytes")
+    return write_long(len(value)) + value
+
+
+def write_embedded(value: Any, embed: Callable[[Mapping[str, Any]], bytes]) -> bytes:
+    """A bytes field carrying another record's encoding: given as bytes, or as the record,
+    whose bytes `embed` gives (the caller's, say a cache of what it already encoded)."""
+    raw: bytes = value
+    if type(value) is not bytes:
+        if not isinstance(value, Mapping):
+            raise TypeError("bytes or a record")
+        raw = embed(value)
+    return write_long(len(raw)) + raw
+
+
+def write_opt_embedded(value: Any, embed: Callable[[Mapping[str, Any]], bytes]) -> bytes:
+    return NULL if value is None else SOME + write_embedded(value, embed)
+
+
+_EMPTY = b"\x00"  # an empty array or map: a zero block count
+
+
+def write_block(items: list[bytes]) -> bytes:
+    """An Avro array or map of `items` (already encoded) as one block, as fastavro writes it."""
+    if not items:
+        return _EMPTY
+    return write_long(len(items)) + b"".join(items) + _EMPTY
+
+
 # -- reading -----------------------------------------------------------------------------------
 class Unusual(Exception):
-    """Something a hand-written reader leaves to the generic decoder."""
-
-
-def _shape(avro_type: Any) -> Any:
-    if isinstance(avro_type, list):
-        return tuple(_shape(t) for t in avro_type)
-    if isinstance(avro_type, dict):
-        if avro_type["type"] == "enum":
-            return ("enum", tuple(avro_type["symbols"]))
-        return _shape(avro_type["type"])
-    return avro_type
-
-
-@functools.cache
-def layout_header(record: str, layout: tuple[tuple[str, Any, Any], ...]) -> bytes | None:
-    """The current version's header of `record` when its fields are `layout` ((name, shape,
-    default or REQUIRED) in schema order, unions as tuples, enums as ("enum", symbols)), else
-    None: the reader then hands every record to the generic decoder."""
-    version = default_registry().current(record)
-    declared = tuple(
-        (f["name"], _shape(f["type"]), f.get("default", REQUIRED)) for f in version.schema["fields"]
-    )
-    return version.header if declared == layout else None
+    """Something a direct reader leaves to the generic decoder."""
 
 
 def read_long(data: bytes, pos: int) -> tuple[int, int]:
@@ -146,3 +162,36 @@ def read_opt_long(data: bytes, pos: int) -> tuple[int | None, int]:
     if branch != 2:
         raise Unusual
     return read_long(data, pos + 1)
+
+
+# Epoch milliseconds are six-byte varints whose last four bytes (bits 14 and up) a batch's
+# instants share for 16 s: those four bytes -> the bits they carry (bounded; cleared when full).
+_INSTANT_HIGH: dict[bytes, int] = {}
+_INSTANT_HIGH_MAX = 4096
+
+
+def read_instant(data: bytes, pos: int) -> tuple[int, int]:
+    """`read_long`, with the high bytes of a six-byte varint (an instant) looked up rather than
+    walked: a key is only ever stored for four bytes that end a six-byte varint, and they
+    determine every bit above the first 14."""
+    high = _INSTANT_HIGH.get(data[pos + 2 : pos + 6])
+    first, second = data[pos], data[pos + 1]
+    if high is None or first < 0x80 or second < 0x80:
+        value, end = read_long(data, pos)
+        if end - pos == 6:
+            if len(_INSTANT_HIGH) >= _INSTANT_HIGH_MAX:
+                _INSTANT_HIGH.clear()
+            z = (value << 1) ^ (value >> 63)  # zig-zag again: the varint's bits
+            _INSTANT_HIGH[data[pos + 2 : end]] = z >> 14 << 14
+        return value, end
+    z = (first & 0x7F) | ((second & 0x7F) << 7) | high
+    return (z >> 1) ^ -(z & 1), pos + 6
+
+
+def read_opt_instant(data: bytes, pos: int) -> tuple[int | None, int]:
+    branch = data[pos]
+    if branch == 0:
+        return None, pos + 1
+    if branch != 2:
+        raise Unusual
+    return read_instant(data, pos + 1)

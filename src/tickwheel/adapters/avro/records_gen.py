@@ -4,6 +4,9 @@ record family — from `schemas/*/vN.avsc`.
     python -m tickwheel.adapters.avro.records_gen          # rewrite src/tickwheel/records/
     python -m tickwheel.adapters.avro.records_gen --check  # exit 1 when a file has drifted
 
+It also writes the hot records' codecs, `tickwheel.adapters.avro.fast` (`codecs_gen`): one
+generator, one check, so a new field touches its schema and nothing else by hand (0214).
+
 Each type follows the highest version of its record, because that is the shape `decode`
 returns (it reads every kept version into the current one, filling defaults), so every field
 is a required key. TypedDicts rather than dataclasses: the codec already speaks dicts, and a
@@ -18,10 +21,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tickwheel.adapters.avro import codecs_gen
 from tickwheel.adapters.avro._registry import find_schemas_dir
 
 PRIMITIVES = {
@@ -312,10 +316,14 @@ def target_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "records"
 
 
-def drifted(package_dir: Path, schemas_dir: Path | None = None) -> list[str]:
-    """The files of `package_dir` that differ from what the generator writes for
+def drifted(
+    package_dir: Path,
+    schemas_dir: Path | None = None,
+    make: Callable[[Path | None], dict[str, str]] = generate,
+) -> list[str]:
+    """The files of `package_dir` that differ from what `make` (the generator) writes for
     `schemas_dir`: changed, missing, or a module the generator no longer writes."""
-    expected = generate(schemas_dir)
+    expected = make(schemas_dir)
     present = {p.name for p in package_dir.glob("*.py")} if package_dir.is_dir() else set()
     wrong = [
         name
@@ -325,9 +333,13 @@ def drifted(package_dir: Path, schemas_dir: Path | None = None) -> list[str]:
     return sorted(wrong + [name for name in present if name not in expected])
 
 
-def write(package_dir: Path, schemas_dir: Path | None = None) -> list[str]:
-    """Rewrite the package from the schemas, removing modules of families that are gone."""
-    expected = generate(schemas_dir)
+def write(
+    package_dir: Path,
+    schemas_dir: Path | None = None,
+    make: Callable[[Path | None], dict[str, str]] = generate,
+) -> list[str]:
+    """Rewrite the package from the schemas, removing modules the generator no longer writes."""
+    expected = make(schemas_dir)
     package_dir.mkdir(parents=True, exist_ok=True)
     for stale in package_dir.glob("*.py"):
         if stale.name not in expected:
@@ -338,18 +350,23 @@ def write(package_dir: Path, schemas_dir: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    path = target_dir()
+    """Write (or with `--check`, compare) both generated packages: the records' types and the
+    hot records' codecs (`codecs_gen`, decision 0214)."""
+    packages = ((target_dir(), generate), (codecs_gen.target_dir(), codecs_gen.generate))
     if "--check" in argv:
-        wrong = drifted(path)
-        if wrong:
-            print(
-                f"{path} is out of date ({', '.join(wrong)}): "
-                "run python -m tickwheel.adapters.avro.records_gen"
-            )
-            return 1
-        return 0
-    write(path)
-    print(f"wrote {path}")
+        status = 0
+        for path, make in packages:
+            wrong = drifted(path, make=make)
+            if wrong:
+                print(
+                    f"{path} is out of date ({', '.join(wrong)}): "
+                    "run python -m tickwheel.adapters.avro.records_gen"
+                )
+                status = 1
+        return status
+    for path, make in packages:
+        write(path, make=make)
+        print(f"wrote {path}")
     return 0
 
 

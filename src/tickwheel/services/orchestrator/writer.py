@@ -19,9 +19,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tickwheel.adapters.avro import encode
+from tickwheel.adapters.avro.fast import encode_record
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.runtime.transactions import Written, ended_in_failure
-from tickwheel.services.orchestrator.codec import encode_record
 from tickwheel.services.orchestrator.partition import Batch
 from tickwheel.services.orchestrator.records import checkpoint_key, checkpoint_record
 from tickwheel.services.orchestrator.restore import OrchestratorTopics, PartitionRuntime

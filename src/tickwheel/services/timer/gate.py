@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal, cast, overload
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.avro.fast.execution_event import decode as decode_event
 from tickwheel.adapters.kafka.dead_letters import dead_letter_record
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.placement import foreign_owner
@@ -23,7 +24,6 @@ from tickwheel.records import (
     JobDefinition,
     TimerCommand,
 )
-from tickwheel.services.timer.event_codec import decode_event
 from tickwheel.services.timer.records import decode_state
 
 log = logging.getLogger("tickwheel.timer")

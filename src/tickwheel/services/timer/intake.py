@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from tickwheel.adapters.avro.fast.execution_event import decode as decode_event
 from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.placement import Forward
 from tickwheel.adapters.kafka.reader import record_of
 from tickwheel.ports.kafka import GroupConsumer, KafkaMessage, ReadRecord
 from tickwheel.records import ExecutionEvent
-from tickwheel.services.timer.event_codec import decode_event
 from tickwheel.services.timer.gate import RecordGate
 from tickwheel.services.timer.inbox import CommandInbox
 from tickwheel.services.timer.inputs import PartitionInputs

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tickwheel.adapters.avro import encode
+from tickwheel.adapters.avro.fast.execution_request import encode as encode_request
 from tickwheel.adapters.kafka.client import KafkaException
 from tickwheel.adapters.kafka.placement import Forward, log_forwards
 from tickwheel.core.timer.request_log import SEQ_HEADER, first_offset_recorder
 from tickwheel.core.timer.writes import PartitionWrites
 from tickwheel.runtime.transactions import Outcome, failure
-from tickwheel.services.timer.codec import encode_request, encode_timer_state
+from tickwheel.services.timer.codec import encode_timer_state
 from tickwheel.services.timer.metrics import TimerMetrics
 from tickwheel.services.timer.records import checkpoint_key, encode_checkpoint, request_key
 from tickwheel.services.timer.runtime import PartitionRuntime, TimerTopics

@@ -7,11 +7,13 @@ encodes the repeated part once per attempt and writes each event as Avro around 
 generic codec (a dict per event, then fastavro) this was the largest share of a no-op
 execution's cost (bench/reports/worker.md).
 
-The layout is Avro's binary encoding of the current `ExecutionEvent` schema, and it is checked
-against that schema when first used: a new schema version whose fields differ makes
-`fast_layout()` False and every event goes through the generic encoder until this module is
-taught the new layout (`tests/unit/services/worker/test_worker_codec.py` fails first, and proves the bytes
-identical to `encode("ExecutionEvent", ...)`; decision 0114).
+This is the worker's own logic, not a codec: which bytes repeat across an attempt and a batch.
+The record's header and event types come from the generated codec of `ExecutionEvent`
+(`adapters/avro/fast/execution_event.py`, decision 0214); the order the pieces are joined in is
+the layout below, checked against the current schema when first used: a new schema version
+whose fields differ makes `fast_layout()` False and every event goes through the generic
+encoder until this module is taught the new layout (`tests/unit/services/worker/test_worker_codec.py`
+fails first, and proves the bytes identical to `encode("ExecutionEvent", ...)`; decision 0114).
 """
 
 from __future__ import annotations
@@ -28,16 +30,15 @@ from tickwheel.adapters.avro.binary import write_long as _long
 from tickwheel.adapters.avro.binary import write_opt_long as _opt_long
 from tickwheel.adapters.avro.binary import write_opt_string as _opt_string
 from tickwheel.adapters.avro.binary import write_string as _string
+from tickwheel.adapters.avro.fast import execution_event as generated
 from tickwheel.records import ExecutionRequest
 from tickwheel.services.worker.events import Outcome, execution_event
 
-EVENT_TYPES = (
-    "requested", "skipped", "leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
-    "dead_lettered", "fenced", "cancelled",
-)  # fmt: skip
+EVENT_TYPES = generated.EXECUTION_EVENT_TYPE
 _NULL_LONG = ["null", "long"]
 _NULL_STRING = ["null", "string"]
-# The fields of ExecutionEvent v1, in order, as the schema declares their types.
+# The fields of ExecutionEvent v1, in the order the pieces below are joined, as the schema
+# declares their types.
 EVENT_LAYOUT: tuple[tuple[str, Any], ...] = (
     ("event_id", "string"),
     ("event_time", "long"),
@@ -100,12 +101,11 @@ def fast_layout() -> bool:
     """True when the current `ExecutionEvent` schema is the layout this module writes."""
     schema = default_registry().current("ExecutionEvent").schema
     declared = tuple((f["name"], _declared(f["type"])) for f in schema["fields"])
-    return declared == EVENT_LAYOUT
+    return generated.fast_layout() and declared == EVENT_LAYOUT
 
 
-@functools.cache
 def _header() -> bytes:
-    return default_registry().current("ExecutionEvent").header
+    return generated.HEADER
 
 
 def details_json(details: Mapping[str, Any] | None) -> str | None:

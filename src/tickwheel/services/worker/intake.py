@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from tickwheel.adapters.avro import UndecodableRecord
+from tickwheel.adapters.avro.fast.execution_request import decode as decode_request
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.core.queues import DEFAULT_QUEUE
 from tickwheel.ports.kafka import KafkaMessage
 from tickwheel.records import ExecutionRequest
 from tickwheel.services.worker.offsets import OffsetTracker
-from tickwheel.services.worker.request_codec import decode_request
 
 log = logging.getLogger("tickwheel.worker")
 
