@@ -87,12 +87,13 @@ test-fuzz: setup ## run the cron fuzzer long (before touching core/cron*): FUZZ_
 test-chaos: setup ## run the fault tests (SIGKILL/SIGSTOP of real processes)
 	$(VENV)/bin/pytest -q tests/chaos tests/integration -m chaos
 
-lint: setup ## ruff, ruff format, mypy, the import rules and the generated variables table
+lint: setup ## ruff, ruff format, mypy, the import rules, the generated variables table, records and codecs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m tickwheel.services.variables --check
+	$(VENV)/bin/python -m tickwheel.adapters.avro.records_gen --check
 	$(VENV)/bin/python docs/decisions/index.py --check
 
 format: setup ## format the code
