@@ -330,7 +330,7 @@ def _value(member: Var, flag: str, environ: Mapping[str, str], args: Any) -> Any
 
 
 def _build(cls: type[T], environ: Mapping[str, str], args: Any, given: Mapping[str, Any]) -> T:
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}  # keyword arguments of `cls`, one per field
     for f, spec in _fields(cls):
         if f.name in given:
             continue
