@@ -188,8 +188,7 @@ def _execution_events() -> EncodedKind:
     valid = " AND ".join((
         _in_range("event_time"), _in_range("scheduled_time"),
         _in_range("fire_time", nullable=True), _in_range("lease_deadline", nullable=True),
-        _utf8(("event_id", "event_type", "job_id", "job_type", "tenant_id", "execution_id",
-               "worker_id", "error", "error_kind", "reason", "details")),
+        _utf8(_text_fields("ExecutionEvent")),
     ))  # fmt: skip
     select = ", ".join((
         _guarded("event_id", valid, _header("ExecutionEvent")), _instant("event_time"), "event_type", "job_id",
@@ -198,25 +197,14 @@ def _execution_events() -> EncodedKind:
         _instant("lease_deadline"), "error_kind", "error", "reason",
         "if(ifNull(details, '') = '', '{}', details)", *_SOURCE,
     ))  # fmt: skip
-    structure = (
-        f"tw_header FixedString({HEADER_SIZE}), "
-        "event_id String, event_time Int64, event_type String, job_id String, job_type String, "
-        "tenant_id String, execution_id String, attempt Int32, scheduled_time Int64, "
-        "fire_time Nullable(Int64), worker_id Nullable(String), lease_deadline Nullable(Int64), "
-        "error Nullable(String), error_kind Nullable(String), reason Nullable(String), "
-        f"details Nullable(String), {_EXTRA_STRUCTURE}"
-    )
-    return _kind(
-        "ExecutionEvent", structure, EncodedTable("execution_events", _EVENT_COLUMNS, select)
-    )
+    return _kind("ExecutionEvent", EncodedTable("execution_events", _EVENT_COLUMNS, select))
 
 
 def _execution_requests() -> EncodedKind:
     valid = " AND ".join((
         _in_range("requested_at"), _in_range("scheduled_time"), _in_range("fire_time"),
         _in_range("period_start"), _in_range("period_end", nullable=True),
-        _utf8(("execution_id", "job_id", "job_type", "tenant_id", "priority", "trigger",
-               "payload")),
+        _utf8(_text_fields("ExecutionRequest")),
     ))  # fmt: skip
     requests = EncodedTable(
         "execution_requests",
@@ -251,28 +239,48 @@ def _execution_requests() -> EncodedKind:
             *_SOURCE,
         )),
     )  # fmt: skip
-    structure = (
-        f"tw_header FixedString({HEADER_SIZE}), "
-        "execution_id String, job_id String, job_version Int64, job_type String, "
-        "tenant_id String, priority String, attempt Int32, scheduled_time Int64, "
-        "fire_time Int64, period_start Int64, period_end Nullable(Int64), payload String, "
-        "max_attempts Int32, trigger String, late Bool, requested_at Int64, "
-        f"lease_seconds Int32, heartbeat_seconds Int32, {_EXTRA_STRUCTURE}"
-    )
-    return _kind("ExecutionRequest", structure, requests, requested)
+    return _kind("ExecutionRequest", requests, requested)
 
 
 def _header(schema: str) -> bytes:
     return default_registry().current(schema).header
 
 
-def _kind(schema: str, structure: str, *tables: EncodedTable) -> EncodedKind:
+# The column type ClickHouse reads each Avro type as (an enum: its symbol). The structure and
+# the text checks follow the current schema, so a new field needs no edit here (decision 0214).
+_CLICKHOUSE_TYPES = {"string": "String", "long": "Int64", "int": "Int32", "boolean": "Bool"}
+
+
+def _clickhouse_type(avro: Any) -> str:
+    if isinstance(avro, list):  # a union with null
+        (inner,) = (t for t in avro if t != "null")
+        return f"Nullable({_clickhouse_type(inner)})"
+    if isinstance(avro, dict):
+        return "String" if avro["type"] == "enum" else _clickhouse_type(avro["type"])
+    return _CLICKHOUSE_TYPES[avro]
+
+
+def _structure(schema: Mapping[str, Any]) -> str:
+    """The frame's columns: the header, every field of the current version, the sink's."""
+    fields = ", ".join(f"{f['name']} {_clickhouse_type(f['type'])}" for f in schema["fields"])
+    return f"tw_header FixedString({HEADER_SIZE}), {fields}, {_EXTRA_STRUCTURE}"
+
+
+def _text_fields(schema: str) -> list[str]:
+    """The current version's text fields: each checked to be UTF-8, as the row path's decoder
+    checks every one."""
+    fields = default_registry().current(schema).schema["fields"]
+    text = ("String", "Nullable(String)")
+    return [f["name"] for f in fields if _clickhouse_type(f["type"]) in text]
+
+
+def _kind(schema: str, *tables: EncodedTable) -> EncodedKind:
     current = default_registry().current(schema)
     return EncodedKind(
         schema=schema,
         header=current.header,
         container_header=_container_header(current.schema),
-        structure=structure,
+        structure=_structure(current.schema),
         tables=tables,
     )
 
