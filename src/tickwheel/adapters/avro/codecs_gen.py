@@ -25,9 +25,9 @@ generated codec to it (hypothesis, values drawn from the schema).
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,11 +113,12 @@ def _memoizable(avro: Any) -> bool:
 class _Module:
     """The text of one generated module, built up while its record's fields are visited."""
 
-    def __init__(self, schema: dict[str, Any], fast: Fast, header: bytes) -> None:
+    def __init__(self, schema: Mapping[str, Any], fast: Fast, header: bytes) -> None:
         self.schema, self.fast, self.header = schema, fast, header
         self.name: str = schema["name"]
         self.tables: dict[str, str] = {}  # enum constant -> its definition lines
         self.writers: list[str] = []
+        self.written: set[str] = set()  # records whose writer is in `writers`
         self.memos: list[str] = []
         self.uses: set[str] = set()  # names taken from `binary`
 
@@ -141,8 +142,10 @@ class _Module:
         """An expression writing `value` (an expression) as `avro`."""
         kind, detail = _kind(avro)
         if embedded:
-            assert kind in ("bytes", "opt"), "an embedded field is bytes or optional bytes"
-            return f"{self._use('write_opt_embedded' if kind == 'opt' else 'write_embedded')}({value}, embed)"
+            if kind not in ("bytes", "opt"):
+                raise ValueError(f"{self.name}: an embedded field is bytes or optional bytes")
+            writer = self._use("write_opt_embedded" if kind == "opt" else "write_embedded")
+            return f"{writer}({value}, embed)"
         if kind == "string":
             return f"{self._use('write_string')}({value})"
         if kind in ("long", "int"):
@@ -176,13 +179,14 @@ class _Module:
             return call + (", embed)" if self.fast.embedded else ")")
         raise ValueError(f"{self.name}: cannot write {avro!r}")
 
-    def record_writer(self, schema: dict[str, Any], top: bool) -> None:
+    def record_writer(self, schema: Mapping[str, Any], top: bool) -> None:
         fields = [f for f in schema["fields"] if not (top and f["name"] in self.fast.given)]
         names = [f["name"] for f in fields]
         tag = snake(schema["name"]).upper()
         function = "write" if top else f"_write_{snake(schema['name'])}"
-        if any(function in w for w in self.writers) and not top:
+        if schema["name"] in self.written:
             return
+        self.written.add(schema["name"])
         lines = [
             f"_{tag}_FIELDS = frozenset({tuple(f['name'] for f in schema['fields'])!r})",
             f"_{tag}_ALL = operator.itemgetter{tuple(names)!r}"
@@ -333,8 +337,11 @@ class _Module:
         if tail:
             quiet = body_fields[-tail:]
             for f in quiet:
-                if _kind(f["type"])[0] != "opt":
-                    raise ValueError(f"{self.name}: null_tail covers a field that is not optional")
+                kind, detail = _kind(f["type"])
+                if kind != "opt" or detail[0] != 0:
+                    raise ValueError(
+                        f"{self.name}: null_tail covers a field that is not null first"
+                    )
             null_names = " = ".join(f["name"] for f in quiet)
             self.tables["_QUIET"] = (
                 f'_QUIET = b"\\x00" * {tail}  # the last {tail} fields all null\n'
@@ -547,7 +554,7 @@ def generate(schemas_dir: Path | None = None) -> dict[str, str]:
     modules = {}
     for name, fast in FAST.items():
         current = registry.current(name)
-        modules[name] = _Module(json.loads(json.dumps(current.schema)), fast, current.header)
+        modules[name] = _Module(current.schema, fast, current.header)
     files = {f"{snake(name)}.py": module.text() for name, module in modules.items()}
     files["__init__.py"] = _init_text(modules)
     return _ruff_format(files)
