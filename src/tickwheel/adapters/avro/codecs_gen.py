@@ -234,7 +234,7 @@ class _Module:
         lines.append(f"        v = ({', '.join(getters)},)")
         parts: list[str] = ["HEADER"] if top else []
         index = {name: i for i, name in enumerate(names)}
-        run: list[dict[str, Any]] = []
+        run: list[Mapping[str, Any]] = []
 
         def close_run() -> None:
             if len(run) >= 2:
@@ -322,7 +322,7 @@ class _Module:
             prefix += 1
         lines: list[str] = []
         body_fields = fields[prefix:] if fast.tail_memo else fields
-        head = "_read_tail(data: bytes, pos: int) -> dict[str, Any]" if fast.tail_memo else None
+        head = "_read_tail(data: bytes, pos: int) -> dict[str, object]" if fast.tail_memo else None
         if head:
             lines += [
                 f"def {head}:",
@@ -383,7 +383,7 @@ class _Module:
             ]
             lines += [f"    record[{n!r}] = {n}" for n in names[:prefix]]
             lines.append(f"    return cast({self.name}, record)")
-            self.memos.append("_TAILS: dict[bytes, dict[str, Any]] = {}")
+            self.memos.append("_TAILS: dict[bytes, dict[str, object]] = {}")
         else:
             values = ", ".join(f"{n!r}: {n}" for n in names)
             lines.append(f"    return cast({self.name}, {{{values}}})")

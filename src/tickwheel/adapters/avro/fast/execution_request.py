@@ -63,7 +63,7 @@ _UNREADABLE = (Unusual, IndexError, UnicodeDecodeError)
 # Bounded memos: a run of fields' bytes (or values) by their values (or bytes).
 _MEMO_MAX = 4096
 _EXECUTION_REQUEST_RUN_2_21: dict[tuple[Any, ...], bytes] = {}
-_TAILS: dict[bytes, dict[str, Any]] = {}
+_TAILS: dict[bytes, dict[str, object]] = {}
 
 
 @functools.cache
@@ -217,7 +217,7 @@ def encode(value: Mapping[str, Any]) -> bytes:
     return avro.encode(NAME, value)
 
 
-def _read_tail(data: bytes, pos: int) -> dict[str, Any]:
+def _read_tail(data: bytes, pos: int) -> dict[str, object]:
     # The fields after the unique ones, read once per distinct bytes.
     job_version, pos = read_long(data, pos)
     size = data[pos]
