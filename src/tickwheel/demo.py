@@ -53,20 +53,47 @@ def example_jobs(now_ms: int) -> list[dict[str, Any]]:
     later = datetime.fromtimestamp(now_ms / 1000 + 12, tz=UTC).isoformat().replace("+00:00", "Z")
     return [
         {"jobId": f"demo-once-{stamp}", "type": "noop", "runAt": soon, "tenantId": "acme"},
-        {"jobId": "demo-every-5s", "type": "sleep", "payload": {"seconds": 1},
-         "cron": "*/5 * * * * *", "timezone": "Europe/London", "jitter": "0s", "tenantId": "acme",
-         "misfirePolicy": "coalesce"},
-        {"jobId": "demo-flaky", "type": "fail", "payload": {"mode": "retryable", "times": 2},
-         "cron": "*/30 * * * * *", "jitter": "0s", "maxAttempts": 5, "tenantId": "globex",
-         "misfirePolicy": "coalesce"},
-        {"jobId": f"demo-broken-{stamp}", "type": "fail", "payload": {"mode": "permanent", "times": 1},
-         "runAt": later, "tenantId": "globex"},
+        {
+            "jobId": "demo-every-5s",
+            "type": "sleep",
+            "payload": {"seconds": 1},
+            "cron": "*/5 * * * * *",
+            "timezone": "Europe/London",
+            "jitter": "0s",
+            "tenantId": "acme",
+            "misfirePolicy": "coalesce",
+        },
+        {
+            "jobId": "demo-flaky",
+            "type": "fail",
+            "payload": {"mode": "retryable", "times": 2},
+            "cron": "*/30 * * * * *",
+            "jitter": "0s",
+            "maxAttempts": 5,
+            "tenantId": "globex",
+            "misfirePolicy": "coalesce",
+        },
+        {
+            "jobId": f"demo-broken-{stamp}",
+            "type": "fail",
+            "payload": {"mode": "permanent", "times": 1},
+            "runAt": later,
+            "tenantId": "globex",
+        },
         # Owed a success within 8 s; its one run fails three times first (retries 2, 4, 8 s
         # apart): the watchdog opens job_overdue, and resolves it once the run succeeds.
-        {"jobId": f"demo-late-{stamp}", "type": "fail", "payload": {"mode": "retryable", "times": 3},
-         "cron": "*/5 * * * * *", "maxRuns": 1, "expectedMaxInterval": "8s", "jitter": "0s",
-         "maxAttempts": 5, "tenantId": "acme"},
-    ]  # fmt: skip
+        {
+            "jobId": f"demo-late-{stamp}",
+            "type": "fail",
+            "payload": {"mode": "retryable", "times": 3},
+            "cron": "*/5 * * * * *",
+            "maxRuns": 1,
+            "expectedMaxInterval": "8s",
+            "jitter": "0s",
+            "maxAttempts": 5,
+            "tenantId": "acme",
+        },
+    ]
 
 
 def _clock_text(ms: int | None) -> str:

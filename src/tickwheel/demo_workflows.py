@@ -21,15 +21,29 @@ DEFINITION: dict[str, Any] = {
     "version": 1,
     "onFailure": "compensate",
     "steps": [
-        {"id": "reserve_stock", "type": "sleep", "payload": {"seconds": 1},
-         "compensation": {"type": "noop", "payload": {"release": "{{ workflowId }}"}}},
+        {
+            "id": "reserve_stock",
+            "type": "sleep",
+            "payload": {"seconds": 1},
+            "compensation": {"type": "noop", "payload": {"release": "{{ workflowId }}"}},
+        },
         {"id": "cool_off", "kind": "sleep", "duration": "5s", "dependsOn": ["reserve_stock"]},
-        {"id": "manager_ok", "kind": "approval", "dependsOn": ["cool_off"],
-         "assignees": [DEMO_APPROVER], "timeout": "10m"},
-        {"id": "charge_card", "type": "fail", "payload": {"mode": "permanent"},
-         "dependsOn": ["manager_ok"], "onFailure": "compensate"},
+        {
+            "id": "manager_ok",
+            "kind": "approval",
+            "dependsOn": ["cool_off"],
+            "assignees": [DEMO_APPROVER],
+            "timeout": "10m",
+        },
+        {
+            "id": "charge_card",
+            "type": "fail",
+            "payload": {"mode": "permanent"},
+            "dependsOn": ["manager_ok"],
+            "onFailure": "compensate",
+        },
     ],
-}  # fmt: skip
+}
 
 
 def start_demo_workflow(bootstrap: str) -> tuple[WorkflowsClient, str]:
@@ -44,8 +58,10 @@ def describe_workflow_event(event: WorkflowEvent) -> str:
     step = f" {event['step_id']}" if event.get("step_id") else ""
     who = f" by {event['actor']}" if event.get("actor") else ""
     error = f": {event['error']}" if event.get("error") else ""
-    return (f"[{at}] workflow {event['workflow_id'][:14]:<14} #{event.get('seq', 0):<3} "
-            f"{event['event_type']}{step}{who}{error}  ({event.get('status') or '-'})")  # fmt: skip
+    return (
+        f"[{at}] workflow {event['workflow_id'][:14]:<14} #{event.get('seq', 0):<3} "
+        f"{event['event_type']}{step}{who}{error}  ({event.get('status') or '-'})"
+    )
 
 
 def approve_when_asked(
@@ -64,5 +80,7 @@ def approve_when_asked(
     except TickwheelError as exc:
         return f"  (the demo could not approve: {exc})"
     data = json.loads(event["data"]) if event["data"] else {}
-    return (f"  approval round {claim.round} (asked of {', '.join(data.get('assignees', []))}) "
-            f"approved with a signed token")  # fmt: skip
+    return (
+        f"  approval round {claim.round} (asked of {', '.join(data.get('assignees', []))}) "
+        f"approved with a signed token"
+    )

@@ -49,8 +49,10 @@ def _list(args: argparse.Namespace) -> int:
         # A child is shown, never hidden: with the parent that explains it.
         under = f"  (suppressed by {i['suppressed_by']})" if i.get("suppressed_by") else ""
         acked = f"  (acknowledged by {i['acknowledged']['by']})" if i.get("acknowledged") else ""
-        print(f"{i['incident_id']:<22} {i['kind']:<23} {i['state']:<9} {i['severity']:<9} "
-              f"{i['subject']}{under}{acked}")  # fmt: skip
+        print(
+            f"{i['incident_id']:<22} {i['kind']:<23} {i['state']:<9} {i['severity']:<9} "
+            f"{i['subject']}{under}{acked}"
+        )
     return 0
 
 
@@ -117,13 +119,20 @@ def _ack(args: argparse.Namespace) -> int:
     at_ms = int(SystemClock().now() * 1000)
     command = ack_command(incident["incident_id"], by, note, at_ms, str(uuid.uuid4()))
     publish_ack(bootstrap, command)
-    sent = {"incident_id": incident["incident_id"], "command_id": command["alert_id"], "by": by,
-            "note": note, "at": at_ms}  # fmt: skip
+    sent = {
+        "incident_id": incident["incident_id"],
+        "command_id": command["alert_id"],
+        "by": by,
+        "note": note,
+        "at": at_ms,
+    }
     if args.json:
         print(json.dumps(sent, indent=2, sort_keys=True))
     else:
-        print(f"acknowledgement of {incident['incident_id']} sent by {by}; "
-              "the watchdog applies it at its next evaluation")  # fmt: skip
+        print(
+            f"acknowledgement of {incident['incident_id']} sent by {by}; "
+            "the watchdog applies it at its next evaluation"
+        )
     return 0
 
 
@@ -139,8 +148,10 @@ def disabled_command(args: argparse.Namespace) -> int:
     print(f"{'JOB':<36} {'OWNER':<16} {'BY':<12} {'SINCE':<21} {'REVIEW BY':<21} REASON")
     for job in found:
         review = format_utc(job["review_by"]) if job["review_by"] is not None else "-"
-        print(f"{job['job_id']:<36} {job['owner'] or '-':<16} {job['by'] or '-':<12} "
-              f"{format_utc(job['since']):<21} {review:<21} {job['reason'] or '-'}")  # fmt: skip
+        print(
+            f"{job['job_id']:<36} {job['owner'] or '-':<16} {job['by'] or '-':<12} "
+            f"{format_utc(job['since']):<21} {review:<21} {job['reason'] or '-'}"
+        )
     return 0
 
 

@@ -32,8 +32,9 @@ def _add_list(verbs: Any) -> None:
             "TICKWHEEL_TOPIC_PREFIX the topic prefix."
         ),
     )
-    parser.add_argument("--unresolved", action="store_true", help="only letters not yet "
-                        "retried or discarded")  # fmt: skip
+    parser.add_argument(
+        "--unresolved", action="store_true", help="only letters not yet retried or discarded"
+    )
     parser.add_argument("--job", default=None, help="only the letters of this job")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=_list)
@@ -53,8 +54,10 @@ def _list(args: argparse.Namespace) -> int:
     print(f"{'DEAD LETTER':<46} {'AT':<21} {'JOB':<24} {'STATE':<10} REASON")
     for d in found:
         state = d["resolution"]["action"] if d["resolution"] else "open"
-        print(f"{d['dead_letter_id']:<46} {format_utc(d['event_time']):<21} "
-              f"{d.get('job_id') or '-':<24} {state:<10} {d['reason']}")  # fmt: skip
+        print(
+            f"{d['dead_letter_id']:<46} {format_utc(d['event_time']):<21} "
+            f"{d.get('job_id') or '-':<24} {state:<10} {d['reason']}"
+        )
     return 0
 
 
@@ -62,9 +65,11 @@ def _add_action(verbs: Any, name: str) -> None:
     retry = name == "retry"
     if retry:
         summary = "ask for a dead letter's execution again (its job is triggered); mark it retried"
-        more = ("Only an execution's dead letter can be retried: its job is triggered for a new "
-                "execution with fresh attempts. A record that was refused or could not be read, "
-                "a job the timer set aside, or a workflow step cannot be retried unchanged.")  # fmt: skip
+        more = (
+            "Only an execution's dead letter can be retried: its job is triggered for a new "
+            "execution with fresh attempts. A record that was refused or could not be read, "
+            "a job the timer set aside, or a workflow step cannot be retried unchanged."
+        )
     else:
         summary = "mark dead letters discarded: nothing is re-run"
         more = "The note says why; it is kept with the resolution."
@@ -72,8 +77,9 @@ def _add_action(verbs: Any, name: str) -> None:
     parser = verbs.add_parser(name, help=summary, description=description)
     parser.add_argument("ids", metavar="ID", nargs="+")
     parser.add_argument("--note", required=not retry, default=None, help="why")
-    parser.add_argument("--by", default=None,
-                        help="who (default: TICKWHEEL_USER, else the login name)")  # fmt: skip
+    parser.add_argument(
+        "--by", default=None, help="who (default: TICKWHEEL_USER, else the login name)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=_act, action=name)
 
@@ -105,8 +111,10 @@ def _act(args: argparse.Namespace) -> int:
             if not r["ok"]:
                 print(f"{r['dead_letter_id']}: refused: {r['error']}")
             elif args.action == "retry":
-                print(f"{r['dead_letter_id']}: retried (trigger {r['resolution']['retry_command_id']}"
-                      f", execution {r['resolution']['retry_execution_id']})")  # fmt: skip
+                print(
+                    f"{r['dead_letter_id']}: retried (trigger {r['resolution']['retry_command_id']}"
+                    f", execution {r['resolution']['retry_execution_id']})"
+                )
             else:
                 print(f"{r['dead_letter_id']}: discarded")
     return 0 if all(r["ok"] for r in results) else 1

@@ -174,10 +174,15 @@ def run_queries(args: argparse.Namespace) -> int:
     queries = analyst_queries()
     if args.json:
         document = [
-            {"name": q.name, "title": q.title, "params": dict(q.params),
-             "param_docs": dict(q.param_docs), "file": str(q.path)}
+            {
+                "name": q.name,
+                "title": q.title,
+                "params": dict(q.params),
+                "param_docs": dict(q.param_docs),
+                "file": str(q.path),
+            }
             for q in queries.values()
-        ]  # fmt: skip
+        ]
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
@@ -223,9 +228,14 @@ def run_audit(args: argparse.Namespace) -> int:
     reader = open_history_reader(history_settings(args))
     try:
         audit = schedule_audit(
-            reader, args.job_id, start_ms, end_ms,
-            cron=args.cron, timezone=args.timezone, dst_policy=args.dst_policy,
-        )  # fmt: skip
+            reader,
+            args.job_id,
+            start_ms,
+            end_ms,
+            cron=args.cron,
+            timezone=args.timezone,
+            dst_policy=args.dst_policy,
+        )
     finally:
         reader.close()
     if args.json:
@@ -270,8 +280,11 @@ def run_workflows(args: argparse.Namespace) -> int:
         elif verb == "open":
             result = history.open_workflow_steps(reader, as_of_ms)
         else:
-            query = {"steps": history.workflow_step_stats, "approvals": history.workflow_approvals,
-                     "compensations": history.workflow_compensations}[verb]  # fmt: skip
+            query = {
+                "steps": history.workflow_step_stats,
+                "approvals": history.workflow_approvals,
+                "compensations": history.workflow_compensations,
+            }[verb]
             result = query(reader, since_ms, until_ms)
     finally:
         reader.close()
@@ -292,9 +305,11 @@ def run_workflows(args: argparse.Namespace) -> int:
             "error",
         )
         print_table(
-            QueryResult(columns=columns, types=("UInt64",) + ("String",) * 3 + ("UInt32",)
-                        + ("String",) * 3,
-                        rows=[tuple(event[c] for c in columns) for event in timeline]),
+            QueryResult(
+                columns=columns,
+                types=("UInt64",) + ("String",) * 3 + ("UInt32",) + ("String",) * 3,
+                rows=[tuple(event[c] for c in columns) for event in timeline],
+            ),
             sys.stdout,
-        )  # fmt: skip
+        )
     return 0

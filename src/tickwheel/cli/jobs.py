@@ -181,9 +181,13 @@ def _simple(args: argparse.Namespace) -> int:
     client = _client()
     account = {
         field: getattr(args, name, None)
-        for name, field in (("owner", "disabledOwner"), ("reason", "disabledReason"),
-                            ("by", "disabledBy"), ("review_by", "disabledReviewBy"))
-    }  # fmt: skip
+        for name, field in (
+            ("owner", "disabledOwner"),
+            ("reason", "disabledReason"),
+            ("by", "disabledBy"),
+            ("review_by", "disabledReviewBy"),
+        )
+    }
     account = {k: v for k, v in account.items() if v is not None}
     if args.verb_name == "pause" and account:
         result = client.update(args.job_id, {"enabled": False, **account})

@@ -17,11 +17,16 @@ if TYPE_CHECKING:
 
 #: Flags that say what the schedule is: with --job, the stored definition says it.
 SCHEDULE_FLAGS = (
-    ("timezone", "--timezone"), ("phase", "--phase"), ("dst_policy", "--dst-policy"),
-    ("also_cron", "--also-cron"), ("also_every", "--also-every"), ("exclude", "--exclude"),
-    ("calendar", "--calendar"), ("calendar_file", "--calendar-file"),
+    ("timezone", "--timezone"),
+    ("phase", "--phase"),
+    ("dst_policy", "--dst-policy"),
+    ("also_cron", "--also-cron"),
+    ("also_every", "--also-every"),
+    ("exclude", "--exclude"),
+    ("calendar", "--calendar"),
+    ("calendar_file", "--calendar-file"),
     ("business_days", "--business-days"),
-)  # fmt: skip
+)
 
 
 def run_job_preview(args: argparse.Namespace, from_ms: int) -> int:

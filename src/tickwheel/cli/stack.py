@@ -63,8 +63,9 @@ def register(subparsers: Any) -> None:
     up.add_argument("--workers", type=_count, default=1, help="worker pool instances (1)")
     up.add_argument("--no-history", action="store_true", help="do not run the history sink")
     up.add_argument("--no-watchdog", action="store_true", help="do not run the watchdog")
-    up.add_argument("--no-orchestrator", action="store_true",
-                    help="do not run the workflow orchestrator")  # fmt: skip
+    up.add_argument(
+        "--no-orchestrator", action="store_true", help="do not run the workflow orchestrator"
+    )
     up.add_argument("--no-api", action="store_true", help="do not run the HTTP API")
     up.add_argument(
         "--api-port",

@@ -36,9 +36,12 @@ def _json_arg(text: str | None, flag: str) -> Any:
 
 def _actor_flag(parser: argparse.ArgumentParser) -> None:
     default = os.environ.get("TICKWHEEL_ACTOR") or getpass.getuser()
-    parser.add_argument("--actor", default=default,
-                        help="who does this, recorded in the timeline (env TICKWHEEL_ACTOR; "
-                             "default: your login name)")  # fmt: skip
+    parser.add_argument(
+        "--actor",
+        default=default,
+        help="who does this, recorded in the timeline (env TICKWHEEL_ACTOR; "
+        "default: your login name)",
+    )
     parser.add_argument("--json", action="store_true", help="print what was sent as JSON")
 
 
@@ -49,10 +52,13 @@ def _done(args: argparse.Namespace, what: dict[str, Any], text: str) -> int:
 
 # -- define / start ----------------------------------------------------------------------
 def _add_define(verbs: Any) -> None:
-    p = verbs.add_parser("define", help="publish a workflow definition version (checked first)",
-                         description="Check a definition (docs/workflows.md) and, against the "
-                         "previous version, its compatibility; then publish it. A version is "
-                         "immutable: publishing the same document again changes nothing.")  # fmt: skip
+    p = verbs.add_parser(
+        "define",
+        help="publish a workflow definition version (checked first)",
+        description="Check a definition (docs/workflows.md) and, against the "
+        "previous version, its compatibility; then publish it. A version is "
+        "immutable: publishing the same document again changes nothing.",
+    )
     p.add_argument("--file", required=True, type=Path, help="the definition's JSON file")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=_define)
@@ -83,8 +89,9 @@ def _add_start(verbs: Any) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     data = _json_arg(args.input, "--input")
-    workflow_id = _client().start(args.definition_id, data, workflow_id=args.workflow_id,
-                                  version=args.version)  # fmt: skip
+    workflow_id = _client().start(
+        args.definition_id, data, workflow_id=args.workflow_id, version=args.version
+    )
     return _done(args, {"workflowId": workflow_id}, workflow_id)
 
 
@@ -111,18 +118,24 @@ def _get(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(timeline.to_json(), indent=2, sort_keys=True, default=str))
         return 0
-    print(f"workflow {timeline.workflow_id}  {timeline.definition_id} "
-          f"v{timeline.definition_version}  {timeline.status}")  # fmt: skip
+    print(
+        f"workflow {timeline.workflow_id}  {timeline.definition_id} "
+        f"v{timeline.definition_version}  {timeline.status}"
+    )
     for step_id, st in timeline.steps.items():
         extra = f" compensation {st['compensation']}" if st["compensation"] else ""
-        print(f"  {step_id:<20} {st['status']:<11} attempt {st['attempt']}  since "
-              f"{_when(st['endedAt'] or st['startedAt'])}{extra}")  # fmt: skip
+        print(
+            f"  {step_id:<20} {st['status']:<11} attempt {st['attempt']}  since "
+            f"{_when(st['endedAt'] or st['startedAt'])}{extra}"
+        )
     for event in timeline.events:
         who = f" by {event['actor']}" if event.get("actor") else ""
         error = f"  error: {event['error']}" if event.get("error") else ""
         step = f" {event['step_id']}" if event.get("step_id") else ""
-        print(f"  #{event['seq']:<4} {_when(event['event_time'])} {event['event_type']}"
-              f"{step}{who}{error}")  # fmt: skip
+        print(
+            f"  #{event['seq']:<4} {_when(event['event_time'])} {event['event_type']}"
+            f"{step}{who}{error}"
+        )
     return 0
 
 
@@ -139,8 +152,10 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2, sort_keys=True))
         return 0
     for row in rows:
-        print(f"{row['workflowId']:<44} {row['definitionId']} v{row['definitionVersion']:<4} "
-              f"{row['status']:<12} {_when(row['updatedAt'])}")  # fmt: skip
+        print(
+            f"{row['workflowId']:<44} {row['definitionId']} v{row['definitionVersion']:<4} "
+            f"{row['status']:<12} {_when(row['updatedAt'])}"
+        )
     return 0
 
 
@@ -155,8 +170,11 @@ def _add_cancel(verbs: Any) -> None:
 
 def _cancel(args: argparse.Namespace) -> int:
     _client().cancel(args.workflow_id, actor=args.actor, reason=args.reason)
-    return _done(args, {"workflowId": args.workflow_id, "cancel": True, "actor": args.actor},
-                 f"cancel requested for {args.workflow_id}")  # fmt: skip
+    return _done(
+        args,
+        {"workflowId": args.workflow_id, "cancel": True, "actor": args.actor},
+        f"cancel requested for {args.workflow_id}",
+    )
 
 
 def _repair(verb: str, help_text: str, with_output: bool = False) -> Callable[[Any], None]:
@@ -177,20 +195,23 @@ def _do_repair(verb: str, args: argparse.Namespace) -> int:
     if verb == "retry-step":
         client.retry_step(args.workflow_id, args.step, actor=args.actor)
     elif verb == "complete-step":
-        client.complete_step(args.workflow_id, args.step, _json_arg(args.output, "--output"),
-                             actor=args.actor)  # fmt: skip
+        client.complete_step(
+            args.workflow_id, args.step, _json_arg(args.output, "--output"), actor=args.actor
+        )
     else:
         client.skip_step(args.workflow_id, args.step, actor=args.actor)
-    sent = {"workflowId": args.workflow_id, "step": args.step, "action": verb,
-            "actor": args.actor}  # fmt: skip
+    sent = {"workflowId": args.workflow_id, "step": args.step, "action": verb, "actor": args.actor}
     return _done(args, sent, f"{verb} {args.step} of {args.workflow_id} sent")
 
 
 # -- approvals ---------------------------------------------------------------------------
 def _add_token(verbs: Any) -> None:
-    p = verbs.add_parser("token", help="a signed approval token for a step's current round",
-                         description="Signed with the first key of TICKWHEEL_APPROVAL_KEYS "
-                         "(kid:secret,...); expires after --ttl-hours.")  # fmt: skip
+    p = verbs.add_parser(
+        "token",
+        help="a signed approval token for a step's current round",
+        description="Signed with the first key of TICKWHEEL_APPROVAL_KEYS "
+        "(kid:secret,...); expires after --ttl-hours.",
+    )
     p.add_argument("workflow_id", metavar="ID")
     p.add_argument("step", metavar="STEP")
     p.add_argument("--ttl-hours", type=float, default=72.0, help="how long it is valid")
@@ -206,9 +227,12 @@ def _token(args: argparse.Namespace) -> int:
 
 
 def _add_reassign(verbs: Any) -> None:
-    p = verbs.add_parser("reassign", help="hand a waiting approval to others (a new round)",
-                         description="Opens a new round for --to; tokens of the old round are "
-                         "recorded as fenced from then on.")  # fmt: skip
+    p = verbs.add_parser(
+        "reassign",
+        help="hand a waiting approval to others (a new round)",
+        description="Opens a new round for --to; tokens of the old round are "
+        "recorded as fenced from then on.",
+    )
     p.add_argument("workflow_id", metavar="ID")
     p.add_argument("step", metavar="STEP")
     p.add_argument("--to", nargs="+", required=True, metavar="ASSIGNEE", help="the new assignees")
@@ -218,18 +242,26 @@ def _add_reassign(verbs: Any) -> None:
 
 def _reassign(args: argparse.Namespace) -> int:
     _client().reassign(args.workflow_id, args.step, args.to, actor=args.actor)
-    sent = {"workflowId": args.workflow_id, "step": args.step, "assignees": args.to,
-            "actor": args.actor}  # fmt: skip
-    return _done(args, sent, f"{args.step} of {args.workflow_id} reassigned to "
-                             f"{', '.join(args.to)}")  # fmt: skip
+    sent = {
+        "workflowId": args.workflow_id,
+        "step": args.step,
+        "assignees": args.to,
+        "actor": args.actor,
+    }
+    return _done(
+        args, sent, f"{args.step} of {args.workflow_id} reassigned to {', '.join(args.to)}"
+    )
 
 
 def _decision(verb: str) -> Callable[[Any], None]:
     def add(verbs: Any) -> None:
-        p = verbs.add_parser(verb, help=f"{verb} an approval round with its token",
-                             description="The token (from `workflows token` or the notifier) "
-                             "is checked against TICKWHEEL_APPROVAL_KEYS; a decision for an "
-                             "old round or after the timeout is recorded as fenced.")  # fmt: skip
+        p = verbs.add_parser(
+            verb,
+            help=f"{verb} an approval round with its token",
+            description="The token (from `workflows token` or the notifier) "
+            "is checked against TICKWHEEL_APPROVAL_KEYS; a decision for an "
+            "old round or after the timeout is recorded as fenced.",
+        )
         p.add_argument("--token", required=True, help="the approval token")
         p.add_argument("--note", default="", help="a note, kept in the audit record")
         _actor_flag(p)
@@ -249,20 +281,34 @@ def _decide(verb: str, args: argparse.Namespace) -> int:
     client = _client()
     decide = client.approve if verb == "approve" else client.reject
     claim = decide(args.token, actor=args.actor, note=args.note)
-    sent = {"workflowId": claim.workflow_id, "step": claim.step, "round": claim.round,
-            "decision": verb, "actor": args.actor}  # fmt: skip
-    return _done(args, sent, f"{verb} of {claim.step} (round {claim.round}) of "
-                             f"{claim.workflow_id} sent")  # fmt: skip
+    sent = {
+        "workflowId": claim.workflow_id,
+        "step": claim.step,
+        "round": claim.round,
+        "decision": verb,
+        "actor": args.actor,
+    }
+    return _done(
+        args, sent, f"{verb} of {claim.step} (round {claim.round}) of {claim.workflow_id} sent"
+    )
 
 
 VERBS: list[Callable[[Any], None]] = [
-    _add_define, _add_start, _add_get, _add_list, _add_cancel,
+    _add_define,
+    _add_start,
+    _add_get,
+    _add_list,
+    _add_cancel,
     _repair("retry-step", "retry a step: its next attempt, same execution id"),
-    _repair("complete-step", "complete a stuck step (or failed compensation) by hand",
-            with_output=True),
+    _repair(
+        "complete-step", "complete a stuck step (or failed compensation) by hand", with_output=True
+    ),
     _repair("skip-step", "skip a step (dependents run; its output is null)"),
-    _add_token, _decision("approve"), _decision("reject"), _add_reassign,
-]  # fmt: skip
+    _add_token,
+    _decision("approve"),
+    _decision("reject"),
+    _add_reassign,
+]
 
 
 def register(subparsers: Any) -> None:

@@ -57,23 +57,62 @@ OVERLAP_POLICIES: tuple[OverlapPolicy, ...] = get_args(OverlapPolicy)
 # (`__partition__/N`): ids starting with `__` belong to tickwheel.
 RESERVED_ID_PREFIX = "__"
 MAX_JOB_ID_LENGTH = 200
-KNOWN_FIELDS = frozenset({
-    "jobId", "type", "payload", "payloadTemplate", "runAt", "cron", "timezone", "priority",
-    "maxAttempts", "idempotencyKey", "expectedMaxInterval", "jitter", "misfirePolicy",
-    "maxCatchUp", "overlapPolicy", "dstPolicy", "tenantId", "enabled", "labels", "maxRunTime",
-    "queue",
-    "every", "phase", "startAt", "endAt", "maxRuns",
-    "schedules", "exclude", "calendar", "businessDays",
-    "minRunTime", "disabledBy", "disabledOwner", "disabledReason", "disabledReviewBy",
-    "freshness",
-})  # fmt: skip
+KNOWN_FIELDS = frozenset(
+    {
+        "jobId",
+        "type",
+        "payload",
+        "payloadTemplate",
+        "runAt",
+        "cron",
+        "timezone",
+        "priority",
+        "maxAttempts",
+        "idempotencyKey",
+        "expectedMaxInterval",
+        "jitter",
+        "misfirePolicy",
+        "maxCatchUp",
+        "overlapPolicy",
+        "dstPolicy",
+        "tenantId",
+        "enabled",
+        "labels",
+        "maxRunTime",
+        "queue",
+        "every",
+        "phase",
+        "startAt",
+        "endAt",
+        "maxRuns",
+        "schedules",
+        "exclude",
+        "calendar",
+        "businessDays",
+        "minRunTime",
+        "disabledBy",
+        "disabledOwner",
+        "disabledReason",
+        "disabledReviewBy",
+        "freshness",
+    }
+)
 # Schedule fields besides runAt, as (JSON name, parse_schedule keyword); instants among them
 # are ISO text in the JSON form and epoch ms in the record.
-_SCHEDULE_FIELDS = (("cron", "cron"), ("timezone", "timezone"), ("dstPolicy", "dst_policy"),
-                    ("every", "every"), ("phase", "phase"), ("startAt", "start_at"),
-                    ("endAt", "end_at"), ("maxRuns", "max_runs"), ("schedules", "schedules"),
-                    ("exclude", "exclude"), ("calendar", "calendar"),
-                    ("businessDays", "business_days"))  # fmt: skip
+_SCHEDULE_FIELDS = (
+    ("cron", "cron"),
+    ("timezone", "timezone"),
+    ("dstPolicy", "dst_policy"),
+    ("every", "every"),
+    ("phase", "phase"),
+    ("startAt", "start_at"),
+    ("endAt", "end_at"),
+    ("maxRuns", "max_runs"),
+    ("schedules", "schedules"),
+    ("exclude", "exclude"),
+    ("calendar", "calendar"),
+    ("businessDays", "business_days"),
+)
 _MAX_JITTER_MS = 3_600_000
 
 

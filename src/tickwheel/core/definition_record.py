@@ -122,8 +122,9 @@ def _networks_key(networks: Iterable[IPNetwork]) -> tuple[str, ...]:
 
 # The record fields whose values are maps or arrays (labels, schedules, exclude).
 _CONTAINER_FIELDS = frozenset({"labels", "schedules", "exclude"})
-_SHAPE_PLANS: dict[tuple[str, ...], tuple[Callable[[Mapping[str, Any]], tuple[Any, ...]],
-                                          tuple[int, ...]]] = {}  # fmt: skip
+_SHAPE_PLANS: dict[
+    tuple[str, ...], tuple[Callable[[Mapping[str, Any]], tuple[Any, ...]], tuple[int, ...]]
+] = {}
 
 
 def _shape_plan(

@@ -19,8 +19,20 @@ from tickwheel.durations import format_duration_ms
 __all__ = ["describe"]
 
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December"]  # fmt: skip
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _NTH = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 _UNITS = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
 
@@ -52,12 +64,18 @@ def _times(f: CronFields) -> str:
         return "every hour at minute " + _list([str(m) for m in f.minutes])
     if len(f.hours) * len(f.minutes) * len(f.seconds) <= 6:
         sec = f.has_seconds and any(f.seconds)
-        shown = [f"{h:02d}:{m:02d}" + (f":{s:02d}" if sec else "") for h in f.hours
-                 for m in f.minutes for s in f.seconds]  # fmt: skip
+        shown = [
+            f"{h:02d}:{m:02d}" + (f":{s:02d}" if sec else "")
+            for h in f.hours
+            for m in f.minutes
+            for s in f.seconds
+        ]
         return "at " + _list(shown)
     seconds = "" if f.seconds == (0,) else f"at second(s) {_list([str(s) for s in f.seconds])} of "
-    return (f"{seconds or 'at '}minute(s) {_list([str(m) for m in f.minutes])} of hour(s) "
-            f"{_list([str(h) for h in f.hours])}")  # fmt: skip
+    return (
+        f"{seconds or 'at '}minute(s) {_list([str(m) for m in f.minutes])} of hour(s) "
+        f"{_list([str(h) for h in f.hours])}"
+    )
 
 
 def _step(values: tuple[int, ...], size: int) -> int | None:
@@ -100,8 +118,9 @@ def _days(f: CronFields) -> str:
     if dom:
         parts.append(f"on {_list(dom)}" + (f" {period}" if period else ""))
     if dow:
-        parts.append(("on " if not dom else "") + _list(dow) if dow != ["weekdays"] or dom
-                     else "on weekdays")  # fmt: skip
+        parts.append(
+            ("on " if not dom else "") + _list(dow) if dow != ["weekdays"] or dom else "on weekdays"
+        )
     text = joiner.join(parts) if dom else parts[0]
     return text + months
 
@@ -151,8 +170,11 @@ def _adjustment_words(schedule: Schedule, month_end: bool) -> str:
     if adj.rule is not None:
         if month_end and adj.rule == "previous":
             # The business day is in "the last business day" already (the issue's own words).
-            return words + (", skipping weekends" if adj.calendar is None
-                            else f", skipping the {adj.calendar!r} calendar")  # fmt: skip
+            return words + (
+                ", skipping weekends"
+                if adj.calendar is None
+                else f", skipping the {adj.calendar!r} calendar"
+            )
         days_off = "weekends" + (
             "" if adj.calendar is None else f" and the {adj.calendar!r} calendar's holidays"
         )

@@ -74,9 +74,10 @@ def parse_template(template: str) -> tuple[Placeholder, ...]:
         if name not in PLACEHOLDERS:
             known = _NAME.fullmatch(name) is not None
             raise _bad(
-                f"unknown placeholder {{{{ {name} }}}}" if known
+                f"unknown placeholder {{{{ {name} }}}}"
+                if known
                 else f"malformed placeholder {template[start : end + 2]!r} at position {start}"
-            )  # fmt: skip
+            )
         for filter_name in filters:
             if filter_name not in FILTERS:
                 raise _bad(

@@ -185,7 +185,14 @@ def preview(
     if not 1 <= count <= MAX_PREVIEW_COUNT:
         raise InvalidInput("count", f"{count} is out of range; accepted: 1 to {MAX_PREVIEW_COUNT}")
     schedule = parse_schedule(
-        cron=cron, timezone=timezone, dst_policy=dst_policy, every=every, phase=phase,
-        schedules=schedules, exclude=exclude, calendar=calendar, business_days=business_days,
-    )  # fmt: skip
+        cron=cron,
+        timezone=timezone,
+        dst_policy=dst_policy,
+        every=every,
+        phase=phase,
+        schedules=schedules,
+        exclude=exclude,
+        calendar=calendar,
+        business_days=business_days,
+    )
     return preview_schedule(schedule, from_ms, count, calendars)

@@ -62,10 +62,21 @@ def _key(record: Mapping[str, Any]) -> tuple[Any, ...]:
 
 @lru_cache(maxsize=65_536)
 def _schedule(
-    cron: Any, timezone: Any, dst_policy: Any, run_at: Any, every: Any, phase: Any,
-    start_at: Any, end_at: Any, max_runs: Any, count_from: Any, specs: Any = None,
-    exclude: Any = None, calendar: Any = None, business_days: Any = None,
-) -> Schedule:  # fmt: skip
+    cron: Any,
+    timezone: Any,
+    dst_policy: Any,
+    run_at: Any,
+    every: Any,
+    phase: Any,
+    start_at: Any,
+    end_at: Any,
+    max_runs: Any,
+    count_from: Any,
+    specs: Any = None,
+    exclude: Any = None,
+    calendar: Any = None,
+    business_days: Any = None,
+) -> Schedule:
     return parse_schedule(
         cron=cron,
         timezone=timezone,

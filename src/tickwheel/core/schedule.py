@@ -286,9 +286,18 @@ def parse_schedule(
         cron, every, phase = specs[0]  # the first spec stands for the job's own
         extra_from = 1
     try:
-        primary = _parse_one(cron, timezone, run_at, dst_policy, every=every, phase=phase,
-                             start_at=start_at, end_at=end_at, max_runs=max_runs,
-                             count_from_ms=count_from_ms)  # fmt: skip
+        primary = _parse_one(
+            cron,
+            timezone,
+            run_at,
+            dst_policy,
+            every=every,
+            phase=phase,
+            start_at=start_at,
+            end_at=end_at,
+            max_runs=max_runs,
+            count_from_ms=count_from_ms,
+        )
     except InvalidSchedule as exc:
         if extra_from and exc.field in ("cron", "every", "phase"):
             raise InvalidSchedule(f"schedules[0].{exc.field}", exc.message) from None

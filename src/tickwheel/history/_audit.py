@@ -245,9 +245,10 @@ def audit_window(
         versions = run_query(reader, "job_definition_versions", {"job_id": job_id}).as_dicts()
         if not versions:
             raise InvalidInput(
-                "job", f"the history has no definition of job {job_id!r}; pass --cron to audit "
-                "a schedule anyway"
-            )  # fmt: skip
+                "job",
+                f"the history has no definition of job {job_id!r}; pass --cron to audit "
+                "a schedule anyway",
+            )
         names = [n for row in versions if (n := _definition(row).get("calendar")) is not None]
         calendars = recorded_calendars(reader, names) if names else {}
         spans = schedules_in_force(versions, start_ms, end_ms, calendars)

@@ -24,9 +24,17 @@ OUTCOMES = ("succeeded", "failed", "cancelled")
 TERMINAL_OUTCOMES = ("succeeded", "cancelled")
 #: Life-cycle order, to sort events that share an instant.
 EVENT_ORDER = (
-    "skipped", "requested", "leased", "heartbeat", "failed", "succeeded", "cancelled",
-    "fenced", "retry_scheduled", "dead_lettered",
-)  # fmt: skip
+    "skipped",
+    "requested",
+    "leased",
+    "heartbeat",
+    "failed",
+    "succeeded",
+    "cancelled",
+    "fenced",
+    "retry_scheduled",
+    "dead_lettered",
+)
 _RANK = {name: index for index, name in enumerate(EVENT_ORDER)}
 
 

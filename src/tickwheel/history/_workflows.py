@@ -23,9 +23,12 @@ EARLIEST_MS = -2_208_988_800_000  # 1900-01-01
 LATEST_MS = 10_413_792_000_000  # 2300-01-01
 
 WORKFLOW_QUERIES = (
-    "workflow_timeline", "workflow_open_steps", "workflow_step_stats", "workflow_approvals",
+    "workflow_timeline",
+    "workflow_open_steps",
+    "workflow_step_stats",
+    "workflow_approvals",
     "workflow_compensations",
-)  # fmt: skip
+)
 
 
 class WorkflowNotFound(TickwheelError, LookupError):

@@ -143,9 +143,16 @@ FORBIDDEN_HEADERS = frozenset(
 # credentials: a job's secret can hide in any header (X-Api-Key, X-Auth-Token, ...), and
 # the redirect target is whoever the first server chose.
 CROSS_ORIGIN_HEADERS = frozenset(
-    {"accept", "accept-encoding", "accept-language", "cache-control", "content-type",
-     "idempotency-key", "user-agent"}
-)  # fmt: skip
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "cache-control",
+        "content-type",
+        "idempotency-key",
+        "user-agent",
+    }
+)
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 

@@ -188,8 +188,9 @@ def _exit_code(
         return FATAL_CLIENT_EXIT_CODE
     for kind, code in exit_codes.items():
         if isinstance(exc, kind):
-            log.warning(f"{service} ended: {exc}", extra={"action": f"{service}_ended",
-                                                          "error": str(exc)})  # fmt: skip
+            log.warning(
+                f"{service} ended: {exc}", extra={"action": f"{service}_ended", "error": str(exc)}
+            )
             return code
     if isinstance(exc, TickwheelError):
         print(f"tickwheel {program}: error: {exc}", file=sys.stderr)

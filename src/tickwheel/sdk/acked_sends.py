@@ -37,8 +37,9 @@ class AckedSends:
 
     def __init__(self, producer: Any) -> None:
         self._producer = producer
-        self._ready: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None],
-                                BaseException | None]] = []  # fmt: skip
+        self._ready: list[
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[None], BaseException | None]
+        ] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()

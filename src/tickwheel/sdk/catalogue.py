@@ -46,8 +46,11 @@ class DefinitionCatalogue:
         self.topic = topic_name("jobs.definitions")
         self.catch_up_s = catch_up_s
         # A record answers a held fetch at once; the wait paces only idle asks (decision 0152).
-        config = consumer_config(f"tickwheel-catalogue-{uuid.uuid4()}", bootstrap,
-                                 **{"enable.partition.eof": False, "fetch.wait.max.ms": 100})  # fmt: skip
+        config = consumer_config(
+            f"tickwheel-catalogue-{uuid.uuid4()}",
+            bootstrap,
+            **{"enable.partition.eof": False, "fetch.wait.max.ms": 100},
+        )
         self._follower = Consumer(config)
         self._meta = Consumer(config)
         metadata = self._meta.list_topics(self.topic, timeout=10)

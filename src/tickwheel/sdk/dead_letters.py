@@ -79,8 +79,10 @@ class NotRetryable(TickwheelError, ValueError):
     """The dead letter cannot be retried unchanged; `reason` says why (discard it instead)."""
 
     def __init__(self, dead_letter_id: str, reason: str) -> None:
-        super().__init__(f"dead letter {dead_letter_id!r} cannot be retried: {reason}; "
-                         "accepted: discard it (after fixing the cause)")  # fmt: skip
+        super().__init__(
+            f"dead letter {dead_letter_id!r} cannot be retried: {reason}; "
+            "accepted: discard it (after fixing the cause)"
+        )
         self.dead_letter_id = dead_letter_id
         self.reason = reason
 
@@ -113,13 +115,18 @@ def retry_plan(letter: Mapping[str, Any]) -> RetryPlan:
     job_id = letter.get("job_id")
     workflow = step_workflow(job_id)
     if workflow is not None:
-        return RetryPlan("none", f"it is a step of workflow {workflow!r}: the workflow decides "
-                                 "its steps, retry the step there")  # fmt: skip
+        return RetryPlan(
+            "none",
+            f"it is a step of workflow {workflow!r}: the workflow decides "
+            "its steps, retry the step there",
+        )
     if letter.get("execution_id") is None or not job_id:
         kind = letter_id.split(":", 1)[0]
-        why = {"undecodable": "its record could not be decoded, and would not be again",
-               "rejected": "its record was refused, and would be again unchanged",
-               "job": "the timer set its job aside; edit the job to fix it"}  # fmt: skip
+        why = {
+            "undecodable": "its record could not be decoded, and would not be again",
+            "rejected": "its record was refused, and would be again unchanged",
+            "job": "the timer set its job aside; edit the job to fix it",
+        }
         return RetryPlan("none", why.get(kind, "it names no execution to run again"))
     return RetryPlan("trigger", job_id=str(job_id))
 
@@ -154,25 +161,42 @@ def with_resolutions(
     for letter in letters:
         plan = retry_plan(letter)
         resolution = resolutions.get(letter["dead_letter_id"])
-        out.append({**letter, "resolution": dict(resolution) if resolution else None,
-                    "retryable": plan.action != "none", "not_retryable_reason": plan.reason})  # fmt: skip
+        out.append(
+            {
+                **letter,
+                "resolution": dict(resolution) if resolution else None,
+                "retryable": plan.action != "none",
+                "not_retryable_reason": plan.reason,
+            }
+        )
     return out
 
 
 def resolution_record(
-    letter: Mapping[str, Any], action: DeadLetterAction, by: str, note: str | None, at_ms: int,
-    resolution_id: str, tenant_id: str | None = None, command: Mapping[str, Any] | None = None,
+    letter: Mapping[str, Any],
+    action: DeadLetterAction,
+    by: str,
+    note: str | None,
+    at_ms: int,
+    resolution_id: str,
+    tenant_id: str | None = None,
+    command: Mapping[str, Any] | None = None,
     retry_execution_id: str | None = None,
-) -> DeadLetterResolution:  # fmt: skip
+) -> DeadLetterResolution:
     """Pure: the `DeadLetterResolution` of `letter` (a listed one: `read_dead_letters`)."""
     return {
-        "resolution_id": resolution_id, "dead_letter_id": letter["dead_letter_id"],
-        "event_time": at_ms, "action": action, "by": by, "note": note or None,
-        "job_id": letter.get("job_id"), "execution_id": letter.get("execution_id"),
+        "resolution_id": resolution_id,
+        "dead_letter_id": letter["dead_letter_id"],
+        "event_time": at_ms,
+        "action": action,
+        "by": by,
+        "note": note or None,
+        "job_id": letter.get("job_id"),
+        "execution_id": letter.get("execution_id"),
         "tenant_id": tenant_id,
         "retry_command_id": None if command is None else command["command_id"],
         "retry_execution_id": retry_execution_id,
-    }  # fmt: skip
+    }
 
 
 def _checked_note(note: str | None, required: bool) -> str | None:
@@ -191,9 +215,12 @@ class DeadLettersClient:
     cluster) is what a retry triggers through; the API passes its tenant's view of it."""
 
     def __init__(
-        self, bootstrap: str | None = None, clock: Clock | None = None,
-        jobs: JobsLike | None = None, tenant_id: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        bootstrap: str | None = None,
+        clock: Clock | None = None,
+        jobs: JobsLike | None = None,
+        tenant_id: str | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
         self._clock = clock or SystemClock()
         self._jobs = jobs
@@ -210,12 +237,19 @@ class DeadLettersClient:
 
     def letters(self, include_resolved: bool = True) -> list[dict[str, Any]]:
         """Every dead letter, oldest first, each with its `resolution` and `retryable`."""
-        letters = with_resolutions(read_dead_letters(self.bootstrap),
-                                   read_resolutions(self.bootstrap))  # fmt: skip
+        letters = with_resolutions(
+            read_dead_letters(self.bootstrap), read_resolutions(self.bootstrap)
+        )
         return [d for d in letters if include_resolved or d["resolution"] is None]
 
-    def retry(self, dead_letter_id: str, *, by: str, note: str | None = None,
-              letters: list[dict[str, Any]] | None = None) -> DeadLetterResolution:  # fmt: skip
+    def retry(
+        self,
+        dead_letter_id: str,
+        *,
+        by: str,
+        note: str | None = None,
+        letters: list[dict[str, Any]] | None = None,
+    ) -> DeadLetterResolution:
         """Ask for the letter's work again (see `retry_plan`) and record it as `retried`.
         Raises UnknownDeadLetter, AlreadyResolved, NotRetryable (and UnknownJob's kin from
         the job client). `letters` is a list already read (`letters()`), for a bulk retry."""
@@ -235,18 +269,34 @@ class DeadLettersClient:
         command = self.jobs.trigger(plan.job_id)
         # The timer names a trigger's execution after the command's instant (decision 0013).
         expected = execution_id_of(plan.job_id, version, int(command["requested_at"]))
-        record = resolution_record(letter, "retried", by, text, self._now_ms(), str(uuid.uuid4()),
-                                   self.tenant_id, command, expected)  # fmt: skip
+        record = resolution_record(
+            letter,
+            "retried",
+            by,
+            text,
+            self._now_ms(),
+            str(uuid.uuid4()),
+            self.tenant_id,
+            command,
+            expected,
+        )
         self._send(record)
         return record
 
-    def discard(self, dead_letter_id: str, *, by: str, note: str,
-                letters: list[dict[str, Any]] | None = None) -> DeadLetterResolution:  # fmt: skip
+    def discard(
+        self,
+        dead_letter_id: str,
+        *,
+        by: str,
+        note: str,
+        letters: list[dict[str, Any]] | None = None,
+    ) -> DeadLetterResolution:
         """Record the letter as `discarded` (nothing is re-run); the note is required."""
         text = _checked_note(note, required=True)
         letter = self._unresolved(dead_letter_id, letters)
-        record = resolution_record(letter, "discarded", by, text, self._now_ms(),
-                                   str(uuid.uuid4()), self.tenant_id)  # fmt: skip
+        record = resolution_record(
+            letter, "discarded", by, text, self._now_ms(), str(uuid.uuid4()), self.tenant_id
+        )
         self._send(record)
         return record
 
@@ -272,9 +322,14 @@ class DeadLettersClient:
 
 
 def retry_execution(
-    client: DeadLettersClient, letters: list[dict[str, Any]], execution_id: str, job_id: str,
-    *, by: str, note: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    client: DeadLettersClient,
+    letters: list[dict[str, Any]],
+    execution_id: str,
+    job_id: str,
+    *,
+    by: str,
+    note: str | None = None,
+) -> dict[str, Any]:
     """A new execution of `job_id` for the finished `execution_id` (decision 0102): through
     the execution's unresolved dead letter if it has one (the letter is then `retried`), else
     a trigger of its job. `letters` are those the caller may act on, with their resolutions
@@ -287,19 +342,29 @@ def retry_execution(
 
     workflow = step_workflow(job_id)
     if workflow is not None:
-        raise InvalidInput("execution", f"a step of workflow {workflow!r}; accepted: retry the "
-                           "step on its workflow")  # fmt: skip
+        raise InvalidInput(
+            "execution",
+            f"a step of workflow {workflow!r}; accepted: retry the step on its workflow",
+        )
     own = [d for d in letters if d.get("execution_id") == execution_id]
     letter = next((d for d in own if not d.get("resolution")), None)
     if letter is None and own:
         raise AlreadyResolved(own[-1]["resolution"])
     if letter is not None:
         done = client.retry(letter["dead_letter_id"], by=by, note=note, letters=[letter])
-        return {"execution_id": done["retry_execution_id"], "command_id": done["retry_command_id"],
-                "dead_letter_id": letter["dead_letter_id"], "via": "dead-letter"}  # fmt: skip
+        return {
+            "execution_id": done["retry_execution_id"],
+            "command_id": done["retry_command_id"],
+            "dead_letter_id": letter["dead_letter_id"],
+            "via": "dead-letter",
+        }
     version = int(client.jobs.get(job_id)["version"])
     command = client.jobs.trigger(job_id)
     # The timer names a trigger's execution after the command's instant (decision 0013).
     new_id = execution_id_of(job_id, version, int(command["requested_at"]))
-    return {"execution_id": new_id, "command_id": command["command_id"], "dead_letter_id": None,
-            "via": "trigger"}  # fmt: skip
+    return {
+        "execution_id": new_id,
+        "command_id": command["command_id"],
+        "dead_letter_id": None,
+        "via": "trigger",
+    }

@@ -59,8 +59,10 @@ class VerdictPending(TickwheelError, TimeoutError):
     """The command was accepted by Kafka but its verdict did not come in time."""
 
     def __init__(self, command_id: str, job_id: str, waited_s: float) -> None:
-        super().__init__(f"no verdict for command {command_id} (job {job_id!r}) within "
-                         f"{waited_s:g}s; it will be judged: ask for it by id")  # fmt: skip
+        super().__init__(
+            f"no verdict for command {command_id} (job {job_id!r}) within "
+            f"{waited_s:g}s; it will be judged: ask for it by id"
+        )
         self.command_id, self.job_id = command_id, job_id
 
 
@@ -68,8 +70,9 @@ class VersionConflict(InvalidInput):
     """The job is not at the version the writer expected (`current_version` is where it is)."""
 
     def __init__(self, job_id: str, current_version: int, expected: int) -> None:
-        super().__init__("expectedVersion",
-                         f"job {job_id!r} is at version {current_version}, not {expected}")  # fmt: skip
+        super().__init__(
+            "expectedVersion", f"job {job_id!r} is at version {current_version}, not {expected}"
+        )
         self.job_id, self.current_version = job_id, current_version
 
 
@@ -95,9 +98,15 @@ class Verdict:
             definition = sent[1]
         else:
             definition = decode_as(JobDefinition, raw)
-        return cls(value["command_id"], value["job_id"], value["outcome"],
-                   value["current_version"], definition,
-                   value["idempotency_recorded"], value["detail"])  # fmt: skip
+        return cls(
+            value["command_id"],
+            value["job_id"],
+            value["outcome"],
+            value["current_version"],
+            definition,
+            value["idempotency_recorded"],
+            value["detail"],
+        )
 
 
 class _Waiting:
@@ -106,8 +115,9 @@ class _Waiting:
 
     __slots__ = ("done", "future", "loop", "sent", "verdict")
 
-    def __init__(self, sent: tuple[bytes, Any] | None = None,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, sent: tuple[bytes, Any] | None = None, loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
         self.done = threading.Event()
         self.verdict: Verdict | None = None
         self.sent = sent
@@ -268,10 +278,14 @@ class JobCommandWriter:
         return None if heard is None else Verdict.of(heard)
 
     def _prepare(
-        self, kind: JobCommandKind, job_id: str, definition: Mapping[str, Any] | None,
-        expected_version: int | None, loop: asyncio.AbstractEventLoop | None,
+        self,
+        kind: JobCommandKind,
+        job_id: str,
+        definition: Mapping[str, Any] | None,
+        expected_version: int | None,
+        loop: asyncio.AbstractEventLoop | None,
         extras: Mapping[str, Any],
-    ) -> tuple[str, bytes, _Waiting]:  # fmt: skip
+    ) -> tuple[str, bytes, _Waiting]:
         """The command's id and bytes, and its waiter, registered before it is sent (its
         verdict may come before the acknowledgement is served)."""
         now_ms = int(self.clock.now() * 1000)
@@ -280,14 +294,18 @@ class JobCommandWriter:
         command_id = tagged_command_id(extras.get("for_tenant") or extras.get("tenant_id"), now_ms)
         raw = None if definition is None else encode("JobDefinition", definition)
         command: JobCommand = {
-            "command_id": command_id, "job_id": job_id, "kind": kind,
-            "expected_version": expected_version, "definition": raw,
+            "command_id": command_id,
+            "job_id": job_id,
+            "kind": kind,
+            "expected_version": expected_version,
+            "definition": raw,
             "tenant_id": extras.get("tenant_id"),
             "idempotency_slot": extras.get("idempotency_slot"),
             "fingerprint": extras.get("fingerprint"),
             "idempotency_answer": extras.get("idempotency_answer"),
-            "requested_at": now_ms, "reply_to": self.instance,
-        }  # fmt: skip
+            "requested_at": now_ms,
+            "reply_to": self.instance,
+        }
         waiting = _Waiting(None if raw is None else (raw, definition), loop)
         with self._lock:
             self._waiting[command_id] = waiting
@@ -310,8 +328,9 @@ class JobCommandWriter:
     ) -> Verdict:
         """Send the command, wait for its verdict (`tenant_id`, `idempotency_slot`,
         `fingerprint`, `idempotency_answer` ride along)."""
-        command_id, value, waiting = self._prepare(kind, job_id, definition, expected_version,
-                                                   None, extras)  # fmt: skip
+        command_id, value, waiting = self._prepare(
+            kind, job_id, definition, expected_version, None, extras
+        )
         try:
             deliver = getattr(self._producer, "deliver", None)
             if deliver is not None:  # its own acknowledgement only (decision 0100)
@@ -348,11 +367,13 @@ class JobCommandWriter:
         """`submit` for a coroutine, holding no thread while it waits (decision 0165): the
         command's delivery report and its verdict resolve futures on the caller's loop."""
         if not self.can_await():
-            return await asyncio.to_thread(self.submit, kind, job_id, definition,
-                                           expected_version, **extras)  # fmt: skip
+            return await asyncio.to_thread(
+                self.submit, kind, job_id, definition, expected_version, **extras
+            )
         loop = asyncio.get_running_loop()
-        command_id, value, waiting = self._prepare(kind, job_id, definition, expected_version,
-                                                   loop, extras)  # fmt: skip
+        command_id, value, waiting = self._prepare(
+            kind, job_id, definition, expected_version, loop, extras
+        )
         assert waiting.future is not None
         acked: asyncio.Future[None] = loop.create_future()
         try:

@@ -43,8 +43,7 @@ def judge_running(bootstrap: str | None, timeout: float = 5.0) -> bool:
         admin = admin_client(bootstrap, quiet=True)
         listing = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 1)
     except Exception as exc:  # no broker: the direct path
-        log.debug("judge probe failed", extra={"action": "judge_probe_failed",
-                                               "error": str(exc)})  # fmt: skip
+        log.debug("judge probe failed", extra={"action": "judge_probe_failed", "error": str(exc)})
         return False
     states = {g.group_id: getattr(g.state, "name", str(g.state)) for g in listing.valid}
     return states.get(group) in LIVE_GROUP_STATES

@@ -85,22 +85,30 @@ class JobsClient:
         return {}
 
     def _submit(
-        self, kind: JobCommandKind, job_id: str, record: dict[str, Any] | None,
+        self,
+        kind: JobCommandKind,
+        job_id: str,
+        record: dict[str, Any] | None,
         expected: int | None,
-    ) -> Verdict:  # fmt: skip
+    ) -> Verdict:
         tenant = record.get("tenantId") if record is not None else None
         extras = self._command_extras(kind, record)
-        return self.writes.writer().submit(kind, job_id, record, expected, tenant_id=tenant,
-                                           **extras)  # fmt: skip
+        return self.writes.writer().submit(
+            kind, job_id, record, expected, tenant_id=tenant, **extras
+        )
 
     async def _submit_async(
-        self, kind: JobCommandKind, job_id: str, record: Mapping[str, Any] | None,
+        self,
+        kind: JobCommandKind,
+        job_id: str,
+        record: Mapping[str, Any] | None,
         expected: int | None,
-    ) -> Verdict:  # fmt: skip
+    ) -> Verdict:
         tenant = record.get("tenantId") if record is not None else None
         extras = self._command_extras(kind, record)
-        return await self.writes.writer().submit_async(kind, job_id, record, expected,
-                                                       tenant_id=tenant, **extras)  # fmt: skip
+        return await self.writes.writer().submit_async(
+            kind, job_id, record, expected, tenant_id=tenant, **extras
+        )
 
     def creates_await(self) -> bool:
         """Whether `create_async` holds no thread: writes are known to be commands (a

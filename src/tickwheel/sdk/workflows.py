@@ -89,9 +89,14 @@ class WorkflowTimeline:
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"workflowId": self.workflow_id, "definitionId": self.definition_id,
-                "definitionVersion": self.definition_version, "status": self.status,
-                "steps": self.steps, "events": self.events}  # fmt: skip
+        return {
+            "workflowId": self.workflow_id,
+            "definitionId": self.definition_id,
+            "definitionVersion": self.definition_version,
+            "status": self.status,
+            "steps": self.steps,
+            "events": self.events,
+        }
 
 
 def approval_keys(text: str | None = None) -> dict[str, bytes]:
@@ -153,8 +158,9 @@ class WorkflowsClient:
             except UndecodableRecord:
                 continue  # the orchestrator dead-letters it
             if definition_id is None or value["definition_id"] == definition_id:
-                found.setdefault((value["definition_id"], value["version"]),
-                                 json.loads(value["body"]))  # fmt: skip
+                found.setdefault(
+                    (value["definition_id"], value["version"]), json.loads(value["body"])
+                )
         return found
 
     def define(self, document: dict[str, Any], *, actor: str | None = None) -> dict[str, Any]:
@@ -168,8 +174,10 @@ class WorkflowsClient:
         if (did, version) in known:
             if known[(did, version)] == document:
                 return {"definitionId": did, "version": version, "published": False}
-            raise InvalidInput("version", f"{did} v{version} is published already and "
-                               "immutable; accepted: a new version")  # fmt: skip
+            raise InvalidInput(
+                "version",
+                f"{did} v{version} is published already and immutable; accepted: a new version",
+            )
         earlier = sorted(v for (_, v) in known if v < version)
         if earlier:
             old = parse_definition(known[(did, earlier[-1])])
@@ -177,11 +185,15 @@ class WorkflowsClient:
             if reasons:
                 raise IncompatibleDefinition(did, version, reasons)
         record: DefinitionRecord = {
-            "definition_id": did, "version": version, "body": json.dumps(document),
-            "published_at": self._now_ms(), "published_by": actor,
-        }  # fmt: skip
-        self._publish(self.definitions_topic, f"{did}/{version}",
-                      encode("WorkflowDefinition", record))  # fmt: skip
+            "definition_id": did,
+            "version": version,
+            "body": json.dumps(document),
+            "published_at": self._now_ms(),
+            "published_by": actor,
+        }
+        self._publish(
+            self.definitions_topic, f"{did}/{version}", encode("WorkflowDefinition", record)
+        )
         return {"definitionId": did, "version": version, "published": True}
 
     def _live_steps(self, definition_id: str, version: int) -> set[str]:
@@ -225,8 +237,12 @@ class WorkflowsClient:
         if not workflow_id.strip() or len(workflow_id) > 200:
             raise InvalidInput("workflow_id", "accepted: 1 to 200 characters")
         item = Start(self._now_ms(), input)
-        self._send(workflow_id, item, definition_id=definition_id,
-                   definition_version=version or versions[-1])  # fmt: skip
+        self._send(
+            workflow_id,
+            item,
+            definition_id=definition_id,
+            definition_version=version or versions[-1],
+        )
         return workflow_id
 
     def _send(self, workflow_id: str, item: Input, **start: Any) -> None:
@@ -273,8 +289,10 @@ class WorkflowsClient:
         for event in self._events(workflow_id):
             data = event["data"] or {}
             if (event["event_type"], event["step_id"], data.get("round")) == (
-                "approval_requested", step, round_,
-            ):  # fmt: skip
+                "approval_requested",
+                step,
+                round_,
+            ):
                 expires = data.get("expires_at_ms")
                 return None if expires is None else int(expires)
         return None
@@ -324,12 +342,21 @@ class WorkflowsClient:
             state = self._state(workflow_id)
         except UnknownWorkflow:
             state = self._state_of_events(workflow_id, events)
-        steps = {k: {"status": s.status, "attempt": s.attempt, "round": s.round,
-                     "startedAt": s.started_at_ms, "endedAt": s.ended_at_ms,
-                     "compensation": s.comp_status or None, "output": s.output}
-                 for k, s in state.steps.items()}  # fmt: skip
-        return WorkflowTimeline(workflow_id, state.definition_id, state.definition_version,
-                                state.status, steps, events)  # fmt: skip
+        steps = {
+            k: {
+                "status": s.status,
+                "attempt": s.attempt,
+                "round": s.round,
+                "startedAt": s.started_at_ms,
+                "endedAt": s.ended_at_ms,
+                "compensation": s.comp_status or None,
+                "output": s.output,
+            }
+            for k, s in state.steps.items()
+        }
+        return WorkflowTimeline(
+            workflow_id, state.definition_id, state.definition_version, state.status, steps, events
+        )
 
     def _state_of_events(self, workflow_id: str, events: list[dict[str, Any]]) -> Any:
         """`evolve` over the instance's recorded events (the fold's own replay), pinned to
@@ -346,16 +373,26 @@ class WorkflowsClient:
             )
         state = initial_state(workflow_id, parse_definition(document))
         for event in sorted(events, key=lambda e: e["seq"]):
-            state = evolve(state, Event(event["seq"], event["event_type"], event["event_time"],
-                                        event["step_id"], event["attempt"], event["actor"],
-                                        event["data"] or {}))  # fmt: skip
+            state = evolve(
+                state,
+                Event(
+                    event["seq"],
+                    event["event_type"],
+                    event["event_time"],
+                    event["step_id"],
+                    event["attempt"],
+                    event["actor"],
+                    event["data"] or {},
+                ),
+            )
         return state
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
         """The instance's events, oldest first, `data` as JSON."""
         events = []
-        for record in read_to_end(self.events_topic, [self._partition(workflow_id)],
-                                  self.bootstrap):  # fmt: skip
+        for record in read_to_end(
+            self.events_topic, [self._partition(workflow_id)], self.bootstrap
+        ):
             if record.key != workflow_id or record.value is None:
                 continue
             try:
@@ -370,9 +407,16 @@ class WorkflowsClient:
 
     def list(self, status: str | None = None) -> list[dict[str, Any]]:
         """Every instance's summary (of one `status`, if given), by id."""
-        rows = [{"workflowId": k, "definitionId": s["definition_id"],
-                 "definitionVersion": s["definition_version"], "status": s["status"],
-                 "seq": s["seq"], "updatedAt": s["updated_at"]}
-                for k, s in self._snapshots().items()
-                if status is None or s["status"] == status]  # fmt: skip
+        rows = [
+            {
+                "workflowId": k,
+                "definitionId": s["definition_id"],
+                "definitionVersion": s["definition_version"],
+                "status": s["status"],
+                "seq": s["seq"],
+                "updatedAt": s["updated_at"],
+            }
+            for k, s in self._snapshots().items()
+            if status is None or s["status"] == status
+        ]
         return sorted(rows, key=lambda r: r["workflowId"])

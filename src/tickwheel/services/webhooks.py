@@ -84,8 +84,9 @@ class WebhookSink:
             "webhook-signature": self._signer.sign(webhook_id, now, body),
         }
         try:
-            response = fetch(self.guard, self.url, "POST", body.encode(), headers, TIMEOUT_S,
-                             max_redirects=0)  # fmt: skip
+            response = fetch(
+                self.guard, self.url, "POST", body.encode(), headers, TIMEOUT_S, max_redirects=0
+            )
         except RetryableError as exc:
             return "retry", str(exc)
         except PermanentError as exc:  # the guard refused the address: a setting to change

@@ -69,9 +69,15 @@ async def _dead_letter(event: faust.EventT[Any], bad: Undecodable) -> None:
     message = event.message
     key = message.key.decode("utf-8", "replace") if message.key else None
     letter = dead_letter_record(
-        message.topic, message.partition, message.offset, key, bad.raw, bad.reason,
-        "undecodable", int(_clock.now() * 1000),
-    )  # fmt: skip
+        message.topic,
+        message.partition,
+        message.offset,
+        key,
+        bad.raw,
+        bad.reason,
+        "undecodable",
+        int(_clock.now() * 1000),
+    )
     log.error("undecodable record sent to the dead-letter topic: %s", letter["reason"])
     await dead_letters.send(key=(key or "").encode(), value=encode("DeadLetter", letter))
 

@@ -106,9 +106,11 @@ class _ClientHistoryStore:
         self._check_open()
         with self._migrate_lock, self._write_lock:
             return apply_migrations(
-                self._writer, ddl_dir=self._ddl_dir, retention=self._retention,
+                self._writer,
+                ddl_dir=self._ddl_dir,
+                retention=self._retention,
                 location=self._location,
-            )  # fmt: skip
+            )
 
     def insert(
         self,
@@ -137,8 +139,9 @@ class _ClientHistoryStore:
         value per field (decision 0123)."""
         self._check_open()
         with self._write_lock:
-            self._encoded_insert(self._writer, table, columns, select, structure, data,
-                                 input_format, dedup_token)  # fmt: skip
+            self._encoded_insert(
+                self._writer, table, columns, select, structure, data, input_format, dedup_token
+            )
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Run one read-only statement on the reader session; bind `{name:Type}` params."""
@@ -256,8 +259,7 @@ class ChdbHistoryStore(_ClientHistoryStore):
         Only the embedded engine: a server reads one request body per statement."""
         self._check_open()
         with self._write_lock:
-            insert_encoded_files(self._writer, table, columns, sources, input_format,
-                                 dedup_token)  # fmt: skip
+            insert_encoded_files(self._writer, table, columns, sources, input_format, dedup_token)
 
     @staticmethod
     def _connect(directory: str, options: dict[str, str] | None) -> Client:

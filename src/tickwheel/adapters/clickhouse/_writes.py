@@ -114,8 +114,9 @@ def insert_encoded_file(
     """Embedded chDB: the engine reads the records from a spooled file (`file()`), the way
     clickhouse-connect's own chDB inserts do (`FROM INFILE`); the data never becomes Python
     values. The file lives only for the statement."""
-    insert_encoded_files(writer, table, columns, [(select, structure, data)], input_format,
-                         dedup_token, spool_dir)  # fmt: skip
+    insert_encoded_files(
+        writer, table, columns, [(select, structure, data)], input_format, dedup_token, spool_dir
+    )
 
 
 def insert_encoded_files(

@@ -25,8 +25,12 @@ PROBE_TIMEOUT_VAR = "TICKWHEEL_BROKER_PROBE_TIMEOUT_S"
 METADATA_TIMEOUT_S = 10.0
 
 # What a metadata request that reached no broker fails with.
-_UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
-                KafkaError._RESOLVE}  # fmt: skip
+_UNREACHABLE = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._RESOLVE,
+}
 
 
 class BrokerUnreachable(TickwheelError, ConnectionError):

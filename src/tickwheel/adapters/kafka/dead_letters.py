@@ -82,9 +82,14 @@ class DeadLetterWriter:
         record of its schema) or `rejected` (decoded, but not acceptable)."""
         log.error(
             f"{kind} record sent to the dead-letter topic",
-            extra={"action": "record_dead_lettered", "topic": topic, "partition": partition,
-                   "offset": offset, "reason": reason},
-        )  # fmt: skip
+            extra={
+                "action": "record_dead_lettered",
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "reason": reason,
+            },
+        )
         if self._producer is None:
             self._producer = EventProducer(self._bootstrap)
         now_ms = int(self._clock.now() * 1000)
@@ -102,6 +107,11 @@ class DeadLetterWriter:
                 # The log line above keeps the position and reason; the consumer goes on.
                 log.error(
                     "dead letter not delivered",
-                    extra={"action": "dead_letter_undelivered", "topic": topic,
-                           "partition": partition, "offset": offset, "error": str(exc)},
-                )  # fmt: skip
+                    extra={
+                        "action": "dead_letter_undelivered",
+                        "topic": topic,
+                        "partition": partition,
+                        "offset": offset,
+                        "error": str(exc),
+                    },
+                )

@@ -105,9 +105,13 @@ def lag_of(committed: int | None, end: int) -> int | None:
 
 
 def partition_lag(
-    topic: str, partition: int, committed: int | None, start: int, end: int,
+    topic: str,
+    partition: int,
+    committed: int | None,
+    start: int,
+    end: int,
     readable: Mapping[tuple[str, int], list[int]],
-) -> PartitionLag:  # fmt: skip
+) -> PartitionLag:
     """The lag of one partition, from its offsets and the records found readable in the gaps
     that were read (`readable`: record offsets from the lowest committed offset to the end)."""
     if committed is None:
@@ -129,8 +133,11 @@ def readable_records(
     read once; a gap not read to its end within `timeout` is left out (approximate then)."""
     if not gaps:
         return {}
-    consumer = Consumer(consumer_config(f"tickwheel-lag-{uuid.uuid4()}", bootstrap,
-                                        **{"enable.partition.eof": False}))  # fmt: skip
+    consumer = Consumer(
+        consumer_config(
+            f"tickwheel-lag-{uuid.uuid4()}", bootstrap, **{"enable.partition.eof": False}
+        )
+    )
     found: dict[tuple[str, int], list[int]] = {tp: [] for tp in gaps}
     unread = set(gaps)
     try:
@@ -143,8 +150,11 @@ def readable_records(
                     found[tp].append(msg.offset())
             # A marker is never delivered: where the consumer stands says it is past the end.
             positions = consumer.position([TopicPartition(t, p) for t, p in unread])
-            unread -= {(tp.topic, tp.partition) for tp in positions
-                       if tp.offset >= gaps[(tp.topic, tp.partition)][1]}  # fmt: skip
+            unread -= {
+                (tp.topic, tp.partition)
+                for tp in positions
+                if tp.offset >= gaps[(tp.topic, tp.partition)][1]
+            }
     finally:
         consumer.close()
     return {tp: offsets for tp, offsets in found.items() if tp not in unread}
@@ -232,8 +242,16 @@ def describe_groups(
     readable = readable_records(bootstrap, gaps, timeout)
     found = []
     for i in ids:
-        rows = tuple(partition_lag(t, p, committed[i].get((t, p)), starts[(t, p)], ends[(t, p)],
-                                   readable) for t, p in sorted(read[i]))  # fmt: skip
-        found.append(GroupLag(i, _state(groups[i].state),
-                              tuple(sorted(members[i], key=lambda m: m.client_id)), rows))  # fmt: skip
+        rows = tuple(
+            partition_lag(t, p, committed[i].get((t, p)), starts[(t, p)], ends[(t, p)], readable)
+            for t, p in sorted(read[i])
+        )
+        found.append(
+            GroupLag(
+                i,
+                _state(groups[i].state),
+                tuple(sorted(members[i], key=lambda m: m.client_id)),
+                rows,
+            )
+        )
     return found

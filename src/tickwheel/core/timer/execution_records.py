@@ -38,8 +38,12 @@ def fenced_event(event: ExecutionEvent, now_ms: int, current_attempt: int | None
         "event_time": now_ms,
         "event_type": "fenced",
         "reason": f"stale {event['event_type']} of attempt {event['attempt']}",
-        "details": json.dumps({"fenced_event_id": event["event_id"],
-                               "current_attempt": current_attempt,
-                               "fenced_event_type": event["event_type"]}),
-    }  # fmt: skip
+        "details": json.dumps(
+            {
+                "fenced_event_id": event["event_id"],
+                "current_attempt": current_attempt,
+                "fenced_event_type": event["event_type"],
+            }
+        ),
+    }
     return fenced

@@ -109,9 +109,15 @@ class ExecutionTracker(FlightBook, StepFlights):
     def queued_entry(request: ExecutionRequest) -> dict[str, Any]:
         """The `pending` entry of a request not yet leased (as `pending_of` writes it)."""
         execution_id = request["execution_id"]
-        return {"timer_id": execution_id, "kind": "lease_deadline", "fire_at": 0,
-                "execution_id": execution_id, "attempt": request["attempt"],
-                "data": QUEUED_DATA, "request": request}  # fmt: skip
+        return {
+            "timer_id": execution_id,
+            "kind": "lease_deadline",
+            "fire_at": 0,
+            "execution_id": execution_id,
+            "attempt": request["attempt"],
+            "data": QUEUED_DATA,
+            "request": request,
+        }
 
     def restore(self, pending: list[dict[str, Any]]) -> list[InFlight]:
         restored = []
@@ -186,11 +192,20 @@ class ExecutionTracker(FlightBook, StepFlights):
                 flight.state = "retry_wait"
                 flight.deadline_ms = now_ms + retry.delay_ms
                 decision.events.append(
-                    self._event(flight, "retry_scheduled", now_ms, reason=retry.reason,
-                                details={"delay_ms": retry.delay_ms, "next_attempt": retry.next_attempt,
-                                         "retry_at": flight.deadline_ms},
-                                error=event.get("error"), error_kind=error_kind)
-                )  # fmt: skip
+                    self._event(
+                        flight,
+                        "retry_scheduled",
+                        now_ms,
+                        reason=retry.reason,
+                        details={
+                            "delay_ms": retry.delay_ms,
+                            "next_attempt": retry.next_attempt,
+                            "retry_at": flight.deadline_ms,
+                        },
+                        error=event.get("error"),
+                        error_kind=error_kind,
+                    )
+                )
                 return decision, flight
             self._dead_letter(flight, retry.reason, event.get("error"), now_ms, decision)
             return decision, None
@@ -226,11 +241,21 @@ class ExecutionTracker(FlightBook, StepFlights):
         flight.state = "retry_wait"
         flight.deadline_ms = now_ms + delay
         decision.events.append(
-            self._event(flight, "retry_scheduled", now_ms, reason=NO_HANDLER,
-                        details={"delay_ms": delay, "next_attempt": flight.attempt + 1,
-                                 "retry_at": flight.deadline_ms, "unhandled": flight.unhandled},
-                        error=event.get("error"), error_kind="retryable")
-        )  # fmt: skip
+            self._event(
+                flight,
+                "retry_scheduled",
+                now_ms,
+                reason=NO_HANDLER,
+                details={
+                    "delay_ms": delay,
+                    "next_attempt": flight.attempt + 1,
+                    "retry_at": flight.deadline_ms,
+                    "unhandled": flight.unhandled,
+                },
+                error=event.get("error"),
+                error_kind="retryable",
+            )
+        )
         return decision, flight
 
     # -- timers ----------------------------------------------------------------------------
@@ -254,9 +279,15 @@ class ExecutionTracker(FlightBook, StepFlights):
                 f"reads executions.{flight.request['priority']}, or the request was lost"
             )
             decision.events.append(
-                self._event(flight, "failed", now_ms, reason="dispatch_timeout", error=error,
-                            error_kind="retryable")
-            )  # fmt: skip
+                self._event(
+                    flight,
+                    "failed",
+                    now_ms,
+                    reason="dispatch_timeout",
+                    error=error,
+                    error_kind="retryable",
+                )
+            )
             if is_step(flight.request):
                 self._step_failed(flight, error, False, now_ms, decision)
                 return decision, None
@@ -268,9 +299,15 @@ class ExecutionTracker(FlightBook, StepFlights):
             return decision, flight
         if flight.state == "running":
             decision.events.append(
-                self._event(flight, "failed", now_ms, reason="lease_expired",
-                            error=f"lease of worker {flight.worker_id} expired", error_kind="retryable")
-            )  # fmt: skip
+                self._event(
+                    flight,
+                    "failed",
+                    now_ms,
+                    reason="lease_expired",
+                    error=f"lease of worker {flight.worker_id} expired",
+                    error_kind="retryable",
+                )
+            )
             if is_step(flight.request):
                 error = f"the lease of worker {flight.worker_id} expired"
                 self._step_failed(flight, error, False, now_ms, decision)

@@ -88,9 +88,15 @@ class RequestLog:
         return jobs
 
     def states_due(
-        self, *, fired: int, backlog: int, max_batch: int, lag_ms: int, now_ms: int,
+        self,
+        *,
+        fired: int,
+        backlog: int,
+        max_batch: int,
+        lag_ms: int,
+        now_ms: int,
         burst_under_way: bool = False,
-    ) -> list[str]:  # fmt: skip
+    ) -> list[str]:
         """The unsaved jobs whose states this tick writes, oldest first. A quiet tick (nothing
         waiting, the batch at most half full) writes what fits once they are `lag_ms` old,
         unless a burst is still under way in the instance (`burst_under_way`: the states

@@ -69,9 +69,15 @@ class RestoringStates:
             # flight before anyone wrote it): built from its requests. A predecessor's in-flight
             # executions are kept; its watermark is not this job's.
             pending = [] if state is None else list(state.get("pending") or [])
-            state = {"job_id": job_id, "job_version": request["job_version"],
-                     "last_scheduled_time": None, "last_fire_time": None,
-                     "updated_at": request["requested_at"], "pending": pending, "seq": 0}  # fmt: skip
+            state = {
+                "job_id": job_id,
+                "job_version": request["job_version"],
+                "last_scheduled_time": None,
+                "last_fire_time": None,
+                "updated_at": request["requested_at"],
+                "pending": pending,
+                "seq": 0,
+            }
             self.states[job_id] = state
         if request["trigger"] in ("scheduled", "catch_up"):
             slot = request["scheduled_time"]
@@ -123,9 +129,15 @@ def pending_entries(
     if held_slot is not None:
         # queue_one: the occurrence held back until the running one finishes.
         pending.append(
-            {"timer_id": f"held:{held_slot}", "kind": "manual", "fire_at": held_slot,
-             "execution_id": None, "attempt": 0, "data": None}
-        )  # fmt: skip
+            {
+                "timer_id": f"held:{held_slot}",
+                "kind": "manual",
+                "fire_at": held_slot,
+                "execution_id": None,
+                "attempt": 0,
+                "data": None,
+            }
+        )
     return pending
 
 
@@ -137,8 +149,15 @@ PAUSED_TIMER_ID = "paused"
 
 
 def paused_entry(job: JobEntry) -> PendingTimer:
-    return {"timer_id": PAUSED_TIMER_ID, "kind": "manual", "fire_at": job.updated_at_ms,
-            "execution_id": None, "attempt": 0, "data": None, "request": None}  # fmt: skip
+    return {
+        "timer_id": PAUSED_TIMER_ID,
+        "kind": "manual",
+        "fire_at": job.updated_at_ms,
+        "execution_id": None,
+        "attempt": 0,
+        "data": None,
+        "request": None,
+    }
 
 
 def says_paused(state: Mapping[str, Any]) -> bool:

@@ -21,14 +21,19 @@ class StepFlights:
     ) -> None:
         raise NotImplementedError
 
-    def _event(self, flight: InFlight, event_type: str, now_ms: int, *,
-               reason: str | None = None) -> ExecutionEvent:  # fmt: skip
+    def _event(
+        self, flight: InFlight, event_type: str, now_ms: int, *, reason: str | None = None
+    ) -> ExecutionEvent:
         raise NotImplementedError
 
     def _step_failed(
-        self, flight: InFlight, error: str | None, permanent: bool, now_ms: int,
+        self,
+        flight: InFlight,
+        error: str | None,
+        permanent: bool,
+        now_ms: int,
         decision: Decision,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """A step's attempt failed: over for the timer. Its last attempt (or a permanent
         failure) is dead-lettered like a job's; the fold decides what comes next."""
         request = flight.request

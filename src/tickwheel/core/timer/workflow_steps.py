@@ -106,9 +106,14 @@ def _is_compensation(request: ExecutionRequest) -> bool:
 
 
 def step_outcome(
-    request: ExecutionRequest, kind: str, now_ms: int, *, event: ExecutionEvent | None = None,
-    error: str | None = None, permanent: bool = False,
-) -> WorkflowInput:  # fmt: skip
+    request: ExecutionRequest,
+    kind: str,
+    now_ms: int,
+    *,
+    event: ExecutionEvent | None = None,
+    error: str | None = None,
+    permanent: bool = False,
+) -> WorkflowInput:
     """The `WorkflowInput` telling the workflow what its attempt came to (`kind`: succeeded,
     failed, cancelled); a success carries the handler's result as the step's output."""
     step, workflow_id = request["step_id"], request["workflow_id"]
@@ -125,8 +130,9 @@ def step_outcome(
     elif kind == "cancelled":
         item = StepCancelled(now_ms, step, attempt, compensation=comp)
     else:
-        item = StepFailed(now_ms, step, attempt, error=error or "", permanent=permanent,
-                          compensation=comp)  # fmt: skip
+        item = StepFailed(
+            now_ms, step, attempt, error=error or "", permanent=permanent, compensation=comp
+        )
     input_id = outcome_input_id(kind, request["execution_id"], attempt)
     return input_record(workflow_id, item, input_id)
 
@@ -213,8 +219,16 @@ class WorkflowTimers:
             data: dict[str, Any] = {"workflow_id": timer.workflow_id}
             if timer.request is not None:
                 data["request"] = timer.request
-            entries.append({"timer_id": timer_id, "kind": TIMER_KIND, "fire_at": timer.fire_at,
-                            "execution_id": None, "attempt": 0, "data": json.dumps(data)})  # fmt: skip
+            entries.append(
+                {
+                    "timer_id": timer_id,
+                    "kind": TIMER_KIND,
+                    "fire_at": timer.fire_at,
+                    "execution_id": None,
+                    "attempt": 0,
+                    "data": json.dumps(data),
+                }
+            )
         return entries
 
     def restore(self, key: str, pending: list[dict[str, Any]]) -> None:
@@ -222,8 +236,15 @@ class WorkflowTimers:
             if entry["kind"] != TIMER_KIND or not entry.get("data"):
                 continue
             data = json.loads(entry["data"])
-            self.add(OneOff(key, entry["timer_id"], data["workflow_id"], int(entry["fire_at"]),
-                            data.get("request")))  # fmt: skip
+            self.add(
+                OneOff(
+                    key,
+                    entry["timer_id"],
+                    data["workflow_id"],
+                    int(entry["fire_at"]),
+                    data.get("request"),
+                )
+            )
 
     def owed(self) -> bool:
         return bool(self.inputs or self.controls)

@@ -20,10 +20,22 @@ from tickwheel.core.watchdog.thresholds import Thresholds
 from tickwheel.errors import TickwheelError
 from tickwheel.records import AlertSeverity
 
-KINDS = ("job_overdue", "broken_chain", "run_too_long", "run_too_short", "disabled_past_review",
-         "dead_letter_age", "oldest_ready_age", "timer_partition_stalled", "no_live_worker",
-         "watchdog_lagging", "output_stale", "freshness_query_failed", "missed_slots",
-         "workflow_step_stuck")  # fmt: skip
+KINDS = (
+    "job_overdue",
+    "broken_chain",
+    "run_too_long",
+    "run_too_short",
+    "disabled_past_review",
+    "dead_letter_age",
+    "oldest_ready_age",
+    "timer_partition_stalled",
+    "no_live_worker",
+    "watchdog_lagging",
+    "output_stale",
+    "freshness_query_failed",
+    "missed_slots",
+    "workflow_step_stuck",
+)
 # Owed slots listed in an overdue alert's evidence (the newest ones; the count is complete).
 SLOTS_SHOWN = 10
 
@@ -91,8 +103,9 @@ def job_conditions(
             deadline = deadlines.of(job_id, row)
             if deadline is None or watermark < deadline:
                 continue  # not due: the common case, nothing to raise
-        yield from _job_conditions(job_id, JobFacts(jobs, job_id, row), watermark, thresholds,
-                                   upcoming)  # fmt: skip
+        yield from _job_conditions(
+            job_id, JobFacts(jobs, job_id, row), watermark, thresholds, upcoming
+        )
 
 
 @dataclass(slots=True)
@@ -165,11 +178,14 @@ def _job_conditions(
     finished = spec.finished(watermark)
     if upcoming is None and not finished:
         yield Condition(
-            "broken_chain", job_id, "critical",
+            "broken_chain",
+            job_id,
+            "critical",
             f"job {job_id} is enabled and recurring but has no future occurrence",
             {"version": spec.version, "after": watermark},
-            job_id=job_id, tenant_id=spec.tenant_id,
-        )  # fmt: skip
+            job_id=job_id,
+            tenant_id=spec.tenant_id,
+        )
     interval = effective_interval(spec, thresholds.derived_grace_ms)
     if interval is None:
         return
@@ -188,8 +204,9 @@ def _job_conditions(
     owed_from = job.last_success_slot if since == "last_success" else baseline
     assert owed_from is not None
     if spec.profile.unadjusted is not None:
-        shifted = _calendar_deadline(spec.profile.unadjusted, schedule, owed_from, deadline,
-                                     watermark)  # fmt: skip
+        shifted = _calendar_deadline(
+            spec.profile.unadjusted, schedule, owed_from, deadline, watermark
+        )
         if shifted is None or watermark < shifted:
             return
         deadline = shifted
@@ -210,17 +227,29 @@ def _job_conditions(
     overdue_by = watermark - deadline
     severity: AlertSeverity = "critical" if overdue_by >= interval.ms else "warning"
     yield Condition(
-        "job_overdue", job_id, severity,
+        "job_overdue",
+        job_id,
+        severity,
         f"job {job_id} has not succeeded since {since} at {baseline} "
         f"(expected within {interval.ms} ms{', derived' if interval.derived else ''}): "
         f"{owed} owed slot(s), latest {latest or 'none due'}",
-        {"since": since, "baseline": baseline, "deadline": deadline,
-         "expected_max_interval_ms": interval.ms, "derived": interval.derived,
-         "last_success": job.last_success_ms, "last_success_slot": job.last_success_slot,
-         "owed_slots": owed, "slots": shown, "version": spec.version},
-        summary=f"{severity}:{latest}", job_id=job_id, tenant_id=spec.tenant_id,
+        {
+            "since": since,
+            "baseline": baseline,
+            "deadline": deadline,
+            "expected_max_interval_ms": interval.ms,
+            "derived": interval.derived,
+            "last_success": job.last_success_ms,
+            "last_success_slot": job.last_success_slot,
+            "owed_slots": owed,
+            "slots": shown,
+            "version": spec.version,
+        },
+        summary=f"{severity}:{latest}",
+        job_id=job_id,
+        tenant_id=spec.tenant_id,
         cause=latest,
-    )  # fmt: skip
+    )
 
 
 def _calendar_deadline(
@@ -283,13 +312,20 @@ def _dead_letter_ages(facts: Facts, watermark: int, thresholds: Thresholds) -> I
         if age < thresholds.dead_letter_age_ms:
             continue
         yield Condition(
-            "dead_letter_age", f"{tenant}/{job_type}", "warning",
+            "dead_letter_age",
+            f"{tenant}/{job_type}",
+            "warning",
             f"{len(entries)} unresolved dead letter(s) of {job_type} for tenant {tenant}, "
             f"the oldest {age // 1000} s old",
-            {"count": len(entries), "oldest_at": oldest, "oldest_execution_id": execution_id,
-             "oldest_job_id": job_id, "threshold_ms": thresholds.dead_letter_age_ms},
+            {
+                "count": len(entries),
+                "oldest_at": oldest,
+                "oldest_execution_id": execution_id,
+                "oldest_job_id": job_id,
+                "threshold_ms": thresholds.dead_letter_age_ms,
+            },
             tenant_id=tenant,
-        )  # fmt: skip
+        )
 
 
 def _ready_ages(facts: Facts, watermark: int, thresholds: Thresholds) -> Iterator[Condition]:
@@ -308,11 +344,17 @@ def _ready_ages(facts: Facts, watermark: int, thresholds: Thresholds) -> Iterato
         if age < thresholds.oldest_ready_age_ms:
             continue  # age, never depth: a young backlog of any size is a backfill at work
         yield Condition(
-            "oldest_ready_age", f"{priority}/{tenant}", "warning",
+            "oldest_ready_age",
+            f"{priority}/{tenant}",
+            "warning",
             f"the oldest {priority} execution of tenant {tenant} has waited {age // 1000} s "
             "for a worker",
-            {"age_ms": age, "oldest_requested_at": requested_at,
-             "oldest_execution_id": execution_id, "depth": depth[(priority, tenant)],
-             "threshold_ms": thresholds.oldest_ready_age_ms},
+            {
+                "age_ms": age,
+                "oldest_requested_at": requested_at,
+                "oldest_execution_id": execution_id,
+                "depth": depth[(priority, tenant)],
+                "threshold_ms": thresholds.oldest_ready_age_ms,
+            },
             tenant_id=tenant,
-        )  # fmt: skip
+        )

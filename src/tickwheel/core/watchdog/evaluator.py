@@ -63,8 +63,9 @@ def evaluate(
     if state.wheel is None:
         job_order = run_order = sorted(state.facts.jobs)
     else:
-        job_order, run_order = state.wheel.visit(state.facts.jobs, watermark_ms,
-                                                 thresholds.derived_grace_ms)  # fmt: skip
+        job_order, run_order = state.wheel.visit(
+            state.facts.jobs, watermark_ms, thresholds.derived_grace_ms
+        )
     current = [*extra, *conditions(state.facts, watermark_ms, thresholds, job_order)]
     current.extend(all_run_conditions(state.facts.jobs, run_order, watermark_ms, thresholds))
     current.extend(stuck_steps(state.facts.workflows, watermark_ms))
@@ -96,8 +97,9 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
     if incident.kind == STUCK_KIND:
         return why_step_clear(facts.workflows, incident.subject)
     if incident.kind in PARENT_KINDS:
-        return {"reason": "advancing" if incident.kind == "timer_partition_stalled"
-                else "worker_taking"}  # fmt: skip
+        return {
+            "reason": "advancing" if incident.kind == "timer_partition_stalled" else "worker_taking"
+        }
     if incident.kind not in ("job_overdue", "broken_chain", *RUN_KINDS):
         return {}
     job = facts.jobs.get(incident.subject)
@@ -109,13 +111,19 @@ def _why_clear(facts: Facts, incident: Incident) -> dict[str, Any]:
     if not spec.enabled:
         return {"reason": "paused"}
     if incident.kind in RUN_KINDS:
-        return {"reason": "run_finished" if incident.kind == "run_too_long" else "longer_run",
-                "last_run": job.last_run}  # fmt: skip
+        return {
+            "reason": "run_finished" if incident.kind == "run_too_long" else "longer_run",
+            "last_run": job.last_run,
+        }
     if incident.kind == "broken_chain":
         return {"reason": "future_occurrence"}
     if job.last_success_ms is not None and job.last_success_ms >= incident.opened_at:
-        return {"reason": "succeeded", "last_success": job.last_success_ms,
-                "slot": job.last_success_slot, "diagnosis": "succeeded_late"}  # fmt: skip
+        return {
+            "reason": "succeeded",
+            "last_success": job.last_success_ms,
+            "slot": job.last_success_slot,
+            "diagnosis": "succeeded_late",
+        }
     return {"reason": "condition_cleared", "last_success": job.last_success_ms}
 
 

@@ -33,10 +33,28 @@ from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's i
 __all__ = ["Acknowledgement", "ExecutionFacts", "Facts", "JobFacts", "Observed", "SlotFacts"]
 
 # How far along an attempt got; the furthest stage seen wins.
-STAGES = {"requested": 1, "leased": 2, "heartbeat": 2, "failed": 3, "retry_scheduled": 3,
-          "cancelled": 3, "fenced": 3, "succeeded": 4}  # fmt: skip
-TAKEN_EVENTS = frozenset({"leased", "heartbeat", "succeeded", "failed", "retry_scheduled",
-                          "dead_lettered", "cancelled", "fenced"})  # fmt: skip
+STAGES = {
+    "requested": 1,
+    "leased": 2,
+    "heartbeat": 2,
+    "failed": 3,
+    "retry_scheduled": 3,
+    "cancelled": 3,
+    "fenced": 3,
+    "succeeded": 4,
+}
+TAKEN_EVENTS = frozenset(
+    {
+        "leased",
+        "heartbeat",
+        "succeeded",
+        "failed",
+        "retry_scheduled",
+        "dead_lettered",
+        "cancelled",
+        "fenced",
+    }
+)
 
 InputKind = Literal[
     "definition",
@@ -172,8 +190,11 @@ class Facts:
     def settle(self, watermark: int, settled_after_ms: int) -> None:
         """After an evaluation: executions that can raise nothing become settled (their
         attempt kept), and generations settled more than `settled_after_ms` ago are dropped."""
-        moving = [(execution_id, execution) for execution_id, execution in self.executions.items()
-                  if not execution.ready and not execution.dead_unresolved]  # fmt: skip
+        moving = [
+            (execution_id, execution)
+            for execution_id, execution in self.executions.items()
+            if not execution.ready and not execution.dead_unresolved
+        ]
         if moving:
             generation = watermark // SETTLED_GENERATION_MS
             if not self.settled or self.settled[-1][0] != generation:
@@ -184,8 +205,12 @@ class Facts:
                 del self.executions[execution_id]
                 if execution.last_seen_ms < horizon:
                     continue  # nothing seen of it for that long: forgotten, as before
-                into[execution_id] = max(execution.requested_attempt, execution.taken_attempt,
-                                         execution.dead_attempt, execution.succeeded_attempt)  # fmt: skip
+                into[execution_id] = max(
+                    execution.requested_attempt,
+                    execution.taken_attempt,
+                    execution.dead_attempt,
+                    execution.succeeded_attempt,
+                )
                 if execution.taken_attempt:
                     priority = execution.priority or "normal"
                     taken = self.taken_ms.get(priority, execution.last_seen_ms)
@@ -247,8 +272,9 @@ class Facts:
             facts.deleted = False
         kept = table.history.get(job_id)
         if kept is None and current is not None and current.version != spec.version:
-            kept = table.history[job_id] = {current.version: (current.enabled,
-                                                              current.updated_at_ms)}  # fmt: skip
+            kept = table.history[job_id] = {
+                current.version: (current.enabled, current.updated_at_ms)
+            }
         if kept is not None:
             kept[spec.version] = (spec.enabled, spec.updated_at_ms)
             if len(kept) > VERSIONS_KEPT:
@@ -325,8 +351,9 @@ class Facts:
         if kind == "succeeded":
             job.succeeded(at, slot)
         if kind in ("leased", "succeeded"):
-            slot_facts.ran(attempt, at if kind == "leased" else None,
-                           at if kind == "succeeded" else None)  # fmt: skip
+            slot_facts.ran(
+                attempt, at if kind == "leased" else None, at if kind == "succeeded" else None
+            )
             run = slot_facts
             if run.leased_at is not None and run.succeeded_at is not None:
                 known = (slot, run.run_attempt, run.leased_at, run.succeeded_at)
@@ -336,8 +363,9 @@ class Facts:
             return
         # A dead letter of the attempt it settled at still counts; anything else of an
         # attempt already settled changes nothing.
-        found = self._live(str(event["execution_id"]), job_id, attempt,
-                           dead=kind == "dead_lettered")  # fmt: skip
+        found = self._live(
+            str(event["execution_id"]), job_id, attempt, dead=kind == "dead_lettered"
+        )
         if found is None:
             return
         execution = found
@@ -381,10 +409,12 @@ class Facts:
             return
         details = json.loads(command.get("details") or "{}")
         ack = Acknowledgement(
-            command_id=str(command["alert_id"]), incident_id=str(details["incident_id"]),
-            by=str(details.get("by") or "unknown"), note=str(command.get("message") or ""),
+            command_id=str(command["alert_id"]),
+            incident_id=str(details["incident_id"]),
+            by=str(details.get("by") or "unknown"),
+            note=str(command.get("message") or ""),
             at=int(command["event_time"]),
-        )  # fmt: skip
+        )
         self.acks[ack.command_id] = ack
 
     @staticmethod

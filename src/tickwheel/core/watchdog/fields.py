@@ -65,9 +65,10 @@ def check_disable_account(spec: Mapping[str, Any]) -> int | None:
     for name in DISABLE_TEXT_FIELDS:
         value = spec.get(name)
         if value is not None and (
-            not isinstance(value, str) or not 0 < len(value) <= _MAX_DISABLE_TEXT
+            not isinstance(value, str)
+            or not 0 < len(value) <= _MAX_DISABLE_TEXT
             or any(ord(ch) < 0x20 for ch in value)
-        ):  # fmt: skip
+        ):
             raise InvalidInput(
                 name,
                 f"{str(value)[:40]!r}; accepted: one line of 1 to {_MAX_DISABLE_TEXT} characters",
@@ -97,8 +98,10 @@ def check_freshness(value: object) -> str | None:
     text, as the record stores it) → canonical JSON text for the record; None stays None."""
     if value is None:
         return None
-    example = ('accepted: {"topic": "orders.out", "warnAfter": "2h", "errorAfter": "6h"} or '
-               '{"sql": "SELECT max(ts) FROM ...", "warnAfter": "2h"}')  # fmt: skip
+    example = (
+        'accepted: {"topic": "orders.out", "warnAfter": "2h", "errorAfter": "6h"} or '
+        '{"sql": "SELECT max(ts) FROM ...", "warnAfter": "2h"}'
+    )
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -125,8 +128,10 @@ def check_freshness(value: object) -> str | None:
     if warn is None or warn <= 0:
         raise InvalidInput("freshness.warnAfter", f"{value.get('warnAfter')!r}; {example}")
     if error is not None and error < warn:
-        raise InvalidInput("freshness.errorAfter", f"{value['errorAfter']!r} is before warnAfter; "
-                           "accepted: at least warnAfter")  # fmt: skip
+        raise InvalidInput(
+            "freshness.errorAfter",
+            f"{value['errorAfter']!r} is before warnAfter; accepted: at least warnAfter",
+        )
     return json.dumps({k: value[k] for k in sorted(value)}, separators=(",", ":"))
 
 

@@ -61,14 +61,24 @@ def stale_outputs(
         error = check.error_after_ms is not None and age >= check.error_after_ms
         where = f"on {check.topic}" if check.topic is not None else "by its freshness query"
         yield Condition(
-            "output_stale", job_id, "critical" if error else "warning",
+            "output_stale",
+            job_id,
+            "critical" if error else "warning",
             f"job {job_id}'s output {where} is {age // 1000} s old "
             f"({'no output yet' if newest is None else 'newest output'}; "
             f"warn after {check.warn_after_ms // 1000} s)",
-            {"topic": check.topic, "sql": check.sql, "newest_at": newest, "age_ms": age,
-             "warn_after_ms": check.warn_after_ms, "error_after_ms": check.error_after_ms},
-            summary="error" if error else "warn", job_id=job_id, tenant_id=spec.tenant_id,
-        )  # fmt: skip
+            {
+                "topic": check.topic,
+                "sql": check.sql,
+                "newest_at": newest,
+                "age_ms": age,
+                "warn_after_ms": check.warn_after_ms,
+                "error_after_ms": check.error_after_ms,
+            },
+            summary="error" if error else "warn",
+            job_id=job_id,
+            tenant_id=spec.tenant_id,
+        )
 
 
 def _any_declared(facts: Facts) -> bool:
@@ -105,13 +115,22 @@ def failed_queries(facts: Facts, failing: Mapping[str, tuple[str, int]]) -> Iter
         jobs = users[sql]
         tenant = next(iter(tenants[sql])) if len(tenants[sql]) == 1 else None
         yield Condition(
-            FAILED_KIND, query_subject(sql), "warning",
+            FAILED_KIND,
+            query_subject(sql),
+            "warning",
             f"the freshness query of {len(jobs)} job(s) ({jobs[0]}"
             f"{', ...' if len(jobs) > 1 else ''}) does not answer with a time: {error[:200]}",
-            {"sql": sql[:500], "error": error[:1000], "failing_since": since,
-             "jobs": jobs[:JOBS_SHOWN], "job_count": len(jobs)},
-            summary=error[:200], job_id=jobs[0] if len(jobs) == 1 else None, tenant_id=tenant,
-        )  # fmt: skip
+            {
+                "sql": sql[:500],
+                "error": error[:1000],
+                "failing_since": since,
+                "jobs": jobs[:JOBS_SHOWN],
+                "job_count": len(jobs),
+            },
+            summary=error[:200],
+            job_id=jobs[0] if len(jobs) == 1 else None,
+            tenant_id=tenant,
+        )
 
 
 def query_subject(sql: str) -> str:

@@ -123,24 +123,56 @@ class Transition:
 
 
 def plain_alert(
-    alert_id: str, event_time: int, kind: str, severity: AlertSeverity, message: str, *,
-    job_id: str | None = None, tenant_id: str | None = None, details: str | None = None,
-) -> Alert:  # fmt: skip
+    alert_id: str,
+    event_time: int,
+    kind: str,
+    severity: AlertSeverity,
+    message: str,
+    *,
+    job_id: str | None = None,
+    tenant_id: str | None = None,
+    details: str | None = None,
+) -> Alert:
     """An `Alert` that is no incident's transition (a workflow's alert, the watchdog's state
     and checkpoint records): its v2 lifecycle fields keep the schema's defaults."""
     return {
-        "alert_id": alert_id, "event_time": event_time, "kind": kind, "severity": severity,
-        "job_id": job_id, "tenant_id": tenant_id, "message": message, "details": details,
-        "incident_id": None, "fingerprint": None, "transition": None, "state": None,
-        "subject": None, "opened_at": None, "resolved_at": None, "acknowledged_by": None,
-        "acknowledged_note": None, "acknowledged_at": None, "suppressed_by": None,
+        "alert_id": alert_id,
+        "event_time": event_time,
+        "kind": kind,
+        "severity": severity,
+        "job_id": job_id,
+        "tenant_id": tenant_id,
+        "message": message,
+        "details": details,
+        "incident_id": None,
+        "fingerprint": None,
+        "transition": None,
+        "state": None,
+        "subject": None,
+        "opened_at": None,
+        "resolved_at": None,
+        "acknowledged_by": None,
+        "acknowledged_note": None,
+        "acknowledged_at": None,
+        "suppressed_by": None,
         "notify": True,
-    }  # fmt: skip
+    }
 
 
 # The Alert v2 fields that `details` repeats for readers of v1 (decision 0076).
-_LIFECYCLE_FIELDS = frozenset({"incident_id", "fingerprint", "transition", "state", "subject",
-                               "opened_at", "resolved_at", "suppressed_by", "notify"})  # fmt: skip
+_LIFECYCLE_FIELDS = frozenset(
+    {
+        "incident_id",
+        "fingerprint",
+        "transition",
+        "state",
+        "subject",
+        "opened_at",
+        "resolved_at",
+        "suppressed_by",
+        "notify",
+    }
+)
 
 
 def advance(
@@ -165,16 +197,32 @@ def advance(
         parent = _parent_id(incidents, condition.suppressed_by)
         if incident is None or incident.state == "resolved":
             incident = Incident(
-                fp, condition.kind, condition.subject,
-                number=(incident.number + 1) if incident else 1, seq=1, state="open",
-                severity=condition.severity, opened_at=watermark, last_transition_at=watermark,
-                summary=condition.summary, message=condition.message,
-                job_id=condition.job_id, tenant_id=condition.tenant_id,
-                suppressed_by=parent, notified=parent is None,
-            )  # fmt: skip
+                fp,
+                condition.kind,
+                condition.subject,
+                number=(incident.number + 1) if incident else 1,
+                seq=1,
+                state="open",
+                severity=condition.severity,
+                opened_at=watermark,
+                last_transition_at=watermark,
+                summary=condition.summary,
+                message=condition.message,
+                job_id=condition.job_id,
+                tenant_id=condition.tenant_id,
+                suppressed_by=parent,
+                notified=parent is None,
+            )
             incidents[fp] = incident
-            transitions.append(Transition(incident.copy(), "opened", watermark, condition.evidence,
-                                          notify=incident.notified))  # fmt: skip
+            transitions.append(
+                Transition(
+                    incident.copy(),
+                    "opened",
+                    watermark,
+                    condition.evidence,
+                    notify=incident.notified,
+                )
+            )
             changed.add(fp)
             continue
         if parent != incident.suppressed_by:
@@ -185,8 +233,14 @@ def advance(
                 incident.notified = True
                 incident.seq += 1
                 incident.last_transition_at = watermark
-                transitions.append(Transition(incident.copy(), "updated", watermark,
-                                              {**condition.evidence, "unsuppressed": True}))  # fmt: skip
+                transitions.append(
+                    Transition(
+                        incident.copy(),
+                        "updated",
+                        watermark,
+                        {**condition.evidence, "unsuppressed": True},
+                    )
+                )
                 continue
         if incident.cleared_since is not None:
             incident.cleared_since = None
@@ -201,8 +255,9 @@ def advance(
             incident.summary, incident.message = condition.summary, condition.message
             incident.last_transition_at = watermark
             update = {**condition.evidence, "flaps": incident.flaps}
-            transitions.append(Transition(incident.copy(), "updated", watermark, update,
-                                          notify=incident.notified))  # fmt: skip
+            transitions.append(
+                Transition(incident.copy(), "updated", watermark, update, notify=incident.notified)
+            )
             changed.add(fp)
     for fp in sorted(incidents):
         incident = incidents[fp]
@@ -216,12 +271,17 @@ def advance(
             incident.state = "resolved"
             incident.resolved_at = watermark
             incident.last_transition_at = watermark
-            evidence: dict[str, Any] = {"cleared_since": incident.cleared_since,
-                                        "flaps": incident.flaps}  # fmt: skip
+            evidence: dict[str, Any] = {
+                "cleared_since": incident.cleared_since,
+                "flaps": incident.flaps,
+            }
             if clear_evidence is not None:
                 evidence.update(clear_evidence(incident) or {})
-            transitions.append(Transition(incident.copy(), "resolved", watermark, evidence,
-                                          notify=incident.notified))  # fmt: skip
+            transitions.append(
+                Transition(
+                    incident.copy(), "resolved", watermark, evidence, notify=incident.notified
+                )
+            )
             changed.add(fp)
     return transitions, changed
 
@@ -250,8 +310,11 @@ def acknowledge(
         incident.acknowledged_by, incident.acknowledged_note = ack.by, ack.note
         incident.acknowledged_at, incident.acknowledged_id = ack.at, ack.command_id
         evidence = {"by": ack.by, "note": ack.note, "acknowledged_at": ack.at}
-        transitions.append(Transition(incident.copy(), "acknowledged", watermark, evidence,
-                                      notify=incident.notified))  # fmt: skip
+        transitions.append(
+            Transition(
+                incident.copy(), "acknowledged", watermark, evidence, notify=incident.notified
+            )
+        )
         changed.add(fp)
     return transitions, changed
 
@@ -259,8 +322,11 @@ def acknowledge(
 def _acknowledgement(incident: Incident) -> dict[str, Any] | None:
     if incident.acknowledged_at is None:
         return None
-    return {"by": incident.acknowledged_by, "note": incident.acknowledged_note,
-            "at": incident.acknowledged_at}  # fmt: skip
+    return {
+        "by": incident.acknowledged_by,
+        "note": incident.acknowledged_note,
+        "at": incident.acknowledged_at,
+    }
 
 
 def _parent_id(incidents: Mapping[str, Incident], parent_fp: str | None) -> str | None:

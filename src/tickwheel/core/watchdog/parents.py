@@ -34,8 +34,10 @@ def with_parents(
     conditions = list(current)
     parents: list[Condition] = []
     explained: dict[int, str] = {}  # index in `conditions` -> parent fingerprint
-    for parent, children in [*_stalled_partitions(facts, conditions, thresholds),
-                             *_idle_priorities(facts, conditions, watermark, thresholds)]:  # fmt: skip
+    for parent, children in [
+        *_stalled_partitions(facts, conditions, thresholds),
+        *_idle_priorities(facts, conditions, watermark, thresholds),
+    ]:
         parents.append(parent)
         fp = fingerprint(parent.kind, parent.subject)
         for index in children:
@@ -68,13 +70,20 @@ def _stalled_partitions(
             continue  # the partition fired something since: these jobs are late each on its own
         jobs = sorted(str(conditions[i].job_id) for _, i in children)
         parent = Condition(
-            "timer_partition_stalled", f"partition {partition}", "critical",
+            "timer_partition_stalled",
+            f"partition {partition}",
+            "critical",
             f"timer partition {partition} has fired nothing since "
             f"{'it was first seen' if fired is None else fired}: {len(children)} job(s) overdue "
             "with slots never fired",
-            {"partition": partition, "last_fired_at": fired, "since_deadline": earliest,
-             "children": len(children), "jobs": jobs[:JOBS_SHOWN]},
-        )  # fmt: skip
+            {
+                "partition": partition,
+                "last_fired_at": fired,
+                "since_deadline": earliest,
+                "children": len(children),
+                "jobs": jobs[:JOBS_SHOWN],
+            },
+        )
         out.append((parent, [i for _, i in children]))
     return out
 
@@ -89,8 +98,9 @@ def _idle_priorities(
     for execution in facts.executions.values():
         priority = execution.priority or "normal"
         if execution.ready and execution.requested_at_ms is not None:
-            oldest[priority] = min(oldest.get(priority, execution.requested_at_ms),
-                                   execution.requested_at_ms)  # fmt: skip
+            oldest[priority] = min(
+                oldest.get(priority, execution.requested_at_ms), execution.requested_at_ms
+            )
             waiting[priority] = waiting.get(priority, 0) + 1
         elif execution.taken_attempt:
             taken[priority] = max(taken.get(priority, 0), execution.last_seen_ms)
@@ -101,18 +111,29 @@ def _idle_priorities(
         if taken.get(priority, requested - 1) >= requested:
             continue  # a worker took work of this priority since: slow, not absent
         children = [
-            i for i, c in enumerate(conditions)
+            i
+            for i, c in enumerate(conditions)
             if (c.kind == "oldest_ready_age" and c.subject.startswith(f"{priority}/"))
-            or (c.kind == "job_overdue" and c.cause == "fired_not_started"
-                and _priority(facts, c.job_id) == priority)
-        ]  # fmt: skip
+            or (
+                c.kind == "job_overdue"
+                and c.cause == "fired_not_started"
+                and _priority(facts, c.job_id) == priority
+            )
+        ]
         parent = Condition(
-            "no_live_worker", priority, "critical",
+            "no_live_worker",
+            priority,
+            "critical",
             f"no worker has taken a {priority} execution since {requested}: "
             f"{waiting[priority]} waiting",
-            {"priority": priority, "oldest_requested_at": requested, "waiting": waiting[priority],
-             "last_taken_at": taken.get(priority), "children": len(children)},
-        )  # fmt: skip
+            {
+                "priority": priority,
+                "oldest_requested_at": requested,
+                "waiting": waiting[priority],
+                "last_taken_at": taken.get(priority),
+                "children": len(children),
+            },
+        )
         out.append((parent, children))
     return out
 

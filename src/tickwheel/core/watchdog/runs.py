@@ -65,33 +65,54 @@ def run_conditions(
         running = [
             (facts.leased_at, slot, facts)
             for slot, facts in job.slots.items()
-            if facts.stage == 2 and facts.leased_at is not None
+            if facts.stage == 2
+            and facts.leased_at is not None
             and watermark - facts.leased_at > limit
-        ]  # fmt: skip
+        ]
         if running:
             leased_at, slot, facts = min(running, key=lambda r: (r[0], r[1]))
             took = watermark - leased_at
             yield Condition(
-                "run_too_long", job_id, "warning",
+                "run_too_long",
+                job_id,
+                "warning",
                 f"job {job_id} has been running for {took // 1000} s, longer than its "
                 f"maxRunTime of {spec.max_run_ms // 1000} s",
-                {"slot": slot, "attempt": facts.attempt, "worker": facts.worker,
-                 "leased_at": leased_at, "running_ms": took, "max_run_ms": spec.max_run_ms,
-                 "running_attempts": len(running)},
-                summary=f"{slot}:{facts.attempt}", job_id=job_id, tenant_id=spec.tenant_id,
-            )  # fmt: skip
+                {
+                    "slot": slot,
+                    "attempt": facts.attempt,
+                    "worker": facts.worker,
+                    "leased_at": leased_at,
+                    "running_ms": took,
+                    "max_run_ms": spec.max_run_ms,
+                    "running_attempts": len(running),
+                },
+                summary=f"{slot}:{facts.attempt}",
+                job_id=job_id,
+                tenant_id=spec.tenant_id,
+            )
     if spec.min_run_ms is not None and job.last_run is not None:
         slot, attempt, leased_at, succeeded_at = job.last_run
         took = succeeded_at - leased_at
         if took < spec.min_run_ms:
             yield Condition(
-                "run_too_short", job_id, "warning",
+                "run_too_short",
+                job_id,
+                "warning",
                 f"job {job_id}'s latest run succeeded in {took} ms, less than its minRunTime "
                 f"of {spec.min_run_ms} ms",
-                {"slot": slot, "attempt": attempt, "leased_at": leased_at,
-                 "succeeded_at": succeeded_at, "run_ms": took, "min_run_ms": spec.min_run_ms},
-                summary="short", job_id=job_id, tenant_id=spec.tenant_id,
-            )  # fmt: skip
+                {
+                    "slot": slot,
+                    "attempt": attempt,
+                    "leased_at": leased_at,
+                    "succeeded_at": succeeded_at,
+                    "run_ms": took,
+                    "min_run_ms": spec.min_run_ms,
+                },
+                summary="short",
+                job_id=job_id,
+                tenant_id=spec.tenant_id,
+            )
 
 
 def _disabled(job_id: str, job: JobFacts, watermark: int) -> Iterator[Condition]:
@@ -101,12 +122,16 @@ def _disabled(job_id: str, job: JobFacts, watermark: int) -> Iterator[Condition]
         return
     evidence: dict[str, Any] = disabled_report(job) or {}
     yield Condition(
-        "disabled_past_review", job_id, "warning",
+        "disabled_past_review",
+        job_id,
+        "warning",
         f"job {job_id} is still disabled past its review date"
         f" (owner {spec.disabled_owner or 'unknown'}: {spec.disabled_reason or 'no reason given'})",
         {**evidence, "overdue_by_ms": watermark - spec.review_by_ms},
-        summary="disabled", job_id=job_id, tenant_id=spec.tenant_id,
-    )  # fmt: skip
+        summary="disabled",
+        job_id=job_id,
+        tenant_id=spec.tenant_id,
+    )
 
 
 def disabled_report(job: JobFacts) -> dict[str, Any] | None:
@@ -115,6 +140,13 @@ def disabled_report(job: JobFacts) -> dict[str, Any] | None:
     since = job.disabled_since_ms()
     if spec is None or job.deleted or since is None:
         return None
-    return {"job_id": spec.job_id, "tenant_id": spec.tenant_id, "owner": spec.disabled_owner,
-            "reason": spec.disabled_reason, "by": spec.disabled_by, "since": since,
-            "review_by": spec.review_by_ms, "version": spec.version}  # fmt: skip
+    return {
+        "job_id": spec.job_id,
+        "tenant_id": spec.tenant_id,
+        "owner": spec.disabled_owner,
+        "reason": spec.disabled_reason,
+        "by": spec.disabled_by,
+        "since": since,
+        "review_by": spec.review_by_ms,
+        "version": spec.version,
+    }

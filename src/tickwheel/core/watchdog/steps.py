@@ -78,8 +78,11 @@ class WorkflowFacts:
             step.execution_id = record.get("execution_id")
 
     def prune(self, horizon: int) -> None:
-        for key in [k for k, s in self.steps.items()
-                    if s.status not in STUCK_STATUSES and s.last_seen_ms < horizon]:  # fmt: skip
+        for key in [
+            k
+            for k, s in self.steps.items()
+            if s.status not in STUCK_STATUSES and s.last_seen_ms < horizon
+        ]:
             del self.steps[key]
 
 

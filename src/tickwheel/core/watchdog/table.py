@@ -145,8 +145,9 @@ class JobTable(Mapping[str, "JobFacts"]):
         profile = self._profiles[number]
         assert profile is not None
         tenant = self._tenants[self._tenant[row]]
-        return JobSpec(job_id, self._version[row], self._created[row], self._updated[row], tenant,
-                       profile)  # fmt: skip
+        return JobSpec(
+            job_id, self._version[row], self._created[row], self._updated[row], tenant, profile
+        )
 
     def set_spec(self, job_id: str, spec: JobSpec | None) -> None:
         """Make `spec` the job's newest version (None: it has none, e.g. after a delete)."""
@@ -214,8 +215,14 @@ class JobTable(Mapping[str, "JobFacts"]):
     def columns(self) -> Columns:
         """The columns an evaluation's hot loop reads directly, without a view per job: only
         the jobs a cheap test cannot clear get a `JobFacts` (decision 0093)."""
-        return Columns(self._rows, self._profile, self._deleted, self._created,
-                       self._success_ms, self._profiles)  # fmt: skip
+        return Columns(
+            self._rows,
+            self._profile,
+            self._deleted,
+            self._created,
+            self._success_ms,
+            self._profiles,
+        )
 
     def profiles(self) -> list[JobProfile]:
         """The distinct profiles in use (for a bench, or a metric)."""

@@ -80,8 +80,9 @@ class DeadlineWheel:
             popped = self._buckets.pop(heapq.heappop(self._keys))
             self._entries -= len(popped)
             # A job filed twice (an edit moved its deadline earlier) is looked at once.
-            self._file(jobs, deadlines, set(popped) if len(popped) > 1 else popped, watermark,
-                       visit)  # fmt: skip
+            self._file(
+                jobs, deadlines, set(popped) if len(popped) > 1 else popped, watermark, visit
+            )
         runs = set(jobs.slots)
         runs.update(jobs.last_runs)
         broken, disabled = self._wholesale(jobs, watermark)
@@ -164,9 +165,10 @@ class DeadlineWheel:
                 job_id for job_id, row in rows.items() if profile_of[row] == number
             ]
         current = [
-            job_id for job_id in members
+            job_id
+            for job_id in members
             if profile_of[rows[job_id]] == number and not deleted[rows[job_id]]
-        ]  # fmt: skip
+        ]
         if len(current) < len(members):
             self._members[profile] = current
         return current

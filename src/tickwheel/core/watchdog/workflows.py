@@ -25,15 +25,26 @@ def stuck_steps(facts: WorkflowFacts, watermark: int) -> Iterator[Condition]:
             continue
         definition_id, version = step.definition
         yield Condition(
-            KIND, f"{workflow_id}/{step_id}", "warning",
+            KIND,
+            f"{workflow_id}/{step_id}",
+            "warning",
             f"step {step_id!r} of workflow {workflow_id} has been {step.status} for "
             f"{took // 1000} s, longer than its expectedDuration of {expected // 1000} s",
-            {"workflow_id": workflow_id, "step_id": step_id, "status": step.status,
-             "started_at": step.started_at, "running_ms": took, "expected_duration_ms": expected,
-             "attempt": step.attempt, "execution_id": step.execution_id,
-             "definition_id": definition_id, "definition_version": version},
-            summary=step.status, tenant_id=step.tenant_id,
-        )  # fmt: skip
+            {
+                "workflow_id": workflow_id,
+                "step_id": step_id,
+                "status": step.status,
+                "started_at": step.started_at,
+                "running_ms": took,
+                "expected_duration_ms": expected,
+                "attempt": step.attempt,
+                "execution_id": step.execution_id,
+                "definition_id": definition_id,
+                "definition_version": version,
+            },
+            summary=step.status,
+            tenant_id=step.tenant_id,
+        )
 
 
 def why_clear(facts: WorkflowFacts, subject: str) -> dict[str, Any]:

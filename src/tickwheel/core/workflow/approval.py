@@ -52,8 +52,12 @@ def sign_approval(claim: ApprovalClaim, kid: str, secret: bytes) -> str:
     """The token for `claim`, signed with key `kid`."""
     if not kid or "." in kid:
         raise InvalidInput("kid", f"{kid!r}; accepted: a non-empty key id without '.'")
-    body = _b64(json.dumps({"w": claim.workflow_id, "s": claim.step, "r": claim.round,
-                            "e": claim.expires_at_ms}, separators=(",", ":")).encode())  # fmt: skip
+    body = _b64(
+        json.dumps(
+            {"w": claim.workflow_id, "s": claim.step, "r": claim.round, "e": claim.expires_at_ms},
+            separators=(",", ":"),
+        ).encode()
+    )
     signed = f"{_VERSION}.{kid}.{body}"
     return f"{signed}.{_mac(secret, signed)}"
 

@@ -38,19 +38,46 @@ ON_CANCEL = ("compensate", "abandon")
 ON_TIMEOUT = ("fail", "escalate")
 MAX_STEPS = 500
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
-_TOP_FIELDS = frozenset({"definitionId", "version", "steps", "onFailure", "onCancel",
-                         "tenantId", "description"})  # fmt: skip
+_TOP_FIELDS = frozenset(
+    {"definitionId", "version", "steps", "onFailure", "onCancel", "tenantId", "description"}
+)
 _STEP_FIELDS = {
-    "task": frozenset({"id", "kind", "dependsOn", "type", "payload", "payloadTemplate",
-                       "maxAttempts", "backoff", "timeout", "expectedDuration", "onFailure",
-                       "compensation"}),
+    "task": frozenset(
+        {
+            "id",
+            "kind",
+            "dependsOn",
+            "type",
+            "payload",
+            "payloadTemplate",
+            "maxAttempts",
+            "backoff",
+            "timeout",
+            "expectedDuration",
+            "onFailure",
+            "compensation",
+        }
+    ),
     "sleep": frozenset({"id", "kind", "dependsOn", "duration", "onFailure", "compensation"}),
-    "approval": frozenset({"id", "kind", "dependsOn", "timeout", "onTimeout", "assignees",
-                           "escalateTo", "maxEscalations", "expectedDuration", "onFailure",
-                           "compensation"}),
-}  # fmt: skip
-_TASK_FIELDS = frozenset({"type", "payload", "payloadTemplate", "maxAttempts", "backoff",
-                          "timeout"})  # fmt: skip
+    "approval": frozenset(
+        {
+            "id",
+            "kind",
+            "dependsOn",
+            "timeout",
+            "onTimeout",
+            "assignees",
+            "escalateTo",
+            "maxEscalations",
+            "expectedDuration",
+            "onFailure",
+            "compensation",
+        }
+    ),
+}
+_TASK_FIELDS = frozenset(
+    {"type", "payload", "payloadTemplate", "maxAttempts", "backoff", "timeout"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,16 +140,16 @@ class WorkflowDefinition:
         return frozenset(spec.id for spec in self.steps)
 
 
-def _one_of(spec: Mapping[str, Any], field: str, name: str, default: str,
-            accepted: tuple[str, ...]) -> str:  # fmt: skip
+def _one_of(
+    spec: Mapping[str, Any], field: str, name: str, default: str, accepted: tuple[str, ...]
+) -> str:
     value = spec.get(name, default)
     if value not in accepted:
         raise InvalidInput(field, f"{value!r}; accepted: {', '.join(accepted)}")
     return str(value)
 
 
-def _int(spec: Mapping[str, Any], field: str, name: str, default: int, low: int,
-         high: int) -> int:  # fmt: skip
+def _int(spec: Mapping[str, Any], field: str, name: str, default: int, low: int, high: int) -> int:
     value = spec.get(name, default)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidInput(field, f"{value!r}; accepted: an integer from {low} to {high}")
@@ -215,9 +242,10 @@ def _step(raw: object, field: str) -> StepSpec:
         "kind": kind,
         "depends_on": _names(raw, f"{field}.dependsOn", "dependsOn"),
         "on_failure": _one_of(raw, f"{field}.onFailure", "onFailure", "retry", STEP_ON_FAILURE),
-        "compensation": None if compensation is None else _task(compensation,
-                                                                f"{field}.compensation"),
-    }  # fmt: skip
+        "compensation": None
+        if compensation is None
+        else _task(compensation, f"{field}.compensation"),
+    }
     if kind == "task":
         task = _task(raw, field)
         return StepSpec(
@@ -274,11 +302,14 @@ def _topological(steps: tuple[StepSpec, ...]) -> tuple[StepSpec, ...]:
     return tuple(ordered)
 
 
-def _check_templates(steps: tuple[StepSpec, ...], ancestors: Mapping[str, frozenset[str]],
-                     fields: Mapping[str, str]) -> None:  # fmt: skip
+def _check_templates(
+    steps: tuple[StepSpec, ...], ancestors: Mapping[str, frozenset[str]], fields: Mapping[str, str]
+) -> None:
     for spec in steps:
-        for task, where, own in ((spec.task, "payloadTemplate", False),
-                                 (spec.compensation, "compensation.payloadTemplate", True)):  # fmt: skip
+        for task, where, own in (
+            (spec.task, "payloadTemplate", False),
+            (spec.compensation, "compensation.payloadTemplate", True),
+        ):
             if task is None or task.template is None:
                 continue
             readable = ancestors[spec.id] | ({spec.id} if own else set())

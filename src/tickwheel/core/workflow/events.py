@@ -123,15 +123,25 @@ class ClearAlert:
 
 
 Command = (
-    ScheduleStep | ScheduleCompensation | StartTimer | CancelTimer | CancelExecution
-    | OpenApproval | RaiseAlert | ClearAlert
-)  # fmt: skip
+    ScheduleStep
+    | ScheduleCompensation
+    | StartTimer
+    | CancelTimer
+    | CancelExecution
+    | OpenApproval
+    | RaiseAlert
+    | ClearAlert
+)
 _COMMAND_KINDS = {
-    ScheduleStep: "schedule_step", ScheduleCompensation: "schedule_compensation",
-    StartTimer: "start_timer", CancelTimer: "cancel_timer",
-    CancelExecution: "cancel_execution", OpenApproval: "open_approval",
-    RaiseAlert: "raise_alert", ClearAlert: "clear_alert",
-}  # fmt: skip
+    ScheduleStep: "schedule_step",
+    ScheduleCompensation: "schedule_compensation",
+    StartTimer: "start_timer",
+    CancelTimer: "cancel_timer",
+    CancelExecution: "cancel_execution",
+    OpenApproval: "open_approval",
+    RaiseAlert: "raise_alert",
+    ClearAlert: "clear_alert",
+}
 
 
 def command_to_json(command: Command) -> dict[str, Any]:
@@ -145,11 +155,22 @@ def _own_command(event: Event) -> list[Command]:
     data, step = event.data, event.step or ""
     if event.type in ("step_scheduled", "compensation_scheduled"):
         cls = ScheduleStep if event.type == "step_scheduled" else ScheduleCompensation
-        return [cls(step, event.attempt, data["execution_id"], data["job_type"],
-                    data["payload"], data["not_before_ms"])]  # fmt: skip
+        return [
+            cls(
+                step,
+                event.attempt,
+                data["execution_id"],
+                data["job_type"],
+                data["payload"],
+                data["not_before_ms"],
+            )
+        ]
     if event.type == "approval_requested":
-        return [OpenApproval(step, data["round"], tuple(data.get("assignees", ())),
-                             data.get("expires_at_ms"))]  # fmt: skip
+        return [
+            OpenApproval(
+                step, data["round"], tuple(data.get("assignees", ())), data.get("expires_at_ms")
+            )
+        ]
     return []
 
 

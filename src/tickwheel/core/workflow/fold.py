@@ -76,8 +76,11 @@ def _outcome(d: Decider, item: StepSucceeded | StepFailed | StepCancelled) -> No
     elif item.attempt != st.attempt:
         d.fence(item, "stale_attempt" if item.attempt < st.attempt else "unknown_attempt", **about)
     elif st.status not in ("running", "cancelling"):
-        d.fence(item, "duplicate" if st.status in ("succeeded", "failed") else f"step_{st.status}",
-                **about)  # fmt: skip
+        d.fence(
+            item,
+            "duplicate" if st.status in ("succeeded", "failed") else f"step_{st.status}",
+            **about,
+        )
     elif isinstance(item, StepSucceeded):
         problem = d.output_problem(item.output)
         if problem is None:
@@ -86,9 +89,15 @@ def _outcome(d: Decider, item: StepSucceeded | StepFailed | StepCancelled) -> No
             d.emit("step_output_rejected", spec.id, item.attempt, error=problem)
             d.fail_attempt(spec, problem, permanent=True)
     elif st.status == "cancelling":
-        d.emit("step_cancelled" if isinstance(item, StepCancelled) else "step_failed",
-               spec.id, item.attempt, final=True, error=getattr(item, "error", None) or None,
-               cancel_timers=d.step_timers(spec.id), clear_alerts=d.step_alerts(spec.id))  # fmt: skip
+        d.emit(
+            "step_cancelled" if isinstance(item, StepCancelled) else "step_failed",
+            spec.id,
+            item.attempt,
+            final=True,
+            error=getattr(item, "error", None) or None,
+            cancel_timers=d.step_timers(spec.id),
+            clear_alerts=d.step_alerts(spec.id),
+        )
     elif isinstance(item, StepFailed):
         d.fail_attempt(spec, item.error, permanent=item.permanent)
     else:
@@ -101,18 +110,24 @@ def _timer(d: Decider, item: TimerFired) -> None:
     spec = d.definition.step(step_id)
     st = d.state.steps.get(step_id)
     if item.timer_id not in d.state.timers or spec is None or st is None:
-        d.emit("timer_fired_ignored", step_id or None, timer_id=item.timer_id,
-               reason="not_open")  # fmt: skip
+        d.emit("timer_fired_ignored", step_id or None, timer_id=item.timer_id, reason="not_open")
         return
     fired: dict[str, Any] = {"fired_timer": item.timer_id}
     if kind == "sleep":
         d.succeed(spec, output=None, **fired)
     elif kind == "deadline":
         assert spec.timeout_ms is not None
-        d.emit("step_timed_out", spec.id, number, **fired,
-               cancel_execution=d.execution(spec.id, number), timeout_ms=spec.timeout_ms)  # fmt: skip
-        d.fail_attempt(spec, f"attempt {number} timed out after {spec.timeout_ms} ms",
-                       permanent=False)  # fmt: skip
+        d.emit(
+            "step_timed_out",
+            spec.id,
+            number,
+            **fired,
+            cancel_execution=d.execution(spec.id, number),
+            timeout_ms=spec.timeout_ms,
+        )
+        d.fail_attempt(
+            spec, f"attempt {number} timed out after {spec.timeout_ms} ms", permanent=False
+        )
     elif kind == "approval":
         d.emit("approval_timed_out", spec.id, **fired, round=number)
         if spec.on_timeout == "escalate" and st.escalations < spec.max_escalations:
@@ -121,8 +136,13 @@ def _timer(d: Decider, item: TimerFired) -> None:
         else:
             d.fail_attempt(spec, f"approval round {number} timed out", permanent=True)
     else:  # overdue: a fact of the step's timeline; the watchdog raises the alert (0130)
-        d.emit("step_overdue", spec.id, st.attempt, **fired,
-               expected_duration_ms=spec.expected_duration_ms)  # fmt: skip
+        d.emit(
+            "step_overdue",
+            spec.id,
+            st.attempt,
+            **fired,
+            expected_duration_ms=spec.expected_duration_ms,
+        )
 
 
 def _approval(d: Decider, item: Approve | Reject) -> None:
@@ -143,8 +163,11 @@ def _approval(d: Decider, item: Approve | Reject) -> None:
         return
     if isinstance(item, Approve):
         d.emit("approval_approved", spec.id, actor=item.actor, **about)
-        d.succeed(spec, output={"approved": True, "round": item.round, "actor": item.actor,
-                                "note": item.note}, actor=item.actor)  # fmt: skip
+        d.succeed(
+            spec,
+            output={"approved": True, "round": item.round, "actor": item.actor, "note": item.note},
+            actor=item.actor,
+        )
     else:
         d.emit("approval_rejected", spec.id, actor=item.actor, **about)
         d.fail_attempt(spec, f"rejected by {item.actor}: {item.note}", permanent=True)
@@ -167,9 +190,14 @@ def _reassign(d: Decider, item: Reassign) -> None:
     if reason is not None or spec is None or st is None:
         d.emit("reassign_ignored", item.step, actor=item.actor, reason=reason)
         return
-    d.emit("approval_reassigned", spec.id, actor=item.actor, round=st.round,
-           assignees=list(item.assignees),
-           cancel_timers=[t for t in d.state.timers if t == approval_timer(spec.id, st.round)])  # fmt: skip
+    d.emit(
+        "approval_reassigned",
+        spec.id,
+        actor=item.actor,
+        round=st.round,
+        assignees=list(item.assignees),
+        cancel_timers=[t for t in d.state.timers if t == approval_timer(spec.id, st.round)],
+    )
     d.request_approval(spec, item.assignees)
 
 
@@ -177,16 +205,28 @@ def _cancel(d: Decider, item: Cancel) -> None:
     if d.state.status != "running":
         d.emit("cancel_ignored", actor=item.actor, reason=f"workflow_{d.state.status}")
         return
-    d.stop("cancelled", compensate=d.definition.on_cancel == "compensate", actor=item.actor,
-           reason=item.reason)  # fmt: skip
+    d.stop(
+        "cancelled",
+        compensate=d.definition.on_cancel == "compensate",
+        actor=item.actor,
+        reason=item.reason,
+    )
 
 
 _HANDLERS: dict[str, Callable[[Decider, Any], None]] = {
-    "start": _start, "step_succeeded": _outcome, "step_failed": _outcome,
-    "step_cancelled": _outcome, "timer_fired": _timer, "approve": _approval,
-    "reject": _approval, "reassign": _reassign, "cancel": _cancel, "retry_step": repair.retry_step,
-    "complete_step": repair.complete_step, "skip_step": repair.skip_step,
-}  # fmt: skip
+    "start": _start,
+    "step_succeeded": _outcome,
+    "step_failed": _outcome,
+    "step_cancelled": _outcome,
+    "timer_fired": _timer,
+    "approve": _approval,
+    "reject": _approval,
+    "reassign": _reassign,
+    "cancel": _cancel,
+    "retry_step": repair.retry_step,
+    "complete_step": repair.complete_step,
+    "skip_step": repair.skip_step,
+}
 
 
 def decide(state: WorkflowState, definition: WorkflowDefinition, item: Input) -> list[Event]:
@@ -209,18 +249,24 @@ def decide_folded(
 
 def _decided(state: WorkflowState, definition: WorkflowDefinition, item: Input) -> Decider:
     if (definition.definition_id, definition.version) != (
-        state.definition_id, state.definition_version,
-    ):  # fmt: skip
+        state.definition_id,
+        state.definition_version,
+    ):
         raise ValueError(
             f"instance {state.workflow_id} is pinned to {state.definition_id} "
             f"v{state.definition_version}, not {definition.definition_id} v{definition.version}"
         )
     d = Decider(state, definition, item.at_ms)
     if state.status == "new" and item.kind != "start":
-        d.emit(f"{item.kind}_ignored" if item.kind in repair.OPERATOR or item.kind in
-               ("cancel", "timer_fired", "reassign") else "step_outcome_fenced"
-               if item.kind.startswith("step_") else "approval_fenced",
-               getattr(item, "step", None), reason="not_started")  # fmt: skip
+        d.emit(
+            f"{item.kind}_ignored"
+            if item.kind in repair.OPERATOR or item.kind in ("cancel", "timer_fired", "reassign")
+            else "step_outcome_fenced"
+            if item.kind.startswith("step_")
+            else "approval_fenced",
+            getattr(item, "step", None),
+            reason="not_started",
+        )
         return d
     _HANDLERS[item.kind](d, item)
     d.advance()

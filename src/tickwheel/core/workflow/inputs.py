@@ -154,20 +154,43 @@ class SkipStep(_StepRepair):
 
 
 Input = (
-    Start | StepSucceeded | StepFailed | StepCancelled | TimerFired | Approve | Reject | Cancel
-    | RetryStep | CompleteStep | SkipStep | Reassign
-)  # fmt: skip
+    Start
+    | StepSucceeded
+    | StepFailed
+    | StepCancelled
+    | TimerFired
+    | Approve
+    | Reject
+    | Cancel
+    | RetryStep
+    | CompleteStep
+    | SkipStep
+    | Reassign
+)
 INPUTS: dict[str, type[Input]] = {
     cls.kind: cls
-    for cls in (Start, StepSucceeded, StepFailed, StepCancelled, TimerFired, Approve, Reject,
-                Cancel, RetryStep, CompleteStep, SkipStep, Reassign)
-}  # fmt: skip
+    for cls in (
+        Start,
+        StepSucceeded,
+        StepFailed,
+        StepCancelled,
+        TimerFired,
+        Approve,
+        Reject,
+        Cancel,
+        RetryStep,
+        CompleteStep,
+        SkipStep,
+        Reassign,
+    )
+}
 
 
 # What each kind's JSON may hold (its fields and "kind"), computed once: every input read is
 # checked against it.
-_FIELD_NAMES = {kind: frozenset({"kind", *(f.name for f in fields(cls))})
-                for kind, cls in INPUTS.items()}  # fmt: skip
+_FIELD_NAMES = {
+    kind: frozenset({"kind", *(f.name for f in fields(cls))}) for kind, cls in INPUTS.items()
+}
 
 
 def input_to_json(item: Input) -> dict[str, Any]:

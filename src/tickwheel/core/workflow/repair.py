@@ -70,8 +70,14 @@ def retry_step(d: Decider, item: RetryStep) -> None:
         return
     if case == "reopen":
         d.emit("workflow_reopened", spec.id, actor=item.actor, action=item.kind)
-    d.emit("step_retried", spec.id, st.attempt, item.actor, **_stop_current(d, spec),
-           cancel_timers=[t for t in d.step_timers(spec.id) if not t.startswith("overdue:")])  # fmt: skip
+    d.emit(
+        "step_retried",
+        spec.id,
+        st.attempt,
+        item.actor,
+        **_stop_current(d, spec),
+        cancel_timers=[t for t in d.step_timers(spec.id) if not t.startswith("overdue:")],
+    )
     if spec.kind == "task":
         d.schedule(spec, st.attempt + 1, d.at_ms)
     else:
@@ -88,8 +94,14 @@ def complete_step(d: Decider, item: CompleteStep) -> None:
             _ignore(d, item, spec)
         return
     if case == "blocked":
-        d.emit("compensation_succeeded", spec.id, d.state.steps[spec.id].comp_attempt,
-               item.actor, manual=True, clear_alerts=d.blocked_alerts(spec.id))  # fmt: skip
+        d.emit(
+            "compensation_succeeded",
+            spec.id,
+            d.state.steps[spec.id].comp_attempt,
+            item.actor,
+            manual=True,
+            clear_alerts=d.blocked_alerts(spec.id),
+        )
         return
     if case == "reopen":
         d.emit("workflow_reopened", spec.id, actor=item.actor, action=item.kind)
@@ -113,6 +125,13 @@ def skip_step(d: Decider, item: SkipStep) -> None:
         return
     if case == "reopen":
         d.emit("workflow_reopened", spec.id, actor=item.actor, action=item.kind)
-    d.emit("step_skipped", spec.id, st.attempt, item.actor, reason="skipped by an operator",
-           cancel_timers=d.step_timers(spec.id), clear_alerts=d.step_alerts(spec.id),
-           **_stop_current(d, spec))  # fmt: skip
+    d.emit(
+        "step_skipped",
+        spec.id,
+        st.attempt,
+        item.actor,
+        reason="skipped by an operator",
+        cancel_timers=d.step_timers(spec.id),
+        clear_alerts=d.step_alerts(spec.id),
+        **_stop_current(d, spec),
+    )

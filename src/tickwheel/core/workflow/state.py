@@ -33,18 +33,29 @@ ENDED = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 # A step: pending → running (task attempt out) | waiting (sleep, approval) → succeeded |
 # failed | skipped; cancelling (an execution asked to stop) → cancelled, or whatever the
 # timer's verdict says it really did.
-_STEP_STATUS = {"step_scheduled": "running", "sleep_started": "waiting",
-                "approval_requested": "waiting", "step_succeeded": "succeeded",
-                "step_skipped": "skipped", "step_cancelling": "cancelling",
-                "step_cancelled": "cancelled"}  # fmt: skip
-_WORKFLOW_STATUS = {"workflow_started": "running", "workflow_failing": "stopping",
-                    "cancel_requested": "stopping", "compensation_scheduled": "compensating",
-                    "workflow_blocked": "blocked", "workflow_reopened": "running",
-                    "compensation_succeeded": "compensating",
-                    "compensation_skipped": "compensating",
-                    "workflow_succeeded": "succeeded", "workflow_failed": "failed",
-                    "workflow_cancelled": "cancelled",
-                    "workflow_compensated": "compensated"}  # fmt: skip
+_STEP_STATUS = {
+    "step_scheduled": "running",
+    "sleep_started": "waiting",
+    "approval_requested": "waiting",
+    "step_succeeded": "succeeded",
+    "step_skipped": "skipped",
+    "step_cancelling": "cancelling",
+    "step_cancelled": "cancelled",
+}
+_WORKFLOW_STATUS = {
+    "workflow_started": "running",
+    "workflow_failing": "stopping",
+    "cancel_requested": "stopping",
+    "compensation_scheduled": "compensating",
+    "workflow_blocked": "blocked",
+    "workflow_reopened": "running",
+    "compensation_succeeded": "compensating",
+    "compensation_skipped": "compensating",
+    "workflow_succeeded": "succeeded",
+    "workflow_failed": "failed",
+    "workflow_cancelled": "cancelled",
+    "workflow_compensated": "compensated",
+}
 
 
 _Record = TypeVar("_Record", "StepState", "WorkflowState")
@@ -174,9 +185,12 @@ def evolve(state: WorkflowState, event: Event) -> WorkflowState:
         steps[event.step] = _evolve_step(state.steps[event.step], event)
         if event.type == "workflow_reopened":
             # Steps stopped by the wind-down run again (as their next attempt).
-            steps = {k: _with(s, {"status": "pending", "ended_at_ms": None})
-                     if s.status in ("cancelled", "cancelling") else s
-                     for k, s in steps.items()}  # fmt: skip
+            steps = {
+                k: _with(s, {"status": "pending", "ended_at_ms": None})
+                if s.status in ("cancelled", "cancelling")
+                else s
+                for k, s in steps.items()
+            }
         changes["steps"] = steps
     if event.type in ("step_succeeded", "step_output_rejected"):
         # A rejected output still means the work was done: it is compensated like any other.
@@ -184,8 +198,11 @@ def evolve(state: WorkflowState, event: Event) -> WorkflowState:
         changes["output_bytes"] = state.output_bytes + int(data.get("output_bytes", 0))
     elif event.type in ("compensation_succeeded", "compensation_skipped"):
         changes["compensated"] = (*state.compensated, event.step)
-    cancelled, fired, starts = (data.get("cancel_timers"), data.get("fired_timer"),
-                                data.get("start_timers"))  # fmt: skip
+    cancelled, fired, starts = (
+        data.get("cancel_timers"),
+        data.get("fired_timer"),
+        data.get("start_timers"),
+    )
     if cancelled or fired is not None or starts:  # most events touch no timer
         gone = {*(cancelled or ()), *(() if fired is None else (fired,))}
         changes["timers"] = (state.timers - gone) | {timer_id for timer_id, _ in starts or ()}

@@ -89,23 +89,36 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 def _health_router() -> APIRouter:
     router = APIRouter(tags=["health"])
 
-    @router.get("/healthz", summary="The process is up",
-                responses={200: {"model": Health, "content": {"application/json": {
-                    "example": {"status": "ok"}}}}})  # fmt: skip
+    @router.get(
+        "/healthz",
+        summary="The process is up",
+        responses={
+            200: {"model": Health, "content": {"application/json": {"example": {"status": "ok"}}}}
+        },
+    )
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     @router.get(
         "/readyz",
         summary="The Kafka cluster answers",
-        responses={200: {"model": Health, "content": {"application/json": {
-            "example": {"status": "ready"}}}}, **problem_responses(503)},
-    )  # fmt: skip
+        responses={
+            200: {
+                "model": Health,
+                "content": {"application/json": {"example": {"status": "ready"}}},
+            },
+            **problem_responses(503),
+        },
+    )
     def readyz(request: Request) -> dict[str, str]:
         backend: Backend = request.app.state.backend
         if not backend.broker_ready():
-            raise Problem(503, "kafka-unavailable", "no Kafka broker answered within 2 s",
-                          headers={"Retry-After": "5"})  # fmt: skip
+            raise Problem(
+                503,
+                "kafka-unavailable",
+                "no Kafka broker answered within 2 s",
+                headers={"Retry-After": "5"},
+            )
         return {"status": "ready"}
 
     return router
@@ -140,9 +153,13 @@ def _docs(app: FastAPI) -> None:
 def _secure(schema: dict[str, Any]) -> None:
     """Document the bearer key on every operation the door guards (decision 0068)."""
     schema["components"]["securitySchemes"] = {
-        "apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "tw_<key id>_<secret>",
-                   "description": "An API key: tickwheel api-keys create"}
-    }  # fmt: skip
+        "apiKey": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "tw_<key id>_<secret>",
+            "description": "An API key: tickwheel api-keys create",
+        }
+    }
     idempotency_key = {
         "name": "Idempotency-Key",
         "in": "header",
@@ -191,11 +208,13 @@ def _link(schema: dict[str, Any]) -> None:
         if created is None:
             continue
         created["links"] = {
-            name: {"operationId": paths[path][method]["operationId"],
-                   "parameters": {param: f"$response.body#/{field}"}}
+            name: {
+                "operationId": paths[path][method]["operationId"],
+                "parameters": {param: f"$response.body#/{field}"},
+            }
             for name, (path, method, param) in links.items()
             if method in paths.get(path, {})
-        }  # fmt: skip
+        }
 
 
 def _workflows_client(backend: Backend) -> Any:

@@ -63,9 +63,13 @@ class CalendarsView:
                 except (UndecodableRecord, InvalidInput) as exc:
                     log.warning(
                         "calendar record refused; its last good version stays",
-                        extra={"action": "api_calendar_refused", "calendar": record.key,
-                               "offset": record.offset, "error": str(exc)},
-                    )  # fmt: skip
+                        extra={
+                            "action": "api_calendar_refused",
+                            "calendar": record.key,
+                            "offset": record.offset,
+                            "error": str(exc),
+                        },
+                    )
                     continue
                 if calendar.name == record.key:
                     self._known[record.key] = calendar

@@ -83,8 +83,9 @@ class AuditTrail:
 
         if self._producer is None:
             self._producer = EventProducer(self.bootstrap, **{"linger.ms": AUDIT_LINGER_MS})
-        self._producer.send(topic_name("api.audit"), event["tenant_id"],
-                            encode("ApiAuditEvent", event))  # fmt: skip
+        self._producer.send(
+            topic_name("api.audit"), event["tenant_id"], encode("ApiAuditEvent", event)
+        )
 
     def close(self) -> None:
         if self._producer is not None:
@@ -140,29 +141,44 @@ class Door:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         principal = self.keys.authenticate(token.strip()) if scheme.lower() == "bearer" else None
         if principal is None:
-            raise Problem(401, "unauthenticated",
-                          "no valid API key; accepted: Authorization: Bearer tw_... with an "
-                          "active key (tickwheel api-keys create)",
-                          headers={"WWW-Authenticate": 'Bearer realm="tickwheel"'})  # fmt: skip
+            raise Problem(
+                401,
+                "unauthenticated",
+                "no valid API key; accepted: Authorization: Bearer tw_... with an "
+                "active key (tickwheel api-keys create)",
+                headers={"WWW-Authenticate": 'Bearer realm="tickwheel"'},
+            )
         return principal
 
 
-def _audit(door: Door, request: Request, principal: Principal, status: int, replayed: bool,
-           request_id: str, now_ms: int) -> None:  # fmt: skip
+def _audit(
+    door: Door,
+    request: Request,
+    principal: Principal,
+    status: int,
+    replayed: bool,
+    request_id: str,
+    now_ms: int,
+) -> None:
     if door.audit is None:
         return
     try:
-        door.audit.record({
-            "audit_id": str(uuid.uuid4()), "event_time": now_ms,
-            "tenant_id": principal.tenant_id, "key_id": principal.key_id,
-            "method": request.method, "path": request.url.path, "status": status,
-            "request_id": request_id,
-            "idempotency_key": getattr(request.state, "idempotency_key", None),
-            "replayed": replayed,
-        })  # fmt: skip
+        door.audit.record(
+            {
+                "audit_id": str(uuid.uuid4()),
+                "event_time": now_ms,
+                "tenant_id": principal.tenant_id,
+                "key_id": principal.key_id,
+                "method": request.method,
+                "path": request.url.path,
+                "status": status,
+                "request_id": request_id,
+                "idempotency_key": getattr(request.state, "idempotency_key", None),
+                "replayed": replayed,
+            }
+        )
     except Exception as exc:
-        log.warning("audit event not sent",
-                    extra={"action": "api_audit_failed", "error": str(exc)})  # fmt: skip
+        log.warning("audit event not sent", extra={"action": "api_audit_failed", "error": str(exc)})
 
 
 class DoorGuard:
@@ -184,8 +200,9 @@ class DoorGuard:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 answered["status"] = message["status"]
-                answered["request_id"] = header({"headers": message.get("headers")},
-                                                b"x-request-id") or ""  # fmt: skip
+                answered["request_id"] = (
+                    header({"headers": message.get("headers")}, b"x-request-id") or ""
+                )
             await send(message)
 
         replayed = False
@@ -194,16 +211,22 @@ class DoorGuard:
             request.state.principal = principal
             needed = needed_scope(method, scope["path"])
             if not principal.can(needed):
-                raise Problem(403, "forbidden",
-                              f"this key lacks the {needed!r} scope; accepted: a key with it "
-                              f"(this one has {sorted(principal.scopes)})")  # fmt: skip
+                raise Problem(
+                    403,
+                    "forbidden",
+                    f"this key lacks the {needed!r} scope; accepted: a key with it "
+                    f"(this one has {sorted(principal.scopes)})",
+                )
             kind = "read" if needed == "read" else "write"
             wait = door.buckets.take(principal.tenant_id, kind, self.now())
             if wait > 0:
-                raise Problem(429, "rate-limited",
-                              f"tenant {principal.tenant_id!r} is over its {kind} rate; retry "
-                              "after Retry-After seconds",
-                              headers=door.buckets.headers(principal.tenant_id, kind, wait))  # fmt: skip
+                raise Problem(
+                    429,
+                    "rate-limited",
+                    f"tenant {principal.tenant_id!r} is over its {kind} rate; retry "
+                    "after Retry-After seconds",
+                    headers=door.buckets.headers(principal.tenant_id, kind, wait),
+                )
             if method == "POST":
 
                 async def call_next(inner: Request) -> Response:
@@ -219,8 +242,15 @@ class DoorGuard:
             await render(request, problem)(scope, receive, sending)
         who: Principal | None = getattr(request.state, "principal", None)
         if method in CHANGES and who is not None:
-            _audit(door, request, who, answered["status"], replayed, answered["request_id"],
-                   int(self.now() * 1000))  # fmt: skip
+            _audit(
+                door,
+                request,
+                who,
+                answered["status"],
+                replayed,
+                answered["request_id"],
+                int(self.now() * 1000),
+            )
 
 
 def install_door(app: FastAPI, door: Door, now: Callable[[], float]) -> None:
@@ -230,9 +260,11 @@ def install_door(app: FastAPI, door: Door, now: Callable[[], float]) -> None:
     app.add_middleware(DoorGuard, door=door, now=now)
 
     async def too_large(scope: Any, size: int) -> Response:
-        problem = Problem(413, "payload-too-large",
-                          f"the request body is {size} bytes; accepted: at most "
-                          f"{door.max_body_bytes}")  # fmt: skip
+        problem = Problem(
+            413,
+            "payload-too-large",
+            f"the request body is {size} bytes; accepted: at most {door.max_body_bytes}",
+        )
         return render(Request(scope), problem)
 
     # Added last, so outermost: a body over the limit is refused before anything reads it.

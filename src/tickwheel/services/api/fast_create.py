@@ -51,8 +51,11 @@ class FastCreates:
         """The FastAPI route this request would have matched (the metrics label it by it)."""
         if self._routes is None:
             routes = scope["app"].router.routes
-            self._routes = {r.path: r for r in routes
-                            if getattr(r, "path", None) in PATHS and "POST" in r.methods}  # fmt: skip
+            self._routes = {
+                r.path: r
+                for r in routes
+                if getattr(r, "path", None) in PATHS and "POST" in r.methods
+            }
         return self._routes.get(path)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -76,9 +79,16 @@ class FastCreates:
         except Exception as exc:  # answered as the app's handlers answer it
             problem = from_exception(exc)
             if problem.status >= 500:
-                log.warning("request failed", exc_info=exc if problem.status == 500 else None,
-                            extra={"action": "api_request_failed", "path": path,
-                                   "request_id": request_id(request), "code": problem.code})  # fmt: skip
+                log.warning(
+                    "request failed",
+                    exc_info=exc if problem.status == 500 else None,
+                    extra={
+                        "action": "api_request_failed",
+                        "path": path,
+                        "request_id": request_id(request),
+                        "code": problem.code,
+                    },
+                )
             response = render(request, problem)
         await response(scope, receive, send)
 

@@ -45,8 +45,11 @@ class FollowedTopics:
         self.handlers = dict(handlers)
         self.catch_up_s = catch_up_s
         # A record answers a held fetch at once; the wait paces only idle asks (decision 0152).
-        config = consumer_config(f"tickwheel-api-view-{uuid.uuid4()}", bootstrap,
-                                 **{"enable.partition.eof": False, "fetch.wait.max.ms": 100})  # fmt: skip
+        config = consumer_config(
+            f"tickwheel-api-view-{uuid.uuid4()}",
+            bootstrap,
+            **{"enable.partition.eof": False, "fetch.wait.max.ms": 100},
+        )
         self._follower = Consumer(config)
         self._meta = Consumer(config)
         self.partitions: dict[str, list[int]] = {}

@@ -39,8 +39,10 @@ def window_from_env(environ: dict[str, str]) -> float:
     """`TICKWHEEL_API_READ_WINDOW_MS` (0-10000, default 1000) in seconds."""
     text = environ.get("TICKWHEEL_API_READ_WINDOW_MS", str(DEFAULT_WINDOW_MS))
     if not text.isdigit() or int(text) > MAX_WINDOW_MS:
-        raise InvalidInput("TICKWHEEL_API_READ_WINDOW_MS",
-                           f"{text!r}; accepted: whole milliseconds from 0 to {MAX_WINDOW_MS}")  # fmt: skip
+        raise InvalidInput(
+            "TICKWHEEL_API_READ_WINDOW_MS",
+            f"{text!r}; accepted: whole milliseconds from 0 to {MAX_WINDOW_MS}",
+        )
     return int(text) / 1000
 
 
@@ -101,8 +103,11 @@ class RecentEnds(Generic[K]):
                     break
                 while not running.done:
                     self._cond.wait()
-                if (isinstance(running.answer, BaseException) and running.started >= since
-                        and running.number > after):  # fmt: skip
+                if (
+                    isinstance(running.answer, BaseException)
+                    and running.started >= since
+                    and running.number > after
+                ):
                     raise running.answer  # the request this read waited for failed
         self._answer(key, mine)
         if isinstance(mine.answer, BaseException):

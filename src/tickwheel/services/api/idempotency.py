@@ -148,8 +148,11 @@ class IdempotencyStore:
         header = request.headers.get(HEADER)
         in_body = _body_key(request.url.path, document)
         if header is not None and in_body is not None and header != in_body:
-            raise _invalid("differs from the body's idempotencyKey; accepted: the same key, "
-                           "or only one of them", pointer="/idempotencyKey")  # fmt: skip
+            raise _invalid(
+                "differs from the body's idempotencyKey; accepted: the same key, "
+                "or only one of them",
+                pointer="/idempotencyKey",
+            )
         key = header if header is not None else in_body
         if key is None:
             return await call_next(request), False
@@ -173,9 +176,12 @@ class IdempotencyStore:
             headers = {**json.loads(recorded["headers"]), "Idempotent-Replayed": "true"}
             return Response(recorded["body"], recorded["status"], headers=headers), True
         if slot in self._in_flight:
-            raise Problem(409, "idempotency-key-in-use",
-                          f"a request with {HEADER} {key!r} is still being answered; retry it",
-                          headers={"Retry-After": "1"})  # fmt: skip
+            raise Problem(
+                409,
+                "idempotency-key-in-use",
+                f"a request with {HEADER} {key!r} is still being answered; retry it",
+                headers={"Retry-After": "1"},
+            )
         self._in_flight.add(slot)
         try:
             response = await call_next(request)
@@ -204,9 +210,10 @@ class IdempotencyStore:
             except Exception as exc:
                 # The effect happened: answer it. A retry then runs again, and a create finds
                 # the job its derived id made (see the module docstring).
-                log.warning("idempotency record not written",
-                            extra={"action": "idempotency_record_failed", "key": key,
-                                   "error": str(exc)})  # fmt: skip
+                log.warning(
+                    "idempotency record not written",
+                    extra={"action": "idempotency_record_failed", "key": key, "error": str(exc)},
+                )
             return response, False  # sent as the route made it (`asgi.captured`)
         finally:
             self._in_flight.discard(slot)

@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 
 SCOPES = ("read", "write", "admin", "approve")
 # What each scope also grants: a writer may read, an admin may write and read.
-IMPLIED = {"read": {"read"}, "write": {"write", "read"}, "admin": {"admin", "write", "read"},
-           "approve": {"approve", "read"}}  # fmt: skip
+IMPLIED = {
+    "read": {"read"},
+    "write": {"write", "read"},
+    "admin": {"admin", "write", "read"},
+    "approve": {"approve", "read"},
+}
 DEFAULT_TENANT = "default"
 TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 _TOKEN = re.compile(r"tw_([0-9a-f]{16})_([A-Za-z0-9_-]{43})_([0-9a-f]{8})")

@@ -159,8 +159,10 @@ class BodyLimit:
         async def warn(message: Message) -> None:
             if message["type"] == "http.response.start":
                 note = f"the request body is {size} bytes; above {self.warn_bytes} is discouraged"
-                message["headers"] = [*message.get("headers", []),
-                                      (b"tickwheel-warning", note.encode())]  # fmt: skip
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"tickwheel-warning", note.encode()),
+                ]
             await send(message)
 
         await self.app(scope, replay, warn)

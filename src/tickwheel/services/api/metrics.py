@@ -25,13 +25,21 @@ class ApiMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         labels = ("method", "route", "status")
-        self.requests = Counter("tickwheel_api_requests", "HTTP requests answered", labels,
-                                registry=self.registry)  # fmt: skip
-        self.latency = Histogram("tickwheel_api_request_seconds", "Time to answer a request",
-                                 ("method", "route"), buckets=LATENCY_BUCKETS,
-                                 registry=self.registry)  # fmt: skip
-        self.replays = Counter("tickwheel_api_idempotent_replays",
-                               "POSTs answered with a recorded response", registry=self.registry)  # fmt: skip
+        self.requests = Counter(
+            "tickwheel_api_requests", "HTTP requests answered", labels, registry=self.registry
+        )
+        self.latency = Histogram(
+            "tickwheel_api_request_seconds",
+            "Time to answer a request",
+            ("method", "route"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.replays = Counter(
+            "tickwheel_api_idempotent_replays",
+            "POSTs answered with a recorded response",
+            registry=self.registry,
+        )
 
         # Each (method, route, status)'s series, looked up once: `labels()` builds and checks
         # its key under the metric's lock on every call. Bounded: routes are templates.
@@ -40,8 +48,10 @@ class ApiMetrics:
     def observe(self, method: str, route: str, status: int, seconds: float, replayed: bool) -> None:
         series = self._series.get((method, route, status))
         if series is None:
-            series = (self.requests.labels(method, route, str(status)),
-                      self.latency.labels(method, route))  # fmt: skip
+            series = (
+                self.requests.labels(method, route, str(status)),
+                self.latency.labels(method, route),
+            )
             self._series[(method, route, status)] = series
         series[0].inc()
         series[1].observe(seconds)
@@ -81,8 +91,13 @@ class MeasureRequests:
         try:
             await self.app(scope, receive, sending)
         finally:
-            self.metrics.observe(scope["method"], _route_of(scope), answered["status"],
-                                 time.perf_counter() - started, answered["replayed"])  # fmt: skip
+            self.metrics.observe(
+                scope["method"],
+                _route_of(scope),
+                answered["status"],
+                time.perf_counter() - started,
+                answered["replayed"],
+            )
 
 
 def install_metrics(app: FastAPI) -> ApiMetrics:
@@ -99,10 +114,18 @@ def metrics_router() -> APIRouter:
         "/metrics",
         summary="The API's metrics (Prometheus text format)",
         response_class=Response,
-        responses={200: {"description": "Prometheus exposition", "content": {
-            "text/plain": {"schema": {"type": "string"},
-                           "example": "tickwheel_api_requests_total{method=\"GET\"} 3.0\n"}}}},
-    )  # fmt: skip
+        responses={
+            200: {
+                "description": "Prometheus exposition",
+                "content": {
+                    "text/plain": {
+                        "schema": {"type": "string"},
+                        "example": 'tickwheel_api_requests_total{method="GET"} 3.0\n',
+                    }
+                },
+            }
+        },
+    )
     def metrics(request: Request) -> Response:
         registry = request.app.state.metrics.registry
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

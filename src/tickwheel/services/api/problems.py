@@ -213,9 +213,13 @@ def install(app: FastAPI) -> None:
             log.warning(
                 "request failed",
                 exc_info=exc if problem.status == 500 else None,
-                extra={"action": "api_request_failed", "request_id": request_id(request),
-                       "path": request.url.path, "code": problem.code},
-            )  # fmt: skip
+                extra={
+                    "action": "api_request_failed",
+                    "request_id": request_id(request),
+                    "path": request.url.path,
+                    "code": problem.code,
+                },
+            )
         return render(request, problem)
 
     # Expected errors are answered by Starlette's exception middleware; `Exception` is

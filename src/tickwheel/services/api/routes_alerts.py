@@ -61,8 +61,10 @@ LETTER_EXAMPLE: dict[str, Any] = {
 
 def _example(example: Any, description: str) -> dict[str, Any]:
     schema = {"type": "object", "additionalProperties": True}
-    return {"description": description,
-            "content": {"application/json": {"schema": schema, "example": example}}}  # fmt: skip
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": schema, "example": example}},
+    }
 
 
 def _incidents(b: Any) -> list[dict[str, Any]]:
@@ -72,9 +74,14 @@ def _incidents(b: Any) -> list[dict[str, Any]]:
     return [i for i in incidents(read_transitions(b.bootstrap)) if owner_of(i) == tenant]
 
 
-@router.get("/alerts", summary="The watchdog's incidents (the tenant's), oldest first",
-            responses={200: _example({"items": [INCIDENT_EXAMPLE]}, "Incidents"),
-                       **problem_responses(422, 503)})  # fmt: skip
+@router.get(
+    "/alerts",
+    summary="The watchdog's incidents (the tenant's), oldest first",
+    responses={
+        200: _example({"items": [INCIDENT_EXAMPLE]}, "Incidents"),
+        **problem_responses(422, 503),
+    },
+)
 async def list_alerts(
     b: BackendDep,
     state: Annotated[Literal["open", "resolved"] | None, Query()] = None,
@@ -86,9 +93,11 @@ async def list_alerts(
     return {"items": found[-limit:]}
 
 
-@router.get("/alerts/{alert_id}", summary="One incident, by its id or one transition's id",
-            responses={200: _example(INCIDENT_EXAMPLE, "The incident"),
-                       **problem_responses(404, 503)})  # fmt: skip
+@router.get(
+    "/alerts/{alert_id}",
+    summary="One incident, by its id or one transition's id",
+    responses={200: _example(INCIDENT_EXAMPLE, "The incident"), **problem_responses(404, 503)},
+)
 async def get_alert(
     b: BackendDep, alert_id: Annotated[str, Path(min_length=1, max_length=300)]
 ) -> dict[str, Any]:
@@ -107,26 +116,49 @@ class AckBody(_Strict):
 def _acknowledge(b: Any, wanted: str, by: str, note: str) -> dict[str, Any]:
     from tickwheel.sdk.alerts import ack_command, publish_ack
 
-    incident = next((i for i in _incidents(b) if wanted in {
-        i["incident_id"], *(t["alert_id"] for t in i["transitions"])}), None)  # fmt: skip
+    incident = next(
+        (
+            i
+            for i in _incidents(b)
+            if wanted in {i["incident_id"], *(t["alert_id"] for t in i["transitions"])}
+        ),
+        None,
+    )
     if incident is None:
         raise Problem(404, "not-found", f"no incident or transition {wanted!r}")
     if incident["state"] != "open":
-        raise Problem(409, "incident-resolved",
-                      f"incident {incident['incident_id']} is resolved; accepted: an open one")  # fmt: skip
+        raise Problem(
+            409,
+            "incident-resolved",
+            f"incident {incident['incident_id']} is resolved; accepted: an open one",
+        )
     command = ack_command(incident["incident_id"], by, note, b.now_ms(), str(uuid.uuid4()))
     publish_ack(b.bootstrap, command)
-    return {"incidentId": incident["incident_id"], "commandId": command["alert_id"], "by": by,
-            "note": note}  # fmt: skip
+    return {
+        "incidentId": incident["incident_id"],
+        "commandId": command["alert_id"],
+        "by": by,
+        "note": note,
+    }
 
 
-@router.post("/alerts/{alert_id}/ack", status_code=202,
-             summary="Acknowledge an open incident (applied at the watchdog's next evaluation)",
-             responses={202: _example({"incidentId": "inc-job_absent-nightly-1",
-                                       "commandId": "9a7c7d0e-51f4-4c0e-8f7a-2f4b1c0d9e11",
-                                       "by": "api-key 3f9c0d1e2a4b5c6d",
-                                       "note": "on it: INC-42"}, "The acknowledgement sent"),
-                        **problem_responses(404, 409, 422, 503)})  # fmt: skip
+@router.post(
+    "/alerts/{alert_id}/ack",
+    status_code=202,
+    summary="Acknowledge an open incident (applied at the watchdog's next evaluation)",
+    responses={
+        202: _example(
+            {
+                "incidentId": "inc-job_absent-nightly-1",
+                "commandId": "9a7c7d0e-51f4-4c0e-8f7a-2f4b1c0d9e11",
+                "by": "api-key 3f9c0d1e2a4b5c6d",
+                "note": "on it: INC-42",
+            },
+            "The acknowledgement sent",
+        ),
+        **problem_responses(404, 409, 422, 503),
+    },
+)
 async def ack_alert(
     request: Request,
     b: BackendDep,
@@ -158,10 +190,14 @@ def _position(letter: dict[str, Any]) -> str:
     return f"{letter['event_time']:020d}/{letter['dead_letter_id']}"
 
 
-@router.get("/dead-letters", summary="Dead letters (the tenant's), oldest first, a page at a time",
-            responses={200: _example({"items": [LETTER_EXAMPLE], "nextCursor": None},
-                                     "A page of dead letters"),
-                       **problem_responses(422, 503)})  # fmt: skip
+@router.get(
+    "/dead-letters",
+    summary="Dead letters (the tenant's), oldest first, a page at a time",
+    responses={
+        200: _example({"items": [LETTER_EXAMPLE], "nextCursor": None}, "A page of dead letters"),
+        **problem_responses(422, 503),
+    },
+)
 async def list_dead_letters(
     request: Request,
     b: BackendDep,
@@ -182,9 +218,11 @@ async def list_dead_letters(
     return {"items": page, "nextCursor": next_cursor}
 
 
-@router.get("/dead-letters/{dead_letter_id}", summary="One dead letter",
-            responses={200: _example(LETTER_EXAMPLE, "The dead letter"),
-                       **problem_responses(404, 503)})  # fmt: skip
+@router.get(
+    "/dead-letters/{dead_letter_id}",
+    summary="One dead letter",
+    responses={200: _example(LETTER_EXAMPLE, "The dead letter"), **problem_responses(404, 503)},
+)
 async def get_dead_letter(
     request: Request,
     b: BackendDep,

@@ -106,8 +106,14 @@ def act(
             problem = problem_of(exc)
             if problem.status >= 500:
                 raise
-            results.append({"deadLetterId": dead_letter_id, "status": problem.status,
-                            "code": problem.code, "detail": problem.detail})  # fmt: skip
+            results.append(
+                {
+                    "deadLetterId": dead_letter_id,
+                    "status": problem.status,
+                    "code": problem.code,
+                    "detail": problem.detail,
+                }
+            )
             continue
         results.append({"deadLetterId": dead_letter_id, "status": 200, "resolution": done})
     return results
@@ -117,8 +123,9 @@ def _by(request: Request, given: str | None) -> str:
     return given or f"api-key {request.state.principal.key_id or 'development'}"
 
 
-def _resolve_one(request: Request, b: Any, action: str, letter_id: str, note: str | None,
-                 by: str) -> dict[str, Any]:  # fmt: skip
+def _resolve_one(
+    request: Request, b: Any, action: str, letter_id: str, note: str | None, by: str
+) -> dict[str, Any]:
     client = _client(b)
     letters = visible_letters(request, b)
     try:
@@ -129,8 +136,9 @@ def _resolve_one(request: Request, b: Any, action: str, letter_id: str, note: st
         raise problem_of(exc) from None
 
 
-async def _one(request: Request, b: Any, action: str, letter_id: str, note: str | None,
-               by: str | None) -> dict[str, Any]:  # fmt: skip
+async def _one(
+    request: Request, b: Any, action: str, letter_id: str, note: str | None, by: str | None
+) -> dict[str, Any]:
     resolution: dict[str, Any] = await run_in_threadpool(
         _resolve_one, request, b, action, letter_id, note, _by(request, by)
     )
@@ -140,11 +148,18 @@ async def _one(request: Request, b: Any, action: str, letter_id: str, note: str 
 _REFUSALS = problem_responses(404, 409, 422, 503)
 
 
-@router.post("/dead-letters/{dead_letter_id}/retry", status_code=202,
-             summary="Retry a dead letter: its job is triggered again, the letter marked retried",
-             responses={202: {"description": "The resolution recorded",
-                              "content": {"application/json": {"example": RESOLUTION_EXAMPLE}}},
-                        **_REFUSALS})  # fmt: skip
+@router.post(
+    "/dead-letters/{dead_letter_id}/retry",
+    status_code=202,
+    summary="Retry a dead letter: its job is triggered again, the letter marked retried",
+    responses={
+        202: {
+            "description": "The resolution recorded",
+            "content": {"application/json": {"example": RESOLUTION_EXAMPLE}},
+        },
+        **_REFUSALS,
+    },
+)
 async def retry_dead_letter(
     request: Request,
     b: BackendDep,
@@ -155,13 +170,26 @@ async def retry_dead_letter(
     return await _one(request, b, "retry", dead_letter_id, given.note, given.by)
 
 
-@router.post("/dead-letters/{dead_letter_id}/discard",
-             summary="Discard a dead letter (nothing re-run), with a required note",
-             responses={200: {"description": "The resolution recorded",
-                              "content": {"application/json": {"example": {
-                                  **RESOLUTION_EXAMPLE, "action": "discarded",
-                                  "retry_command_id": None, "retry_execution_id": None}}}},
-                        **_REFUSALS})  # fmt: skip
+@router.post(
+    "/dead-letters/{dead_letter_id}/discard",
+    summary="Discard a dead letter (nothing re-run), with a required note",
+    responses={
+        200: {
+            "description": "The resolution recorded",
+            "content": {
+                "application/json": {
+                    "example": {
+                        **RESOLUTION_EXAMPLE,
+                        "action": "discarded",
+                        "retry_command_id": None,
+                        "retry_execution_id": None,
+                    }
+                }
+            },
+        },
+        **_REFUSALS,
+    },
+)
 async def discard_dead_letter(
     request: Request,
     b: BackendDep,
@@ -171,34 +199,58 @@ async def discard_dead_letter(
     return await _one(request, b, "discard", dead_letter_id, body.note, body.by)
 
 
-_BULK_EXAMPLE = {"results": [
-    {"deadLetterId": RESOLUTION_EXAMPLE["dead_letter_id"], "status": 200,
-     "resolution": RESOLUTION_EXAMPLE},
-    {"deadLetterId": "undecodable:jobs.definitions:2:41", "status": 409,
-     "code": "not-retryable",
-     "detail": "dead letter 'undecodable:jobs.definitions:2:41' cannot be retried: ..."},
-]}  # fmt: skip
+_BULK_EXAMPLE = {
+    "results": [
+        {
+            "deadLetterId": RESOLUTION_EXAMPLE["dead_letter_id"],
+            "status": 200,
+            "resolution": RESOLUTION_EXAMPLE,
+        },
+        {
+            "deadLetterId": "undecodable:jobs.definitions:2:41",
+            "status": 409,
+            "code": "not-retryable",
+            "detail": "dead letter 'undecodable:jobs.definitions:2:41' cannot be retried: ...",
+        },
+    ]
+}
 
 
-@router.post("/dead-letters/retry", summary="Retry several dead letters; one result each",
-             responses={200: {"description": "Each letter's resolution or problem",
-                              "content": {"application/json": {"example": _BULK_EXAMPLE}}},
-                        **problem_responses(422, 503)})  # fmt: skip
+@router.post(
+    "/dead-letters/retry",
+    summary="Retry several dead letters; one result each",
+    responses={
+        200: {
+            "description": "Each letter's resolution or problem",
+            "content": {"application/json": {"example": _BULK_EXAMPLE}},
+        },
+        **problem_responses(422, 503),
+    },
+)
 async def retry_dead_letters(
     request: Request, b: BackendDep, body: BulkRetryBody
 ) -> dict[str, Any]:
-    results = await run_in_threadpool(act, request, b, "retry", body.ids, body.note,
-                                      _by(request, body.by))  # fmt: skip
+    results = await run_in_threadpool(
+        act, request, b, "retry", body.ids, body.note, _by(request, body.by)
+    )
     return {"results": results}
 
 
-@router.post("/dead-letters/discard", summary="Discard several dead letters; one result each",
-             responses={200: {"description": "Each letter's resolution or problem",
-                              "content": {"application/json": {"example": _BULK_EXAMPLE}}},
-                        **problem_responses(422, 503)})  # fmt: skip
+@router.post(
+    "/dead-letters/discard",
+    summary="Discard several dead letters; one result each",
+    responses={
+        200: {
+            "description": "Each letter's resolution or problem",
+            "content": {"application/json": {"example": _BULK_EXAMPLE}},
+        },
+        **problem_responses(422, 503),
+    },
+)
 async def discard_dead_letters(
     request: Request, b: BackendDep, body: BulkDiscardBody
 ) -> dict[str, Any]:
-    results = await run_in_threadpool(act, request, b, "discard", body.ids, body.note,
-                                      _by(request, body.by))  # fmt: skip
+    results = await run_in_threadpool(
+        act, request, b, "discard", body.ids, body.note, _by(request, body.by)
+    )
     return {"results": results}

@@ -72,9 +72,12 @@ TIMELINE_RESPONSES: dict[int | str, Any] = {
 }
 
 
-@router.get("/executions/{execution_id}", summary="An execution's timeline (or, for seed 000, "
-            "a workflow instance's: which step, since when, what failed)",
-            responses=TIMELINE_RESPONSES)  # fmt: skip
+@router.get(
+    "/executions/{execution_id}",
+    summary="An execution's timeline (or, for seed 000, "
+    "a workflow instance's: which step, since when, what failed)",
+    responses=TIMELINE_RESPONSES,
+)
 def get_execution(b: BackendDep, request: Request, execution_id: ExecutionId) -> JSONResponse:
     try:
         return _timeline(b, execution_id)
@@ -90,8 +93,11 @@ def get_execution(b: BackendDep, request: Request, execution_id: ExecutionId) ->
             raise ExecutionNotFound(execution_id) from None
 
 
-@router.get("/runs/{run_id}", summary="A run's timeline (seed 003: a run is an execution)",
-            responses=TIMELINE_RESPONSES)  # fmt: skip
+@router.get(
+    "/runs/{run_id}",
+    summary="A run's timeline (seed 003: a run is an execution)",
+    responses=TIMELINE_RESPONSES,
+)
 def get_run(b: BackendDep, run_id: ExecutionId) -> JSONResponse:
     return _timeline(b, run_id)
 
@@ -171,38 +177,62 @@ RETRY_EXAMPLE = {
 }
 
 
-def _retry_run(request: Request, b: Any, run_id: str, note: str | None, by: str | None,
-               noun: str = "run") -> Any:  # fmt: skip
+def _retry_run(
+    request: Request, b: Any, run_id: str, note: str | None, by: str | None, noun: str = "run"
+) -> Any:
     timeline = read_timeline(b, run_id)  # unknown, or another tenant's: 404
     status = timeline.get("status")
     if status not in RETRYABLE:
         code = "run-succeeded" if status == "succeeded" else "run-not-finished"
-        raise Problem(409, code, f"{noun} {run_id!r} is {status}; accepted: one that failed, "
-                      "was dead-lettered or was cancelled", runStatus=status)  # fmt: skip
+        raise Problem(
+            409,
+            code,
+            f"{noun} {run_id!r} is {status}; accepted: one that failed, "
+            "was dead-lettered or was cancelled",
+            runStatus=status,
+        )
     client = DeadLettersClient(b.bootstrap, b.clock, jobs=b.jobs, tenant_id=b.tenant_id)
     try:
-        done = retry_execution(client, visible_letters(request, b), run_id,
-                               str(timeline.get("job_id") or ""), by=_by(request, by), note=note)  # fmt: skip
+        done = retry_execution(
+            client,
+            visible_letters(request, b),
+            run_id,
+            str(timeline.get("job_id") or ""),
+            by=_by(request, by),
+            note=note,
+        )
     except AlreadyResolved as exc:
         raise problem_of(exc) from None
-    return JSONResponse(status_code=202, content={
-        "runId": run_id, "jobId": timeline.get("job_id"), "executionId": done["execution_id"],
-        "commandId": done["command_id"], "via": done["via"], "deadLetterId": done["dead_letter_id"],
-    })  # fmt: skip
+    return JSONResponse(
+        status_code=202,
+        content={
+            "runId": run_id,
+            "jobId": timeline.get("job_id"),
+            "executionId": done["execution_id"],
+            "commandId": done["command_id"],
+            "via": done["via"],
+            "deadLetterId": done["dead_letter_id"],
+        },
+    )
 
 
 RETRY_RESPONSES: dict[int | str, Any] = {
-    202: {"description": "The new execution asked of the job's timer",
-          "content": {"application/json": {"example": RETRY_EXAMPLE}}},
+    202: {
+        "description": "The new execution asked of the job's timer",
+        "content": {"application/json": {"example": RETRY_EXAMPLE}},
+    },
     **problem_responses(404, 409, 422, 503),
-}  # fmt: skip
+}
 RETRY_EXAMPLES = {"note": {"value": {"note": "upstream fixed"}}}
 
 
-@router.post("/runs/{run_id}/retry", status_code=202,
-             summary="Retry a failed, dead-lettered or cancelled run: a new execution of its job, "
-             "through its dead letter if it has one (decision 0102)",
-             responses=RETRY_RESPONSES)  # fmt: skip
+@router.post(
+    "/runs/{run_id}/retry",
+    status_code=202,
+    summary="Retry a failed, dead-lettered or cancelled run: a new execution of its job, "
+    "through its dead letter if it has one (decision 0102)",
+    responses=RETRY_RESPONSES,
+)
 def retry_run(
     request: Request,
     b: BackendDep,
@@ -212,15 +242,24 @@ def retry_run(
     return _retry_run(request, b, run_id, body.note if body else None, body.by if body else None)
 
 
-@router.post("/executions/{execution_id}/retry", status_code=202,
-             summary="Retry a failed, dead-lettered or cancelled execution (seed 000's word for "
-             "a run): the same as POST /runs/{id}/retry, the console's retry (decision 0102)",
-             responses=RETRY_RESPONSES)  # fmt: skip
+@router.post(
+    "/executions/{execution_id}/retry",
+    status_code=202,
+    summary="Retry a failed, dead-lettered or cancelled execution (seed 000's word for "
+    "a run): the same as POST /runs/{id}/retry, the console's retry (decision 0102)",
+    responses=RETRY_RESPONSES,
+)
 def retry_execution_route(
     request: Request,
     b: BackendDep,
     execution_id: ExecutionId,
     body: Annotated[RetryBody | None, Body(openapi_examples=RETRY_EXAMPLES)] = None,
 ) -> Any:
-    return _retry_run(request, b, execution_id, body.note if body else None,
-                      body.by if body else None, noun="execution")  # fmt: skip
+    return _retry_run(
+        request,
+        b,
+        execution_id,
+        body.note if body else None,
+        body.by if body else None,
+        noun="execution",
+    )

@@ -29,8 +29,11 @@ class SqlBody(_Strict):
     params: dict[str, str | int | float | bool] | None = None
 
 
-EXAMPLE = {"columns": ["outcome", "executions"], "types": ["String", "UInt64"],
-           "rows": [["succeeded", 1204], ["failed", 3]]}  # fmt: skip
+EXAMPLE = {
+    "columns": ["outcome", "executions"],
+    "types": ["String", "UInt64"],
+    "rows": [["succeeded", 1204], ["failed", 3]],
+}
 
 
 def _run(b: Any, body: SqlBody) -> dict[str, Any]:
@@ -46,22 +49,46 @@ def _run(b: Any, body: SqlBody) -> dict[str, Any]:
 @router.post(
     "/history/sql",
     summary="One read-only SQL statement over the history (operators' admin keys only)",
-    responses={200: {"description": "The answer", "content": {"application/json": {
-        "schema": {"type": "object", "additionalProperties": True}, "example": EXAMPLE}}},
-        **problem_responses(403, 422, 503)},
-)  # fmt: skip
+    responses={
+        200: {
+            "description": "The answer",
+            "content": {
+                "application/json": {
+                    "schema": {"type": "object", "additionalProperties": True},
+                    "example": EXAMPLE,
+                }
+            },
+        },
+        **problem_responses(403, 422, 503),
+    },
+)
 async def history_sql(
     request: Request,
     b: BackendDep,
-    body: Annotated[SqlBody, Body(openapi_examples={"outcomes": {"value": {
-        "sql": "SELECT outcome, count() AS executions FROM execution_outcomes GROUP BY outcome"}}})],
-) -> dict[str, Any]:  # fmt: skip
+    body: Annotated[
+        SqlBody,
+        Body(
+            openapi_examples={
+                "outcomes": {
+                    "value": {
+                        "sql": "SELECT outcome, count() AS executions FROM execution_outcomes GROUP BY outcome"
+                    }
+                }
+            }
+        ),
+    ],
+) -> dict[str, Any]:
     principal = request.state.principal
     if principal.tenant_id != DEFAULT_TENANT:
-        raise Problem(403, "forbidden", "history sql reads every tenant's rows; accepted: an "
-                      f"admin key of the tenant {DEFAULT_TENANT!r} (the operators')")  # fmt: skip
+        raise Problem(
+            403,
+            "forbidden",
+            "history sql reads every tenant's rows; accepted: an "
+            f"admin key of the tenant {DEFAULT_TENANT!r} (the operators')",
+        )
     try:
         return await run_in_threadpool(_run, b, body)
     except (HistoryQueryRejected, HistoryQueryError) as exc:
-        raise Problem(422, "query-refused", str(exc),
-                      errors=[{"pointer": "/sql", "detail": str(exc)}]) from None  # fmt: skip
+        raise Problem(
+            422, "query-refused", str(exc), errors=[{"pointer": "/sql", "detail": str(exc)}]
+        ) from None

@@ -46,10 +46,14 @@ if TYPE_CHECKING:
 
 router = APIRouter(tags=["jobs"])
 F = TypeVar("F", bound=Callable[..., Any])
-COMMAND_ID = Annotated[str, Path(min_length=1, max_length=100,
-                                 examples=["5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10"])]  # fmt: skip
-PENDING_EXAMPLE = {"commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
-                   "jobId": "nightly-reconcile", "status": "pending"}  # fmt: skip
+COMMAND_ID = Annotated[
+    str, Path(min_length=1, max_length=100, examples=["5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10"])
+]
+PENDING_EXAMPLE = {
+    "commandId": "5b1f0c7e-2a53-4a49-9d4f-0f7d2f1d9a10",
+    "jobId": "nightly-reconcile",
+    "status": "pending",
+}
 
 
 def command_view(command: dict[str, Any]) -> dict[str, Any]:
@@ -128,9 +132,12 @@ def update_record(
 
 
 async def update_record_async(
-    b: Backend, job_id: str, changes: dict[str, Any], expected: int | None,
+    b: Backend,
+    job_id: str,
+    changes: dict[str, Any],
+    expected: int | None,
     aliases: dict[str, str] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """`update_record` for a coroutine: awaited with no thread held for the verdicts when
     the jobs client can (writes known to be commands), else on a route thread."""
     jobs: Any = b.jobs
@@ -195,8 +202,9 @@ def keyed_write(
 
     def answer(record: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
         response = render(record)
-        kept = {k: v for k, v in response.headers.items() if k in ("content-type", "location",
-                                                                    "etag")}  # fmt: skip
+        kept = {
+            k: v for k, v in response.headers.items() if k in ("content-type", "location", "etag")
+        }
         return response.status_code, bytes(response.body), kept
 
     return KeyedWrite(slot, wanted, request_id(request), answer)
@@ -228,18 +236,35 @@ def recorded_response(keyed: KeyedWrite) -> JSONResponse | None:
 
 
 def verdict_view(verdict: Verdict) -> dict[str, Any]:
-    return {"commandId": verdict.command_id, "jobId": verdict.job_id,
-            "status": verdict.outcome, "currentVersion": verdict.current_version,
-            "detail": verdict.detail}  # fmt: skip
+    return {
+        "commandId": verdict.command_id,
+        "jobId": verdict.job_id,
+        "status": verdict.outcome,
+        "currentVersion": verdict.current_version,
+        "detail": verdict.detail,
+    }
 
 
 @router.get(
     "/job-commands/{command_id}",
     summary="The verdict of a job write answered 202 (pending, or what the judge decided)",
-    responses={200: {"content": {"application/json": {"example": {
-        **PENDING_EXAMPLE, "status": "updated", "currentVersion": 2, "detail": None,
-        "job": JOB_EXAMPLE}}}}, **problem_responses(404)},
-)  # fmt: skip
+    responses={
+        200: {
+            "content": {
+                "application/json": {
+                    "example": {
+                        **PENDING_EXAMPLE,
+                        "status": "updated",
+                        "currentVersion": 2,
+                        "detail": None,
+                        "job": JOB_EXAMPLE,
+                    }
+                }
+            }
+        },
+        **problem_responses(404),
+    },
+)
 def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
     jobs = request.app.state.backend.jobs
     status = jobs.command_status(command_id) if hasattr(jobs, "command_status") else None
@@ -266,9 +291,13 @@ def job_command(request: Request, command_id: COMMAND_ID) -> dict[str, Any]:
             return _verdict_answer(request, found)
         if request.app.state.backend.now_ms() - sent_at < PENDING_AT_MOST_MS:
             return {"commandId": command_id, "jobId": None, "status": "pending"}
-    raise Problem(404, "not-found", f"no job command {command_id!r} known to this API "
-                  "instance (another tenant's, never sent, or its verdict is gone from "
-                  "jobs.verdicts)")  # fmt: skip
+    raise Problem(
+        404,
+        "not-found",
+        f"no job command {command_id!r} known to this API "
+        "instance (another tenant's, never sent, or its verdict is gone from "
+        "jobs.verdicts)",
+    )
 
 
 def _verdict_answer(request: Request, verdict: Verdict) -> dict[str, Any]:
@@ -293,8 +322,10 @@ def _looked_up(request: Request, command_id: str, sent_at: int) -> Verdict | Non
     try:
         value = find_verdict(clients, command_id, sent_at)
     except KafkaException as exc:  # the broker away: as not found (pending, while it may be)
-        log.warning("verdict look-up failed", extra={"action": "api_verdict_lookup_failed",
-                                                     "error": str(exc)})  # fmt: skip
+        log.warning(
+            "verdict look-up failed",
+            extra={"action": "api_verdict_lookup_failed", "error": str(exc)},
+        )
         return None
     return None if value is None else Verdict.of(value)
 

@@ -100,8 +100,10 @@ def _json(model: type, example: Any) -> dict[str, Any]:
 
 
 # A write whose verdict is late (decision 0126): the command is judged later.
-_PENDING = {"description": "Accepted: the verdict is late; follow Location",
-            "content": {"application/json": {"example": PENDING_EXAMPLE}}}  # fmt: skip
+_PENDING = {
+    "description": "Accepted: the verdict is late; follow Location",
+    "content": {"application/json": {"example": PENDING_EXAMPLE}},
+}
 
 
 def job_response(
@@ -119,9 +121,12 @@ def job_response(
     "/jobs",
     status_code=201,
     summary="Create a job",
-    responses={201: _json(JobView, JOB_EXAMPLE), 202: _PENDING,
-               **problem_responses(400, 409, 422, 503)},
-)  # fmt: skip
+    responses={
+        201: _json(JobView, JOB_EXAMPLE),
+        202: _PENDING,
+        **problem_responses(400, 409, 422, 503),
+    },
+)
 @answers_pending
 async def create_job(
     b: BackendDep,
@@ -183,9 +188,15 @@ def list_jobs(
     page = records[:limit]
     next_cursor = encode_cursor(page[-1]["jobId"]) if len(records) > limit else None
     if next_cursor:
-        given = {"limit": limit, "cursor": next_cursor, "type": type, "q": q, "owner": owner,
-                 "enabled": None if enabled is None else str(enabled).lower(),
-                 "label": label}  # fmt: skip
+        given = {
+            "limit": limit,
+            "cursor": next_cursor,
+            "type": type,
+            "q": q,
+            "owner": owner,
+            "enabled": None if enabled is None else str(enabled).lower(),
+            "label": label,
+        }
         query = urlencode({k: v for k, v in given.items() if v is not None}, doseq=True)
         response.headers["Link"] = f'</v1/jobs?{query}>; rel="next"'
     now = b.now_ms()
@@ -196,9 +207,12 @@ def list_jobs(
 @router.get(
     "/jobs/{job_id}",
     summary="Get a job",
-    responses={200: _json(JobView, JOB_EXAMPLE), 304: {"description": "Not modified"},
-               **problem_responses(404, 503)},
-)  # fmt: skip
+    responses={
+        200: _json(JobView, JOB_EXAMPLE),
+        304: {"description": "Not modified"},
+        **problem_responses(404, 503),
+    },
+)
 def get_job(
     b: BackendDep,
     job_id: JobId,
@@ -213,9 +227,12 @@ def get_job(
 @router.patch(
     "/jobs/{job_id}",
     summary="Change a job (JSON merge patch), optionally at an expected version",
-    responses={200: _json(JobView, {**JOB_EXAMPLE, "version": 2}), 202: _PENDING,
-               **problem_responses(404, 409, 412, 422, 503)},
-)  # fmt: skip
+    responses={
+        200: _json(JobView, {**JOB_EXAMPLE, "version": 2}),
+        202: _PENDING,
+        **problem_responses(404, 409, 412, 422, 503),
+    },
+)
 @answers_pending
 async def patch_job(
     b: BackendDep,
@@ -275,9 +292,12 @@ async def delete_job(b: BackendDep, job_id: JobId) -> Response:
 @router.post(
     "/jobs/{job_id}/pause",
     summary="Pause a job, with a reason",
-    responses={200: _json(JobView, {**JOB_EXAMPLE, "enabled": False}), 202: _PENDING,
-               **problem_responses(404, 422, 503)},
-)  # fmt: skip
+    responses={
+        200: _json(JobView, {**JOB_EXAMPLE, "enabled": False}),
+        202: _PENDING,
+        **problem_responses(404, 422, 503),
+    },
+)
 @answers_pending
 async def pause_job(
     b: BackendDep,

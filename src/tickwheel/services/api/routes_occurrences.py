@@ -32,12 +32,17 @@ EXAMPLE = {
     "truncated": False,
     "history": "recorded",
     "items": [
-        {"scheduledTime": "2026-11-29T02:00:00Z", "status": "fired", "executionId": "3f0c…",
-         "outcome": "succeeded", "latenessMs": 412},
+        {
+            "scheduledTime": "2026-11-29T02:00:00Z",
+            "status": "fired",
+            "executionId": "3f0c…",
+            "outcome": "succeeded",
+            "latenessMs": 412,
+        },
         {"scheduledTime": "2026-11-30T02:00:00Z", "status": "missing"},
         {"scheduledTime": "2026-12-02T02:00:00Z", "status": "scheduled"},
     ],
-}  # fmt: skip
+}
 
 
 def _past(b: Any, job_id: str, start_ms: int, end_ms: int) -> tuple[list[dict[str, Any]], str]:
@@ -58,8 +63,12 @@ def _past(b: Any, job_id: str, start_ms: int, end_ms: int) -> tuple[list[dict[st
             "scheduledTime": format_utc(parse_instant_ms(row["scheduled_time"], "from")),
             "status": row["status"],
         }
-        for name, key in (("executionId", "execution_id"), ("outcome", "outcome"),
-                          ("skipReason", "skip_reason"), ("latenessMs", "lateness_ms")):  # fmt: skip
+        for name, key in (
+            ("executionId", "execution_id"),
+            ("outcome", "outcome"),
+            ("skipReason", "skip_reason"),
+            ("latenessMs", "lateness_ms"),
+        ):
             if row.get(key) is not None:
                 item[name] = row[key]
         items.append(item)
@@ -72,12 +81,16 @@ def _past(b: Any, job_id: str, start_ms: int, end_ms: int) -> tuple[list[dict[st
     responses={
         200: {
             "description": "The slots, oldest first (at most `limit`)",
-            "content": {"application/json": {
-                "schema": {"type": "object", "additionalProperties": True}, "example": EXAMPLE}},
+            "content": {
+                "application/json": {
+                    "schema": {"type": "object", "additionalProperties": True},
+                    "example": EXAMPLE,
+                }
+            },
         },
         **problem_responses(404, 422, 503),
     },
-)  # fmt: skip
+)
 def job_occurrences(
     b: BackendDep,
     job_id: JobId,

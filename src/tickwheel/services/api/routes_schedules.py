@@ -203,9 +203,11 @@ def get_schedule(b: BackendDep, schedule_id: JobId) -> JSONResponse:
 @router.patch(
     "/schedules/{schedule_id}",
     summary="Change a schedule (seed 003), optionally at an expected version",
-    responses={200: _json(ScheduleView, {**SCHEDULE_EXAMPLE, "version": 2, "enabled": False}),
-               **problem_responses(404, 409, 422)},
-)  # fmt: skip
+    responses={
+        200: _json(ScheduleView, {**SCHEDULE_EXAMPLE, "version": 2, "enabled": False}),
+        **problem_responses(404, 409, 422),
+    },
+)
 @answers_pending
 def patch_schedule(
     b: BackendDep,

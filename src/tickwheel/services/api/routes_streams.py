@@ -44,16 +44,24 @@ def finished(timeline: dict[str, Any]) -> bool:
 ExecutionId = Annotated[str, Path(min_length=1, max_length=200)]
 
 
-@router.get("/executions/{execution_id}/events", summary="An execution's timeline as SSE",
-            responses=STREAM_RESPONSES, response_class=StreamingResponse)  # fmt: skip
+@router.get(
+    "/executions/{execution_id}/events",
+    summary="An execution's timeline as SSE",
+    responses=STREAM_RESPONSES,
+    response_class=StreamingResponse,
+)
 async def execution_events(
     b: BackendDep, execution_id: ExecutionId, timeout: Timeout = 60, interval: Interval = 1.0
 ) -> StreamingResponse:
     return await stream(partial(read_timeline, b, execution_id), timeout, interval, finished)
 
 
-@router.get("/runs/{run_id}/events", summary="A run's timeline as SSE (seed 003's name)",
-            responses=STREAM_RESPONSES, response_class=StreamingResponse)  # fmt: skip
+@router.get(
+    "/runs/{run_id}/events",
+    summary="A run's timeline as SSE (seed 003's name)",
+    responses=STREAM_RESPONSES,
+    response_class=StreamingResponse,
+)
 async def run_events(
     b: BackendDep, run_id: ExecutionId, timeout: Timeout = 60, interval: Interval = 1.0
 ) -> StreamingResponse:

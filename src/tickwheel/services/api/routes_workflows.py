@@ -45,8 +45,16 @@ router = APIRouter(tags=["workflows"])
 WorkflowId = Annotated[str, Path(min_length=1, max_length=200, examples=[WORKFLOW_ID_EXAMPLE])]
 StepId = Annotated[str, Path(min_length=1, max_length=100, examples=["encode_480"])]
 Token = Annotated[str, Path(min_length=1, max_length=2000)]
-STATUSES = ("running", "stopping", "compensating", "blocked", "succeeded", "failed",
-            "cancelled", "compensated")  # fmt: skip
+STATUSES = (
+    "running",
+    "stopping",
+    "compensating",
+    "blocked",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "compensated",
+)
 
 
 class Caller:
@@ -63,9 +71,18 @@ class Caller:
 
 
 CallerDep = Annotated[Caller, Depends(Caller)]
-ACCEPTED = {202: _json(ActionAccepted, {"workflowId": WORKFLOW_ID_EXAMPLE, "stepId": "encode_480",
-                                        "action": "retry", "actor": "api:acme/3f9c0a1b2c3d4e5f"}),
-            **problem_responses(404, 422, 503)}  # fmt: skip
+ACCEPTED = {
+    202: _json(
+        ActionAccepted,
+        {
+            "workflowId": WORKFLOW_ID_EXAMPLE,
+            "stepId": "encode_480",
+            "action": "retry",
+            "actor": "api:acme/3f9c0a1b2c3d4e5f",
+        },
+    ),
+    **problem_responses(404, 422, 503),
+}
 
 
 @router.post(
@@ -88,18 +105,32 @@ def start_workflow(
     return JSONResponse(started, status_code=202, headers={"Location": location})
 
 
-@router.get("/workflows", summary="The tenant's workflow instances (of one status, if given)",
-            responses={200: _json(WorkflowList, {"items": [{**ACCEPTED_EXAMPLE, "status":
-                       "running", "seq": 4, "updatedAt": 1796112004100}]}),
-                       **problem_responses(422, 503)})  # fmt: skip
+@router.get(
+    "/workflows",
+    summary="The tenant's workflow instances (of one status, if given)",
+    responses={
+        200: _json(
+            WorkflowList,
+            {
+                "items": [
+                    {**ACCEPTED_EXAMPLE, "status": "running", "seq": 4, "updatedAt": 1796112004100}
+                ]
+            },
+        ),
+        **problem_responses(422, 503),
+    },
+)
 def list_workflows(
     c: CallerDep,
     status: Annotated[str | None, Query(json_schema_extra={"enum": [*STATUSES]})] = None,
 ) -> dict[str, Any]:
     if status is not None and status not in STATUSES:
-        raise Problem(422, "validation-error", f"status: {status!r}; accepted: "
-                      f"{', '.join(STATUSES)}", errors=[{"parameter": "status",
-                      "detail": f"accepted: {', '.join(STATUSES)}"}])  # fmt: skip
+        raise Problem(
+            422,
+            "validation-error",
+            f"status: {status!r}; accepted: {', '.join(STATUSES)}",
+            errors=[{"parameter": "status", "detail": f"accepted: {', '.join(STATUSES)}"}],
+        )
     return {"items": c.flows.list(status)}
 
 
@@ -108,10 +139,11 @@ def read_workflow(c: Caller, workflow_id: str) -> dict[str, Any]:
     return value
 
 
-@router.get("/workflows/{workflow_id}", summary="A workflow's timeline: each step's state, "
-            "since when, what failed, and every event",
-            responses={200: _json(WorkflowTimelineView, TIMELINE_EXAMPLE),
-                       **problem_responses(404, 503)})  # fmt: skip
+@router.get(
+    "/workflows/{workflow_id}",
+    summary="A workflow's timeline: each step's state, since when, what failed, and every event",
+    responses={200: _json(WorkflowTimelineView, TIMELINE_EXAMPLE), **problem_responses(404, 503)},
+)
 def get_workflow(c: CallerDep, workflow_id: WorkflowId) -> dict[str, Any]:
     return read_workflow(c, workflow_id)
 
@@ -125,27 +157,38 @@ def _finished(timeline: dict[str, Any]) -> bool:
     summary="A workflow's timeline as SSE, until it ends",
     response_class=StreamingResponse,
     responses={
-        200: {"description": "The timeline as it changes, then `end`",
-              "content": {EVENT_STREAM: {"schema": {"type": "string"},
-                          "example": "event: timeline\nid: 0\ndata: {...}\n\n"}}},
+        200: {
+            "description": "The timeline as it changes, then `end`",
+            "content": {
+                EVENT_STREAM: {
+                    "schema": {"type": "string"},
+                    "example": "event: timeline\nid: 0\ndata: {...}\n\n",
+                }
+            },
+        },
         **problem_responses(404, 422, 503),
     },
-)  # fmt: skip
+)
 async def workflow_events(
     c: CallerDep, workflow_id: WorkflowId, timeout: Timeout = 60, interval: Interval = 1.0
 ) -> StreamingResponse:
     return await stream(partial(read_workflow, c, workflow_id), timeout, interval, _finished)
 
 
-@router.post("/workflows/{workflow_id}/cancel", status_code=202,
-             summary="Cancel a workflow (its compensations run, as its onCancel says)",
-             responses=ACCEPTED)  # fmt: skip
+@router.post(
+    "/workflows/{workflow_id}/cancel",
+    status_code=202,
+    summary="Cancel a workflow (its compensations run, as its onCancel says)",
+    responses=ACCEPTED,
+)
 def cancel_workflow(
     c: CallerDep,
     workflow_id: WorkflowId,
-    body: Annotated[WorkflowCancelBody | None,
-                    Body(openapi_examples={"reason": {"value": {"reason": "wrong source"}}})] = None,
-) -> dict[str, Any]:  # fmt: skip
+    body: Annotated[
+        WorkflowCancelBody | None,
+        Body(openapi_examples={"reason": {"value": {"reason": "wrong source"}}}),
+    ] = None,
+) -> dict[str, Any]:
     c.flows.get(workflow_id)
     c.client.cancel(workflow_id, actor=c.actor, reason=(body.reason if body else None) or "")
     return {"workflowId": workflow_id, "stepId": None, "action": "cancel", "actor": c.actor}
@@ -177,19 +220,33 @@ for prefix, name, id_doc in (
     ("/executions/{workflow_id}", "execution", " (seed 000: the workflow instance's id)"),
 ):
 
-    @router.post(f"{prefix}/steps/{{step_id}}/retry", status_code=202, summary=RETRY + id_doc,
-                 responses=ACCEPTED, operation_id=f"retry_{name}_step")  # fmt: skip
+    @router.post(
+        f"{prefix}/steps/{{step_id}}/retry",
+        status_code=202,
+        summary=RETRY + id_doc,
+        responses=ACCEPTED,
+        operation_id=f"retry_{name}_step",
+    )
     def retry_step(c: CallerDep, workflow_id: WorkflowId, step_id: StepId) -> dict[str, Any]:
         return _repair(c, workflow_id, step_id, "retry")
 
-    @router.post(f"{prefix}/steps/{{step_id}}/skip", status_code=202, summary=SKIP + id_doc,
-                 responses=ACCEPTED, operation_id=f"skip_{name}_step")  # fmt: skip
+    @router.post(
+        f"{prefix}/steps/{{step_id}}/skip",
+        status_code=202,
+        summary=SKIP + id_doc,
+        responses=ACCEPTED,
+        operation_id=f"skip_{name}_step",
+    )
     def skip_step(c: CallerDep, workflow_id: WorkflowId, step_id: StepId) -> dict[str, Any]:
         return _repair(c, workflow_id, step_id, "skip")
 
-    @router.post(f"{prefix}/steps/{{step_id}}/complete", status_code=202,
-                 summary=COMPLETE + id_doc, responses=ACCEPTED,
-                 operation_id=f"complete_{name}_step")  # fmt: skip
+    @router.post(
+        f"{prefix}/steps/{{step_id}}/complete",
+        status_code=202,
+        summary=COMPLETE + id_doc,
+        responses=ACCEPTED,
+        operation_id=f"complete_{name}_step",
+    )
     def complete_step(
         c: CallerDep, workflow_id: WorkflowId, step_id: StepId, body: CompleteBody = None
     ) -> dict[str, Any]:
@@ -201,31 +258,56 @@ for prefix, name, id_doc in (
     status_code=202,
     summary="Approve or reject a waiting approval with its signed token (the approve scope)",
     responses={
-        202: _json(ApprovalAccepted, {"workflowId": WORKFLOW_ID_EXAMPLE, "stepId": "approve",
-                   "round": 1, "decision": "approve", "actor": "api:acme/3f9c0a1b2c3d4e5f"}),
+        202: _json(
+            ApprovalAccepted,
+            {
+                "workflowId": WORKFLOW_ID_EXAMPLE,
+                "stepId": "approve",
+                "round": 1,
+                "decision": "approve",
+                "actor": "api:acme/3f9c0a1b2c3d4e5f",
+            },
+        ),
         **problem_responses(404, 409, 422, 503),
     },
-)  # fmt: skip
+)
 def decide_approval(
     c: CallerDep,
     token: Token,
-    body: Annotated[ApprovalBody, Body(openapi_examples={"approve": {"value": {
-        "decision": "approve", "note": "checked the 480p cut"}}})],
-) -> dict[str, Any]:  # fmt: skip
+    body: Annotated[
+        ApprovalBody,
+        Body(
+            openapi_examples={
+                "approve": {"value": {"decision": "approve", "note": "checked the 480p cut"}}
+            }
+        ),
+    ],
+) -> dict[str, Any]:
     keys = c.client.keys if c.client.keys is not None else approval_keys()
     try:
         if not keys:
-            raise InvalidInput("token", "this API holds no approval keys "
-                               "(TICKWHEEL_APPROVAL_KEYS), so no token verifies")  # fmt: skip
+            raise InvalidInput(
+                "token",
+                "this API holds no approval keys (TICKWHEEL_APPROVAL_KEYS), so no token verifies",
+            )
         claim = verify_approval(token, keys, c.now_ms())
     except InvalidInput as exc:
         raise invalid_input(exc, where="path") from None
     state = c.flows.step(claim.workflow_id, claim.step)  # another tenant's: 404
     if state.get("status") != "waiting" or state.get("round") != claim.round:
-        raise Problem(409, "approval-closed", f"{claim.step!r} of {claim.workflow_id!r} is not "
-                      f"waiting on round {claim.round} (it is {state.get('status')}, round "
-                      f"{state.get('round')}): decided, timed out or reassigned")  # fmt: skip
+        raise Problem(
+            409,
+            "approval-closed",
+            f"{claim.step!r} of {claim.workflow_id!r} is not "
+            f"waiting on round {claim.round} (it is {state.get('status')}, round "
+            f"{state.get('round')}): decided, timed out or reassigned",
+        )
     decide = c.client.approve if body.decision == "approve" else c.client.reject
     decide(token, actor=c.actor, note=body.note or "")
-    return {"workflowId": claim.workflow_id, "stepId": claim.step, "round": claim.round,
-            "decision": body.decision, "actor": c.actor}  # fmt: skip
+    return {
+        "workflowId": claim.workflow_id,
+        "stepId": claim.step,
+        "round": claim.round,
+        "decision": body.decision,
+        "actor": c.actor,
+    }

@@ -77,9 +77,12 @@ class TopicView(Generic[R]):
             except Exception as exc:  # the broker may be away: keep the view, try again
                 log.warning(
                     "view refresh failed",
-                    extra={"action": "api_view_refresh_failed", "topic": self.topic,
-                           "error": str(exc)},
-                )  # fmt: skip
+                    extra={
+                        "action": "api_view_refresh_failed",
+                        "topic": self.topic,
+                        "error": str(exc),
+                    },
+                )
 
     def get(self, key: str) -> R | None:
         with self._lock:

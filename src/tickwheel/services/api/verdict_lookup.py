@@ -41,12 +41,14 @@ def find_verdict(clients: KafkaClients[Any], command_id: str, sent_at_ms: int) -
         close = getattr(reader, "close", None)  # the broker's reader holds a consumer
         if close is not None:
             close()
-    consumer = clients.consumer(f"tickwheel-verdict-lookup-{uuid.uuid4()}",
-                                **{"enable.partition.eof": False})  # fmt: skip
+    consumer = clients.consumer(
+        f"tickwheel-verdict-lookup-{uuid.uuid4()}", **{"enable.partition.eof": False}
+    )
     try:
         since = max(0, sent_at_ms - CLOCK_SLACK_MS)
-        starts = consumer.offsets_for_times([TopicPartition(topic, p, since) for p in ends],
-                                            timeout=10)  # fmt: skip
+        starts = consumer.offsets_for_times(
+            [TopicPartition(topic, p, since) for p in ends], timeout=10
+        )
         open_at = {tp.partition: tp.offset for tp in starts if 0 <= tp.offset < ends[tp.partition]}
         if not open_at:
             return None

@@ -71,10 +71,12 @@ def job_filter(
     for text in labels:
         name, sep, value = text.partition(":")
         if not sep or not name:
-            raise Problem(422, "validation-error",
-                          f"label: {text!r}; accepted: key:value (repeat for several)",
-                          errors=[{"parameter": "label", "in": "query",
-                                   "detail": "not key:value"}])  # fmt: skip
+            raise Problem(
+                422,
+                "validation-error",
+                f"label: {text!r}; accepted: key:value (repeat for several)",
+                errors=[{"parameter": "label", "in": "query", "detail": "not key:value"}],
+            )
         wanted[name] = value
     if owner is not None:
         wanted["owner"] = owner

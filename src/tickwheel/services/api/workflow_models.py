@@ -20,11 +20,16 @@ SEED_WORKFLOW: dict[str, Any] = {
     "steps": [
         {"id": "probe", "type": "probe_source"},
         {"id": "encode_480", "type": "encode", "dependsOn": ["probe"]},
-        {"id": "approve", "type": "human_approval", "dependsOn": ["encode_480"],
-         "timeout": "72h", "onTimeout": "escalate"},
+        {
+            "id": "approve",
+            "type": "human_approval",
+            "dependsOn": ["encode_480"],
+            "timeout": "72h",
+            "onTimeout": "escalate",
+        },
     ],
     "onFailure": "compensate",
-}  # fmt: skip
+}
 WORKFLOW_ID_EXAMPLE = "wf-5b0d6c1e-2f7a-4e55-9a51-0c3f7d2b9e10"
 ACCEPTED_EXAMPLE = {
     "workflowId": WORKFLOW_ID_EXAMPLE,
@@ -38,19 +43,45 @@ TIMELINE_EXAMPLE: dict[str, Any] = {
     "definitionVersion": 7,
     "status": "running",
     "steps": {
-        "probe": {"status": "succeeded", "attempt": 1, "round": 0, "startedAt": 1796112000000,
-                  "endedAt": 1796112004000, "compensation": None, "output": {"seconds": 93}},
-        "encode_480": {"status": "running", "attempt": 2, "round": 0,
-                       "startedAt": 1796112004100, "endedAt": None, "compensation": None,
-                       "output": None},
-        "approve": {"status": "pending", "attempt": 0, "round": 0, "startedAt": None,
-                    "endedAt": None, "compensation": None, "output": None},
+        "probe": {
+            "status": "succeeded",
+            "attempt": 1,
+            "round": 0,
+            "startedAt": 1796112000000,
+            "endedAt": 1796112004000,
+            "compensation": None,
+            "output": {"seconds": 93},
+        },
+        "encode_480": {
+            "status": "running",
+            "attempt": 2,
+            "round": 0,
+            "startedAt": 1796112004100,
+            "endedAt": None,
+            "compensation": None,
+            "output": None,
+        },
+        "approve": {
+            "status": "pending",
+            "attempt": 0,
+            "round": 0,
+            "startedAt": None,
+            "endedAt": None,
+            "compensation": None,
+            "output": None,
+        },
     },
     "events": [
-        {"seq": 1, "event_type": "workflow_started", "step_id": None, "at": 1796112000000,
-         "actor": None, "data": None},
+        {
+            "seq": 1,
+            "event_type": "workflow_started",
+            "step_id": None,
+            "at": 1796112000000,
+            "actor": None,
+            "data": None,
+        },
     ],
-}  # fmt: skip
+}
 
 
 class WorkflowStart(_Strict):

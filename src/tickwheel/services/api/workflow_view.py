@@ -155,8 +155,11 @@ class FollowedWorkflows(WorkflowsClient):
         view = self.view()
 
         def found() -> dict[tuple[str, int], dict[str, Any]]:
-            return {k: d for k, d in self.memory.definitions.items()
-                    if definition_id is None or k[0] == definition_id}  # fmt: skip
+            return {
+                k: d
+                for k, d in self.memory.definitions.items()
+                if definition_id is None or k[0] == definition_id
+            }
 
         return view.read(view.every(self.definitions_topic), found)
 

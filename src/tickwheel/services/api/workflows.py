@@ -41,8 +41,9 @@ def definition_document(body: dict[str, Any], tenant_id: str) -> dict[str, Any]:
     """The definition document the body of `POST /workflows` stands for, owned by `tenant_id`."""
     given = body.get("tenantId")
     if given is not None and given != tenant_id:
-        raise InvalidInput("tenantId", f"{given!r}; accepted: your key's tenant {tenant_id!r}, "
-                           "or none")  # fmt: skip
+        raise InvalidInput(
+            "tenantId", f"{given!r}; accepted: your key's tenant {tenant_id!r}, or none"
+        )
     document: dict[str, Any] = {
         "definitionId": body["definitionId"],
         "version": body["definitionVersion"],
@@ -84,10 +85,15 @@ class TenantWorkflows:
         version = version if version is not None else (versions[-1] if versions else None)
         if version not in versions:
             raise UnknownWorkflow("definition", f"{did} v{version or 'any'}")
-        started = self.client.start(did, body.get("input"), workflow_id=workflow_id,
-                                    version=version)  # fmt: skip
-        return {"workflowId": started, "definitionId": did, "definitionVersion": version,
-                "status": "starting"}  # fmt: skip
+        started = self.client.start(
+            did, body.get("input"), workflow_id=workflow_id, version=version
+        )
+        return {
+            "workflowId": started,
+            "definitionId": did,
+            "definitionVersion": version,
+            "status": "starting",
+        }
 
     def get(self, workflow_id: str) -> WorkflowTimeline:
         timeline: WorkflowTimeline = self.client.get(workflow_id)
@@ -102,8 +108,11 @@ class TenantWorkflows:
         if self.tenant_id is None:
             return rows
         documents = self.client.definitions()
-        return [r for r in rows
-                if self._owns(documents.get((r["definitionId"], r["definitionVersion"])))]  # fmt: skip
+        return [
+            r
+            for r in rows
+            if self._owns(documents.get((r["definitionId"], r["definitionVersion"])))
+        ]
 
     def step(self, workflow_id: str, step_id: str) -> dict[str, Any]:
         """The step's state in the tenant's instance; an unknown step is not found."""

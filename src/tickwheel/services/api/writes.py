@@ -108,15 +108,26 @@ class AckedJobsClient(CataloguedJobsClient):
         if kind != "create" or keyed is None or record is None:
             return extras
         keyed.answer = status, body, headers = keyed.render(dict(record))
-        answer = {"status": status, "body": body.decode(), "headers": headers,
-                  "request_id": keyed.request_id}  # fmt: skip
-        return {**extras, "idempotency_slot": keyed.slot, "fingerprint": keyed.fingerprint,
-                "idempotency_answer": json.dumps(answer)}  # fmt: skip
+        answer = {
+            "status": status,
+            "body": body.decode(),
+            "headers": headers,
+            "request_id": keyed.request_id,
+        }
+        return {
+            **extras,
+            "idempotency_slot": keyed.slot,
+            "fingerprint": keyed.fingerprint,
+            "idempotency_answer": json.dumps(answer),
+        }
 
     def _submit(
-        self, kind: JobCommandKind, job_id: str, record: dict[str, Any] | None,
+        self,
+        kind: JobCommandKind,
+        job_id: str,
+        record: dict[str, Any] | None,
         expected: int | None,
-    ) -> Verdict:  # fmt: skip
+    ) -> Verdict:
         verdict = super()._submit(kind, job_id, record, expected)
         keyed = KEYED_WRITE.get()
         if keyed is not None and verdict.idempotency_recorded:
@@ -124,9 +135,12 @@ class AckedJobsClient(CataloguedJobsClient):
         return verdict
 
     async def _submit_async(
-        self, kind: JobCommandKind, job_id: str, record: Mapping[str, Any] | None,
+        self,
+        kind: JobCommandKind,
+        job_id: str,
+        record: Mapping[str, Any] | None,
         expected: int | None,
-    ) -> Verdict:  # fmt: skip
+    ) -> Verdict:
         verdict = await super()._submit_async(kind, job_id, record, expected)
         keyed = KEYED_WRITE.get()
         if keyed is not None and verdict.idempotency_recorded:

@@ -33,9 +33,14 @@ log = logging.getLogger("tickwheel.history")
 #: Insert order within a batch: definitions first, so a reader never sees an execution of a
 #: job whose definition the same batch still holds.
 TABLE_ORDER = (
-    "job_definitions", "calendar_events", "execution_requests", "execution_events", "dead_letters",
-    "workflow_events", "alerts",
-)  # fmt: skip
+    "job_definitions",
+    "calendar_events",
+    "execution_requests",
+    "execution_events",
+    "dead_letters",
+    "workflow_events",
+    "alerts",
+)
 INSERT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 #: One table of one frame: the frame, and the index of the table among its kind's tables.
@@ -91,18 +96,24 @@ class BatchWrites:
             live = sorted(live, key=lambda frame_table: frame_table[0].kind.schema)
             datas = [_frame_data(frame, framed) for frame, _index in live]
             target = live[0][0].kind.tables[live[0][1]]
-            sources = [(frame.kind.tables[index].select, frame.kind.structure, data)
-                       for (frame, index), data in zip(live, datas, strict=True)]  # fmt: skip
+            sources = [
+                (frame.kind.tables[index].select, frame.kind.structure, data)
+                for (frame, index), data in zip(live, datas, strict=True)
+            ]
             try:
-                store.insert_encoded_union(table, target.columns, sources,
-                                           dedup_token=dedup_token(table, *datas))  # fmt: skip
+                store.insert_encoded_union(
+                    table, target.columns, sources, dedup_token=dedup_token(table, *datas)
+                )
                 return sum(len(frame.messages) for frame, _index in live)
             except HistoryStoreError as exc:
                 log.warning(
                     "the joined fast insert refused a batch; its frames go in one by one",
-                    extra={"action": "history_fast_union_refused", "table": table,
-                           "error": str(exc)[:500]},
-                )  # fmt: skip
+                    extra={
+                        "action": "history_fast_union_refused",
+                        "table": table,
+                        "error": str(exc)[:500],
+                    },
+                )
         return sum(self._insert_frame(batch, frame, index, framed) for frame, index in live)
 
     def _insert_frame(
@@ -117,22 +128,33 @@ class BatchWrites:
         data = _frame_data(frame, framed)
         table = kind.tables[index]
         try:
-            store.insert_encoded(table.table, table.columns, table.select, kind.structure, data,
-                                 dedup_token=dedup_token(table.table, data))  # fmt: skip
+            store.insert_encoded(
+                table.table,
+                table.columns,
+                table.select,
+                kind.structure,
+                data,
+                dedup_token=dedup_token(table.table, data),
+            )
             return len(frame.messages)
         except HistoryStoreError as exc:
             # After its first table, the rows of the earlier ones are inserted again: copies
             # with the same event ids, which FINAL and uniqExact collapse (decision 0030).
             log.warning(
                 "the fast insert refused a batch; its records go through the row path",
-                extra={"action": "history_fast_path_refused", "table": table.table,
-                       "records": len(frame.messages), "error": str(exc)[:500]},
-            )  # fmt: skip
+                extra={
+                    "action": "history_fast_path_refused",
+                    "table": table.table,
+                    "records": len(frame.messages),
+                    "error": str(exc)[:500],
+                },
+            )
         del batch.frames[kind.schema]
         for message in frame.messages:
             route = self.routes[message.topic()]
-            source = Source(message.topic(), message.partition(), message.offset(),
-                            int(message.timestamp()[1]))  # fmt: skip
+            source = Source(
+                message.topic(), message.partition(), message.offset(), int(message.timestamp()[1])
+            )
             self._accept_row(batch, route, message, source)
         return 0
 
@@ -152,9 +174,13 @@ class BatchWrites:
                     raise
                 log.warning(
                     "insert failed; retrying",
-                    extra={"action": "history_insert_retry", "table": table,
-                           "attempt": attempt, "error": str(exc)},
-                )  # fmt: skip
+                    extra={
+                        "action": "history_insert_retry",
+                        "table": table,
+                        "attempt": attempt,
+                        "error": str(exc),
+                    },
+                )
                 self._sleep(pause)
 
 

@@ -105,9 +105,12 @@ class QueryEndpoint:
                     return
                 self._reply(
                     200,
-                    {"pid": os.getpid(), "location": endpoint.location,
-                     "status": endpoint.status()},
-                )  # fmt: skip
+                    {
+                        "pid": os.getpid(),
+                        "location": endpoint.location,
+                        "status": endpoint.status(),
+                    },
+                )
 
             def do_POST(self) -> None:
                 if not self._authorised():
@@ -124,9 +127,11 @@ class QueryEndpoint:
                     self.close_connection = True
                     self._reply(
                         413 if length > 0 else 400,
-                        {"error": "bad_request",
-                         "message": f"a query request is 1..{MAX_REQUEST_BYTES} bytes"},
-                    )  # fmt: skip
+                        {
+                            "error": "bad_request",
+                            "message": f"a query request is 1..{MAX_REQUEST_BYTES} bytes",
+                        },
+                    )
                     return
                 try:
                     request = json.loads(self.rfile.read(length))
@@ -140,8 +145,9 @@ class QueryEndpoint:
                 try:
                     result = endpoint.reader.query(sql, params)
                 except HistoryQueryRejected as exc:
-                    self._reply(400, {"error": "rejected", "reason": exc.reason,
-                                      "message": str(exc)})  # fmt: skip
+                    self._reply(
+                        400, {"error": "rejected", "reason": exc.reason, "message": str(exc)}
+                    )
                     return
                 except HistoryQueryError as exc:
                     self._reply(422, {"error": "query_failed", "message": str(exc)})

@@ -97,13 +97,17 @@ class HistoryService:
                 consumer_config(
                     settings.group_id,
                     settings.bootstrap,
-                    **{"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
-                       "max.poll.interval.ms": 300000, "enable.partition.eof": False,
-                       # Static membership: a restarted sink gets its partitions back at once.
-                       "group.instance.id": f"{settings.group_id}-{settings.instance}",
-                       **SINK_FETCH},
+                    **{
+                        "session.timeout.ms": 10000,
+                        "heartbeat.interval.ms": 1000,
+                        "max.poll.interval.ms": 300000,
+                        "enable.partition.eof": False,
+                        # Static membership: a restarted sink gets its partitions back at once.
+                        "group.instance.id": f"{settings.group_id}-{settings.instance}",
+                        **SINK_FETCH,
+                    },
                 )
-            )  # fmt: skip
+            )
             self.sink = HistorySink(
                 store,
                 consumer,
@@ -126,20 +130,28 @@ class HistoryService:
                     port=settings.port, directory=store.directory, instance=settings.instance
                 )
                 endpoint = QueryEndpoint(
-                    store, owner.token, port=settings.port, status=self.status,
+                    store,
+                    owner.token,
+                    port=settings.port,
+                    status=self.status,
                     location=store.directory,
-                )  # fmt: skip
+                )
                 owner = dataclasses.replace(owner, port=endpoint.start())
                 write_owner(store.directory, owner)
                 owner_dir = store.directory
             log.info(
                 "history sink started",
-                extra={"action": "history_sink_started", "instance": settings.instance,
-                       "group": settings.group_id, "store": store.location,
-                       "endpoint_port": endpoint.port if endpoint else None,
-                       "max_batch": settings.max_batch, "max_wait_ms": settings.max_wait_ms,
-                       "test_crash_after_insert": settings.crash_after_insert},
-            )  # fmt: skip
+                extra={
+                    "action": "history_sink_started",
+                    "instance": settings.instance,
+                    "group": settings.group_id,
+                    "store": store.location,
+                    "endpoint_port": endpoint.port if endpoint else None,
+                    "max_batch": settings.max_batch,
+                    "max_wait_ms": settings.max_wait_ms,
+                    "test_crash_after_insert": settings.crash_after_insert,
+                },
+            )
             self._loop(self.sink)
             # The batch still being inserted is committed before the consumer closes.
             self.sink.finish()
@@ -154,8 +166,7 @@ class HistoryService:
             store.close()
             if consumer is not None:
                 consumer.close()
-        log.info("history sink stopped", extra={"action": "history_sink_stopped",
-                                                 **self.status()})  # fmt: skip
+        log.info("history sink stopped", extra={"action": "history_sink_stopped", **self.status()})
         return 0
 
     def _loop(self, sink: HistorySink) -> None:

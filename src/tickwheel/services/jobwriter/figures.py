@@ -59,15 +59,22 @@ class JudgeFigures:
         if not self._tx_seconds:
             return
         latencies, tx = self._latencies_ms, self._tx_seconds
-        log.info("jobwriter figures", extra={
-            "action": "jobwriter_figures", "interval_s": self.log_every_s,
-            "commands": self._commands, "transactions_in_interval": len(tx),
-            "commands_per_transaction": round(self._commands / len(tx), 1),
-            "transaction_ms_p50": round(_quantile(tx, 0.5) * 1000, 1),
-            "transaction_ms_max": round(max(tx) * 1000, 1),
-            "verdict_latency_ms_p50": round(_quantile(latencies, 0.5), 1),
-            "verdict_latency_ms_p99": round(_quantile(latencies, 0.99), 1),
-            "verdict_latency_ms_max": round(max(latencies, default=0.0), 1),
-            "judged_total": dict(self.judged), "transactions_total": self.transactions,
-            "failed_transactions_total": dict(self.failed)})  # fmt: skip
+        log.info(
+            "jobwriter figures",
+            extra={
+                "action": "jobwriter_figures",
+                "interval_s": self.log_every_s,
+                "commands": self._commands,
+                "transactions_in_interval": len(tx),
+                "commands_per_transaction": round(self._commands / len(tx), 1),
+                "transaction_ms_p50": round(_quantile(tx, 0.5) * 1000, 1),
+                "transaction_ms_max": round(max(tx) * 1000, 1),
+                "verdict_latency_ms_p50": round(_quantile(latencies, 0.5), 1),
+                "verdict_latency_ms_p99": round(_quantile(latencies, 0.99), 1),
+                "verdict_latency_ms_max": round(max(latencies, default=0.0), 1),
+                "judged_total": dict(self.judged),
+                "transactions_total": self.transactions,
+                "failed_transactions_total": dict(self.failed),
+            },
+        )
         self._latencies_ms, self._tx_seconds, self._commands = [], [], 0

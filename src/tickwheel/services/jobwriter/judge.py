@@ -139,17 +139,26 @@ class PartitionJudge:
             self._dead_letter(record, exc.reason, "undecodable", now_ms)
             return
         if command["job_id"] != record.key:
-            self._dead_letter(record, f"key {record.key!r} is not the command's job_id "
-                              f"{command['job_id']!r}", "rejected", now_ms)  # fmt: skip
+            self._dead_letter(
+                record,
+                f"key {record.key!r} is not the command's job_id {command['job_id']!r}",
+                "rejected",
+                now_ms,
+            )
             return
         self.batch.requested_at.append(int(command["requested_at"]))
         age = now_ms - int(command["requested_at"])
         if age > self.command_ttl_ms:
             # Nobody waits for it any more (a first start of the judge over an old log, or a
             # long outage): judging it now could apply a change its writer gave up on.
-            self._verdict(command, "invalid", None, now_ms,
-                          detail=f"expired: requested {age} ms ago, over the judge's "
-                                 f"{self.command_ttl_ms} ms")  # fmt: skip
+            self._verdict(
+                command,
+                "invalid",
+                None,
+                now_ms,
+                detail=f"expired: requested {age} ms ago, over the judge's "
+                f"{self.command_ttl_ms} ms",
+            )
             return
         try:
             self._judge(command, now_ms)
@@ -203,8 +212,10 @@ class PartitionJudge:
             raise ValueError(f"a {command['kind']} needs a definition")
         record = decode_as(JobDefinition, raw)
         if record["jobId"] != command["job_id"]:
-            raise ValueError(f"the definition's jobId {record['jobId']!r} is not the "
-                             f"command's {command['job_id']!r}")  # fmt: skip
+            raise ValueError(
+                f"the definition's jobId {record['jobId']!r} is not the "
+                f"command's {command['job_id']!r}"
+            )
         version = 1 if current is None else int(current.record["version"]) + 1
         created = record["createdAt"] if current is None else current.record["createdAt"]
         if record["version"] != version or record["createdAt"] != created:
@@ -214,10 +225,13 @@ class PartitionJudge:
         return Stored(record, raw)
 
     def _write(
-        self, command: JobCommand, job_id: str, stored: Stored | None,
+        self,
+        command: JobCommand,
+        job_id: str,
+        stored: Stored | None,
         outcome: JobVerdictOutcome,
         now_ms: int,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.batch.definitions.append((job_id, None if stored is None else stored.raw))
         if stored is None:
             self.catalogue.pop(job_id, None)
@@ -250,10 +264,15 @@ class PartitionJudge:
         return True
 
     def _verdict(
-        self, command: JobCommand, outcome: JobVerdictOutcome, stored: Stored | None,
+        self,
+        command: JobCommand,
+        outcome: JobVerdictOutcome,
+        stored: Stored | None,
         now_ms: int,
-        *, recorded: bool = False, detail: str | None = None,
-    ) -> None:  # fmt: skip
+        *,
+        recorded: bool = False,
+        detail: str | None = None,
+    ) -> None:
         verdict: JobVerdict = {
             "command_id": command["command_id"],
             "job_id": command["job_id"],
@@ -268,6 +287,14 @@ class PartitionJudge:
         self.batch.outcomes[outcome] = self.batch.outcomes.get(outcome, 0) + 1
 
     def _dead_letter(self, record: ReadRecord, reason: str, kind: str, now_ms: int) -> None:
-        letter = dead_letter_record(record.topic, record.partition, record.offset, record.key,
-                                    record.value, reason, kind, now_ms)  # fmt: skip
+        letter = dead_letter_record(
+            record.topic,
+            record.partition,
+            record.offset,
+            record.key,
+            record.value,
+            reason,
+            kind,
+            now_ms,
+        )
         self.batch.dead_letters.append((record.key, encode("DeadLetter", letter)))

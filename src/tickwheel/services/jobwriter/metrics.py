@@ -24,26 +24,39 @@ SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 class JudgeMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.commands = Counter("tickwheel_jobwriter_commands",
-                                "Commands judged and committed, by verdict outcome.",
-                                ["outcome"], registry=self.registry)  # fmt: skip
-        self.transactions = Counter("tickwheel_jobwriter_transactions",
-                                    "Transactions (one per poll), committed or how they failed.",
-                                    ["outcome"], registry=self.registry)  # fmt: skip
+        self.commands = Counter(
+            "tickwheel_jobwriter_commands",
+            "Commands judged and committed, by verdict outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.transactions = Counter(
+            "tickwheel_jobwriter_transactions",
+            "Transactions (one per poll), committed or how they failed.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.transaction_seconds = Histogram(
             "tickwheel_jobwriter_transaction_seconds",
             "One committed transaction, from begin to the end of commit.",
-            buckets=SECONDS_BUCKETS, registry=self.registry)  # fmt: skip
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
         self.verdict_latency = Histogram(
             "tickwheel_jobwriter_verdict_latency_seconds",
             "A command's requested_at (its writer's clock) to its transaction's commit.",
-            buckets=SECONDS_BUCKETS, registry=self.registry)  # fmt: skip
-        self.partitions = Gauge("tickwheel_jobwriter_partitions",
-                                "Partitions of jobs.commands restored and judged here.",
-                                registry=self.registry)  # fmt: skip
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self.partitions = Gauge(
+            "tickwheel_jobwriter_partitions",
+            "Partitions of jobs.commands restored and judged here.",
+            registry=self.registry,
+        )
 
-    def committed(self, outcomes: Mapping[str, int], seconds: float,
-                  latencies_ms: list[float]) -> None:  # fmt: skip
+    def committed(
+        self, outcomes: Mapping[str, int], seconds: float, latencies_ms: list[float]
+    ) -> None:
         self.transactions.labels("committed").inc()
         self.transaction_seconds.observe(seconds)
         for outcome, count in outcomes.items():

@@ -44,9 +44,14 @@ class JobWriterTopics:
 
     @classmethod
     def declared(cls) -> JobWriterTopics:
-        return cls(topic_name("jobs.commands"), topic_name("jobs.definitions"),
-                   topic_name("jobs.verdicts"), topic_name("api.idempotency"),
-                   topic_name("executions.dlq"), topic_name("jobwriter.state"))  # fmt: skip
+        return cls(
+            topic_name("jobs.commands"),
+            topic_name("jobs.definitions"),
+            topic_name("jobs.verdicts"),
+            topic_name("api.idempotency"),
+            topic_name("executions.dlq"),
+            topic_name("jobwriter.state"),
+        )
 
 
 def checkpoint_key(partition: int) -> str:
@@ -114,8 +119,9 @@ class PartitionRestorer:
         """The group's committed offset of commands partition p, once no transaction that
         carries offsets for it is pending (read_committed: require_stable)."""
         if self._offsets is None:  # never subscribes: only asks the group's coordinator
-            self._offsets = self.clients.consumer(self.group_id,
-                                                  **{"isolation.level": "read_committed"})  # fmt: skip
+            self._offsets = self.clients.consumer(
+                self.group_id, **{"isolation.level": "read_committed"}
+            )
         tp = TopicPartition(self.topics.commands, partition)
         return int(self._offsets.committed([tp], timeout=STABLE_WAIT_S)[0].offset)
 
@@ -132,8 +138,10 @@ class PartitionRestorer:
         deadline = time.monotonic() + STABLE_WAIT_S
         while reader.watermarks(self.topics.definitions, partition)[1] < high:
             if time.monotonic() > deadline:
-                raise RestoreUnstable(f"{self.topics.definitions}[{partition}] has a "
-                                      f"transaction open past {STABLE_WAIT_S}s")  # fmt: skip
+                raise RestoreUnstable(
+                    f"{self.topics.definitions}[{partition}] has a "
+                    f"transaction open past {STABLE_WAIT_S}s"
+                )
             time.sleep(STABLE_POLL_S)
 
     def _checkpoint(self, reader: Any, partition: int) -> int:

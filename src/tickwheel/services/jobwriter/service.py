@@ -97,8 +97,9 @@ class JobWriterService:
             f"{settings.group_id}-follower-{uuid.uuid4()}", **BULK_READER_FETCH
         )
         self.clients = clients
-        self.restorer = PartitionRestorer(clients, self.topics, settings.command_ttl_ms,
-                                          settings.group_id)  # fmt: skip
+        self.restorer = PartitionRestorer(
+            clients, self.topics, settings.command_ttl_ms, settings.group_id
+        )
         # A partition is assigned paused until restored: nothing is judged before the fence.
         self.owned: OwnedPartitions[PartitionRuntime] = OwnedPartitions(
             name="jobwriter",
@@ -136,8 +137,10 @@ class JobWriterService:
     def start(self) -> None:
         self._producer()  # before any partition: the last run's open transaction aborted
         self.owned.subscribe()
-        log.info("jobwriter started", extra={"action": "jobwriter_started",
-                                             "instance": self.settings.instance})  # fmt: skip
+        log.info(
+            "jobwriter started",
+            extra={"action": "jobwriter_started", "instance": self.settings.instance},
+        )
 
     def run(self) -> None:
         # The cluster's count: a resize may have grown it past the file's (decision 0211).
@@ -227,9 +230,14 @@ class JobWriterService:
             if msg.error() or runtime is None:
                 continue
             if runtime.judge.fold_direct(record_of(msg)):
-                log.info("direct write folded", extra={
-                    "action": "direct_write_folded", "partition": runtime.partition,
-                    "offset": msg.offset()})  # fmt: skip
+                log.info(
+                    "direct write folded",
+                    extra={
+                        "action": "direct_write_folded",
+                        "partition": runtime.partition,
+                        "offset": msg.offset(),
+                    },
+                )
 
     def _judge(self, messages: list[KafkaMessage] | Any) -> None:
         """Judge the poll into each partition's batch in log order (the catalogue moves at
@@ -250,8 +258,11 @@ class JobWriterService:
             else:
                 runtime.judge.forward(record, owner)
             runtime.next_command = offset + 1
-        batches = [(runtime, runtime.judge.take()) for runtime in self.partitions.values()
-                   if runtime.judge.batch.commands]  # fmt: skip
+        batches = [
+            (runtime, runtime.judge.take())
+            for runtime in self.partitions.values()
+            if runtime.judge.batch.commands
+        ]
         if batches:
             self._write(batches)
 
@@ -267,8 +278,9 @@ class JobWriterService:
         try:
             producer = self._producer()
         except KafkaException as exc:  # a new producer's init failed (the broker away)
-            log.warning("producer init failed", extra={"action": "producer_init_failed",
-                                                       "error": str(exc)})  # fmt: skip
+            log.warning(
+                "producer init failed", extra={"action": "producer_init_failed", "error": str(exc)}
+            )
             written = Written("failed", 0.0)
         else:
             written = self.writer.write(producer, self.consumer, batches)

@@ -60,14 +60,18 @@ class BatchWriter:
                         partition=forwarded.partition,
                         headers=list(forwarded.headers),
                     )
-            offsets = [TopicPartition(topics.commands, runtime.partition, runtime.next_command)
-                       for runtime, _batch in batches]  # fmt: skip
+            offsets = [
+                TopicPartition(topics.commands, runtime.partition, runtime.next_command)
+                for runtime, _batch in batches
+            ]
             # Refused once the group's generation moved past this consumer's (KIP-447).
             producer.send_offsets(consumer, offsets)
             producer.commit()
         except KafkaException as exc:
             partitions = [runtime.partition for runtime, _batch in batches]
-            log.warning("the poll's transaction ended in failure", extra={
-                "action": "poll_transaction_failed", "partitions": partitions})  # fmt: skip
+            log.warning(
+                "the poll's transaction ended in failure",
+                extra={"action": "poll_transaction_failed", "partitions": partitions},
+            )
             return ended_in_failure(producer, exc, partitions[0], started, log)
         return Written("committed", time.monotonic() - started)

@@ -54,11 +54,14 @@ def approval_payload(event: WorkflowEvent, notifier: ApprovalNotifier) -> dict[s
     if kind is None or event.get("step_id") is None:
         return None
     base = {
-        "event_id": event["event_id"], "workflow_id": event["workflow_id"],
+        "event_id": event["event_id"],
+        "workflow_id": event["workflow_id"],
         "definition_id": event["definition_id"],
-        "definition_version": event["definition_version"], "step_id": event["step_id"],
-        "tenant_id": event.get("tenant_id"), "seq": event.get("seq"),
-    }  # fmt: skip
+        "definition_version": event["definition_version"],
+        "step_id": event["step_id"],
+        "tenant_id": event.get("tenant_id"),
+        "seq": event.get("seq"),
+    }
     if kind == "approval.requested":
         data = {**base, **notifier.notice(event)}
     else:
@@ -109,8 +112,10 @@ class ApprovalWebhooks(threading.Thread):
                 if ends:
                     self._commit(ends)
         except KafkaException as exc:
-            log.error("approval webhooks stopped", extra={"action": "webhook_stopped",
-                      "sink": self.sink.name, "error": str(exc)})  # fmt: skip
+            log.error(
+                "approval webhooks stopped",
+                extra={"action": "webhook_stopped", "sink": self.sink.name, "error": str(exc)},
+            )
         finally:
             with contextlib.suppress(KafkaException, RuntimeError):
                 self.consumer.close()
@@ -122,8 +127,14 @@ class ApprovalWebhooks(threading.Thread):
                 asynchronous=False,
             )
         except KafkaException as exc:  # revoked meanwhile: its next reader sends them again
-            log.warning("approval webhook cursor not committed", extra={
-                "action": "webhook_commit_failed", "sink": self.sink.name, "error": str(exc)})  # fmt: skip
+            log.warning(
+                "approval webhook cursor not committed",
+                extra={
+                    "action": "webhook_commit_failed",
+                    "sink": self.sink.name,
+                    "error": str(exc),
+                },
+            )
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """A partition this sink never read starts at its end, committed at once, so notices
@@ -135,9 +146,14 @@ class ApprovalWebhooks(threading.Thread):
                 consumer.commit(offsets=[tp], asynchronous=False)
             start.append(tp)
         consumer.incremental_assign(start)
-        log.info("approval webhooks reading", extra={
-            "action": "approval_webhooks_assigned", "sink": self.sink.name,
-            "partitions": [tp.partition for tp in start]})  # fmt: skip
+        log.info(
+            "approval webhooks reading",
+            extra={
+                "action": "approval_webhooks_assigned",
+                "sink": self.sink.name,
+                "partitions": [tp.partition for tp in start],
+            },
+        )
 
     def _deliver(self, value: bytes) -> bool:
         """Send the notice `value` stands for until the sink takes or refuses it; False when
@@ -158,16 +174,26 @@ class ApprovalWebhooks(threading.Thread):
             if outcome != "retry":
                 log.info(
                     f"approval webhook {outcome}: {webhook_id}",
-                    extra={"action": f"approval_webhook_{outcome}", "sink": self.sink.name,
-                           "webhook_id": webhook_id, "type": body_data["type"],
-                           "attempt": attempt, "status": detail},
-                )  # fmt: skip
+                    extra={
+                        "action": f"approval_webhook_{outcome}",
+                        "sink": self.sink.name,
+                        "webhook_id": webhook_id,
+                        "type": body_data["type"],
+                        "attempt": attempt,
+                        "status": detail,
+                    },
+                )
                 return True
             wait = backoff_s(attempt, *self.backoff)
             log.warning(
                 f"approval webhook retry in {wait:.1f} s: {detail}",
-                extra={"action": "approval_webhook_retry", "sink": self.sink.name,
-                       "webhook_id": webhook_id, "attempt": attempt, "error": detail},
-            )  # fmt: skip
+                extra={
+                    "action": "approval_webhook_retry",
+                    "sink": self.sink.name,
+                    "webhook_id": webhook_id,
+                    "attempt": attempt,
+                    "error": detail,
+                },
+            )
             self._wake.wait(wait)
         return False

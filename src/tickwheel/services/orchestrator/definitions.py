@@ -58,8 +58,9 @@ class DefinitionCatalog:
         """Read what was published since the last refresh; returns how many versions came."""
         with self._lock:
             added = 0
-            for record in read_to_end(self.topic, None, self.bootstrap,
-                                      from_offsets=dict(self._next_offset)):  # fmt: skip
+            for record in read_to_end(
+                self.topic, None, self.bootstrap, from_offsets=dict(self._next_offset)
+            ):
                 self._next_offset[record.partition] = record.offset + 1
                 if record.value is None:
                     continue
@@ -68,9 +69,14 @@ class DefinitionCatalog:
                 except (UndecodableRecord, ValueError) as exc:
                     reason = getattr(exc, "reason", None) or str(exc)
                     self._dead_letters.undecodable(
-                        record.topic, record.partition, record.offset, record.key, record.value,
-                        reason, "undecodable" if isinstance(exc, UndecodableRecord) else "rejected",
-                    )  # fmt: skip
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                        record.key,
+                        record.value,
+                        reason,
+                        "undecodable" if isinstance(exc, UndecodableRecord) else "rejected",
+                    )
             return added
 
     def add(self, record: DefinitionRecord) -> int:
@@ -94,6 +100,8 @@ class DefinitionCatalog:
         self._tenants[key] = tenant if isinstance(tenant, str) else None
         if key[1] > self._latest.get(key[0], 0):
             self._latest[key[0]] = key[1]
-        log.info("definition known", extra={"action": "definition_loaded",
-                                            "definition_id": key[0], "version": key[1]})  # fmt: skip
+        log.info(
+            "definition known",
+            extra={"action": "definition_loaded", "definition_id": key[0], "version": key[1]},
+        )
         return 1

@@ -41,8 +41,9 @@ class ApprovalNotifier:
         if not self.keys:
             return None
         kid, secret = next(iter(self.keys.items()))
-        token = sign_approval(ApprovalClaim(workflow_id, step_id, round_, expires_at_ms), kid,
-                              secret)  # fmt: skip
+        token = sign_approval(
+            ApprovalClaim(workflow_id, step_id, round_, expires_at_ms), kid, secret
+        )
         if self.link_template:
             return self.link_template.format(token=token)
         return f"tickwheel workflows approve --token {token}"
@@ -56,11 +57,13 @@ class ApprovalNotifier:
         data = json.loads(event["data"] or "{}")
         expires = data.get("expires_at_ms") or event["event_time"] + DEFAULT_APPROVAL_TTL_MS
         return {
-            "workflow_id": event["workflow_id"], "step_id": step_id,
-            "round": data["round"], "assignees": data.get("assignees", []),
+            "workflow_id": event["workflow_id"],
+            "step_id": step_id,
+            "round": data["round"],
+            "assignees": data.get("assignees", []),
             "expires_at_ms": expires,
             "link": self.link(event["workflow_id"], step_id, data["round"], expires),
-        }  # fmt: skip
+        }
 
     def notices(self, batch: Batch) -> list[dict[str, Any]]:
         """One notice per approval round the batch opened."""
@@ -68,7 +71,12 @@ class ApprovalNotifier:
 
     def announce(self, batch: Batch) -> None:
         for notice in self.notices(batch):
-            message = "approval requested" if notice["link"] else (
-                "approval requested; no TICKWHEEL_APPROVAL_KEYS here, sign a link with "
-                "`tickwheel workflows token`")  # fmt: skip
+            message = (
+                "approval requested"
+                if notice["link"]
+                else (
+                    "approval requested; no TICKWHEEL_APPROVAL_KEYS here, sign a link with "
+                    "`tickwheel workflows token`"
+                )
+            )
             log.info(message, extra={"action": "approval_link", **notice})

@@ -68,10 +68,19 @@ class InstancePruned(TickwheelError, LookupError):
 
 
 # Events that change a step's status: what the metrics count as step transitions.
-STEP_TRANSITIONS = frozenset({
-    "step_scheduled", "sleep_started", "approval_requested", "step_succeeded", "step_failed",
-    "step_skipped", "step_cancelling", "step_cancelled", "step_output_rejected",
-})  # fmt: skip
+STEP_TRANSITIONS = frozenset(
+    {
+        "step_scheduled",
+        "sleep_started",
+        "approval_requested",
+        "step_succeeded",
+        "step_failed",
+        "step_skipped",
+        "step_cancelling",
+        "step_cancelled",
+        "step_output_rejected",
+    }
+)
 
 
 @dataclass
@@ -106,9 +115,12 @@ class Batch:
 
 class PartitionOrchestrator:
     def __init__(
-        self, partition: int, partitions: int, catalog: DefinitionCatalog,
+        self,
+        partition: int,
+        partitions: int,
+        catalog: DefinitionCatalog,
         retention_ms: int = 7 * 86_400_000,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.partition = partition
         self.partitions = partitions
         self.catalog = catalog
@@ -263,9 +275,22 @@ class PartitionOrchestrator:
     def _dead_letter(self, record: Record, reason: str, kind: str, now_ms: int) -> None:
         log.error(
             f"{kind} workflow input sent to the dead-letter topic",
-            extra={"action": "record_dead_lettered", "topic": record.topic,
-                   "partition": record.partition, "offset": record.offset, "reason": reason},
-        )  # fmt: skip
-        letter = dead_letter_record(record.topic, record.partition, record.offset, record.key,
-                                    record.value, reason, kind, now_ms)  # fmt: skip
+            extra={
+                "action": "record_dead_lettered",
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "reason": reason,
+            },
+        )
+        letter = dead_letter_record(
+            record.topic,
+            record.partition,
+            record.offset,
+            record.key,
+            record.value,
+            reason,
+            kind,
+            now_ms,
+        )
         self.batch.dead_letters.append(letter)

@@ -52,9 +52,13 @@ def checkpoint_key(partition: int) -> str:
 
 
 def event_record(
-    state: InstanceState, event: Event, input_id: str, tenant_id: str | None,
-    *, status: str | None = None,
-) -> WorkflowEvent:  # fmt: skip
+    state: InstanceState,
+    event: Event,
+    input_id: str,
+    tenant_id: str | None,
+    *,
+    status: str | None = None,
+) -> WorkflowEvent:
     """`event` of instance `state` as a `WorkflowEvent` v2; `status` is the instance's status
     right after the event (default: `state`'s)."""
     data = event.data
@@ -93,9 +97,13 @@ class Outgoing:
 
 
 def command_records(
-    state: InstanceState, definition: object, command: Command, event: Event,
-    key: str, tenant_id: str | None,
-) -> list[Outgoing]:  # fmt: skip
+    state: InstanceState,
+    definition: object,
+    command: Command,
+    event: Event,
+    key: str,
+    tenant_id: str | None,
+) -> list[Outgoing]:
     """What `command` (an effect of `event`) is on the wire."""
     wid, at = state.workflow_id, event.at_ms
     if isinstance(command, ScheduleStep | ScheduleCompensation):
@@ -145,37 +153,67 @@ def command_records(
         return [Outgoing("timers.commands", key, "TimerCommand", value)]
     if isinstance(command, RaiseAlert | ClearAlert):
         firing = isinstance(command, RaiseAlert)
-        details = {"state": "firing" if firing else "resolved", "workflow_id": wid,
-                   "fingerprint": command.alert_id, "seq": event.seq}  # fmt: skip
+        details = {
+            "state": "firing" if firing else "resolved",
+            "workflow_id": wid,
+            "fingerprint": command.alert_id,
+            "seq": event.seq,
+        }
         if isinstance(command, RaiseAlert):
             details["step_id"] = command.step
         alert = plain_alert(
-            f"{command.alert_id}:{event.seq}", at,
-            command.kind if isinstance(command, RaiseAlert) else "workflow_alert", "warning",
+            f"{command.alert_id}:{event.seq}",
+            at,
+            command.kind if isinstance(command, RaiseAlert) else "workflow_alert",
+            "warning",
             command.message if isinstance(command, RaiseAlert) else f"resolved: {command.alert_id}",
-            tenant_id=tenant_id, details=json.dumps(details),
-        )  # fmt: skip
+            tenant_id=tenant_id,
+            details=json.dumps(details),
+        )
         return [Outgoing("alerts", alert["alert_id"], "Alert", alert)]
     return []  # OpenApproval: the approval_requested event is the notice
 
 
 def timer_command(
-    key: str, at: int, workflow_id: str, command_id: str, kind: TimerCommandKind, *,
-    execution_id: str | None = None, step_id: str | None = None, attempt: int = 0,
-    compensation: bool = False, job_type: str | None = None, payload: str | None = None,
-    tenant_id: str | None = None, max_attempts: int = 1, timer_id: str | None = None,
+    key: str,
+    at: int,
+    workflow_id: str,
+    command_id: str,
+    kind: TimerCommandKind,
+    *,
+    execution_id: str | None = None,
+    step_id: str | None = None,
+    attempt: int = 0,
+    compensation: bool = False,
+    job_type: str | None = None,
+    payload: str | None = None,
+    tenant_id: str | None = None,
+    max_attempts: int = 1,
+    timer_id: str | None = None,
     fire_at: int | None = None,
-) -> TimerCommand:  # fmt: skip
+) -> TimerCommand:
     """A workflow's `TimerCommand` (key: its step key); the keyword defaults are the schema's,
     so a command names only what its kind carries."""
     return {
-        "command_id": command_id, "job_id": key, "kind": kind, "requested_at": at,
-        "range_start": None, "range_end": None, "execution_id": execution_id, "data": None,
-        "workflow_id": workflow_id, "step_id": step_id, "attempt": attempt,
-        "compensation": compensation, "job_type": job_type, "payload": payload,
-        "tenant_id": tenant_id, "max_attempts": max_attempts, "timer_id": timer_id,
+        "command_id": command_id,
+        "job_id": key,
+        "kind": kind,
+        "requested_at": at,
+        "range_start": None,
+        "range_end": None,
+        "execution_id": execution_id,
+        "data": None,
+        "workflow_id": workflow_id,
+        "step_id": step_id,
+        "attempt": attempt,
+        "compensation": compensation,
+        "job_type": job_type,
+        "payload": payload,
+        "tenant_id": tenant_id,
+        "max_attempts": max_attempts,
+        "timer_id": timer_id,
         "fire_at": fire_at,
-    }  # fmt: skip
+    }
 
 
 def snapshot_record(state: InstanceState, now_ms: int) -> WorkflowSnapshot:

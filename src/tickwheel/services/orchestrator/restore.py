@@ -33,8 +33,12 @@ class OrchestratorTopics:
 
     @classmethod
     def declared(cls) -> OrchestratorTopics:
-        return cls(topic_name("workflows.inputs"), topic_name("workflows.state"),
-                   topic_name("workflows.events"), topic_name("executions.dlq"))  # fmt: skip
+        return cls(
+            topic_name("workflows.inputs"),
+            topic_name("workflows.state"),
+            topic_name("workflows.events"),
+            topic_name("executions.dlq"),
+        )
 
 
 class PartitionRuntime:

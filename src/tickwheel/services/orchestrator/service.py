@@ -133,19 +133,24 @@ class OrchestratorService:
         if not settings.approval_webhooks:
             return []
         if not settings.approval_webhook_secret:
-            raise InvalidInput(WEBHOOK_SECRET_VAR, f"is not set while {WEBHOOKS_VAR} is; "
-                               "accepted: whsec_ + base64")  # fmt: skip
-        guard = sink_guard(settings.approval_webhooks, settings.approval_webhook_networks,
-                           WEBHOOKS_VAR)  # fmt: skip
+            raise InvalidInput(
+                WEBHOOK_SECRET_VAR, f"is not set while {WEBHOOKS_VAR} is; accepted: whsec_ + base64"
+            )
+        guard = sink_guard(
+            settings.approval_webhooks, settings.approval_webhook_networks, WEBHOOKS_VAR
+        )
         return [
             ApprovalWebhooks(
                 WebhookSink(url, settings.approval_webhook_secret, guard, self.clock),
-                self.notifier, settings.bootstrap, self.topics.events, settings.group_id,
+                self.notifier,
+                settings.bootstrap,
+                self.topics.events,
+                settings.group_id,
                 settings.approval_webhook_backoff_s,
                 observe=lambda outcome: self.metrics.webhooks.labels(outcome).inc(),
             )
             for url in settings.approval_webhooks
-        ]  # fmt: skip
+        ]
 
     def now_ms(self) -> int:
         return self.owned.now_ms()
@@ -185,8 +190,10 @@ class OrchestratorService:
             webhooks.start()
         # Their transactions in flight end before partitions are taken away.
         self.owned.subscribe(before_revoke=lambda tps: self._settle({tp.partition for tp in tps}))
-        log.info("orchestrator started", extra={"action": "orchestrator_started",
-                                                "instance": self.settings.instance})  # fmt: skip
+        log.info(
+            "orchestrator started",
+            extra={"action": "orchestrator_started", "instance": self.settings.instance},
+        )
 
     def step(self) -> None:
         """One turn of the loop: poll, serve finished restores, fold and hand over."""
@@ -288,8 +295,9 @@ class OrchestratorService:
                     oldest = stamp
         if pruned:
             self.metrics.pruned.inc(pruned)
-            log.info("finished instances pruned", extra={"action": "instances_pruned",
-                                                         "count": pruned})  # fmt: skip
+            log.info(
+                "finished instances pruned", extra={"action": "instances_pruned", "count": pruned}
+            )
         self.metrics.input_lag_seconds.set(max(0, now - oldest) / 1000 if oldest else 0)
         self._hand_over()
 
@@ -304,9 +312,13 @@ class OrchestratorService:
             ):
                 self._settle({partition})
         # A partition whose transaction failed was dropped by `_settle`, with what it folded.
-        self._submit([(runtime, runtime.orchestrator.take())
-                      for partition, runtime in self.partitions.items()
-                      if partition not in self.in_flight])  # fmt: skip
+        self._submit(
+            [
+                (runtime, runtime.orchestrator.take())
+                for partition, runtime in self.partitions.items()
+                if partition not in self.in_flight
+            ]
+        )
 
     def _receive(self, runtime: PartitionRuntime, msg: Any, now: int) -> None:
         record = record_of(msg)
@@ -374,8 +386,10 @@ class OrchestratorService:
     def _observe(self) -> None:
         """The gauges: instances held, partitions served, and now and then the unread inputs."""
         orchestrators = [runtime.orchestrator for runtime in self.partitions.values()]
-        self.metrics.observe_instances(sum(o.open_instances for o in orchestrators),
-                                       sum(len(o.finished) for o in orchestrators))  # fmt: skip
+        self.metrics.observe_instances(
+            sum(o.open_instances for o in orchestrators),
+            sum(len(o.finished) for o in orchestrators),
+        )
         self.metrics.partitions.set(len(self.partitions))
         if self.now_ms() / 1000 < self._lag_due:
             return

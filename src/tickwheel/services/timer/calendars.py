@@ -80,9 +80,13 @@ def reapply(timer: PartitionScheduler, book: CalendarBook, now_ms: int) -> Parti
         emission.extend(timer.apply_definition(job.job_id, source, now_ms))
         log.info(
             "job follows a changed calendar",
-            extra={"action": "calendar_applied", "job_id": job.job_id,
-                   "calendar": source.get("calendar"), "partition": timer.partition},
-        )  # fmt: skip
+            extra={
+                "action": "calendar_applied",
+                "job_id": job.job_id,
+                "calendar": source.get("calendar"),
+                "partition": timer.partition,
+            },
+        )
     return emission
 
 
@@ -132,9 +136,12 @@ class CalendarFollower:
                     position = (msg.offset() or 0) + 1
         log.info(
             "calendars read",
-            extra={"action": "calendars_loaded", "calendars": len(self.book.known),
-                   "complete": position >= high},
-        )  # fmt: skip
+            extra={
+                "action": "calendars_loaded",
+                "calendars": len(self.book.known),
+                "complete": position >= high,
+            },
+        )
 
     def poll(self) -> bool:
         """Apply what arrived since the last call (never waits); whether the book changed."""
@@ -169,9 +176,13 @@ class CalendarFollower:
         if changed:
             log.info(
                 "calendar changed",
-                extra={"action": "calendar_changed", "calendar": record.key,
-                       "deleted": calendar is None, "offset": record.offset},
-            )  # fmt: skip
+                extra={
+                    "action": "calendar_changed",
+                    "calendar": record.key,
+                    "deleted": calendar is None,
+                    "offset": record.offset,
+                },
+            )
         return changed
 
     def follow(self, partitions: Mapping[int, PartitionRuntime], now_ms: int) -> None:

@@ -69,11 +69,21 @@ class CommandInbox:
                 end = self.definitions_end(runtime.partition)
                 log.info(
                     "command waits for its job's definition",
-                    extra={"action": "command_held", "partition": runtime.partition,
-                           "job_id": command["job_id"], "command_id": command["command_id"]},
-                )  # fmt: skip
-            held = HeldCommand(record.offset, record.key, record.value or b"", command, end,
-                               time.monotonic() + COMMAND_WAIT_S)  # fmt: skip
+                    extra={
+                        "action": "command_held",
+                        "partition": runtime.partition,
+                        "job_id": command["job_id"],
+                        "command_id": command["command_id"],
+                    },
+                )
+            held = HeldCommand(
+                record.offset,
+                record.key,
+                record.value or b"",
+                command,
+                end,
+                time.monotonic() + COMMAND_WAIT_S,
+            )
             runtime.held_commands.append(held)
             self.release(runtime, now)
             return

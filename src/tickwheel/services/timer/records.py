@@ -67,7 +67,15 @@ def encode_checkpoint(
     """The partition's checkpoint record: a TimerState under `checkpoint_key(partition)`."""
     return encode(
         "TimerState",
-        {"job_id": checkpoint_key(partition), "job_version": 0, "last_scheduled_time": None,
-         "last_fire_time": None, "next_scheduled_time": None, "updated_at": now_ms,
-         "pending": [], "input_offsets": input_offsets, "seq": seq},
-    )  # fmt: skip
+        {
+            "job_id": checkpoint_key(partition),
+            "job_version": 0,
+            "last_scheduled_time": None,
+            "last_fire_time": None,
+            "next_scheduled_time": None,
+            "updated_at": now_ms,
+            "pending": [],
+            "input_offsets": input_offsets,
+            "seq": seq,
+        },
+    )

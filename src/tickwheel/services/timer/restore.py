@@ -160,9 +160,14 @@ class PartitionRestorer:
                 # Retention deleted requests no state covers yet: their slots will fire again.
                 log.warning(
                     "request log truncated before the checkpoint",
-                    extra={"action": "request_log_truncated", "partition": partition,
-                           "topic": topic, "checkpoint": start, "low": low},
-                )  # fmt: skip
+                    extra={
+                        "action": "request_log_truncated",
+                        "partition": partition,
+                        "topic": topic,
+                        "checkpoint": start,
+                        "low": low,
+                    },
+                )
             for record in self.reader.read_to_end(topic, [partition], {partition: start}):
                 if record.value is None or record.offset >= ends[topic]:
                     continue

@@ -89,9 +89,14 @@ class PartitionRuntime:
         self.bursting = False
 
     def add_states(
-        self, emission: PartitionWrites, *, max_batch: int, lag_ms: int, now_ms: int,
+        self,
+        emission: PartitionWrites,
+        *,
+        max_batch: int,
+        lag_ms: int,
+        now_ms: int,
         burst_elsewhere: bool,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """After the tick that made `emission`: the unsaved states its transaction writes
         (`RequestLog.states_due`), and the states it already carries as they stand now. A
         burst is under way while another partition bursts (`burst_elsewhere`) or this one did
@@ -101,9 +106,13 @@ class PartitionRuntime:
         under_way = burst_elsewhere or self.bursting
         self.bursting = bursting(fired=fired, backlog=backlog, max_batch=max_batch)
         due = self.log.states_due(
-            fired=fired, backlog=backlog, max_batch=max_batch, lag_ms=lag_ms, now_ms=now_ms,
+            fired=fired,
+            backlog=backlog,
+            max_batch=max_batch,
+            lag_ms=lag_ms,
+            now_ms=now_ms,
             burst_under_way=under_way,
-        )  # fmt: skip
+        )
         if due:
             emission.extend(self.timer.snapshot(due, now_ms))
         self.timer.refresh_fired_states(emission, now_ms)

@@ -37,8 +37,10 @@ class FreshnessProbe:
             try:
                 found = self._newest(topic)
             except KafkaException as exc:
-                log.warning(f"freshness: cannot read {topic}: {exc}",
-                            extra={"action": "freshness_unreadable", "topic": topic})  # fmt: skip
+                log.warning(
+                    f"freshness: cannot read {topic}: {exc}",
+                    extra={"action": "freshness_unreadable", "topic": topic},
+                )
                 continue
             if found is None:
                 self.newest.pop(topic, None)

@@ -58,9 +58,11 @@ class LagWatch:
         if behind_for < self.threshold_ms:
             return None
         return Condition(
-            "watchdog_lagging", "watchdog", "warning",
+            "watchdog_lagging",
+            "watchdog",
+            "warning",
             f"the watchdog's inputs are {lag // 1000} s behind its clock, for {behind_for // 1000} s:"
             " alerts are raised late (in event time, never falsely)",
             {"lag_ms": lag, "behind_since": self.behind_since, "threshold_ms": self.threshold_ms},
             summary="lagging",
-        )  # fmt: skip
+        )

@@ -97,8 +97,9 @@ class SecondDetector:
         if end <= start:
             return None
         audit = schedule_audit(reader, job_id, start, end)
-        missing = [_ms(o["scheduled_time"]) for o in audit["occurrences"]
-                   if o["status"] == "missing"]  # fmt: skip
+        missing = [
+            _ms(o["scheduled_time"]) for o in audit["occurrences"] if o["status"] == "missing"
+        ]
         if not missing:
             return None
         streaming = state.incidents.get(fingerprint("job_overdue", job_id))
@@ -107,13 +108,23 @@ class SecondDetector:
         ):
             return None  # the streaming evaluator raised it: one alert, not two
         return Condition(
-            "missed_slots", job_id, "warning",
+            "missed_slots",
+            job_id,
+            "warning",
             f"the history has no record of {len(missing)} slot(s) job {job_id} owed between "
             f"{audit['from']} and {audit['to']} (schedule audit), though it succeeded in time",
-            {"missing": len(missing), "slots": missing[-SLOTS_SHOWN:], "from": start, "to": end,
-             "expected": audit["expected"], "fired": audit["fired"]},
-            summary=f"{len(missing)}", job_id=job_id, tenant_id=spec.tenant_id,
-        )  # fmt: skip
+            {
+                "missing": len(missing),
+                "slots": missing[-SLOTS_SHOWN:],
+                "from": start,
+                "to": end,
+                "expected": audit["expected"],
+                "fired": audit["fired"],
+            },
+            summary=f"{len(missing)}",
+            job_id=job_id,
+            tenant_id=spec.tenant_id,
+        )
 
     def _connect(self) -> Any:
         if self._reader is not None:
@@ -123,8 +134,10 @@ class SecondDetector:
         except (TickwheelError, OSError) as exc:
             if not self._said_unreachable:
                 self._said_unreachable = True
-                log.warning(f"schedule audit skipped: no history store reachable ({exc})",
-                            extra={"action": "audit_unreachable"})  # fmt: skip
+                log.warning(
+                    f"schedule audit skipped: no history store reachable ({exc})",
+                    extra={"action": "audit_unreachable"},
+                )
             return None
         return self._reader
 

@@ -192,10 +192,13 @@ class WatchdogService:
         )
         log.info(
             "watchdog started",
-            extra={"action": "watchdog_started", "instance": self.settings.instance,
-                   "incidents": len(self.state.incidents),
-                   "open": len(self.state.open_incidents())},
-        )  # fmt: skip
+            extra={
+                "action": "watchdog_started",
+                "instance": self.settings.instance,
+                "incidents": len(self.state.incidents),
+                "open": len(self.state.open_incidents()),
+            },
+        )
         next_tick = time.monotonic()
         try:
             while self.running:
@@ -256,10 +259,13 @@ class WatchdogService:
         self.state.watermark = self.checkpoint_watermark
         log.info(
             "watchdog state restored",
-            extra={"action": "watchdog_restored", "incidents": len(self.state.incidents),
-                   "watermark": self.checkpoint_watermark,
-                   "seconds": round(time.monotonic() - started, 3)},
-        )  # fmt: skip
+            extra={
+                "action": "watchdog_restored",
+                "incidents": len(self.state.incidents),
+                "watermark": self.checkpoint_watermark,
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
 
     # -- inputs ----------------------------------------------------------------------------
     def _consume(self, timeout: float) -> None:
@@ -318,10 +324,12 @@ class WatchdogService:
             self.freshness.refresh(output_topics(self.state.facts), now)
             self.sql_freshness.refresh(output_queries(self.state.facts), now)
             newest = {**self.freshness.newest, **self.sql_freshness.newest}
-            extra = [*([lagging] if lagging else []),
-                     *stale_outputs(self.state.facts, newest, now),
-                     *failed_queries(self.state.facts, self.sql_freshness.failing),
-                     *self.audit.conditions(self.state, now, self.settings.thresholds)]  # fmt: skip
+            extra = [
+                *([lagging] if lagging else []),
+                *stale_outputs(self.state.facts, newest, now),
+                *failed_queries(self.state.facts, self.sql_freshness.failing),
+                *self.audit.conditions(self.state, now, self.settings.thresholds),
+            ]
             transitions, changed = evaluate(self.state, mark, self.settings.thresholds, extra)
             self.changed |= changed
             self.metrics.lag.set(max(0, now - mark) / 1000)
@@ -368,11 +376,17 @@ class WatchdogService:
         incident = transition.incident
         log.info(
             f"alert {transition.transition}: {incident.message}",
-            extra={"action": f"alert_{transition.transition}", "incident_id": incident.incident_id,
-                   "kind": incident.kind, "subject": incident.subject, "job_id": incident.job_id,
-                   "tenant_id": incident.tenant_id, "severity": incident.severity,
-                   "event_time": transition.at},
-        )  # fmt: skip
+            extra={
+                "action": f"alert_{transition.transition}",
+                "incident_id": incident.incident_id,
+                "kind": incident.kind,
+                "subject": incident.subject,
+                "job_id": incident.job_id,
+                "tenant_id": incident.tenant_id,
+                "severity": incident.severity,
+                "event_time": transition.at,
+            },
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -55,8 +55,10 @@ class SqlFreshnessProbe:
             except (TickwheelError, ValueError, TypeError) as exc:
                 self.newest.pop(key, None)  # not judged on a query that did not answer
                 if sql not in self.failing:
-                    log.warning(f"freshness query failed: {exc}",
-                                extra={"action": "freshness_query_failed", "sql": sql[:200]})  # fmt: skip
+                    log.warning(
+                        f"freshness query failed: {exc}",
+                        extra={"action": "freshness_query_failed", "sql": sql[:200]},
+                    )
                 self.failing[sql] = (str(exc), self.failing.get(sql, ("", now_ms))[1])
         for gone in set(self.newest) - {f"sql:{q}" for q in queries}:
             del self.newest[gone]

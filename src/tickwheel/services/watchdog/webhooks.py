@@ -57,10 +57,15 @@ def payload(alert: Alert) -> dict[str, Any]:
         lifecycle = json.loads(alert["details"] or "{}")
     except ValueError:
         lifecycle = {}
-    data: dict[str, Any] = {"alert_id": alert["alert_id"], "event_time": alert["event_time"],
-                            "kind": alert["kind"], "severity": alert["severity"],
-                            "job_id": alert["job_id"], "tenant_id": alert["tenant_id"],
-                            "message": alert["message"]}  # fmt: skip
+    data: dict[str, Any] = {
+        "alert_id": alert["alert_id"],
+        "event_time": alert["event_time"],
+        "kind": alert["kind"],
+        "severity": alert["severity"],
+        "job_id": alert["job_id"],
+        "tenant_id": alert["tenant_id"],
+        "message": alert["message"],
+    }
     data.update({k: v for k, v in lifecycle.items() if k != "evidence"})
     data["evidence"] = lifecycle.get("evidence", {})
     return {
@@ -110,13 +115,18 @@ class WebhookDispatcher(threading.Thread):
                         continue
                     self._deliver(message.value())
                     self.consumer.commit(
-                        offsets=[TopicPartition(message.topic(), message.partition(),
-                                                message.offset() + 1)],
+                        offsets=[
+                            TopicPartition(
+                                message.topic(), message.partition(), message.offset() + 1
+                            )
+                        ],
                         asynchronous=False,
-                    )  # fmt: skip
+                    )
         except KafkaException as exc:
-            log.error("webhook dispatcher stopped", extra={"action": "webhook_stopped",
-                      "sink": self.sink.name, "error": str(exc)})  # fmt: skip
+            log.error(
+                "webhook dispatcher stopped",
+                extra={"action": "webhook_stopped", "sink": self.sink.name, "error": str(exc)},
+            )
         finally:
             self.consumer.close()
 
@@ -148,14 +158,24 @@ class WebhookDispatcher(threading.Thread):
             if outcome != "retry":
                 log.info(
                     f"webhook {outcome}: {alert['alert_id']}",
-                    extra={"action": f"webhook_{outcome}", "sink": self.sink.name,
-                           "alert_id": alert["alert_id"], "attempt": attempt, "status": detail},
-                )  # fmt: skip
+                    extra={
+                        "action": f"webhook_{outcome}",
+                        "sink": self.sink.name,
+                        "alert_id": alert["alert_id"],
+                        "attempt": attempt,
+                        "status": detail,
+                    },
+                )
                 return
             wait = backoff_s(attempt, *self.backoff)
             log.warning(
                 f"webhook retry in {wait:.1f} s: {detail}",
-                extra={"action": "webhook_retry", "sink": self.sink.name,
-                       "alert_id": alert["alert_id"], "attempt": attempt, "error": detail},
-            )  # fmt: skip
+                extra={
+                    "action": "webhook_retry",
+                    "sink": self.sink.name,
+                    "alert_id": alert["alert_id"],
+                    "attempt": attempt,
+                    "error": detail,
+                },
+            )
             self._wake.wait(wait)

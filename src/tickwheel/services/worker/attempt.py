@@ -200,10 +200,13 @@ class AttemptLease:
                 # have re-issued the execution; our later events will be fenced, not accepted.
                 log.warning(
                     "heartbeat after the lease deadline",
-                    extra={"action": "lease_overrun", "execution_id": self.request["execution_id"],
-                           "attempt": self.request["attempt"],
-                           "late_ms": int(now * 1000) - self.deadline_ms},
-                )  # fmt: skip
+                    extra={
+                        "action": "lease_overrun",
+                        "execution_id": self.request["execution_id"],
+                        "attempt": self.request["attempt"],
+                        "late_ms": int(now * 1000) - self.deadline_ms,
+                    },
+                )
             self._publish("heartbeat", now, lease_deadline_ms=self._extend(now))
             self.heartbeats += 1
             return True
@@ -213,9 +216,14 @@ class AttemptLease:
         with self._lock:
             self.finished = True
             self._publish(
-                outcome.event_type, self.clock.now(), on_delivery, error=outcome.error,
-                error_kind=outcome.error_kind, reason=outcome.reason, details=outcome.details,
-            )  # fmt: skip
+                outcome.event_type,
+                self.clock.now(),
+                on_delivery,
+                error=outcome.error,
+                error_kind=outcome.error_kind,
+                reason=outcome.reason,
+                details=outcome.details,
+            )
 
 
 def _error_text(exc: BaseException) -> str:
@@ -301,10 +309,14 @@ def handler_outcome(
     if "result_dropped" in details:
         log.warning(
             "result over the limit dropped",
-            extra={"action": "result_dropped", "execution_id": ctx.execution_id,
-                   "job_id": ctx.job_id, "attempt": ctx.attempt,
-                   "result_bytes": details["result_bytes"]},
-        )  # fmt: skip
+            extra={
+                "action": "result_dropped",
+                "execution_id": ctx.execution_id,
+                "job_id": ctx.job_id,
+                "attempt": ctx.attempt,
+                "result_bytes": details["result_bytes"],
+            },
+        )
     return Outcome.succeeded(duration_ms=duration_ms, **details)
 
 

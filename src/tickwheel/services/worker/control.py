@@ -175,9 +175,13 @@ class ControlListener:
                 break
         log.info(
             "cancellations read",
-            extra={"action": "control_caught_up", "cancelled": len(self.cancels), "from": start,
-                   "to": high},
-        )  # fmt: skip
+            extra={
+                "action": "control_caught_up",
+                "cancelled": len(self.cancels),
+                "from": start,
+                "to": high,
+            },
+        )
         self._thread = threading.Thread(target=self._run, name="control", daemon=True)
         self._thread.start()
 
@@ -203,9 +207,13 @@ class ControlListener:
             partition, offset = msg.partition(), msg.offset()
             assert partition is not None and offset is not None  # a consumed record has both
             self.dead_letters.undecodable(
-                msg.topic() or "", partition, offset,
-                key.decode(errors="replace") if key is not None else None, value, exc.reason,
-            )  # fmt: skip
+                msg.topic() or "",
+                partition,
+                offset,
+                key.decode(errors="replace") if key is not None else None,
+                value,
+                exc.reason,
+            )
             return
         self.received += 1
         if control["kind"] == "cancel":
@@ -214,10 +222,14 @@ class ControlListener:
             )
             log.info(
                 "cancellation received",
-                extra={"action": "cancel_received", "execution_id": control["execution_id"],
-                       "job_id": control["job_id"], "running_here": signalled,
-                       "control_id": control["control_id"]},
-            )  # fmt: skip
+                extra={
+                    "action": "cancel_received",
+                    "execution_id": control["execution_id"],
+                    "job_id": control["job_id"],
+                    "running_here": signalled,
+                    "control_id": control["control_id"],
+                },
+            )
 
     def stop(self) -> None:
         self._stop.set()

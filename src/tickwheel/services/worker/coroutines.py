@@ -135,8 +135,12 @@ class CoroutineRunner:
         self.overrun_count += 1
         log.warning(
             "attempt overran its max run time; its task is cancelled",
-            extra={"action": "execution_overran", "execution_id": run.execution_id,
-                   "attempt": run.request["attempt"], "max_run_seconds": run.limit,
-                   "duration_ms": outcome.details["duration_ms"]},
-        )  # fmt: skip
+            extra={
+                "action": "execution_overran",
+                "execution_id": run.execution_id,
+                "attempt": run.request["attempt"],
+                "max_run_seconds": run.limit,
+                "duration_ms": outcome.details["duration_ms"],
+            },
+        )
         run.on_done()

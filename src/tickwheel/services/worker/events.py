@@ -40,9 +40,12 @@ class Outcome:
         """`reason` is a stable code for failures the worker itself decides
         (`max_run_time_exceeded`, `no_handler`); a handler's own failures have none."""
         return cls(
-            "failed", error=error[:MAX_ERROR_CHARS], error_kind=kind, reason=reason,
+            "failed",
+            error=error[:MAX_ERROR_CHARS],
+            error_kind=kind,
+            reason=reason,
             details=details,
-        )  # fmt: skip
+        )
 
     @classmethod
     def cancelled(cls, reason: str | None, **details: Any) -> Outcome:

@@ -80,10 +80,22 @@ _NEVER_CANCELLED = threading.Event()
 # The context's fields, in order, as `inline_context` writes them; another list (a field
 # added to the SDK's context) sends every inline attempt through `from_request`.
 _CONTEXT_FIELDS = (
-    "execution_id", "job_id", "job_type", "tenant_id", "attempt", "scheduled_time",
-    "period_start", "period_end", "payload", "fire_time", "max_attempts", "workflow_id",
-    "step_id", "cancel_event", "_heartbeat",
-)  # fmt: skip
+    "execution_id",
+    "job_id",
+    "job_type",
+    "tenant_id",
+    "attempt",
+    "scheduled_time",
+    "period_start",
+    "period_end",
+    "payload",
+    "fire_time",
+    "max_attempts",
+    "workflow_id",
+    "step_id",
+    "cancel_event",
+    "_heartbeat",
+)
 _FIELDS = {f.name: f for f in dataclasses.fields(ExecutionContext)}
 # ...and a `__post_init__` there (setting the fields at once would skip it) does the same.
 _CONTEXT_KNOWN = tuple(_FIELDS) == _CONTEXT_FIELDS and not hasattr(
@@ -106,17 +118,25 @@ def inline_context(request: ExecutionRequest, payload: dict[str, Any]) -> Execut
     if not _CONTEXT_KNOWN:
         return ExecutionContext.from_request(request, payload, cancel_event=_NEVER_CANCELLED)
     ctx = _new_context(ExecutionContext)
-    ctx.__dict__.update({
-        "execution_id": request["execution_id"], "job_id": request["job_id"],
-        "job_type": request["job_type"], "tenant_id": request["tenant_id"],
-        "attempt": request["attempt"], "scheduled_time": _utc(request["scheduled_time"]),
-        "period_start": _utc(request["period_start"]),
-        "period_end": _utc(request.get("period_end")), "payload": payload,
-        "fire_time": _utc(request.get("fire_time")),
-        "max_attempts": request.get("max_attempts", 1),
-        "workflow_id": request.get("workflow_id"), "step_id": request.get("step_id"),
-        "cancel_event": _NEVER_CANCELLED, "_heartbeat": _NO_HEARTBEAT,
-    })  # fmt: skip
+    ctx.__dict__.update(
+        {
+            "execution_id": request["execution_id"],
+            "job_id": request["job_id"],
+            "job_type": request["job_type"],
+            "tenant_id": request["tenant_id"],
+            "attempt": request["attempt"],
+            "scheduled_time": _utc(request["scheduled_time"]),
+            "period_start": _utc(request["period_start"]),
+            "period_end": _utc(request.get("period_end")),
+            "payload": payload,
+            "fire_time": _utc(request.get("fire_time")),
+            "max_attempts": request.get("max_attempts", 1),
+            "workflow_id": request.get("workflow_id"),
+            "step_id": request.get("step_id"),
+            "cancel_event": _NEVER_CANCELLED,
+            "_heartbeat": _NO_HEARTBEAT,
+        }
+    )
     return ctx
 
 
@@ -160,12 +180,16 @@ class InlineBatch:
                 kind = outcome.event_type if outcome else "succeeded"
                 log.debug(
                     f"execution {kind}",
-                    extra={"action": f"execution_{kind}", "inline": True,
-                           "execution_id": attempt.request["execution_id"],
-                           "job_id": attempt.request["job_id"],
-                           "attempt": attempt.request["attempt"], "priority": self.priority,
-                           "error": outcome.error if outcome else None},
-                )  # fmt: skip
+                    extra={
+                        "action": f"execution_{kind}",
+                        "inline": True,
+                        "execution_id": attempt.request["execution_id"],
+                        "job_id": attempt.request["job_id"],
+                        "attempt": attempt.request["attempt"],
+                        "priority": self.priority,
+                        "error": outcome.error if outcome else None,
+                    },
+                )
         self.sink.publish_batch(events.outcomes(ends))
         return len(attempts)
 

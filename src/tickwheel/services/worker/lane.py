@@ -113,10 +113,15 @@ class PriorityLane:
         self.coroutines: CoroutineRunner | None = None
         if any(is_async(job_type) for job_type in registry):
             self.coroutines = CoroutineRunner(
-                f"loop-{priority}", sink=sink, cancels=cancels, heartbeats=heartbeats,
-                clock=clock, worker_id=self.worker_id, max_run_seconds=settings.max_run_seconds,
+                f"loop-{priority}",
+                sink=sink,
+                cancels=cancels,
+                heartbeats=heartbeats,
+                clock=clock,
+                worker_id=self.worker_id,
+                max_run_seconds=settings.max_run_seconds,
                 on_fatal=on_fatal,
-            )  # fmt: skip
+            )
         self._thread: threading.Thread | None = None
         self.consumer = consumer or Consumer(lane_consumer_config(settings, priority))
         self.pulling = PullControl(self.consumer, priority)
@@ -299,9 +304,11 @@ class PriorityLane:
             if self.coroutines is not None and is_async(job_type):
                 assert job_type is not None
                 self.coroutines.submit(
-                    item.request, job_type, on_leased=self.skips.delivered(item),
+                    item.request,
+                    job_type,
+                    on_leased=self.skips.delivered(item),
                     on_done=partial(self._slot_freed, tenant),
-                )  # fmt: skip
+                )
             else:
                 self.runner.submit(
                     item.request,
@@ -343,9 +350,12 @@ class PriorityLane:
         self.pulling.assigned(partitions)
         log.info(
             "partitions assigned",
-            extra={"action": "partitions_assigned", "priority": self.priority,
-                   "partitions": [tp.partition for tp in partitions]},
-        )  # fmt: skip
+            extra={
+                "action": "partitions_assigned",
+                "priority": self.priority,
+                "partitions": [tp.partition for tp in partitions],
+            },
+        )
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = {tp.partition for tp in partitions}
@@ -364,9 +374,13 @@ class PriorityLane:
             consumer.incremental_unassign(partitions)
         log.info(
             "partitions revoked",
-            extra={"action": "partitions_revoked", "priority": self.priority,
-                   "partitions": sorted(revoked), "dropped_waiting": len(dropped)},
-        )  # fmt: skip
+            extra={
+                "action": "partitions_revoked",
+                "priority": self.priority,
+                "partitions": sorted(revoked),
+                "dropped_waiting": len(dropped),
+            },
+        )
 
     def _drain(self) -> None:
         """Stop: waiting requests are left to Kafka (uncommitted); running ones get the grace
@@ -384,6 +398,10 @@ class PriorityLane:
         self._commit(force=True)
         log.info(
             "lane stopped",
-            extra={"action": "lane_stopped", "priority": self.priority,
-                   "dropped_waiting": len(dropped), "abandoned_running": still_running},
-        )  # fmt: skip
+            extra={
+                "action": "lane_stopped",
+                "priority": self.priority,
+                "dropped_waiting": len(dropped),
+                "abandoned_running": still_running,
+            },
+        )

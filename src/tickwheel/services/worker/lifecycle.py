@@ -78,9 +78,12 @@ class AttemptRun:
         """Record the lease (the `leased` event, whose delivery is `on_leased`)."""
         s = self.services
         self.lease = AttemptLease(
-            self.request, lease_terms(self.request, self.job_type),
-            worker_id=s.worker_id, clock=s.clock, sink=s.sink,
-        )  # fmt: skip
+            self.request,
+            lease_terms(self.request, self.job_type),
+            worker_id=s.worker_id,
+            clock=s.clock,
+            sink=s.sink,
+        )
         self.lease.start(on_leased)
         return self.lease
 

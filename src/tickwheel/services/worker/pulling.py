@@ -45,8 +45,10 @@ class PullControl:
             self._paused = list(self.consumer.assignment())
             if self._paused:
                 self.consumer.pause(self._paused)
-            log.info("pool full; stopped pulling",
-                     extra={"action": "lane_paused", "priority": self.priority})  # fmt: skip
+            log.info(
+                "pool full; stopped pulling",
+                extra={"action": "lane_paused", "priority": self.priority},
+            )
         return True
 
     def assigned(self, partitions: list[TopicPartition]) -> None:

@@ -101,9 +101,12 @@ class Skips:
         self.ledger.duplicate(key, item.partition, item.offset)
         log.info(
             "attempt already taken here",
-            extra={"action": "duplicate_request_skipped", "execution_id": key[0],
-                   "attempt": key[1]},
-        )  # fmt: skip
+            extra={
+                "action": "duplicate_request_skipped",
+                "execution_id": key[0],
+                "attempt": key[1],
+            },
+        )
 
     def cancelled(self, item: Pending) -> None:
         """Cancelled before it started: a `cancelled` event, whose report releases its offset."""
@@ -111,12 +114,20 @@ class Skips:
         reason = self.cancels.reason(request["execution_id"]) or "cancel requested"
         events = AttemptEvents(request, self.worker_id)
         value = events.encode(
-            "cancelled", event_time_ms=int(self.clock.now() * 1000), unique=new_unique(),
-            reason=reason, details={"started": False},
-        )  # fmt: skip
+            "cancelled",
+            event_time_ms=int(self.clock.now() * 1000),
+            unique=new_unique(),
+            reason=reason,
+            details={"started": False},
+        )
         self.sink.publish_record(events.job_key, value, self.delivered(item, "cancelled"))
         log.info(
             "cancelled before it started",
-            extra={"action": "execution_skipped_cancelled", "execution_id": request["execution_id"],
-                   "job_id": request["job_id"], "attempt": request["attempt"], "reason": reason},
-        )  # fmt: skip
+            extra={
+                "action": "execution_skipped_cancelled",
+                "execution_id": request["execution_id"],
+                "job_id": request["job_id"],
+                "attempt": request["attempt"],
+                "reason": reason,
+            },
+        )

@@ -138,9 +138,14 @@ class AttemptRunner:
         self._pool.shutdown(self.capacity)
 
     def _ids(self, request: ExecutionRequest) -> dict[str, Any]:
-        return {"execution_id": request["execution_id"], "job_id": request["job_id"],
-                "attempt": request["attempt"], "job_type": request["job_type"],
-                "tenant_id": request["tenant_id"], "priority": self.priority}  # fmt: skip
+        return {
+            "execution_id": request["execution_id"],
+            "job_id": request["job_id"],
+            "attempt": request["attempt"],
+            "job_type": request["job_type"],
+            "tenant_id": request["tenant_id"],
+            "priority": self.priority,
+        }
 
     def _execute(self, run: AttemptRun, on_leased: DeliveryCallback, extra: dict[str, Any]) -> None:
         thread = threading.current_thread()
@@ -150,9 +155,13 @@ class AttemptRunner:
             self.started_count += 1
             log.debug(
                 "execution started",
-                extra={"action": "execution_started", **self._ids(run.request),
-                       "lease_deadline": lease.deadline_ms, **extra},
-            )  # fmt: skip
+                extra={
+                    "action": "execution_started",
+                    **self._ids(run.request),
+                    "lease_deadline": lease.deadline_ms,
+                    **extra,
+                },
+            )
             outcome = self._outcome(run, thread)
             if run.end():
                 ended_here = True
@@ -160,18 +169,25 @@ class AttemptRunner:
                 # DEBUG: a line per execution is not on the hot path; the history is the record.
                 log.debug(
                     f"execution {outcome.event_type}",
-                    extra={"action": f"execution_{outcome.event_type}", **self._ids(run.request),
-                           "error": outcome.error, "error_kind": outcome.error_kind,
-                           "heartbeats": lease.heartbeats,
-                           "duration_ms": outcome.details.get("duration_ms")},
-                )  # fmt: skip
+                    extra={
+                        "action": f"execution_{outcome.event_type}",
+                        **self._ids(run.request),
+                        "error": outcome.error,
+                        "error_kind": outcome.error_kind,
+                        "heartbeats": lease.heartbeats,
+                        "duration_ms": outcome.details.get("duration_ms"),
+                    },
+                )
             else:
                 log.warning(
                     "handler returned after its attempt was failed for overrunning",
-                    extra={"action": "overrun_handler_returned", **self._ids(run.request),
-                           "ignored_outcome": outcome.event_type,
-                           "ran_s": round(self.clock.now() - run.started, 3)},
-                )  # fmt: skip
+                    extra={
+                        "action": "overrun_handler_returned",
+                        **self._ids(run.request),
+                        "ignored_outcome": outcome.event_type,
+                        "ran_s": round(self.clock.now() - run.started, 3),
+                    },
+                )
         except Exception as exc:  # the lane must outlive any bug in one attempt
             log.exception("attempt crashed", extra={"action": "attempt_crashed"})
             self.on_fatal(f"attempt of {run.request['execution_id']} crashed: {exc}")
@@ -196,7 +212,7 @@ class AttemptRunner:
         log.warning(
             "no handler for this job type here",
             extra={"action": "no_handler", **self._ids(request), "handles": list(unknown.known)},
-        )  # fmt: skip
+        )
         return Outcome.failed(
             f"{unknown} (worker {self.worker_id}); failed as retryable so that a worker "
             "with this handler can run it",
@@ -216,8 +232,12 @@ class AttemptRunner:
         self._pool.abandon(thread)
         log.warning(
             "attempt overran its max run time; its slot is freed, its thread left to finish",
-            extra={"action": "execution_overran", **self._ids(run.request),
-                   "max_run_seconds": run.limit, "duration_ms": outcome.details["duration_ms"],
-                   "abandoned_threads": self._pool.abandoned},
-        )  # fmt: skip
+            extra={
+                "action": "execution_overran",
+                **self._ids(run.request),
+                "max_run_seconds": run.limit,
+                "duration_ms": outcome.details["duration_ms"],
+                "abandoned_threads": self._pool.abandoned,
+            },
+        )
         run.on_done()

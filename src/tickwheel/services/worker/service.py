@@ -93,10 +93,15 @@ class WorkerService:
             lane.start()
         log.info(
             "worker started",
-            extra={"action": "worker_started", "worker_id": self.settings.worker_id,
-                   "types": list(self.registry.names()), "priorities": list(self.settings.priorities),
-                   "concurrency": self.settings.concurrency, "group": self.settings.group_id},
-        )  # fmt: skip
+            extra={
+                "action": "worker_started",
+                "worker_id": self.settings.worker_id,
+                "types": list(self.registry.names()),
+                "priorities": list(self.settings.priorities),
+                "concurrency": self.settings.concurrency,
+                "group": self.settings.group_id,
+            },
+        )
         while not self._stopping.wait(0.5):
             pass
         self._shutdown()

@@ -132,8 +132,9 @@ class MemoryConsumer:
         for topic in self._topics:
             if topic not in self._broker.topics and topic not in self._missing_told:
                 self._missing_told.add(topic)
-                error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART,
-                                   f"Subscribed topic not available: {topic}")  # fmt: skip
+                error = KafkaError(
+                    KafkaError.UNKNOWN_TOPIC_OR_PART, f"Subscribed topic not available: {topic}"
+                )
                 out.append(MemoryMessage(topic, None, None, None, None, None, 0, error))
 
     def _leave(self) -> None:
@@ -278,9 +279,10 @@ class MemoryConsumer:
                 continue
             headers = None if entry.headers is None else list(entry.headers)
             out.append(
-                MemoryMessage(*key, entry.offset, entry.key, entry.value, headers,
-                              entry.timestamp_ms)
-            )  # fmt: skip
+                MemoryMessage(
+                    *key, entry.offset, entry.key, entry.value, headers, entry.timestamp_ms
+                )
+            )
             taken += 1
         if moved:
             fetch.position = fetch.next_offset
@@ -336,10 +338,11 @@ class MemoryConsumer:
         self._open()
         committed = self._broker.group(self._group_id).committed
         return [
-            TopicPartition(tp.topic, tp.partition, committed.get((tp.topic, tp.partition),
-                                                                 OFFSET_INVALID))
+            TopicPartition(
+                tp.topic, tp.partition, committed.get((tp.topic, tp.partition), OFFSET_INVALID)
+            )
             for tp in partitions
-        ]  # fmt: skip
+        ]
 
     def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float = -1, cached: bool = False
@@ -362,10 +365,13 @@ class MemoryConsumer:
             log = self._broker.log(tp.topic, tp.partition)
             end = log.end(self._read_committed)
             found = next(
-                (e.offset for e in log.entries[:end]
-                 if e.visible(self._read_committed) and e.timestamp_ms >= tp.offset),
+                (
+                    e.offset
+                    for e in log.entries[:end]
+                    if e.visible(self._read_committed) and e.timestamp_ms >= tp.offset
+                ),
                 OFFSET_END,
-            )  # fmt: skip
+            )
             answer.append(TopicPartition(tp.topic, tp.partition, found))
         return answer
 

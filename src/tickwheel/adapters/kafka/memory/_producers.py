@@ -158,8 +158,15 @@ class MemoryTransactionalProducer:
         for item in purged:
             if item.on_delivery is not None:
                 error = KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue")
-                unsent = MemoryMessage(item.topic, max(item.partition, -1), None,
-                                       _raw(item.key), item.value, item.headers, 0)  # fmt: skip
+                unsent = MemoryMessage(
+                    item.topic,
+                    max(item.partition, -1),
+                    None,
+                    _raw(item.key),
+                    item.value,
+                    item.headers,
+                    0,
+                )
                 self._reports.append((item.on_delivery, error, unsent))
         transaction, self._transaction = self._transaction, None
         self._broker.end(transaction, commit=False)
@@ -181,8 +188,15 @@ class MemoryTransactionalProducer:
     def _deliver(self) -> None:
         queued, self._queued = self._queued, []
         for item in queued:
-            message = _append(self._broker, item.topic, item.key, item.value, item.partition,
-                              item.headers, self._transaction)  # fmt: skip
+            message = _append(
+                self._broker,
+                item.topic,
+                item.key,
+                item.value,
+                item.partition,
+                item.headers,
+                self._transaction,
+            )
             if item.on_delivery is not None:
                 self._reports.append((item.on_delivery, None, message))
 

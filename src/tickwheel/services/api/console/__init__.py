@@ -36,13 +36,17 @@ def console_allowed(request: Request) -> None:
     path = request.url.path.removeprefix(PREFIX)
     scope = access.console_scope(request.method, path)
     if not principal.can(scope):
-        raise ConsoleLocked(f"this key lacks the {scope!r} scope this page needs; accepted: "
-                            f"a key with it (this one has {sorted(principal.scopes)})")  # fmt: skip
+        raise ConsoleLocked(
+            f"this key lacks the {scope!r} scope this page needs; accepted: "
+            f"a key with it (this one has {sorted(principal.scopes)})"
+        )
     base = request.app.state.backend
     b = access.scoped_backend(base, principal, mode)
     if path.startswith(access.OPERATORS_ONLY) and not access.is_operator(b):
-        raise ConsoleLocked("this page shows every tenant's keys and the cluster: it is the "
-                            "operators' (the tenant `default`); accepted: a key of that tenant")  # fmt: skip
+        raise ConsoleLocked(
+            "this page shows every tenant's keys and the cluster: it is the "
+            "operators' (the tenant `default`); accepted: a key of that tenant"
+        )
     request.state.principal = principal
     request.state.console_backend = b
 
@@ -60,8 +64,12 @@ def _sign_in_needed(request: Request, exc: Exception) -> Response:
     if request.method == "GET":
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"{PREFIX}/sign-in?{urlencode({'next': target})}", status_code=303)
-    context = {"section": "", "status": 401, "title": "sign-in-needed",
-               "detail": "sign in with an API key first (the console's sign-in page)"}  # fmt: skip
+    context = {
+        "section": "",
+        "status": 401,
+        "title": "sign-in-needed",
+        "detail": "sign in with an API key first (the console's sign-in page)",
+    }
     return page(request, "error.html", context, status=401)
 
 

@@ -55,11 +55,23 @@ def pause(b: Backend, job_id: str, reason: str, by: str = "console:operator") ->
     """Disable the job with its account: the reason in the API's label (as `POST
     /v1/jobs/{id}/pause` keeps it) and in `disabledReason`, and who in `disabledBy`."""
     labels = dict(b.jobs.get(job_id).get("labels") or {})
-    changes = {"enabled": False, "labels": {**labels, PAUSE_REASON_LABEL: reason},
-               "disabledReason": reason, "disabledBy": by}  # fmt: skip
+    changes = {
+        "enabled": False,
+        "labels": {**labels, PAUSE_REASON_LABEL: reason},
+        "disabledReason": reason,
+        "disabledBy": by,
+    }
     record = update_record(b, job_id, changes, None)
-    log.info("job paused", extra={"action": "job_paused", "job_id": job_id, "reason": reason,
-                                  "by": by, "via": "console"})  # fmt: skip
+    log.info(
+        "job paused",
+        extra={
+            "action": "job_paused",
+            "job_id": job_id,
+            "reason": reason,
+            "by": by,
+            "via": "console",
+        },
+    )
     return record
 
 
@@ -72,8 +84,16 @@ def resume(b: Backend, job_id: str, reason: str | None = None, by: str = "") -> 
         changes["labels"] = labels
     changes.update({name: None for name in ACCOUNT if current.get(name) is not None})
     record = update_record(b, job_id, changes, None)
-    log.info("job resumed", extra={"action": "job_resumed", "job_id": job_id, "reason": reason,
-                                   "by": by, "via": "console"})  # fmt: skip
+    log.info(
+        "job resumed",
+        extra={
+            "action": "job_resumed",
+            "job_id": job_id,
+            "reason": reason,
+            "by": by,
+            "via": "console",
+        },
+    )
     return record
 
 
@@ -178,8 +198,11 @@ def _backfill(b: Backend, job_id: str, start: str, end: str, dry_run: bool) -> s
     compiled = compile_job(b.known_calendars, b.jobs.get(job_id))
     slots = len(compiled.first(from_ms, to_ms, MAX_BACKFILL + 1))
     if slots > MAX_BACKFILL:
-        raise InvalidInput("from", f"the range holds more than {MAX_BACKFILL} slots; accepted: "
-                           "at most that many (split the range)")  # fmt: skip
+        raise InvalidInput(
+            "from",
+            f"the range holds more than {MAX_BACKFILL} slots; accepted: "
+            "at most that many (split the range)",
+        )
     if dry_run:
         return f"dry run: the backfill would emit {slots} slots from {start} to {end}"
     command = b.jobs.backfill(job_id, from_ms, to_ms)
@@ -218,8 +241,11 @@ async def edit_job(request: Request, job_id: str) -> Response:
         record = await run_in_threadpool(update_record, b, job_id, changes, int(expected_text))
     except Problem as exc:
         if exc.status == 409:
-            conflict = {"expected": int(expected_text), "current": exc.extensions.get("currentVersion"),
-                        "submitted": changes}  # fmt: skip
+            conflict = {
+                "expected": int(expected_text),
+                "current": exc.extensions.get("currentVersion"),
+                "submitted": changes,
+            }
             return await run_in_threadpool(_job_refused, request, b, job_id, exc, conflict=conflict)
         return await run_in_threadpool(_job_refused, request, b, job_id, exc)
     except Exception as exc:

@@ -63,9 +63,16 @@ def test_body(b: Backend, webhook_id: str) -> str:
     from tickwheel.core.timefmt import format_utc
 
     now = b.now_ms()
-    data = {"alert_id": webhook_id, "event_time": now, "kind": "test", "severity": "info",
-            "job_id": None, "tenant_id": None,
-            "message": "a test delivery from the tickwheel console", "evidence": {}}  # fmt: skip
+    data = {
+        "alert_id": webhook_id,
+        "event_time": now,
+        "kind": "test",
+        "severity": "info",
+        "job_id": None,
+        "tenant_id": None,
+        "message": "a test delivery from the tickwheel console",
+        "evidence": {},
+    }
     return json.dumps({"type": "alert.test", "timestamp": format_utc(now), "data": data})
 
 
@@ -85,8 +92,13 @@ def admin_context(b: Backend) -> dict[str, Any]:
     from tickwheel.services.api.keys import SCOPES, list_keys
 
     found, problem = sinks()
-    return {"section": "admin", "keys": list_keys(b.bootstrap), "scopes": SCOPES,
-            "sinks": found, "problems": [problem] if problem else []}  # fmt: skip
+    return {
+        "section": "admin",
+        "keys": list_keys(b.bootstrap),
+        "scopes": SCOPES,
+        "sinks": found,
+        "problems": [problem] if problem else [],
+    }
 
 
 def render_admin(request: Request, b: Backend, status: int = 200, **extra: Any) -> Response:

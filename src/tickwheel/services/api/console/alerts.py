@@ -50,12 +50,19 @@ def acknowledge(request: Request, b: Backend, wanted: str, by: str, note: str) -
 
     incident: dict[str, Any] = find_incident(owned(b, request.app.state.console_alerts(b)), wanted)
     if incident["state"] != "open":
-        raise UnknownAlert(f"incident {incident['incident_id']} is resolved; accepted: an open "
-                           "incident")  # fmt: skip
+        raise UnknownAlert(
+            f"incident {incident['incident_id']} is resolved; accepted: an open incident"
+        )
     command = ack_command(incident["incident_id"], by, note, b.now_ms(), str(uuid.uuid4()))
     request.app.state.console_ack(b, incident["incident_id"], command)
-    log.info("alert acknowledged", extra={"action": "console_alert_acknowledged",
-                                          "incident_id": incident["incident_id"], "by": by})  # fmt: skip
+    log.info(
+        "alert acknowledged",
+        extra={
+            "action": "console_alert_acknowledged",
+            "incident_id": incident["incident_id"],
+            "by": by,
+        },
+    )
     found: str = incident["incident_id"]
     return found
 
@@ -72,8 +79,10 @@ async def ack_alert(request: Request, incident_id: str) -> Response:
         done = await run_in_threadpool(acknowledge, request, b, incident_id, by, note)
     except Exception as exc:
         return error_page(request, exc, "alerts")
-    return see_other("/alerts", f"acknowledgement of {done} sent by {by}; the watchdog "
-                     "applies it at its next evaluation")  # fmt: skip
+    return see_other(
+        "/alerts",
+        f"acknowledgement of {done} sent by {by}; the watchdog applies it at its next evaluation",
+    )
 
 
 # -- the disabled-jobs report -------------------------------------------------------------
@@ -119,10 +128,16 @@ def disabled_csv(request: Request) -> Response:
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     for row in rows:
-        writer.writerow([
-            format_utc(row[c]) if c in ("since", "review_by") and row.get(c) is not None
-            else ("" if row.get(c) is None else row[c])
-            for c in CSV_COLUMNS
-        ])  # fmt: skip
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
-        **headers(), "Content-Disposition": 'attachment; filename="disabled-jobs.csv"'})  # fmt: skip
+        writer.writerow(
+            [
+                format_utc(row[c])
+                if c in ("since", "review_by") and row.get(c) is not None
+                else ("" if row.get(c) is None else row[c])
+                for c in CSV_COLUMNS
+            ]
+        )
+    return Response(
+        out.getvalue(),
+        media_type="text/csv; charset=utf-8",
+        headers={**headers(), "Content-Disposition": 'attachment; filename="disabled-jobs.csv"'},
+    )

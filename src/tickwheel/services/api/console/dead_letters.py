@@ -43,18 +43,25 @@ def _backend(request: Request) -> Backend:
 
 
 def letters_model(
-    letters: list[dict[str, Any]], jobs: list[dict[str, Any]], now_ms: int, state: str,
+    letters: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    now_ms: int,
+    state: str,
     reason: str,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Pure: the page's rows (oldest first, with age, job type and state) and its counts."""
     types = {j["jobId"]: j.get("type") for j in jobs}
     rows = []
     for letter in letters:
         resolution = letter.get("resolution")
-        row = {**letter, "age": approx_duration(now_ms - int(letter["event_time"])),
-               "job_type": types.get(letter.get("job_id") or ""),
-               "state": resolution["action"] if resolution else "unresolved",
-               "kind": _kind(letter), "workflow": step_workflow(letter.get("job_id"))}  # fmt: skip
+        row = {
+            **letter,
+            "age": approx_duration(now_ms - int(letter["event_time"])),
+            "job_type": types.get(letter.get("job_id") or ""),
+            "state": resolution["action"] if resolution else "unresolved",
+            "kind": _kind(letter),
+            "workflow": step_workflow(letter.get("job_id")),
+        }
         rows.append(row)
     counts = Counter(r["state"] == "unresolved" for r in rows)
     shown = [
@@ -64,8 +71,14 @@ def letters_model(
     if reason:
         shown = [r for r in shown if _reason_group(r["reason"]) == reason]
     shown.sort(key=lambda r: (int(r["event_time"]), r["dead_letter_id"]))
-    return {"letters": shown, "unresolved_count": counts[True], "resolved_count": counts[False],
-            "reasons": sorted(reasons.items()), "state": state, "reason": reason}  # fmt: skip
+    return {
+        "letters": shown,
+        "unresolved_count": counts[True],
+        "resolved_count": counts[False],
+        "reasons": sorted(reasons.items()),
+        "state": state,
+        "reason": reason,
+    }
 
 
 def _kind(letter: dict[str, Any]) -> str:
@@ -73,8 +86,11 @@ def _kind(letter: dict[str, Any]) -> str:
         return "workflow step"
     if letter.get("execution_id"):
         return "execution"
-    return {"undecodable": "undecodable record", "rejected": "refused record",
-            "job": "job set aside"}.get(str(letter["dead_letter_id"]).split(":", 1)[0], "record")  # fmt: skip
+    return {
+        "undecodable": "undecodable record",
+        "rejected": "refused record",
+        "job": "job set aside",
+    }.get(str(letter["dead_letter_id"]).split(":", 1)[0], "record")
 
 
 def _reason_group(reason: str) -> str:
@@ -82,15 +98,26 @@ def _reason_group(reason: str) -> str:
     return reason.split(":", 1)[0].strip() or reason
 
 
-def render_letters(request: Request, b: Backend, state: str = "unresolved", reason: str = "",
-                   error: str | None = None, code: int = 200) -> Response:  # fmt: skip
+def render_letters(
+    request: Request,
+    b: Backend,
+    state: str = "unresolved",
+    reason: str = "",
+    error: str | None = None,
+    code: int = 200,
+) -> Response:
     letters = request.app.state.console_dead_letters(request, b)
     model = letters_model(letters, b.jobs.list(), b.now_ms(), state, reason)
     principal = getattr(request.state, "principal", None)
     # Retrying or discarding needs the admin scope (as on the API): without it, only read.
     can_act = principal is None or principal.can("admin")
-    context = {"section": "dead-letters", **model, "states": STATES, "error": error,
-               "can_act": can_act}  # fmt: skip
+    context = {
+        "section": "dead-letters",
+        **model,
+        "states": STATES,
+        "error": error,
+        "can_act": can_act,
+    }
     return page(request, "dead_letters.html", context, status=code)
 
 
@@ -122,13 +149,15 @@ async def _act(request: Request, action: str, ids: list[str]) -> Response:
         problem = from_exception(exc)
         if problem.status >= 500:
             return error_page(request, exc, "dead-letters")
-        return await run_in_threadpool(render_letters, request, b, error=problem.detail,
-                                       code=problem.status)  # fmt: skip
+        return await run_in_threadpool(
+            render_letters, request, b, error=problem.detail, code=problem.status
+        )
     done = [r["deadLetterId"] for r in results if r["status"] == 200]
     refused = [f"{r['deadLetterId']}: {r['detail']}" for r in results if r["status"] != 200]
     if not done:
-        return await run_in_threadpool(render_letters, request, b, error="; ".join(refused),
-                                       code=results[0]["status"])  # fmt: skip
+        return await run_in_threadpool(
+            render_letters, request, b, error="; ".join(refused), code=results[0]["status"]
+        )
     said = f"{DONE[action]} {len(done)}: {', '.join(done)}"
     if refused:
         said += f"; refused {len(refused)}: " + "; ".join(refused)

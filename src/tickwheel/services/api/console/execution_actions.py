@@ -35,8 +35,7 @@ def retry_execution(
     """A new execution of `job_id` for `execution_id`, as `POST /runs/{id}/retry` asks for one
     (`tickwheel.sdk.dead_letters.retry_execution`), over the letters this tenant may act on."""
     client = DeadLettersClient(b.bootstrap, b.clock, jobs=b.jobs, tenant_id=b.tenant_id)
-    done = shared_retry(client, visible_letters(request, b), execution_id, job_id, by=by,
-                        note=note)  # fmt: skip
+    done = shared_retry(client, visible_letters(request, b), execution_id, job_id, by=by, note=note)
     via = "its dead letter" if done["via"] == "dead-letter" else "a trigger of its job"
     return {**done, "via": via}
 
@@ -50,9 +49,12 @@ async def retry(request: Request, execution_id: str) -> Response:
         if not job_id:
             raise InvalidInput("jobId", "required; accepted: the execution's job")
         note = one(form, "reason").strip() or None
-        done = await run_in_threadpool(retry_execution, request, b, execution_id, job_id,
-                                       who(form), note)  # fmt: skip
+        done = await run_in_threadpool(
+            retry_execution, request, b, execution_id, job_id, who(form), note
+        )
     except Exception as exc:
         return error_page(request, exc, "jobs")
-    return see_other(f"/executions/{execution_id}?retried={done['execution_id']}",
-                     f"retried through {done['via']}: new execution {done['execution_id']}")  # fmt: skip
+    return see_other(
+        f"/executions/{execution_id}?retried={done['execution_id']}",
+        f"retried through {done['via']}: new execution {done['execution_id']}",
+    )

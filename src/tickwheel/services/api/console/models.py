@@ -161,9 +161,20 @@ def job_status(
 #: The fields a definition's schedule is made of (what `record_schedule` reads): jobs that
 #: agree on them share their next slot and their words, so a page computes each schedule once.
 SCHEDULE_FIELDS = (
-    "cron", "timezone", "dstPolicy", "runAt", "every", "phase", "startAt", "endAt", "maxRuns",
-    "schedules", "exclude", "calendar", "businessDays",
-)  # fmt: skip
+    "cron",
+    "timezone",
+    "dstPolicy",
+    "runAt",
+    "every",
+    "phase",
+    "startAt",
+    "endAt",
+    "maxRuns",
+    "schedules",
+    "exclude",
+    "calendar",
+    "businessDays",
+)
 
 
 def schedule_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -329,10 +340,14 @@ def version_diffs(versions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
         ]
         if not out:
             changes = []  # the first version is the whole definition, shown below it
-        out.append({
-            "version": row.get("version"), "at": str(row.get("event_time")),
-            "deleted": bool(row.get("deleted")), "changes": changes,
-        })  # fmt: skip
+        out.append(
+            {
+                "version": row.get("version"),
+                "at": str(row.get("event_time")),
+                "deleted": bool(row.get("deleted")),
+                "changes": changes,
+            }
+        )
         previous = definition
     return list(reversed(out))
 

@@ -94,15 +94,27 @@ def group_role(group_id: str, named: dict[str, str]) -> tuple[str, str] | None:
 def group_view(group: GroupLag, role: str, serves: str) -> dict[str, Any]:
     """One group's row: members and lag in words (a group with no member is not reading)."""
     behind = [p for p in group.partitions if p.lag]
-    return {"group_id": group.group_id, "state": group.state, "role": role, "queue": serves,
-            "members": [member_view(m) for m in group.members], "lag": group.lag, "exact": group.exact,
-            "uncommitted": group.uncommitted, "partitions": len(group.partitions),
-            "behind": sorted(behind, key=lambda p: -(p.lag or 0))[:5]}  # fmt: skip
+    return {
+        "group_id": group.group_id,
+        "state": group.state,
+        "role": role,
+        "queue": serves,
+        "members": [member_view(m) for m in group.members],
+        "lag": group.lag,
+        "exact": group.exact,
+        "uncommitted": group.uncommitted,
+        "partitions": len(group.partitions),
+        "behind": sorted(behind, key=lambda p: -(p.lag or 0))[:5],
+    }
 
 
 def member_view(member: GroupMember) -> dict[str, Any]:
-    return {"client_id": member.client_id, "host": member.host, "member_id": member.member_id,
-            "partitions": list(member.partitions)}  # fmt: skip
+    return {
+        "client_id": member.client_id,
+        "host": member.host,
+        "member_id": member.member_id,
+        "partitions": list(member.partitions),
+    }
 
 
 def owners_of(groups: Iterable[GroupLag], topic: str) -> dict[int, dict[str, Any]]:
@@ -138,9 +150,15 @@ def timer_partitions(
         record, _ = _last_record(reader, states, partition, f"__partition__/{partition}")
         checkpoint = decode(record.value, "TimerState")[1] if record is not None else None
         at = None if checkpoint is None else int(checkpoint["updated_at"])
-        rows.append({"partition": partition, "owner": owners.get(partition),
-                     "checkpoint_at": at, "seq": None if checkpoint is None else checkpoint.get("seq"),
-                     "age": None if at is None else approx_duration(now_ms - at)})  # fmt: skip
+        rows.append(
+            {
+                "partition": partition,
+                "owner": owners.get(partition),
+                "checkpoint_at": at,
+                "seq": None if checkpoint is None else checkpoint.get("seq"),
+                "age": None if at is None else approx_duration(now_ms - at),
+            }
+        )
     return rows
 
 
@@ -178,13 +196,18 @@ def watchdog_lag(reader: Any, now_ms: int, bootstrap: str | None = None) -> dict
             gaps[(topic, int(partition))] = (int(offset), end)
     small = {tp: gap for tp, gap in gaps.items() if gap[1] - gap[0] <= EXACT_GAP}
     counted = readable_records(bootstrap, small, ADMIN_TIMEOUT_S)
-    behind = sum(len(counted[tp]) if tp in counted else end - start
-                 for tp, (start, end) in gaps.items())  # fmt: skip
+    behind = sum(
+        len(counted[tp]) if tp in counted else end - start for tp, (start, end) in gaps.items()
+    )
     watermark = details.get("watermark")
     last = int(checkpoint["event_time"])
-    return {"watermark": watermark, "last_transaction": last, "records_behind": behind,
-            "lag": None if watermark is None else approx_duration(now_ms - int(watermark)),
-            "since_transaction": approx_duration(now_ms - last)}  # fmt: skip
+    return {
+        "watermark": watermark,
+        "last_transaction": last,
+        "records_behind": behind,
+        "lag": None if watermark is None else approx_duration(now_ms - int(watermark)),
+        "since_transaction": approx_duration(now_ms - last),
+    }
 
 
 def _unread(name: str, exc: Exception) -> str:
@@ -212,8 +235,9 @@ def read_operations(b: Backend) -> Operations:
     reader = KafkaPartitionReader(b.bootstrap, timeout=10.0)
     try:
         try:
-            owners = owners_of([g for g in groups if g.group_id == timer],
-                               topic_name("jobs.definitions"))  # fmt: skip
+            owners = owners_of(
+                [g for g in groups if g.group_id == timer], topic_name("jobs.definitions")
+            )
             found.timer_partitions = timer_partitions(owners, reader, now)
         except Exception as exc:
             found.problems.append(_unread("timer partitions", exc))
@@ -234,5 +258,8 @@ async def operations_page(request: Request) -> Response:
         found = await run_in_threadpool(request.app.state.console_operations, b)
     except Exception as exc:
         return error_page(request, exc, "overview")
-    return page(request, "operations.html", {"section": "overview", "ops": found,
-                                             "problems": found.problems})  # fmt: skip
+    return page(
+        request,
+        "operations.html",
+        {"section": "overview", "ops": found, "problems": found.problems},
+    )

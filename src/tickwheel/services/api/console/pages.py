@@ -38,8 +38,11 @@ BackendDep = Annotated[Backend, Depends(backend)]
 def _failed(request: Request, exc: Exception, section: str) -> HTMLResponse:
     response = error_page(request, exc, section)
     if response.status_code >= 500:  # a bug or an outage: the log keeps the traceback
-        log.warning("console page failed", exc_info=exc,
-                    extra={"action": "console_page_failed", "path": request.url.path})  # fmt: skip
+        log.warning(
+            "console page failed",
+            exc_info=exc,
+            extra={"action": "console_page_failed", "path": request.url.path},
+        )
     return response
 
 
@@ -84,8 +87,9 @@ def overview(request: Request, b: BackendDep) -> Response:
             letters = request.app.state.console_dead_letters(request, b)
             context = overview_model(b.now_ms(), rows, found, h, letters, is_operator(b))
             problems = [p for p in (h.problem, alerts_problem) if p]
-        return page(request, "overview.html",
-                    {"section": "overview", **context, "problems": problems})  # fmt: skip
+        return page(
+            request, "overview.html", {"section": "overview", **context, "problems": problems}
+        )
     except Exception as exc:
         return _failed(request, exc, "overview")
 
@@ -121,10 +125,19 @@ def render_jobs(
     shown = models.filter_rows(rows, q, status if status in models.STATUSES else "", tenant)
     tenants = sorted({r.tenant_id for r in rows})
     counts = {name: sum(1 for r in rows if r.status == name) for name in models.STATUSES}
-    context = {"section": "jobs", "rows": shown, "total": len(rows), "q": q,
-               "status": status, "counts": counts, "statuses": models.STATUSES,
-               "problems": problems, "error": error, "tenant": tenant,
-               "tenants": tenants}  # fmt: skip
+    context = {
+        "section": "jobs",
+        "rows": shown,
+        "total": len(rows),
+        "q": q,
+        "status": status,
+        "counts": counts,
+        "statuses": models.STATUSES,
+        "problems": problems,
+        "error": error,
+        "tenant": tenant,
+        "tenants": tenants,
+    }
     return page(request, "jobs.html", context, status=code)
 
 
@@ -138,8 +151,9 @@ def job_context(request: Request, b: Backend, job_id: str, days: int) -> dict[st
         found, alerts_problem = reads.incidents(b, request.app.state.console_alerts)
         kinds = _alert_kinds_by_job(found).get(job_id, set())
         calendars = b.known_calendars() if uses_calendar(record) else None
-        row = models.job_row(record, outcomes.get(job_id, models.JobOutcome()), now, kinds,
-                             calendars=calendars)  # fmt: skip
+        row = models.job_row(
+            record, outcomes.get(job_id, models.JobOutcome()), now, kinds, calendars=calendars
+        )
         versions = models.version_diffs(reads.job_versions(h, job_id))
         grid = grid_counts = None
         recurring = record.get("runAt") is None
@@ -157,13 +171,21 @@ def job_context(request: Request, b: Backend, job_id: str, days: int) -> dict[st
         executions = reads.job_executions(h, job_id)
         problems = [p for p in (h.problem, alerts_problem) if p]
     return {
-        "section": "jobs", "job": record, "row": row, "days": days,
+        "section": "jobs",
+        "job": record,
+        "row": row,
+        "days": days,
         "definition": models.definition_view(record),
         "next_runs": models.next_occurrences(record, now, calendars=calendars),
-        "versions": versions, "grid": grid, "grid_counts": grid_counts,
-        "problem_slots": problem_slots[:200], "executions": executions,
-        "problems": problems, "recurring": recurring, "slot_statuses": svg.SLOT_STATUSES,
-    }  # fmt: skip
+        "versions": versions,
+        "grid": grid,
+        "grid_counts": grid_counts,
+        "problem_slots": problem_slots[:200],
+        "executions": executions,
+        "problems": problems,
+        "recurring": recurring,
+        "slot_statuses": svg.SLOT_STATUSES,
+    }
 
 
 @router.get("/jobs/new", response_class=HTMLResponse)
@@ -206,10 +228,14 @@ def execution_page(request: Request, b: BackendDep, execution_id: str) -> Respon
         assert timeline is not None
         if b.tenant_id is not None:
             owner_check(request, b, timeline)
-        context = {"section": "jobs", "t": timeline, "picture": svg.execution_timeline(timeline),
-                   "retryable": timeline["status"] in models.RETRYABLE_STATUSES,
-                   "step_of": step_workflow(timeline.get("job_id")),
-                   "retried": request.query_params.get("retried")}  # fmt: skip
+        context = {
+            "section": "jobs",
+            "t": timeline,
+            "picture": svg.execution_timeline(timeline),
+            "retryable": timeline["status"] in models.RETRYABLE_STATUSES,
+            "step_of": step_workflow(timeline.get("job_id")),
+            "retried": request.query_params.get("retried"),
+        }
         return page(request, "execution.html", context)
     except Exception as exc:
         return _failed(request, exc, "jobs")
@@ -223,8 +249,12 @@ def alerts_page(
         found, problem = reads.incidents(b, request.app.state.console_alerts)
         shown = [i for i in found if not state or i.get("state") == state]
         shown.sort(key=lambda i: (i.get("state") != "open", -(i.get("opened_at") or 0)))
-        context = {"section": "alerts", "incidents": shown, "state": state,
-                   "problems": [problem] if problem else []}  # fmt: skip
+        context = {
+            "section": "alerts",
+            "incidents": shown,
+            "state": state,
+            "problems": [problem] if problem else [],
+        }
         return page(request, "alerts.html", context)
     except Exception as exc:
         return _failed(request, exc, "alerts")

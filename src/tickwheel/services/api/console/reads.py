@@ -64,8 +64,10 @@ def history(backend: Backend) -> Iterator[History]:
     try:
         reader = backend.open_history()
     except Exception as exc:  # any reason the store is unreachable: the page says so
-        log.info("history unavailable", extra={"action": "console_history_unavailable",
-                                                "error": str(exc)})  # fmt: skip
+        log.info(
+            "history unavailable",
+            extra={"action": "console_history_unavailable", "error": str(exc)},
+        )
         yield History(None, f"the history is unavailable ({exc})")
         return
     try:
@@ -78,8 +80,11 @@ def job_outcomes(h: History, job_id: str | None = None) -> dict[str, JobOutcome]
     """Each job's last outcome and success; only `job_id`'s when given (the job page: its
     own job's events, not every job's)."""
     out: dict[str, JobOutcome] = {}
-    rows = (h.query("console_job_outcomes") if job_id is None
-            else h.query("console_job_outcome", {"job_id": job_id}))  # fmt: skip
+    rows = (
+        h.query("console_job_outcomes")
+        if job_id is None
+        else h.query("console_job_outcome", {"job_id": job_id})
+    )
     for row in rows:
         out[row["job_id"]] = JobOutcome(
             last_outcome=row["last_outcome"],

@@ -78,8 +78,12 @@ def error_page(request: Request, exc: Exception, section: str = "") -> HTMLRespo
     problem = from_exception(exc)
     if isinstance(exc, LookupError) and problem.status == 422:
         problem.status, problem.code = 404, "not-found"  # an unknown alert, workflow, ...
-    context = {"section": section, "status": problem.status, "detail": problem.detail,
-               "title": problem.code}  # fmt: skip
+    context = {
+        "section": section,
+        "status": problem.status,
+        "detail": problem.detail,
+        "title": problem.code,
+    }
     return page(request, "error.html", context, status=problem.status)
 
 

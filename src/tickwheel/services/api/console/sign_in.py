@@ -25,8 +25,11 @@ def _next(target: str) -> str:
 def sign_in_page(request: Request) -> Response:
     from tickwheel.services.api.door import auth_mode
 
-    context = {"section": "", "next": _next(request.query_params.get("next", PREFIX)),
-               "development": auth_mode() == "off"}  # fmt: skip
+    context = {
+        "section": "",
+        "next": _next(request.query_params.get("next", PREFIX)),
+        "development": auth_mode() == "off",
+    }
     return page(request, "sign_in.html", context)
 
 
@@ -41,13 +44,23 @@ async def sign_in(request: Request) -> Response:
     target = _next(one(form, "next", PREFIX))
     principal = key_principal(request, token) if auth_mode() == "keys" else None
     if principal is None:
-        context = {"section": "", "next": target, "development": auth_mode() == "off",
-                   "error": "that key is not valid (unknown, revoked or mistyped); accepted: "
-                            "a token `tickwheel api-keys create` printed"}  # fmt: skip
+        context = {
+            "section": "",
+            "next": target,
+            "development": auth_mode() == "off",
+            "error": "that key is not valid (unknown, revoked or mistyped); accepted: "
+            "a token `tickwheel api-keys create` printed",
+        }
         return page(request, "sign_in.html", context, status=401)
     response = RedirectResponse(target, status_code=303, headers=headers())
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path=PREFIX,
-                        secure=request.url.scheme == "https")  # fmt: skip
+    response.set_cookie(
+        COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path=PREFIX,
+        secure=request.url.scheme == "https",
+    )
     return response
 
 

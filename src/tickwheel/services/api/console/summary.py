@@ -34,10 +34,15 @@ def overview_model(
     ready = []
     for row in reads.ready_by_priority(h, now_ms) if operator else []:
         oldest = reads.to_ms(row["oldest_requested_at"])
-        ready.append({"priority": row["priority"], "waiting": int(row["waiting"]),
-                      "age": approx_duration(now_ms - oldest) if oldest is not None else "?",
-                      "execution_id": row["oldest_execution_id"],
-                      "job_id": row["oldest_job_id"]})  # fmt: skip
+        ready.append(
+            {
+                "priority": row["priority"],
+                "waiting": int(row["waiting"]),
+                "age": approx_duration(now_ms - oldest) if oldest is not None else "?",
+                "execution_id": row["oldest_execution_id"],
+                "job_id": row["oldest_job_id"],
+            }
+        )
     unresolved = [x for x in letters if not x.get("resolution")]
     oldest_letter_ms = min((int(x["event_time"]) for x in unresolved), default=None)
     return {

@@ -223,12 +223,21 @@ def execution_timeline(timeline: Mapping[str, Any], width: int = 900) -> str:
             parts.append(_bar("waiting", x(asked), x(until), y, "waiting for a worker"))
         if leased is not None:
             outcome = attempt.get("outcome") or "running"
-            parts.append(_bar(f"running {outcome}", x(leased), x(ended or leased), y,
-                              f"leased by {attempt.get('worker_id') or '?'}"))  # fmt: skip
+            parts.append(
+                _bar(
+                    f"running {outcome}",
+                    x(leased),
+                    x(ended or leased),
+                    y,
+                    f"leased by {attempt.get('worker_id') or '?'}",
+                )
+            )
         for beat in attempt.get("heartbeats") or ():
             bx = x(_ms(beat) or start)
-            parts.append(f'<line class="heartbeat" x1="{bx:.1f}" x2="{bx:.1f}" y1="{y}" '
-                         f'y2="{y + 20}"><title>heartbeat {_attr(beat)}</title></line>')  # fmt: skip
+            parts.append(
+                f'<line class="heartbeat" x1="{bx:.1f}" x2="{bx:.1f}" y1="{y}" '
+                f'y2="{y + 20}"><title>heartbeat {_attr(beat)}</title></line>'
+            )
         fenced = attempt.get("fenced")
         if fenced:
             fx = x(_ms(fenced.get("at")) or start)
@@ -236,12 +245,14 @@ def execution_timeline(timeline: Mapping[str, Any], width: int = 900) -> str:
         label = attempt.get("outcome") or ("running" if leased else "waiting")
         if attempt.get("accepted") is False:
             label += " (not accepted)"
-        parts.append(f'<text class="outcome" x="{left + plot + 8}" y="{y + 14}">'
-                     f"{escape(label)}</text></g>")  # fmt: skip
+        parts.append(
+            f'<text class="outcome" x="{left + plot + 8}" y="{y + 14}">{escape(label)}</text></g>'
+        )
     if _ms(dead) is not None:
         dx = x(_ms(dead) or start)
-        parts.append(f'<text class="dead-lettered" x="{dx:.1f}" y="{height - 4}">'
-                     "dead-lettered</text>")  # fmt: skip
+        parts.append(
+            f'<text class="dead-lettered" x="{dx:.1f}" y="{height - 4}">dead-lettered</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -318,8 +329,15 @@ def dag_layout(steps: Iterable[DagStep]) -> list[Placed]:
         members.sort(key=lambda s: _mean(row_of[d] for d in by_id[s].depends_on))
         for row, sid in enumerate(members):
             row_of[sid] = row
-            placed.append(Placed(by_id[sid], number, row, 10 + number * (NODE_W + GAP_X),
-                                 10 + row * (NODE_H + GAP_Y)))  # fmt: skip
+            placed.append(
+                Placed(
+                    by_id[sid],
+                    number,
+                    row,
+                    10 + number * (NODE_W + GAP_X),
+                    10 + row * (NODE_H + GAP_Y),
+                )
+            )
     return placed
 
 

@@ -62,11 +62,20 @@ def dag_steps(
         )
         shown = f"{status} (stuck)" if stuck else status
         dag.append(svg.DagStep(spec.id, spec.depends_on, shown))
-        rows.append({"id": spec.id, "kind": spec.kind, "status": status, "stuck": stuck,
-                     "attempt": state.get("attempt"), "round": state.get("round"),
-                     "started": started, "ended": state.get("endedAt"),
-                     "compensation": state.get("compensation"),
-                     "for": approx_duration(now_ms - int(started)) if started else None})  # fmt: skip
+        rows.append(
+            {
+                "id": spec.id,
+                "kind": spec.kind,
+                "status": status,
+                "stuck": stuck,
+                "attempt": state.get("attempt"),
+                "round": state.get("round"),
+                "started": started,
+                "ended": state.get("endedAt"),
+                "compensation": state.get("compensation"),
+                "for": approx_duration(now_ms - int(started)) if started else None,
+            }
+        )
     return dag, rows
 
 
@@ -87,11 +96,19 @@ def workflow_context(request: Request, workflow_id: str) -> dict[str, Any]:
         (timeline.definition_id, timeline.definition_version)
     )
     if document is None:
-        raise InvalidInput("definition", f"{timeline.definition_id} "
-                           f"v{timeline.definition_version} is not on workflows.definitions")  # fmt: skip
+        raise InvalidInput(
+            "definition",
+            f"{timeline.definition_id} "
+            f"v{timeline.definition_version} is not on workflows.definitions",
+        )
     dag, rows = dag_steps(document, timeline.steps, b.now_ms())
-    return {"section": "workflows", "w": timeline, "steps": rows, "picture": svg.dag(dag),
-            "events": timeline.events[-200:]}  # fmt: skip
+    return {
+        "section": "workflows",
+        "w": timeline,
+        "steps": rows,
+        "picture": svg.dag(dag),
+        "events": timeline.events[-200:],
+    }
 
 
 @router.get("/workflows/{workflow_id}", response_class=HTMLResponse)
@@ -135,8 +152,10 @@ async def step_action(request: Request, workflow_id: str, step: str, action: str
         )
     except Exception as exc:
         return await run_in_threadpool(_refused, request, workflow_id, exc)
-    log.info("workflow step action", extra={"action": f"console_step_{action}",
-                                            "workflow_id": workflow_id, "step": step})  # fmt: skip
+    log.info(
+        "workflow step action",
+        extra={"action": f"console_step_{action}", "workflow_id": workflow_id, "step": step},
+    )
     return see_other(f"/workflows/{workflow_id}", said)
 
 
