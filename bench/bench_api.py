@@ -188,7 +188,7 @@ def in_process_api_env(bootstrap: str, prefix: str) -> None:
 
 STAGES = (
     ("tickwheel.sdk.catalogue", "DefinitionCatalogue", "get"),
-    ("tickwheel.services.api.writes", "SharedEnds", "end"),
+    ("tickwheel.adapters.kafka.follower", "SharedEnds", "end"),
     ("tickwheel.services.api.writes", "AckedJobsClient", "_publish"),
     ("tickwheel.sdk.jobs", "JobsClient", "create"),
     ("tickwheel.services.api.topic_view", "TopicView", "publish"),

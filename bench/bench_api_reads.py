@@ -49,7 +49,7 @@ from tickwheel.services.api.keys import create_key  # noqa: E402
 from tickwheel.stack.broker import free_port  # noqa: E402
 
 READ_STAGES = (
-    ("tickwheel.services.api.followed_jobs", "FollowedCatalogue", "recent"),
+    ("tickwheel.services.api.freshness", "FreshReads", "read"),
     ("tickwheel.services.api.freshness", "RecentEnds", "end"),
     ("tickwheel.services.api.routes_jobs", "_module", "job_view"),
     ("tickwheel.services.api.keys", "KeyRing", "authenticate"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.sdk.catalogue import CataloguedJobsClient
+from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
 from tickwheel.sdk.jobs import JobsClient, UnknownJob
-from tickwheel.services.api.followed_jobs import FollowedCatalogue, FollowedJobs
+from tickwheel.services.api.followed_jobs import FollowedJobs
 from tickwheel.services.api.writes import AckedJobsClient
 from tickwheel.topology import topic_name
 
@@ -64,8 +64,9 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
     """Decision 0139: the API's reads reuse a recent end offset; its own writes are seen by
     the next read whatever the window, anyone else's by every read more than a window after."""
     ticks = Ticks()
-    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=5.0, monotonic=ticks)
-    jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
+    catalogue = DefinitionCatalogue(kafka_bootstrap, shared_ends=True)
+    writer = AckedJobsClient(kafka_bootstrap, catalogue=catalogue)
+    jobs = FollowedJobs(writer, catalogue, window_s=5.0, monotonic=ticks)
     other = JobsClient(kafka_bootstrap)
     try:
         for n in range(10):
@@ -77,11 +78,11 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
         with pytest.raises(UnknownJob):
             jobs.get("f-3")
         # Reads within the window and no write in between: no broker request at all.
-        asked = catalogue.freshness.ends.asked
+        asked = jobs.fresh.freshness.ends.asked
         for _ in range(50):
             for n in (0, 1, 4):
                 assert jobs.get(f"f-{n}")["jobId"] == f"f-{n}"
-        assert catalogue.freshness.ends.asked == asked
+        assert jobs.fresh.freshness.ends.asked == asked
         # Another client's write, acknowledged now: every read a window later sees it.
         other.create({**SPEC, "jobId": "f-0-other"})
         other.update("f-1", {"enabled": False})
@@ -99,8 +100,9 @@ def test_followed_reads_see_own_writes_at_once_and_others_within_the_window(
 def test_followed_reads_with_no_window_see_another_clients_write_at_once(
     applied_topology: str, kafka_bootstrap: str
 ) -> None:
-    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=0.0)
-    jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
+    catalogue = DefinitionCatalogue(kafka_bootstrap, shared_ends=True)
+    writer = AckedJobsClient(kafka_bootstrap, catalogue=catalogue)
+    jobs = FollowedJobs(writer, catalogue, window_s=0.0)
     other = JobsClient(kafka_bootstrap)
     try:
         for n in range(10):
@@ -119,8 +121,9 @@ def test_followed_reads_see_a_write_the_judge_made_once_its_verdict_is_back(
     from tests.integration.test_jobwriter import Judge
 
     judge = Judge(kafka_bootstrap)
-    catalogue = FollowedCatalogue(kafka_bootstrap, window_s=60.0)
-    jobs = FollowedJobs(AckedJobsClient(kafka_bootstrap, catalogue=catalogue), catalogue)
+    catalogue = DefinitionCatalogue(kafka_bootstrap, shared_ends=True)
+    writer = AckedJobsClient(kafka_bootstrap, catalogue=catalogue)
+    jobs = FollowedJobs(writer, catalogue, window_s=60.0)
     try:
         with pytest.raises(UnknownJob):
             jobs.get("j-0")  # an end asked now is reused for a minute, but for own writes

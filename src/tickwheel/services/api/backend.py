@@ -57,10 +57,11 @@ class Backend:
         end offset recent enough (this instance's writes at once, others' within the read
         window: decision 0139); each write checks against ends asked for it, waits for its
         own acknowledgement and is serialised per job (decisions 0100, 0101)."""
-        from tickwheel.services.api.followed_jobs import FollowedCatalogue, FollowedJobs
+        from tickwheel.sdk.catalogue import DefinitionCatalogue
+        from tickwheel.services.api.followed_jobs import FollowedJobs
         from tickwheel.services.api.writes import AckedJobsClient
 
-        catalogue = FollowedCatalogue(bootstrap)
+        catalogue = DefinitionCatalogue(bootstrap, shared_ends=True)
         writer = AckedJobsClient(bootstrap, catalogue=catalogue)
         return cls(jobs=FollowedJobs(writer, catalogue), bootstrap=bootstrap)
 

@@ -1,7 +1,7 @@
 """The API's job reads from its followed catalogue, fresh by decision 0139's rule.
 
 `FollowedJobs` is the `JobsLike` the routes read through: `get` and `list` answer from the
-catalogue's memory once the follower has passed an end offset recent enough
+SDK's `DefinitionCatalogue` once its follower has passed an end offset recent enough
 (`tickwheel.services.api.freshness`: this instance's own writes at once, anyone else's within
 the window), so a read costs no broker round trip while the ends are fresh. Writes go to the
 write path's client unchanged (its own checks still ask the broker for every end: a create's
@@ -16,69 +16,47 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tickwheel.adapters.kafka.client import TopicPartition
+from tickwheel.adapters.kafka.follower import Place
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.records import JobDefinition
-from tickwheel.sdk.catalogue import CataloguedJobsClient
+from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
 from tickwheel.sdk.jobs import UnknownJob
-from tickwheel.services.api.freshness import Freshness, window_from_env
-from tickwheel.services.api.writes import SharedEndsCatalogue
-
-
-class FollowedCatalogue(SharedEndsCatalogue):
-    """The write path's catalogue (every read of it asks fresh ends) with a second way in
-    for the API's reads: ends recent by `freshness`."""
-
-    def __init__(
-        self,
-        bootstrap: str | None = None,
-        window_s: float | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(bootstrap)
-        window = window_from_env(dict(os.environ)) if window_s is None else window_s
-        self.freshness: Freshness[int] = Freshness(
-            lambda p: watermarks(self._meta, TopicPartition(self.topic, p))[1], window, monotonic
-        )
-
-    def partition_of(self, job_id: str) -> int:
-        return partition_for(job_id, len(self.partitions))
-
-    def recent(self, job_id: str) -> dict[str, Any] | None:
-        partition = self.partition_of(job_id)
-        ends = {partition: self.freshness.end(partition)}
-        with self._changed:
-            self._caught_up(ends)
-            return self._record(job_id)
-
-    def recent_list(self) -> list[dict[str, Any]]:
-        ends = {p: self.freshness.end(p) for p in self.partitions}
-        with self._changed:
-            self._caught_up(ends)
-            records = self._all()
-        return sorted(records, key=lambda d: d["jobId"])
+from tickwheel.services.api.freshness import FreshReads, window_from_env
 
 
 class FollowedJobs:
-    """`JobsLike`: reads from `catalogue` (recent ends), writes through `writer`."""
+    """`JobsLike`: reads from `catalogue` at recent ends (`FreshReads`), writes through
+    `writer` (whose own checks ask fresh ends of the same catalogue)."""
 
-    def __init__(self, writer: CataloguedJobsClient, catalogue: FollowedCatalogue) -> None:
+    def __init__(
+        self,
+        writer: CataloguedJobsClient,
+        catalogue: DefinitionCatalogue,
+        window_s: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.writer = writer
         self.catalogue = catalogue
+        window = window_from_env(dict(os.environ)) if window_s is None else window_s
+        self.fresh = FreshReads(catalogue.follower, window, monotonic)
+
+    def _place(self, job_id: str) -> Place:
+        topic = self.catalogue.topic
+        return (topic, partition_for(job_id, len(self.catalogue.partitions)))
 
     def get(self, job_id: str) -> dict[str, Any]:
-        record = self.catalogue.recent(job_id)
+        record = self.fresh.read([self._place(job_id)], lambda: self.catalogue.record(job_id))
         if record is None:
             raise UnknownJob(job_id)
         return record
 
     def list(self) -> list[dict[str, Any]]:
-        return self.catalogue.recent_list()
+        places = self.catalogue.follower.every(self.catalogue.topic)
+        return self.fresh.read(places, self.catalogue.records)
 
     def _wrote(self, job_id: Any) -> None:
         if isinstance(job_id, str):
-            self.catalogue.freshness.wrote(self.catalogue.partition_of(job_id))
+            self.fresh.wrote(self._place(job_id))
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
         created: dict[str, Any] | None = None
@@ -141,7 +119,7 @@ class FollowedJobs:
     def __getattr__(self, name: str) -> Any:
         # The write path's other calls (a command's status, decision 0099's judge) are the
         # writer's: routes find them with hasattr, so they are passed through, not listed.
-        if name in ("writer", "catalogue"):
+        if name in ("writer", "catalogue", "fresh"):
             raise AttributeError(name)
         return getattr(self.writer, name)
 

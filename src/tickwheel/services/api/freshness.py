@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from tickwheel.adapters.kafka.follower import Place, TopicFollower
 from tickwheel.errors import InvalidInput
 
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 DEFAULT_WINDOW_MS = 1000
 MAX_WINDOW_MS = 10_000
 
@@ -179,3 +181,26 @@ class Freshness(Generic[K]):
         with self._lock:
             after = self._written.get(key, 0)
         return self.ends.end(key, self.monotonic() - self.window_s, after)
+
+
+class FreshReads:
+    """A `TopicFollower`'s reads, fresh by decision 0139's rule: each wanted partition's end
+    offset comes from `Freshness` (this instance's writes at once, anyone's within the
+    window), so a read costs no broker round trip while the ends are fresh."""
+
+    def __init__(
+        self,
+        follower: TopicFollower,
+        window_s: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.follower = follower
+        self.freshness: Freshness[Place] = Freshness(follower.end, window_s, monotonic)
+
+    def read(self, places: Iterable[Place], view: Callable[[], T]) -> T:
+        """`view()` once the follower has passed a recent enough end of every place."""
+        return self.follower.read({place: self.freshness.end(place) for place in places}, view)
+
+    def wrote(self, place: Place) -> None:
+        """This instance wrote to `place`: the next read of it must see that write."""
+        self.freshness.wrote(place)

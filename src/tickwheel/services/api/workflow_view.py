@@ -4,7 +4,7 @@ followed by one consumer (decision 0140).
 `WorkflowsClient` (the SDK) reads the instance's partitions of `workflows.state` and
 `workflows.events` to their end, and the whole definitions topic, on every call: hundreds of
 milliseconds a read under load. `FollowedWorkflows` is that client with its three reads
-answered from a `FollowedTopics` view instead, fresh by decision 0139's rule (this instance's
+answered from a followed view instead (`TopicFollower`, read through `FreshReads`), fresh by decision 0139's rule (this instance's
 own definitions at once, anyone's records within the read window). Its writes are the SDK's.
 The view starts at the first read, so an app that never reads a workflow never follows them.
 """
@@ -17,13 +17,13 @@ import threading
 from typing import Any, cast
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
+from tickwheel.adapters.kafka.follower import TopicFollower
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.clock import Clock
 from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.records import WorkflowSnapshot
 from tickwheel.sdk.workflows import UnknownWorkflow, WorkflowsClient
-from tickwheel.services.api.followed_topics import FollowedTopics
-from tickwheel.services.api.freshness import window_from_env
+from tickwheel.services.api.freshness import FreshReads, window_from_env
 
 # Keys the orchestrator writes on workflows.state for itself, not instances.
 PARTITION_KEY_PREFIX = "__partition__/"
@@ -123,31 +123,32 @@ class FollowedWorkflows(WorkflowsClient):
         super().__init__(bootstrap, clock, keys)
         self.window_s = window_from_env(dict(os.environ)) if window_s is None else window_s
         self.memory = WorkflowMemory()
-        self._view: FollowedTopics | None = None
+        self._view: FreshReads | None = None
         self._opening = threading.Lock()
 
-    def view(self) -> FollowedTopics:
+    def view(self) -> FreshReads:
         with self._opening:
             if self._view is None:
                 memory = self.memory
-                self._view = FollowedTopics(
+                follower = TopicFollower(
                     {
                         self.definitions_topic: memory.definition,
                         self.state_topic: memory.snapshot,
                         self.events_topic: memory.event,
                     },
                     self.bootstrap,
-                    self.window_s,
+                    name="api-view",
                 )
+                self._view = FreshReads(follower, self.window_s)
             return self._view
 
     def _place(self, topic: str, key: str) -> tuple[str, int]:
-        return (topic, partition_for(key, len(self.view().partitions[topic])))
+        return (topic, partition_for(key, len(self.view().follower.partitions[topic])))
 
     def _publish(self, topic: str, key: str, value: bytes) -> None:
         super()._publish(topic, key, value)
         if topic == self.definitions_topic:  # the one followed topic this client writes
-            self.view().freshness.wrote(self._place(topic, key))
+            self.view().wrote(self._place(topic, key))
 
     def definitions(
         self, definition_id: str | None = None
@@ -161,11 +162,11 @@ class FollowedWorkflows(WorkflowsClient):
                 if definition_id is None or k[0] == definition_id
             }
 
-        return view.read(view.every(self.definitions_topic), found)
+        return view.read(view.follower.every(self.definitions_topic), found)
 
     def _snapshots(self, partition: int | None = None) -> dict[str, WorkflowSnapshot]:
         view = self.view()
-        every = view.every(self.state_topic)
+        every = view.follower.every(self.state_topic)
         places = every if partition is None else [(self.state_topic, partition)]
         snapshots = view.read(places, lambda: self.memory.snapshots_in([p for _, p in places]))
         return cast("dict[str, WorkflowSnapshot]", snapshots)  # decoded WorkflowSnapshots
@@ -186,5 +187,5 @@ class FollowedWorkflows(WorkflowsClient):
     def close(self) -> None:
         with self._opening:
             if self._view is not None:
-                self._view.close()
+                self._view.follower.close()
                 self._view = None

@@ -24,9 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from tickwheel.adapters.kafka.client import TopicPartition
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.adapters.kafka.reader import watermarks
 from tickwheel.clock import Clock
 from tickwheel.records import JobCommandKind
 from tickwheel.sdk.catalogue import CataloguedJobsClient, DefinitionCatalogue
@@ -70,7 +68,9 @@ class AckedJobsClient(CataloguedJobsClient):
         clock: Clock | None = None,
         catalogue: DefinitionCatalogue | None = None,
     ) -> None:
-        super().__init__(bootstrap, clock, catalogue or SharedEndsCatalogue(bootstrap))
+        super().__init__(
+            bootstrap, clock, catalogue or DefinitionCatalogue(bootstrap, shared_ends=True)
+        )
         # A request does not wait long: a late verdict is a 202 and its status resource.
         self.writes.wait_s = VERDICT_WAIT_S
         self._producer_lock = threading.Lock()
@@ -155,62 +155,3 @@ class AckedJobsClient(CataloguedJobsClient):
 
     def _publish(self, topic: str, key: str, value: bytes | None) -> None:
         self._writer().deliver(topic, key, value)
-
-
-class SharedEnds:
-    """Where each partition ends, asked of the broker by one caller for every caller waiting:
-    group commit for watermark requests (decision 0100).
-
-    A read must see every write acknowledged before it began, so it needs an end offset asked
-    *after* it arrived. A request already in flight when it arrives does not qualify; the next
-    one does, and one caller asks it for everyone who arrived meanwhile. Under load that is
-    one broker round trip per partition at a time instead of one per request, and no read
-    waits for more than the one in flight plus its own."""
-
-    def __init__(self, ask: Callable[[int], int]) -> None:
-        self.ask = ask
-        self._cond = threading.Condition()
-        self._started: dict[int, int] = {}  # per partition: requests begun so far
-        self._done: dict[int, int] = {}  # the latest request answered (its number)
-        self._answer: dict[int, int | BaseException] = {}
-        self._running: set[int] = set()
-
-    def end(self, partition: int) -> int:
-        with self._cond:
-            wanted = self._started.get(partition, 0) + 1  # begun after this call arrived
-            while True:
-                if self._done.get(partition, 0) >= wanted:
-                    known = self._answer[partition]
-                    if isinstance(known, BaseException):
-                        raise known
-                    return known
-                if partition not in self._running:
-                    self._running.add(partition)
-                    number = self._started[partition] = self._started.get(partition, 0) + 1
-                    break
-                self._cond.wait()
-        answer: int | BaseException
-        try:
-            answer = self.ask(partition)
-        except BaseException as exc:  # every caller of this round gets it
-            answer = exc
-        with self._cond:
-            self._running.discard(partition)
-            self._done[partition], self._answer[partition] = number, answer
-            self._cond.notify_all()
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
-
-class SharedEndsCatalogue(DefinitionCatalogue):
-    """The SDK's catalogue, asking partition ends through `SharedEnds`."""
-
-    def __init__(self, bootstrap: str | None = None) -> None:
-        super().__init__(bootstrap)
-        self._shared = SharedEnds(
-            lambda p: watermarks(self._meta, TopicPartition(self.topic, p))[1]
-        )
-
-    def _ends(self, partitions: list[int]) -> dict[int, int]:
-        return {p: self._shared.end(p) for p in partitions}

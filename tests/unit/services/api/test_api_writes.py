@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tickwheel.services.api.writes import SharedEnds
+from tickwheel.adapters.kafka.follower import SharedEnds
 
 WAIT_S = 10
 
