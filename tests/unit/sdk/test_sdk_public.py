@@ -17,20 +17,27 @@ from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.sdk.executions import cancel_record
 
 PUBLIC = [
+    "ChildFailed",
+    "Divergence",
     "ExecutionCancelled",
     "ExecutionContext",
     "InvalidInput",
     "InvalidSchedule",
     "JobExists",
     "JobsClient",
+    "NondeterministicWorkflow",
     "PermanentError",
     "PreviewRow",
     "RetryableError",
+    "StepFailed",
     "TickwheelError",
     "UnknownJob",
+    "WorkflowContext",
     "cancel",
     "job",
     "preview",
+    "step",
+    "workflow",
 ]
 
 

@@ -31,9 +31,9 @@ class Divergence(TickwheelError, RuntimeError):
     ) -> None:
         where = "after the end of its history" if index is None else f"at history event {index}"
         super().__init__(
-            f"workflow {workflow!r} (instance {workflow_id}) diverged from its history {where},"
-            f" step {step}: {detail}; fix the code or guard the change with "
-            f"ctx.patched('change-id')"
+            f"workflow {workflow!r} (instance {workflow_id}) diverged from its history {where}"
+            f" ({step}): {detail}; fix the code or guard the change with "
+            "ctx.patched('change-id')"
         )
         self.workflow = workflow
         self.workflow_id = workflow_id
