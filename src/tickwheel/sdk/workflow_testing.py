@@ -412,11 +412,15 @@ async def _awaited(value: Any) -> Any:
     return await value
 
 
-def load_history(source: str | Path | Iterable[Mapping[str, Any]]) -> list[HistoryEvent]:
+def load_history(
+    source: str | Path | Mapping[str, Any] | Iterable[Mapping[str, Any]],
+) -> list[HistoryEvent]:
     """A recorded history: a JSON file (a list of events, or an object with `events`), or
     the events as JSON data (`WorkflowRunner.export`, `tickwheel workflows export ID`)."""
     if isinstance(source, str | Path):
         raw: Any = json.loads(Path(source).read_text(encoding="utf-8"))
+    elif isinstance(source, Mapping):
+        raw = source
     else:
         raw = list(source)
     if isinstance(raw, Mapping):

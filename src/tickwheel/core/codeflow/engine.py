@@ -148,7 +148,9 @@ class _Ending:
 class WorkflowRun:
     """One run of a workflow instance, fed its history (all at once, or piece by piece)."""
 
-    def __init__(self, workflow: object) -> None:
+    def __init__(self, workflow: object, *, max_turns: int = 1_000_000) -> None:
+        """`max_turns`: loop turns one input may take before the code counts as stuck in a
+        busy loop (`WorkflowStuck`)."""
         self.spec: WorkflowSpec = workflow_spec_of(workflow)
         self.workflow_name = self.spec.name
         self.workflow_id = "?"
@@ -157,7 +159,7 @@ class WorkflowRun:
         self._guard = Guard()
         # asyncio's base declares every loop method abstract; the ones workflow code may reach
         # are implemented (or refused), the rest are never called.
-        self._loop = DeterministicLoop(self._guard)  # type: ignore[abstract]
+        self._loop = DeterministicLoop(self._guard, max_turns)  # type: ignore[abstract]
         self._main: asyncio.Task[Any] | None = None
         self._compensation: asyncio.Task[None] | None = None
         self._seed = ""
