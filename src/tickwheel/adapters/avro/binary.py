@@ -86,7 +86,7 @@ def write_embedded(value: Any, embed: Callable[[Mapping[str, Any]], bytes]) -> b
     whose bytes `embed` gives (the caller's, say a cache of what it already encoded)."""
     raw: bytes = value
     if type(value) is not bytes:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # a dict: no ABC check
             raise TypeError("bytes or a record")
         raw = embed(value)
     return write_long(len(raw)) + raw
