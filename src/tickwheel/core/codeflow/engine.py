@@ -175,6 +175,7 @@ class WorkflowRun:
         self._parked: HistoryEvent | None = None
         self._occurrences: Counter[tuple[str, str]] = Counter()
         self._waiters: dict[int, _Waiter] = {}
+        self._open: dict[int, _Waiter] = {}  # the waiters not answered yet, by position
         self._callables: dict[int, Callable[..., Any]] = {}
         self._signals: dict[str, deque[Any]] = {}
         self._seen_signals: set[str] = set()
@@ -502,7 +503,7 @@ class WorkflowRun:
         self, position: int, kind: str, label: str, signal: str | None = None
     ) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = self._loop.create_future()
-        self._waiters[position] = _Waiter(kind, label, future, signal)
+        self._waiters[position] = self._open[position] = _Waiter(kind, label, future, signal)
         return future
 
     # Driver: what WorkflowContext calls.
@@ -626,7 +627,9 @@ class WorkflowRun:
             status = "compensating"
         else:
             status = "running"
-        waiting = tuple(w.label for _, w in sorted(self._waiters.items()) if not w.future.done())
+        for position in [p for p, w in self._open.items() if w.future.done()]:
+            del self._open[position]
+        waiting = tuple(w.label for _, w in sorted(self._open.items()))
         return Activation(
             commands=list(self._new),
             status=status,
