@@ -37,8 +37,10 @@ _SYNC = b"tickwheel-sink\x00\x01"
 #: The single-object header (marker and fingerprint) is read as a leading `fixed` field, so a
 #: record's value goes into the frame whole, without a slice (decision 0149), and the SELECT
 #: checks it too: a body that ran past its end shifts the next record's header.
-_HEADER_FIELD = {"name": "tw_header", "type": {"type": "fixed", "name": "tw_header_bytes",
-                                              "size": HEADER_SIZE}}  # fmt: skip
+_HEADER_FIELD = {
+    "name": "tw_header",
+    "type": {"type": "fixed", "name": "tw_header_bytes", "size": HEADER_SIZE},
+}
 #: After each body: the check value, then where the record was read. The topic and partition
 #: are one cached prefix per partition (with the check value); the offset is 8 bytes little
 #: endian (`int.to_bytes`, no varint loop in Python), read back with `reinterpretAsInt64`.
@@ -128,8 +130,9 @@ class EncodedKind:
         message at a time: the sink's loop uses that)."""
         frame = Frame(self)
         for message in messages:
-            frame.add(message, message.value(), message.topic(), message.partition(),
-                      message.offset())  # fmt: skip
+            frame.add(
+                message, message.value(), message.topic(), message.partition(), message.offset()
+            )
         return frame.data()
 
 
@@ -178,67 +181,158 @@ def _guarded(first_column: str, valid: str, header: bytes) -> str:
 
 _SOURCE = ("tw_source_topic", "tw_source_partition", "reinterpretAsInt64(tw_source_offset)")
 _EVENT_COLUMNS = (
-    "event_id", "event_time", "event_type", "job_id", "job_type", "tenant_id", "execution_id",
-    "attempt", "scheduled_time", "fire_time", "worker_id", "lease_deadline", "error_kind",
-    "error", "reason", "details", "source_topic", "source_partition", "source_offset",
-)  # fmt: skip
+    "event_id",
+    "event_time",
+    "event_type",
+    "job_id",
+    "job_type",
+    "tenant_id",
+    "execution_id",
+    "attempt",
+    "scheduled_time",
+    "fire_time",
+    "worker_id",
+    "lease_deadline",
+    "error_kind",
+    "error",
+    "reason",
+    "details",
+    "source_topic",
+    "source_partition",
+    "source_offset",
+)
 
 
 def _execution_events() -> EncodedKind:
-    valid = " AND ".join((
-        _in_range("event_time"), _in_range("scheduled_time"),
-        _in_range("fire_time", nullable=True), _in_range("lease_deadline", nullable=True),
-        _utf8(_text_fields("ExecutionEvent")),
-    ))  # fmt: skip
-    select = ", ".join((
-        _guarded("event_id", valid, _header("ExecutionEvent")), _instant("event_time"), "event_type", "job_id",
-        "job_type", "tenant_id", "execution_id", "toUInt32(greatest(attempt, 0))",
-        _instant("scheduled_time"), _instant("fire_time"), "worker_id",
-        _instant("lease_deadline"), "error_kind", "error", "reason",
-        "if(ifNull(details, '') = '', '{}', details)", *_SOURCE,
-    ))  # fmt: skip
+    valid = " AND ".join(
+        (
+            _in_range("event_time"),
+            _in_range("scheduled_time"),
+            _in_range("fire_time", nullable=True),
+            _in_range("lease_deadline", nullable=True),
+            _utf8(_text_fields("ExecutionEvent")),
+        )
+    )
+    select = ", ".join(
+        (
+            _guarded("event_id", valid, _header("ExecutionEvent")),
+            _instant("event_time"),
+            "event_type",
+            "job_id",
+            "job_type",
+            "tenant_id",
+            "execution_id",
+            "toUInt32(greatest(attempt, 0))",
+            _instant("scheduled_time"),
+            _instant("fire_time"),
+            "worker_id",
+            _instant("lease_deadline"),
+            "error_kind",
+            "error",
+            "reason",
+            "if(ifNull(details, '') = '', '{}', details)",
+            *_SOURCE,
+        )
+    )
     return _kind("ExecutionEvent", EncodedTable("execution_events", _EVENT_COLUMNS, select))
 
 
 def _execution_requests() -> EncodedKind:
-    valid = " AND ".join((
-        _in_range("requested_at"), _in_range("scheduled_time"), _in_range("fire_time"),
-        _in_range("period_start"), _in_range("period_end", nullable=True),
-        _utf8(_text_fields("ExecutionRequest")),
-    ))  # fmt: skip
+    valid = " AND ".join(
+        (
+            _in_range("requested_at"),
+            _in_range("scheduled_time"),
+            _in_range("fire_time"),
+            _in_range("period_start"),
+            _in_range("period_end", nullable=True),
+            _utf8(_text_fields("ExecutionRequest")),
+        )
+    )
     requests = EncodedTable(
         "execution_requests",
-        ("event_id", "event_time", "execution_id", "job_id", "job_version", "job_type",
-         "tenant_id", "priority", "attempt", "trigger", "late", "scheduled_time", "fire_time",
-         "period_start", "period_end", "max_attempts", "lease_seconds", "heartbeat_seconds",
-         "payload", "source_topic", "source_partition", "source_offset"),
-        ", ".join((
-            _guarded("concat('request:', execution_id, ':', toString(attempt))", valid,
-                     _header("ExecutionRequest")),
-            _instant("requested_at"), "execution_id", "job_id",
-            "toUInt64(greatest(job_version, 0))", "job_type", "tenant_id", "priority",
-            "toUInt32(greatest(attempt, 0))", "trigger", "late", _instant("scheduled_time"),
-            _instant("fire_time"), _instant("period_start"), _instant("period_end"),
-            "toUInt32(greatest(max_attempts, 0))", "toUInt32(greatest(lease_seconds, 0))",
-            "toUInt32(greatest(heartbeat_seconds, 0))", "if(payload = '', '{}', payload)",
-            *_SOURCE,
-        )),
-    )  # fmt: skip
+        (
+            "event_id",
+            "event_time",
+            "execution_id",
+            "job_id",
+            "job_version",
+            "job_type",
+            "tenant_id",
+            "priority",
+            "attempt",
+            "trigger",
+            "late",
+            "scheduled_time",
+            "fire_time",
+            "period_start",
+            "period_end",
+            "max_attempts",
+            "lease_seconds",
+            "heartbeat_seconds",
+            "payload",
+            "source_topic",
+            "source_partition",
+            "source_offset",
+        ),
+        ", ".join(
+            (
+                _guarded(
+                    "concat('request:', execution_id, ':', toString(attempt))",
+                    valid,
+                    _header("ExecutionRequest"),
+                ),
+                _instant("requested_at"),
+                "execution_id",
+                "job_id",
+                "toUInt64(greatest(job_version, 0))",
+                "job_type",
+                "tenant_id",
+                "priority",
+                "toUInt32(greatest(attempt, 0))",
+                "trigger",
+                "late",
+                _instant("scheduled_time"),
+                _instant("fire_time"),
+                _instant("period_start"),
+                _instant("period_end"),
+                "toUInt32(greatest(max_attempts, 0))",
+                "toUInt32(greatest(lease_seconds, 0))",
+                "toUInt32(greatest(heartbeat_seconds, 0))",
+                "if(payload = '', '{}', payload)",
+                *_SOURCE,
+            )
+        ),
+    )
     # The `requested` event each request stands for (decision 0007; tickwheel.events).
     requested = EncodedTable(
         "execution_events",
         _EVENT_COLUMNS,
-        ", ".join((
-            _guarded("concat('timer:requested:', execution_id, ':', toString(attempt))", valid,
-                     _header("ExecutionRequest")),
-            _instant("requested_at"), "'requested'", "job_id", "job_type", "tenant_id",
-            "execution_id", "toUInt32(greatest(attempt, 0))", _instant("scheduled_time"),
-            _instant("fire_time"), "CAST(NULL, 'Nullable(String)')",
-            "CAST(NULL, 'Nullable(DateTime64(3, \\'UTC\\'))')", "CAST(NULL, 'Nullable(String)')",
-            "CAST(NULL, 'Nullable(String)')", "concat(trigger, if(late, ':late', ''))", "'{}'",
-            *_SOURCE,
-        )),
-    )  # fmt: skip
+        ", ".join(
+            (
+                _guarded(
+                    "concat('timer:requested:', execution_id, ':', toString(attempt))",
+                    valid,
+                    _header("ExecutionRequest"),
+                ),
+                _instant("requested_at"),
+                "'requested'",
+                "job_id",
+                "job_type",
+                "tenant_id",
+                "execution_id",
+                "toUInt32(greatest(attempt, 0))",
+                _instant("scheduled_time"),
+                _instant("fire_time"),
+                "CAST(NULL, 'Nullable(String)')",
+                "CAST(NULL, 'Nullable(DateTime64(3, \\'UTC\\'))')",
+                "CAST(NULL, 'Nullable(String)')",
+                "CAST(NULL, 'Nullable(String)')",
+                "concat(trigger, if(late, ':late', ''))",
+                "'{}'",
+                *_SOURCE,
+            )
+        ),
+    )
     return _kind("ExecutionRequest", requests, requested)
 
 
@@ -304,15 +398,19 @@ class Frame:
     def add(self, message: Any, value: bytes, topic: str, partition: int, offset: int) -> None:
         """One record: its whole value (header and body), the check value and its place."""
         self.messages.append(message)
-        self.parts += (value, self.kind.trailer(topic, partition),
-                       offset.to_bytes(8, "little", signed=True))  # fmt: skip
+        self.parts += (
+            value,
+            self.kind.trailer(topic, partition),
+            offset.to_bytes(8, "little", signed=True),
+        )
 
     def keep(self, messages: list[Any]) -> None:
         """Only `messages` (of this frame's) from now on: a revocation took the rest."""
         self.messages, self.parts = [], []
         for message in messages:
-            self.add(message, message.value(), message.topic(), message.partition(),
-                     message.offset())  # fmt: skip
+            self.add(
+                message, message.value(), message.topic(), message.partition(), message.offset()
+            )
 
     def data(self) -> bytes:
         """An Avro container holding one block of every record added: a record's value read
@@ -320,5 +418,12 @@ class Frame:
         the sink's after them: bytes followed by more encoded fields are the encoding of the
         record extended by those fields)."""
         size = sum(map(len, self.parts))
-        return b"".join((self.kind.container_header, write_long(len(self.messages)),
-                         write_long(size), *self.parts, _SYNC))  # fmt: skip
+        return b"".join(
+            (
+                self.kind.container_header,
+                write_long(len(self.messages)),
+                write_long(size),
+                *self.parts,
+                _SYNC,
+            )
+        )

@@ -72,9 +72,7 @@ _MEMO_MAX = 4096
 _LAST_TIME: tuple[int | None, bytes] = (None, b"")
 _LAST_DEADLINE: tuple[int | None, bytes] = (None, _opt_long(None))
 # The end of an outcome whose details are `{"duration_ms": n}` alone, for n under a second.
-_DURATION_ENDS = [
-    _QUIET_DETAILS + _opt_string(f'{{"duration_ms": {n}}}') for n in range(1000)
-]  # fmt: skip
+_DURATION_ENDS = [_QUIET_DETAILS + _opt_string(f'{{"duration_ms": {n}}}') for n in range(1000)]
 # (type, tenant, attempt, slot, fire time, worker) -> the bytes of (type, tenant) and of
 # (attempt, slot, fire time, worker), the two runs of an event's request fields.
 _RUNS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
@@ -122,21 +120,35 @@ def _middle(request: ExecutionRequest, worker_id: str) -> bytes:
     """An event's bytes from `job_id` to `worker_id`: the request's part of every event."""
     # Type and tenant, and attempt, slot, fire time and worker, repeat across a batch (a
     # schedule's jobs, one worker): both runs' bytes are written once per distinct values.
-    key = (request["job_type"], request["tenant_id"], request["attempt"],
-           request["scheduled_time"], request["fire_time"], worker_id)  # fmt: skip
+    key = (
+        request["job_type"],
+        request["tenant_id"],
+        request["attempt"],
+        request["scheduled_time"],
+        request["fire_time"],
+        worker_id,
+    )
     runs = _RUNS.get(key)
     if runs is None:
-        runs = _remember_runs(key, (
-            _string(key[0]) + _string(key[1]),
-            b"".join((_long(key[2]), _long(key[3]), _opt_long(key[4]), _opt_string(worker_id))),
-        ))  # fmt: skip
+        runs = _remember_runs(
+            key,
+            (
+                _string(key[0]) + _string(key[1]),
+                b"".join((_long(key[2]), _long(key[3]), _opt_long(key[4]), _opt_string(worker_id))),
+            ),
+        )
     job_id = request["job_id"].encode()
     execution_id = request["execution_id"].encode()
-    return b"".join((
-        _SMALL[len(job_id) << 1] if len(job_id) < 64 else _long(len(job_id)), job_id, runs[0],
-        _SMALL[len(execution_id) << 1] if len(execution_id) < 64 else _long(len(execution_id)),
-        execution_id, runs[1],
-    ))  # fmt: skip
+    return b"".join(
+        (
+            _SMALL[len(job_id) << 1] if len(job_id) < 64 else _long(len(job_id)),
+            job_id,
+            runs[0],
+            _SMALL[len(execution_id) << 1] if len(execution_id) < 64 else _long(len(execution_id)),
+            execution_id,
+            runs[1],
+        )
+    )
 
 
 def _remember_runs(key: tuple[Any, ...], runs: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
@@ -149,8 +161,15 @@ def _remember_runs(key: tuple[Any, ...], runs: tuple[bytes, bytes]) -> tuple[byt
 class AttemptEvents:
     """Encodes the events of one attempt of `request` by `worker_id`."""
 
-    __slots__ = ("_header", "_id_tail", "_id_tail_bytes", "_middle", "job_key", "request",
-                 "worker_id")  # fmt: skip
+    __slots__ = (
+        "_header",
+        "_id_tail",
+        "_id_tail_bytes",
+        "_middle",
+        "job_key",
+        "request",
+        "worker_id",
+    )
 
     def __init__(self, request: ExecutionRequest, worker_id: str) -> None:
         self.request = request
@@ -178,12 +197,21 @@ class AttemptEvents:
     ) -> bytes:
         """One event's bytes, identical to `encode("ExecutionEvent", execution_event(...))`."""
         if self._middle is None:  # a schema this module was not taught: the generic path
-            return encode("ExecutionEvent", execution_event(
-                self.request, event_type, worker_id=self.worker_id,
-                event_time_ms=event_time_ms, unique=unique, lease_deadline_ms=lease_deadline_ms,
-                error=error, error_kind=error_kind, reason=reason,
-                details=dict(details) if details else None,
-            ))  # fmt: skip
+            return encode(
+                "ExecutionEvent",
+                execution_event(
+                    self.request,
+                    event_type,
+                    worker_id=self.worker_id,
+                    event_time_ms=event_time_ms,
+                    unique=unique,
+                    lease_deadline_ms=lease_deadline_ms,
+                    error=error,
+                    error_kind=error_kind,
+                    reason=reason,
+                    details=dict(details) if details else None,
+                ),
+            )
         if error is None and error_kind is None and reason is None:  # most events
             if details is None:
                 end = _QUIET
@@ -194,10 +222,14 @@ class AttemptEvents:
                 else:
                     end = _QUIET_DETAILS + _opt_string(details_json(details))
         else:
-            end = b"".join((
-                _opt_string(error), _opt_string(error_kind), _opt_string(reason),
-                _opt_string(details_json(details)),
-            ))  # fmt: skip
+            end = b"".join(
+                (
+                    _opt_string(error),
+                    _opt_string(error_kind),
+                    _opt_string(reason),
+                    _opt_string(details_json(details)),
+                )
+            )
         # A batch's events share their instants: the last one's bytes are kept (a tuple,
         # swapped whole, so threads that encode at once never see half an update).
         global _LAST_TIME, _LAST_DEADLINE
@@ -218,10 +250,20 @@ class AttemptEvents:
             if z < 0x4000
             else _long(z >> 1)
         )
-        return b"".join((
-            self._header, size, prefix, tail, tag, last[1], _TYPE_INDEX[event_type],
-            self._middle, deadline[1], end,
-        ))  # fmt: skip
+        return b"".join(
+            (
+                self._header,
+                size,
+                prefix,
+                tail,
+                tag,
+                last[1],
+                _TYPE_INDEX[event_type],
+                self._middle,
+                deadline[1],
+                end,
+            )
+        )
 
 
 class BatchEvents:
@@ -247,12 +289,17 @@ class BatchEvents:
         worker_id = self.worker_id
         if not fast_layout():
             return [
-                (request["job_id"], AttemptEvents(request, worker_id).encode(
-                    "leased", event_time_ms=event_time_ms, unique=new_unique(),
-                    lease_deadline_ms=deadline,
-                ))
+                (
+                    request["job_id"],
+                    AttemptEvents(request, worker_id).encode(
+                        "leased",
+                        event_time_ms=event_time_ms,
+                        unique=new_unique(),
+                        lease_deadline_ms=deadline,
+                    ),
+                )
                 for request, deadline in zip(self.requests, deadlines_ms, strict=True)
-            ]  # fmt: skip
+            ]
         header, salt, count, stems = _header(), _PROCESS_SALT, _COUNTER, self._stems
         head = _long(event_time_ms)  # after the id: the time, then the type
         head += _TYPE_INDEX["leased"]
@@ -268,9 +315,23 @@ class BatchEvents:
                 last_deadline, deadline_bytes = deadline, _opt_long(deadline)
             z = (len(tail_bytes) + len(tag)) << 1
             size = _SMALL[z] if z < 0x80 else _long(z >> 1)
-            records.append((request["job_id"], b"".join((
-                header, size, tail_bytes, tag, head, middle, deadline_bytes, _QUIET,
-            ))))  # fmt: skip
+            records.append(
+                (
+                    request["job_id"],
+                    b"".join(
+                        (
+                            header,
+                            size,
+                            tail_bytes,
+                            tag,
+                            head,
+                            middle,
+                            deadline_bytes,
+                            _QUIET,
+                        )
+                    ),
+                )
+            )
             stems.append((tail_bytes[6:], middle))  # without "leased"
         return records
 
@@ -296,22 +357,43 @@ class BatchEvents:
                     last_ms, time_bytes = ended_ms, _long(ended_ms)
                 z = (9 + len(tail) + len(tag)) << 1  # 9: "succeeded"
                 size = _SMALL[z] if z < 0x80 else _long(z >> 1)
-                records.append((request["job_id"], b"".join((
-                    header, size, b"succeeded", tail, tag, time_bytes, kind, middle,
-                    _NULL_DEADLINE, _DURATION_ENDS[duration],
-                ))))  # fmt: skip
+                records.append(
+                    (
+                        request["job_id"],
+                        b"".join(
+                            (
+                                header,
+                                size,
+                                b"succeeded",
+                                tail,
+                                tag,
+                                time_bytes,
+                                kind,
+                                middle,
+                                _NULL_DEADLINE,
+                                _DURATION_ENDS[duration],
+                            )
+                        ),
+                    )
+                )
                 continue
             events = AttemptEvents(request, self.worker_id)
             if outcome is None:
                 value = events.encode(
-                    "succeeded", event_time_ms=ended_ms, unique=new_unique(),
+                    "succeeded",
+                    event_time_ms=ended_ms,
+                    unique=new_unique(),
                     details={"duration_ms": duration},
-                )  # fmt: skip
+                )
             else:
                 value = events.encode(
-                    outcome.event_type, event_time_ms=ended_ms, unique=new_unique(),
-                    error=outcome.error, error_kind=outcome.error_kind, reason=outcome.reason,
+                    outcome.event_type,
+                    event_time_ms=ended_ms,
+                    unique=new_unique(),
+                    error=outcome.error,
+                    error_kind=outcome.error_kind,
+                    reason=outcome.reason,
                     details=outcome.details,
-                )  # fmt: skip
+                )
             records.append((request["job_id"], value))
         return records

@@ -84,8 +84,13 @@ def strategy(avro: Any, embedded: tuple[str, ...] = (), field: str = "") -> st.S
         )
     if kind == "opt":
         return st.none() | strategy(detail[1])
-    simple = {"string": TEXT, "long": INSTANTS, "int": INTS, "boolean": st.booleans(),
-              "bytes": st.binary(max_size=20)}  # fmt: skip
+    simple = {
+        "string": TEXT,
+        "long": INSTANTS,
+        "int": INTS,
+        "boolean": st.booleans(),
+        "bytes": st.binary(max_size=20),
+    }
     if kind in simple:
         return simple[kind]
     if kind == "enum":
@@ -153,9 +158,11 @@ def _embed_requests(value: Any) -> Any:
         return [_embed_requests(v) for v in value]
     if isinstance(value, dict):
         return {
-            k: execution_request.encode(v) if k == "request" and isinstance(v, dict) else
-            _embed_requests(v) for k, v in value.items()
-        }  # fmt: skip
+            k: execution_request.encode(v)
+            if k == "request" and isinstance(v, dict)
+            else _embed_requests(v)
+            for k, v in value.items()
+        }
     return value
 
 
@@ -173,16 +180,40 @@ def test_a_record_written_with_arguments_is_the_generic_encoders_bytes(
     assert written == encode(record, {**_embed_requests(value), **given_values})
 
 
-EVENT = {"event_id": "wf:w:1", "event_time": 1, "workflow_id": "w", "definition_id": "d",
-         "definition_version": 1, "event_type": "workflow_started"}  # fmt: skip
-COMMAND = {"command_id": "c", "job_id": "__wf/w/0", "kind": "run_step", "requested_at": 5,
-           "attempt": 1, "compensation": False}  # fmt: skip
+EVENT = {
+    "event_id": "wf:w:1",
+    "event_time": 1,
+    "workflow_id": "w",
+    "definition_id": "d",
+    "definition_version": 1,
+    "event_type": "workflow_started",
+}
+COMMAND = {
+    "command_id": "c",
+    "job_id": "__wf/w/0",
+    "kind": "run_step",
+    "requested_at": 5,
+    "attempt": 1,
+    "compensation": False,
+}
 REQUEST = {
-    "execution_id": "e-1", "job_id": "j", "job_version": 2, "job_type": "noop",
-    "tenant_id": "t", "priority": "normal", "attempt": 1, "scheduled_time": 60_000,
-    "fire_time": 60_000, "period_start": 0, "period_end": 60_000, "payload": "{}",
-    "max_attempts": 3, "trigger": "scheduled", "late": False, "requested_at": 60_001,
-}  # fmt: skip
+    "execution_id": "e-1",
+    "job_id": "j",
+    "job_version": 2,
+    "job_type": "noop",
+    "tenant_id": "t",
+    "priority": "normal",
+    "attempt": 1,
+    "scheduled_time": 60_000,
+    "fire_time": 60_000,
+    "period_start": 0,
+    "period_end": 60_000,
+    "payload": "{}",
+    "max_attempts": 3,
+    "trigger": "scheduled",
+    "late": False,
+    "requested_at": 60_001,
+}
 
 
 @pytest.mark.parametrize(
@@ -193,13 +224,22 @@ REQUEST = {
         ("WorkflowEvent", {**EVENT, "seq": 2**63}),  # out of a long's range
         ("WorkflowEvent", {**EVENT, "step_id": 7}),  # not a string
         ("TimerCommand", {**COMMAND, "kind": "explode"}),  # not a symbol
-        ("WorkflowSnapshot", {"workflow_id": "w", "definition_id": "d", "definition_version": 1,
-                              "status": "running", "seq": 1, "updated_at": 0,
-                              "input_offsets": {"t": "x"}}),  # a map of longs
+        (
+            "WorkflowSnapshot",
+            {
+                "workflow_id": "w",
+                "definition_id": "d",
+                "definition_version": 1,
+                "status": "running",
+                "seq": 1,
+                "updated_at": 0,
+                "input_offsets": {"t": "x"},
+            },
+        ),  # a map of longs
         ("ExecutionRequest", {**REQUEST, "priority": "urgent"}),
         ("ExecutionRequest", {k: v for k, v in REQUEST.items() if k != "job_id"}),
     ],
-)  # fmt: skip
+)
 def test_what_the_generic_encoder_refuses_is_refused(record: str, value: dict[str, Any]) -> None:
     with pytest.raises(UnencodableRecord):
         encode(record, value)
@@ -220,14 +260,24 @@ def test_values_of_another_type_are_written_as_the_generic_encoder_writes_them(
 ) -> None:
     for _ in range(2):  # memo missed, then hit by an equal value of the right type
         assert encode_record(record, value) == encode(record, value)
-        typed = {k: (int(v) if type(v) in (bool, float) and k != "compensation" else v)
-                 for k, v in value.items()}  # fmt: skip
+        typed = {
+            k: (int(v) if type(v) in (bool, float) and k != "compensation" else v)
+            for k, v in value.items()
+        }
         assert encode_record(record, typed) == encode(record, typed)
 
 
 def test_other_records_go_through_the_generic_encoder() -> None:
-    alert = {"alert_id": "a", "event_time": 1, "kind": "k", "severity": "warning",
-             "job_id": None, "tenant_id": None, "message": "m", "details": "{}"}  # fmt: skip
+    alert = {
+        "alert_id": "a",
+        "event_time": 1,
+        "kind": "k",
+        "severity": "warning",
+        "job_id": None,
+        "tenant_id": None,
+        "message": "m",
+        "details": "{}",
+    }
     assert encode_record("Alert", alert) == encode("Alert", alert)
 
 
@@ -286,8 +336,9 @@ def test_an_older_version_is_left_to_the_generic_decoder_and_resolved() -> None:
     registry = default_registry()
     old = registry.versions("ExecutionRequest")[0]
     fields = {f["name"] for f in old.schema["fields"]}
-    data = encode("ExecutionRequest", {k: v for k, v in REQUEST.items() if k in fields},
-                  version=old.version)  # fmt: skip
+    data = encode(
+        "ExecutionRequest", {k: v for k, v in REQUEST.items() if k in fields}, version=old.version
+    )
     assert execution_request.decode(data) == generic("ExecutionRequest", data)
     assert execution_request.decode(data)["queue"] is None  # a v1 request names no queue
 

@@ -27,8 +27,17 @@ LONGS = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 INTS = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 TEXT = st.text(max_size=40)
 OPTIONAL_TEXT = st.none() | TEXT
-DEFAULTED = ("period_end", "payload", "late", "lease_seconds", "heartbeat_seconds",
-             "max_run_seconds", "queue", "workflow_id", "step_id")  # fmt: skip
+DEFAULTED = (
+    "period_end",
+    "payload",
+    "late",
+    "lease_seconds",
+    "heartbeat_seconds",
+    "max_run_seconds",
+    "queue",
+    "workflow_id",
+    "step_id",
+)
 
 
 REQUESTS = st.fixed_dictionaries(
@@ -118,27 +127,46 @@ def test_a_state_is_the_generic_encoders_bytes_and_takes_the_same_cached_request
         request = entry.get("request")
         if keep and isinstance(request, dict):
             encoded[request_key(request)] = encode("ExecutionRequest", request)
-    reference_cache = dict(encoded)
+    reference_cache, original = dict(encoded), dict(encoded)
     value = encode_timer_state(state, encoded, seq)
     assert value == encode_state(state, reference_cache, seq)
     assert encoded == reference_cache  # the same entries taken out, the others left
     assert decode_state(value)["seq"] == seq
-    # Again, the memos of repeated fields hit.
-    assert encode_timer_state(state, dict(reference_cache), seq) == value
+    # Again from the same cache: the memos of repeated fields hit.
+    assert encode_timer_state(state, original, seq) == value
 
 
 SAMPLE = {
-    "execution_id": "e-1", "job_id": "j", "job_version": 2, "job_type": "noop",
-    "tenant_id": "t", "priority": "normal", "attempt": 1, "scheduled_time": 60_000,
-    "fire_time": 60_000, "period_start": 0, "period_end": 60_000, "payload": "{}",
-    "max_attempts": 3, "trigger": "scheduled", "late": False, "requested_at": 60_001,
-    "lease_seconds": 30, "heartbeat_seconds": 10, "max_run_seconds": None, "queue": None,
-}  # fmt: skip
+    "execution_id": "e-1",
+    "job_id": "j",
+    "job_version": 2,
+    "job_type": "noop",
+    "tenant_id": "t",
+    "priority": "normal",
+    "attempt": 1,
+    "scheduled_time": 60_000,
+    "fire_time": 60_000,
+    "period_start": 0,
+    "period_end": 60_000,
+    "payload": "{}",
+    "max_attempts": 3,
+    "trigger": "scheduled",
+    "late": False,
+    "requested_at": 60_001,
+    "lease_seconds": 30,
+    "heartbeat_seconds": 10,
+    "max_run_seconds": None,
+    "queue": None,
+}
 
 
 def test_what_the_generic_encoder_refuses_is_refused() -> None:
-    state = {"job_id": "j", "job_version": 1, "updated_at": 0, "pending": [
-        {"timer_id": "t", "kind": "retry", "fire_at": 0, "extra": 1}]}  # fmt: skip
+    state = {
+        "job_id": "j",
+        "job_version": 1,
+        "updated_at": 0,
+        "pending": [{"timer_id": "t", "kind": "retry", "fire_at": 0, "extra": 1}],
+    }
     with pytest.raises(UnencodableRecord):
         encode_timer_state(state, {}, 1)
 
@@ -146,8 +174,12 @@ def test_what_the_generic_encoder_refuses_is_refused() -> None:
 def test_another_schema_version_turns_the_fast_path_off(monkeypatch: pytest.MonkeyPatch) -> None:
     # As if the registry's current TimerState were not the version the codec was generated for.
     request = dict(SAMPLE)
-    state = {"job_id": "j", "job_version": 1, "updated_at": 0,
-             "pending": [{"timer_id": "t", "kind": "retry", "fire_at": 0, "request": request}]}  # fmt: skip
+    state = {
+        "job_id": "j",
+        "job_version": 1,
+        "updated_at": 0,
+        "pending": [{"timer_id": "t", "kind": "retry", "fire_at": 0, "request": request}],
+    }
     monkeypatch.setattr(timer_state, "fast_layout", lambda: False)
     monkeypatch.setattr(timer_state, "write", lambda *a: pytest.fail("the fast path ran"))
     assert encode_timer_state(state, {}, 3) == encode_state(state, {}, 3)

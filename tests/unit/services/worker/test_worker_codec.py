@@ -52,12 +52,25 @@ def test_an_attempts_events_are_the_generic_encoders_bytes(
 ) -> None:
     job_id, job_type, tenant_id, execution_id, worker_id = ids
     scheduled, event_time, fire, unique_n, deadline = times
-    req = request(execution_id=execution_id, job_id=job_id, job_type=job_type,
-                  tenant_id=tenant_id, attempt=attempt, scheduled_time=scheduled,
-                  fire_time=fire)  # fmt: skip
+    req = request(
+        execution_id=execution_id,
+        job_id=job_id,
+        job_type=job_type,
+        tenant_id=tenant_id,
+        attempt=attempt,
+        scheduled_time=scheduled,
+        fire_time=fire,
+    )
     error, error_kind, reason = texts
-    fields = dict(event_time_ms=event_time, unique=str(unique_n), lease_deadline_ms=deadline,
-                  error=error, error_kind=error_kind, reason=reason, details=details)  # fmt: skip
+    fields = dict(
+        event_time_ms=event_time,
+        unique=str(unique_n),
+        lease_deadline_ms=deadline,
+        error=error,
+        error_kind=error_kind,
+        reason=reason,
+        details=details,
+    )
     events = AttemptEvents(req, worker_id)
     value = events.encode(event_type, **fields)
     assert value == generic(req, event_type, worker_id, **fields)
@@ -96,7 +109,8 @@ def test_a_layout_it_was_not_taught_falls_back_to_the_generic_encoder(
     from tickwheel.services.worker import codec
 
     monkeypatch.setattr(codec, "fast_layout", lambda: False)  # as a new schema version would
-    fields: dict[str, Any] = dict(event_time_ms=1_800_000_000_000, unique="u1",
-                                  details={"duration_ms": 3})  # fmt: skip
+    fields: dict[str, Any] = dict(
+        event_time_ms=1_800_000_000_000, unique="u1", details={"duration_ms": 3}
+    )
     value = AttemptEvents(request(), "w1").encode("succeeded", **fields)
     assert value == generic(request(), "succeeded", "w1", **fields)
