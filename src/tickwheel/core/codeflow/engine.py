@@ -181,6 +181,7 @@ class WorkflowRun:
         self._seen_signals: set[str] = set()
         self._signal_waits: dict[str, deque[int]] = {}
         self._rollbacks: list[_Rollback] = []
+        self._patches: dict[str, bool] = {}
         self._last_step: str | None = None
         self._broken: BaseException | None = None
         self._divergence: Divergence | None = None
@@ -586,6 +587,14 @@ class WorkflowRun:
         self._rollbacks.append(_Rollback(info, fn, value))
 
     def patched(self, change_id: str) -> bool:
+        # Decided once per run: a second call (in a loop, in a helper) answers the same.
+        decided = self._patches.get(change_id)
+        if decided is None:
+            decided = self._decide_patch(change_id)
+            self._patches[change_id] = decided
+        return decided
+
+    def _decide_patch(self, change_id: str) -> bool:
         for _, recorded in self._expected:
             if recorded.type != "patch_marker":
                 break

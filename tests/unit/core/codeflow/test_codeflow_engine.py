@@ -67,6 +67,19 @@ def test_a_patch_marker_is_recorded_live_and_replays_the_new_branch() -> None:
     assert replay(flows.order_patched, history).commands == []
 
 
+def test_a_patch_is_decided_once_per_run() -> None:
+    async def asks_twice(ctx: WorkflowContext, _: Any) -> list[bool]:
+        first = ctx.patched("x")
+        await ctx.sleep("1h")
+        return [first, ctx.patched("x")]
+
+    spec = WorkflowSpec("twice", asks_twice)
+    history = drive(spec, [HistoryEvent("timer_fired", T0 + 3_600_000, 2)], input=None)
+    assert [e.type for e in history].count("patch_marker") == 1
+    assert history[-1].data["result"] == [True, True]
+    assert replay(spec, history).commands == []
+
+
 def test_a_retired_patch_marker_is_skipped() -> None:
     """The patch is kept for good (the old branch deleted, the `if` removed): histories that
     hold its marker replay without it."""

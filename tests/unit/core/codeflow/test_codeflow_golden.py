@@ -228,6 +228,39 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         ],
         "replays": {"saga": {"status": "parked", "commands": []}},
     },
+    "child_workflows": {
+        "about": "two children started one after the other, each awaited for its result",
+        "workflow": "parent",
+        "input": [ORDER, {"id": "o-2", "amount": 20}],
+        "inputs": [
+            {
+                "type": "child_completed",
+                "at_ms": T0 + 10,
+                "position": 1,
+                "result": {"captured": 10},
+            },
+            {
+                "type": "child_completed",
+                "at_ms": T0 + 20,
+                "position": 2,
+                "result": {"captured": 20},
+            },
+        ],
+        "replays": {
+            "parent": {
+                "status": "completed",
+                "result": [{"captured": 10}, {"captured": 20}],
+                "commands": [],
+            },
+        },
+    },
+    "continue_as_new": {
+        "about": "a run that sleeps a day, then continues as new with the next count",
+        "workflow": "counter",
+        "input": 1,
+        "inputs": [fired(1, T0 + 24 * HOUR)],
+        "replays": {"counter": {"status": "continued_as_new", "commands": []}},
+    },
     "patched_new_code": {
         "about": "recorded by the patched code: its marker replays the new branch",
         "workflow": "order_patched",
