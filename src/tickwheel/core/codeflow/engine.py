@@ -185,9 +185,7 @@ class WorkflowRun:
         self._last_step: str | None = None
         self._broken: BaseException | None = None
         self._divergence: Divergence | None = None
-        self._result: Any = None
-        self._error: str | None = None
-        self._continue_input: Any = None
+        self._ending_started = False
 
     # -- feeding the history ----------------------------------------------------------------
 
@@ -388,40 +386,35 @@ class WorkflowRun:
                     raise error
             return False
         self._ending_started = True
-        if main.cancelled():
-            ending = _Ending("workflow_cancelled")
-            compensate = self.spec.compensate_on_cancel
-        else:
-            error = main.exception()
-            if error is None:
-                self._end(
-                    _Ending("workflow_completed", {"result": self._result_data(main.result())})
-                )
-                return False
-            if isinstance(error, ContinueAsNew):
-                self._end(_Ending("continued_as_new", {"input": error.input}))
-                return False
-            if isinstance(error, asyncio.CancelledError):
-                ending, compensate = _Ending("workflow_cancelled"), self.spec.compensate_on_cancel
-            elif isinstance(error, Exception):
-                text = f"{type(error).__name__}: {error}"
-                ending, compensate = _Ending("workflow_failed", {"error": text}), True
-            else:
-                raise error
-        if compensate and self._rollbacks:
+        ending, compensate = self._ending(main)
+        if (
+            ending.type in ("workflow_failed", "workflow_cancelled")
+            and compensate
+            and self._rollbacks
+        ):
             self._compensation = self._loop.start(self._compensate(ending))
             return True
         self._end(ending)
         return False
 
-    _ending_started = False
-
-    def _result_data(self, value: Any) -> Any:
-        try:
-            return as_data(value, f"the result of workflow {self.spec.name!r}")
-        except TypeError as exc:
-            self._error = str(exc)
-            raise
+    def _ending(self, main: asyncio.Task[Any]) -> tuple[_Ending, bool]:
+        """How the main task ended, and whether its rollbacks run."""
+        if main.cancelled():
+            return _Ending("workflow_cancelled"), self.spec.compensate_on_cancel
+        error = main.exception()
+        if error is None:
+            try:
+                result = as_data(main.result(), f"the result of workflow {self.spec.name!r}")
+            except TypeError as exc:
+                return _Ending("workflow_failed", {"error": f"TypeError: {exc}"}), True
+            return _Ending("workflow_completed", {"result": result}), False
+        if isinstance(error, ContinueAsNew):
+            return _Ending("continued_as_new", {"input": error.input}), False
+        if isinstance(error, asyncio.CancelledError):
+            return _Ending("workflow_cancelled"), self.spec.compensate_on_cancel
+        if isinstance(error, Exception):
+            return _Ending("workflow_failed", {"error": f"{type(error).__name__}: {error}"}), True
+        raise error
 
     async def _compensate(self, ending: _Ending) -> None:
         for rollback in reversed(self._rollbacks):

@@ -190,6 +190,15 @@ def test_an_input_that_is_not_data_fails_the_workflow_saying_so() -> None:
     assert "the input of step 'notify' must be JSON data" in str(activation.error)
 
 
+def test_a_result_that_is_not_data_fails_the_workflow() -> None:
+    async def returns_an_object(ctx: WorkflowContext, _: Any) -> object:
+        return object()
+
+    activation = replay(WorkflowSpec("obj", returns_an_object), [started("obj")])
+    assert activation.status == "failed"
+    assert "the result of workflow 'obj' must be JSON data" in str(activation.error)
+
+
 def test_a_finished_history_is_compared_up_to_its_end() -> None:
     history = drive(
         flows.order,
