@@ -294,8 +294,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     what = _AUDITED.get(event)
     if what is None or not in_workflow_code():
         return
-    if event == "open" and args and str(args[0]).endswith(_IMPORTS):
-        return  # the import system reading a module
+    if event == "open" and len(args) > 1 and args[1] == "r" and str(args[0]).endswith(_IMPORTS):
+        return  # the import system reading a module (io.open_code)
     raise report_violation(what, _STEP)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -156,10 +157,9 @@ def test_a_workflow_must_be_async_and_named() -> None:
         workflow("  ")
 
 
-def started(name: str) -> list[HistoryEvent]:
-    return [
-        HistoryEvent("workflow_started", 0, name=name, data={"workflow_id": "w-1", "input": None})
-    ]
+def started(name: str, input: Any = None) -> list[HistoryEvent]:
+    data = {"workflow_id": "w-1", "input": input}
+    return [HistoryEvent("workflow_started", 0, name=name, data=data)]
 
 
 def test_the_run_time_guard_stops_what_the_static_check_cannot_see() -> None:
@@ -171,6 +171,22 @@ def test_the_run_time_guard_stops_what_the_static_check_cannot_see() -> None:
     flow = workflow("sneaky")(sneaky)
     with pytest.raises(NondeterministicCall, match=r"open\(\) \(a file\); do it in a step"):
         replay(flow, started("sneaky"))
+
+
+def test_an_import_inside_workflow_code_is_not_a_file_read(tmp_path: Path) -> None:
+    async def imports(ctx: WorkflowContext, _: Any) -> str:
+        import colorsys  # first imported here: the import system opens its file
+
+        return colorsys.__name__
+
+    async def writes(ctx: WorkflowContext, path: str) -> None:
+        writer = open
+        writer(path, "w").close()
+
+    sys.modules.pop("colorsys", None)  # a real import, reading the module's file
+    assert replay(workflow("imports")(imports), started("imports")).result == "colorsys"
+    with pytest.raises(NondeterministicCall, match="open"):
+        replay(workflow("writes")(writes), started("writes", str(tmp_path / "x.py")))
 
 
 def test_the_guard_fails_the_activation_even_if_the_code_swallows_the_error() -> None:
