@@ -431,20 +431,19 @@ class _Module:
         parts.append("_HEADER_SIZE = len(HEADER)\n" if fast.read else "")
         parts.append(f"FIELD_NAMES = {tuple(f['name'] for f in self.schema['fields'])!r}\n")
         parts.extend(self.tables[k] for k in sorted(self.tables))
-        parts.append(
-            "# What a fast path may meet in a record it then hands to the generic codec.\n"
-        )
-        parts.append(
-            "_UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)\n"
-        )
-        parts.append(
-            "_UNREADABLE = (Unusual, IndexError, UnicodeDecodeError)\n" if fast.read else ""
-        )
-        parts.append(
-            "# Bounded memos: a run of fields' bytes (or values) by their values (or bytes).\n"
-        )
-        parts.append("_MEMO_MAX = 4096\n")
-        parts.extend(m + "\n" for m in self.memos)
+        parts.append("# What a fast path may meet in a record it hands to the generic codec.\n")
+        if fast.write:
+            parts.append(
+                "_UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)\n"
+            )
+        if fast.read:
+            parts.append("_UNREADABLE = (Unusual, IndexError, UnicodeDecodeError)\n")
+        if self.memos:
+            parts.append(
+                "# Bounded memos: a run of fields' bytes by their values (or values by bytes).\n"
+            )
+            parts.append("_MEMO_MAX = 4096\n")
+            parts.extend(m + "\n" for m in self.memos)
         parts.append(
             "\n\n@functools.cache\ndef fast_layout() -> bool:\n"
             f'    """True when the registry\'s current `{self.name}` is the version generated for."""\n'

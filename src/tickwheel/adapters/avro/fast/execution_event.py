@@ -59,11 +59,8 @@ EXECUTION_EVENT_TYPE = (
 _EXECUTION_EVENT_TYPE = {symbol: write_long(i) for i, symbol in enumerate(EXECUTION_EVENT_TYPE)}
 _QUIET = b"\x00" * 4  # the last 4 fields all null
 _QUIET_BUT_LAST = b"\x00" * 3
-# What a fast path may meet in a record it then hands to the generic codec.
-_UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)
+# What a fast path may meet in a record it hands to the generic codec.
 _UNREADABLE = (Unusual, IndexError, UnicodeDecodeError)
-# Bounded memos: a run of fields' bytes (or values) by their values (or bytes).
-_MEMO_MAX = 4096
 
 
 @functools.cache

@@ -57,10 +57,10 @@ EXECUTION_TRIGGER = ("scheduled", "manual", "backfill", "retry", "lease_expired"
 _EXECUTION_TRIGGER = {symbol: write_long(i) for i, symbol in enumerate(EXECUTION_TRIGGER)}
 PRIORITY = ("high", "normal", "low")
 _PRIORITY = {symbol: write_long(i) for i, symbol in enumerate(PRIORITY)}
-# What a fast path may meet in a record it then hands to the generic codec.
+# What a fast path may meet in a record it hands to the generic codec.
 _UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)
 _UNREADABLE = (Unusual, IndexError, UnicodeDecodeError)
-# Bounded memos: a run of fields' bytes (or values) by their values (or bytes).
+# Bounded memos: a run of fields' bytes by their values (or values by bytes).
 _MEMO_MAX = 4096
 _EXECUTION_REQUEST_RUN_2_21: dict[tuple[Any, ...], bytes] = {}
 _TAILS: dict[bytes, dict[str, object]] = {}

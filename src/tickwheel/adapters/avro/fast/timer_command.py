@@ -51,9 +51,9 @@ TIMER_COMMAND_KIND = (
     "cancel_execution",
 )
 _TIMER_COMMAND_KIND = {symbol: write_long(i) for i, symbol in enumerate(TIMER_COMMAND_KIND)}
-# What a fast path may meet in a record it then hands to the generic codec.
+# What a fast path may meet in a record it hands to the generic codec.
 _UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)
-# Bounded memos: a run of fields' bytes (or values) by their values (or bytes).
+# Bounded memos: a run of fields' bytes by their values (or values by bytes).
 _MEMO_MAX = 4096
 _TIMER_COMMAND_RUN_1_6: dict[tuple[Any, ...], bytes] = {}
 _TIMER_COMMAND_RUN_8_12: dict[tuple[Any, ...], bytes] = {}

@@ -36,9 +36,9 @@ FIELD_NAMES = (
 )
 TIMER_KIND = ("retry", "lease_deadline", "workflow_sleep", "approval_timeout", "manual")
 _TIMER_KIND = {symbol: write_long(i) for i, symbol in enumerate(TIMER_KIND)}
-# What a fast path may meet in a record it then hands to the generic codec.
+# What a fast path may meet in a record it hands to the generic codec.
 _UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)
-# Bounded memos: a run of fields' bytes (or values) by their values (or bytes).
+# Bounded memos: a run of fields' bytes by their values (or values by bytes).
 _MEMO_MAX = 4096
 _TIMER_STATE_RUN_1_5: dict[tuple[Any, ...], bytes] = {}
 _PENDING_TIMER_RUN_1_2: dict[tuple[Any, ...], bytes] = {}

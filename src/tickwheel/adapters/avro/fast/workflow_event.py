@@ -34,9 +34,9 @@ FIELD_NAMES = (
     "cause_input_id",
     "status",
 )
-# What a fast path may meet in a record it then hands to the generic codec.
+# What a fast path may meet in a record it hands to the generic codec.
 _UNWRITABLE = (TypeError, AttributeError, KeyError, ValueError, OverflowError)
-# Bounded memos: a run of fields' bytes (or values) by their values (or bytes).
+# Bounded memos: a run of fields' bytes by their values (or values by bytes).
 _MEMO_MAX = 4096
 _WORKFLOW_EVENT_RUN_1_7: dict[tuple[Any, ...], bytes] = {}
 _WORKFLOW_EVENT_RUN_10_12: dict[tuple[Any, ...], bytes] = {}
