@@ -63,13 +63,13 @@ def _ref(fn: Callable[..., Any]) -> str:
 
 def step_info_of(fn: Callable[..., Any], name: str | None = None) -> StepInfo:
     """The step a function stands for: its `@step` info, else a step named after the
-    function with the default retry policy. `name`, when given, overrides the name."""
+    function (`__name__`, as `@step` names it) with the default retry policy. `name`, when given, overrides the name."""
     info = getattr(fn, STEP_ATTRIBUTE, None)
     if not isinstance(info, StepInfo):
-        qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-        if not qualname:
+        derived = getattr(fn, "__name__", None)
+        if not derived:
             raise TypeError(f"a step is a function; got {fn!r}")
-        info = StepInfo(name=str(qualname), ref=_ref(fn))
+        info = StepInfo(name=str(derived), ref=_ref(fn))
     if name is not None and name != info.name:
         info = StepInfo(name, info.ref, info.retry, info.timeout_ms, info.permanent)
     return info

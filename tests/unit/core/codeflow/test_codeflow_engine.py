@@ -217,3 +217,16 @@ def test_history_events_round_trip_through_json() -> None:
         HistoryEvent("step_started")
     with pytest.raises(ValueError, match="a JSON object with a 'type'"):
         HistoryEvent.from_json({"position": 1})
+
+
+def test_an_undecorated_step_is_named_after_its_function() -> None:
+    async def lookup(key: str) -> str:
+        return key
+
+    async def uses_it(ctx: WorkflowContext, _: Any) -> str:
+        return await ctx.run(lookup, "k")
+
+    [command] = replay(WorkflowSpec("plain", uses_it), [started("plain")]).commands
+    assert command.name == "lookup"
+    assert command.data["options"]["max_attempts"] == 5
+    assert command.data["options"]["ref"].endswith("<locals>.lookup")
