@@ -10,6 +10,10 @@
 3. **Step-to-step latency through the whole pipeline** (timer, worker, orchestrator): M
    instances of a chain of `noop` steps; from a step's `succeeded` (the worker's event time)
    to the next step's request (the timer's `requested_at`), p50/p99.
+4. **Starts from one client** (`--parts starts`): T starts one after another, T in one
+   `start_many`, T awaited together with `start_async`, each until acknowledged; with
+   `--starts-ab REV`, that revision's `WorkflowsClient.start` one after another in the same
+   run (`bench/_revisions.py`).
 
 Every run first measures the raw client's limits on the same broker (`bench/bench_limits.py`)
 and prints the fold figure beside them (as a ratio of the raw transactional produce rate: each
@@ -291,6 +295,47 @@ def leg_stamps(
     return outcomes, commands
 
 
+def starts(bootstrap: str, count: int, ab: str | None) -> dict[str, float]:
+    """Milliseconds per start, acknowledged, from one client: by each way of starting."""
+    import asyncio
+
+    fresh_prefix(bootstrap)
+    definition = chain(f"starts-{uuid.uuid4().hex[:6]}", 2)
+    definition_id = definition["definitionId"]
+    client = WorkflowsClient(bootstrap)
+    client.define(definition)
+    client.start(definition_id)  # the client's first read of the definitions, not timed
+    figures: dict[str, float] = {}
+    began = time.perf_counter()
+    for n in range(count):
+        client.start(definition_id, {"n": n})
+    figures["one_by_one_ms"] = (time.perf_counter() - began) * 1000 / count
+    began = time.perf_counter()
+    client.start_many(definition_id, [{"n": n} for n in range(count)])
+    figures["batch_ms"] = (time.perf_counter() - began) * 1000 / count
+
+    async def awaited() -> None:
+        await asyncio.gather(*(client.start_async(definition_id, {"n": n}) for n in range(count)))
+
+    began = time.perf_counter()
+    asyncio.run(awaited())
+    figures["async_ms"] = (time.perf_counter() - began) * 1000 / count
+    client.close()
+    if ab:
+        from bench._revisions import modules_at
+
+        (old,) = modules_at(ab, "tickwheel.sdk.workflows")
+        before = old.WorkflowsClient(bootstrap)
+        before.start(definition_id)
+        sample = min(count, 100)  # the old client reads every definition at every start
+        began = time.perf_counter()
+        for n in range(sample):
+            before.start(definition_id, {"n": n})
+        figures["before_ms"] = (time.perf_counter() - began) * 1000 / sample
+        figures["before_sample"] = sample
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=2000)
@@ -300,8 +345,12 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="fold,latency,restore",
-        help="which parts to run, comma-separated (fold, latency, restore), or cpu alone: "
-        "the fold path's CPU per transition in one process, generic encoder against codec",
+        help="which parts to run, comma-separated (fold, latency, restore, starts), or cpu "
+        "alone: the fold path's CPU per transition in one process, generic encoder against codec",
+    )
+    parser.add_argument("--starts", type=int, default=1000, help="starts per way (part starts)")
+    parser.add_argument(
+        "--starts-ab", metavar="REV", default=None, help="also time that revision's start"
     )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -354,6 +403,22 @@ def main() -> None:
                        f"orchestrator killed and replaced: every partition serving in "
                        f"**{rest['restore_s']:.1f} s**, RSS {rest['rss_mb']:.0f} MB "
                        f"(aim < 20 s for 100,000); load average {load}")  # fmt: skip
+        if "starts" in parts:
+            load = load_average()
+            st = starts(broker.bootstrap, args.starts, args.starts_ab)
+            before = (
+                f"; {args.starts_ab}'s `start`, {st['before_sample']:.0f} one after another: "
+                f"{st['before_ms']:.1f} ms each"
+                if "before_ms" in st
+                else ""
+            )
+            report.add(
+                f"- **starts from one client**, {args.starts:,} each way, acknowledged: one "
+                f"after another **{st['one_by_one_ms']:.2f} ms each**, in one `start_many` "
+                f"{st['batch_ms']:.3f} ms each, awaited together (`start_async`) "
+                f"{st['async_ms']:.3f} ms each (aim ≤ 5 ms one after another){before}; the raw "
+                f"client's limits above; load average {load}"
+            )
     report.write("workflows.md" if parts == {"fold", "latency", "restore"} else
                  "workflows-partial.md")  # fmt: skip
 

@@ -13,20 +13,30 @@ on `workflows.inputs` that the orchestrator owning the instance folds. Operator 
 the actor, so the timeline says who did what. Approvals need a token signed with a key of
 `TICKWHEEL_APPROVAL_KEYS` (`kid:secret,...`, the first signs): signed, expiring, naming one
 round; the fold makes it single-use.
+
+Starting is cheap for the caller (issue 33): the client keeps the published definitions it
+has read, reading only what was published since (a definition version is immutable), and
+reads again when what it knows is older than `definitions_window_s` or lacks the definition
+asked; each start waits for its own record's acknowledgement, not for a flush of everything
+in flight. `start_many` sends a batch and waits for the batch; `start_async` awaits the
+acknowledgement on the caller's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.adapters.kafka.producer import EventProducer
+from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
 from tickwheel.adapters.kafka.reader import partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.workflow import (
@@ -52,9 +62,14 @@ from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 from tickwheel.records import WorkflowEvent, WorkflowSnapshot
+from tickwheel.sdk.acked_sends import AckedSends
 from tickwheel.topology import topic_name
 
 DEFAULT_APPROVAL_TTL_MS = 72 * 3_600_000
+# How long a start trusts the definitions it read: a version published by someone else is
+# started by default (`version=None`) from at most this long after it was published.
+DEFINITIONS_WINDOW_S = 1.0
+SEND_TIMEOUT_S = 30.0
 
 
 class UnknownWorkflow(TickwheelError, LookupError):
@@ -119,24 +134,44 @@ class WorkflowsClient:
         bootstrap: str | None = None,
         clock: Clock | None = None,
         keys: Mapping[str, bytes] | None = None,
+        definitions_window_s: float = DEFINITIONS_WINDOW_S,
     ) -> None:
         self.bootstrap = bootstrap
         self.clock = clock or SystemClock()
         self.keys = dict(keys) if keys is not None else None
+        self.definitions_window_s = definitions_window_s
         self.definitions_topic = topic_name("workflows.definitions")
         self.inputs_topic = topic_name("workflows.inputs")
         self.state_topic = topic_name("workflows.state")
         self.events_topic = topic_name("workflows.events")
         self._producer: EventProducer | None = None
+        self._acks: AckedSends | None = None
+        # Every published version read so far, where the read stopped, and when (monotonic).
+        self._known: dict[tuple[str, int], dict[str, Any]] = {}
+        self._known_offsets: dict[int, int] = {}
+        self._known_at: float | None = None
+        self._lock = threading.Lock()
 
     def _now_ms(self) -> int:
         return int(self.clock.now() * 1000)
 
+    def _writer(self) -> EventProducer:
+        with self._lock:
+            if self._producer is None:
+                # A caller waits for each start: sent at once, not after the 5 ms linger that
+                # lets a busy producer fill a batch (records queued together still share one).
+                self._producer = EventProducer(self.bootstrap, **{"linger.ms": 0})
+            return self._producer
+
     def _publish(self, topic: str, key: str, value: bytes) -> None:
-        if self._producer is None:
-            self._producer = EventProducer(self.bootstrap)
-        self._producer.send(topic, key, value)
-        self._producer.flush()
+        # Its own acknowledgement only: a flush would wait for other threads' records too.
+        self._writer().deliver(topic, key, value)
+
+    def close(self) -> None:
+        if self._acks is not None:
+            self._acks.close()
+        if self._producer is not None:
+            self._producer.flush(5.0)
 
     def _keys(self) -> dict[str, bytes]:
         keys = self.keys if self.keys is not None else approval_keys()
@@ -148,20 +183,53 @@ class WorkflowsClient:
     def definitions(
         self, definition_id: str | None = None
     ) -> dict[tuple[str, int], dict[str, Any]]:
-        """Every published version (of `definition_id`, if given): (id, version) → document."""
-        found: dict[tuple[str, int], dict[str, Any]] = {}
-        for record in read_to_end(self.definitions_topic, None, self.bootstrap):
-            if record.value is None:
-                continue
-            try:
-                value = decode_as(DefinitionRecord, record.value)
-            except UndecodableRecord:
-                continue  # the orchestrator dead-letters it
-            if definition_id is None or value["definition_id"] == definition_id:
-                found.setdefault(
-                    (value["definition_id"], value["version"]), json.loads(value["body"])
-                )
-        return found
+        """Every published version (of `definition_id`, if given): (id, version) → document,
+        read to the topic's end now."""
+        self._read_definitions()
+        return {
+            key: document
+            for key, document in self._known.items()
+            if definition_id is None or key[0] == definition_id
+        }
+
+    def _read_definitions(self) -> None:
+        """What was published since the last read (the whole topic the first time)."""
+        with self._lock:
+            for record in read_to_end(
+                self.definitions_topic,
+                None,
+                self.bootstrap,
+                from_offsets=dict(self._known_offsets),
+            ):
+                self._known_offsets[record.partition] = record.offset + 1
+                if record.value is None:
+                    continue
+                try:
+                    value = decode_as(DefinitionRecord, record.value)
+                except UndecodableRecord:
+                    continue  # the orchestrator dead-letters it
+                key = (value["definition_id"], value["version"])
+                self._known.setdefault(key, json.loads(value["body"]))  # the first one wins
+            # A duration, not an instant: the monotonic counter is no clock reading to inject.
+            self._known_at = time.monotonic()
+
+    def _versions(self, definition_id: str, version: int | None) -> list[int]:
+        """The published versions of `definition_id`, from what was read within the window
+        when that holds what is asked, else read again."""
+        fresh = (
+            self._known_at is not None
+            and time.monotonic() - self._known_at < self.definitions_window_s
+        )
+        if fresh:
+            versions = sorted(v for (d, v) in self._known if d == definition_id)
+            if versions and (version is None or version in versions):
+                return versions
+        known = self.definitions(definition_id)  # a subclass may read them its own way
+        with self._lock:
+            for key, document in known.items():
+                self._known.setdefault(key, document)
+            self._known_at = time.monotonic()
+        return sorted(v for (_, v) in known)
 
     def define(self, document: dict[str, Any], *, actor: str | None = None) -> dict[str, Any]:
         """Publish a definition version. Raises InvalidInput (naming the field), or
@@ -194,6 +262,8 @@ class WorkflowsClient:
         self._publish(
             self.definitions_topic, f"{did}/{version}", encode("WorkflowDefinition", record)
         )
+        with self._lock:
+            self._known.setdefault((did, version), document)  # its own write, seen at once
         return {"definitionId": did, "version": version, "published": True}
 
     def _live_steps(self, definition_id: str, version: int) -> set[str]:
@@ -225,8 +295,89 @@ class WorkflowsClient:
         version: int | None = None,
     ) -> str:
         """Start an instance of `definition_id` (its latest version, or `version`) with the
-        JSON `input`; returns its id. Starting an id that exists is recorded and ignored."""
-        versions = sorted(v for (_, v) in self.definitions(definition_id))
+        JSON `input`; returns its id once the broker acknowledged the start. Starting an id
+        that exists is recorded and ignored."""
+        workflow_id, value = self._start_record(definition_id, input, workflow_id, version)
+        self._publish(self.inputs_topic, workflow_id, value)
+        return workflow_id
+
+    def start_many(
+        self,
+        definition_id: str,
+        inputs: Iterable[Any],
+        *,
+        version: int | None = None,
+        workflow_ids: Iterable[str] | None = None,
+    ) -> list[str]:
+        """Start one instance per input (ids from `workflow_ids`, else new ones): every start
+        checked before any is sent, then all sent at once and acknowledged together. Returns
+        the ids in the inputs' order; raises ProduceFailed if any was not acknowledged (a
+        start sent twice is ignored, so sending the batch again is safe)."""
+        inputs = list(inputs)
+        ids: list[str | None] = list(workflow_ids) if workflow_ids is not None else []
+        if ids and len(ids) != len(inputs):
+            raise InvalidInput("workflow_ids", f"{len(ids)} ids for {len(inputs)} inputs")
+        starts = [
+            self._start_record(definition_id, item, ids[n] if ids else None, version)
+            for n, item in enumerate(inputs)
+        ]
+        producer = self._writer()
+        done = threading.Event()
+        pending = [len(starts)]
+        failures: list[Any] = []
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failures.append(err)
+            pending[0] -= 1
+            if pending[0] == 0:
+                done.set()
+
+        for workflow_id, value in starts:
+            producer.send(self.inputs_topic, workflow_id, value, on_delivery=delivered)
+        # A duration, not an instant: the monotonic counter is no clock reading to inject.
+        deadline = time.monotonic() + SEND_TIMEOUT_S
+        while starts and not done.is_set():
+            if time.monotonic() > deadline:
+                raise ProduceFailed(f"{self.inputs_topic}: not delivered in {SEND_TIMEOUT_S}s")
+            producer.poll(0.005)
+        if failures:
+            raise ProduceFailed(f"{self.inputs_topic}: delivery failed: {failures[0]}")
+        return [workflow_id for workflow_id, _value in starts]
+
+    async def start_async(
+        self,
+        definition_id: str,
+        input: Any = None,
+        *,
+        workflow_id: str | None = None,
+        version: int | None = None,
+    ) -> str:
+        """`start`, awaiting the acknowledgement on the caller's event loop (no thread parked
+        per start). The definitions are read on a worker thread when they must be."""
+        started, value = await asyncio.to_thread(
+            self._start_record, definition_id, input, workflow_id, version
+        )
+        loop = asyncio.get_running_loop()
+        acknowledged: asyncio.Future[None] = loop.create_future()
+        producer = self._writer()
+        with self._lock:
+            if self._acks is None:
+                self._acks = AckedSends(producer)
+            acks = self._acks
+        acks.send(self.inputs_topic, started, value, loop, acknowledged)
+        await asyncio.wait_for(acknowledged, SEND_TIMEOUT_S)
+        return started
+
+    def _start_record(
+        self,
+        definition_id: str,
+        input: Any,
+        workflow_id: str | None,
+        version: int | None,
+    ) -> tuple[str, bytes]:
+        """A start checked: the instance's id and its `workflows.inputs` record."""
+        versions = self._versions(definition_id, version)
         if not versions or (version is not None and version not in versions):
             raise UnknownWorkflow("definition", f"{definition_id} v{version or 'any'}")
         try:
@@ -236,14 +387,14 @@ class WorkflowsClient:
         workflow_id = workflow_id or f"wf-{uuid.uuid4()}"
         if not workflow_id.strip() or len(workflow_id) > 200:
             raise InvalidInput("workflow_id", "accepted: 1 to 200 characters")
-        item = Start(self._now_ms(), input)
-        self._send(
+        record = input_record(
             workflow_id,
-            item,
+            Start(self._now_ms(), input),
+            f"sdk:{uuid.uuid4()}",
             definition_id=definition_id,
             definition_version=version or versions[-1],
         )
-        return workflow_id
+        return workflow_id, encode("WorkflowInput", record)
 
     def _send(self, workflow_id: str, item: Input, **start: Any) -> None:
         record = input_record(workflow_id, item, f"sdk:{uuid.uuid4()}", **start)
