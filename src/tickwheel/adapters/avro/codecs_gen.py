@@ -537,7 +537,8 @@ def _ruff_format(files: dict[str, str]) -> dict[str, str]:
     out = {}
     for name, text in files.items():
         done = subprocess.run(
-            [ruff, "format", "--stdin-filename", f"src/tickwheel/adapters/avro/fast/{name}", "-"],
+            # The file's own path: ruff reads the project's settings wherever this runs from.
+            [ruff, "format", "--stdin-filename", str(target_dir() / name), "-"],
             input=text,
             capture_output=True,
             text=True,
