@@ -29,7 +29,7 @@ import sys
 import textwrap
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -226,7 +226,7 @@ def check_workflow_code(fn: Callable[..., Any]) -> list[Violation]:
     )
     if function is None:
         return []
-    scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
+    scope: Mapping[str, object] = getattr(fn, "__globals__", {})
     local_imports: dict[str, str] = {}
     body = [n for stmt in function.body for n in ast.walk(stmt)]
     for node in body:

@@ -49,7 +49,7 @@ from tickwheel.core.codeflow import (
     step_info_of,
     workflow_spec_of,
 )
-from tickwheel.core.codeflow.history import as_data
+from tickwheel.core.codeflow.history import JsonObject, as_data
 from tickwheel.core.retry import ErrorKind, decide_retry
 from tickwheel.errors import TickwheelError
 from tickwheel.sdk.worker import PermanentError
@@ -207,7 +207,7 @@ class WorkflowRunner:
         runs = [*instance.earlier_runs, instance.history]
         return list(runs[-1] if run is None else runs[run - 1])
 
-    def export(self, workflow_id: str) -> list[dict[str, Any]]:
+    def export(self, workflow_id: str) -> list[JsonObject]:
         """The current run's history as JSON data (what `replay_history` reads back)."""
         return events_to_json(self.history(workflow_id))
 

@@ -42,7 +42,7 @@ from tickwheel.core.codeflow.errors import (
     NondeterministicCall,
     StepFailed,
 )
-from tickwheel.core.codeflow.history import ENDINGS, HistoryEvent, as_data, digest
+from tickwheel.core.codeflow.history import ENDINGS, HistoryEvent, JsonObject, as_data, digest
 from tickwheel.core.codeflow.loop import DeterministicLoop, Guard
 from tickwheel.core.codeflow.spec import (
     WORKFLOW_ATTRIBUTE,
@@ -142,7 +142,7 @@ class _Rollback:
 @dataclass(slots=True)
 class _Ending:
     type: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
 
 
 class WorkflowRun:
@@ -434,7 +434,7 @@ class WorkflowRun:
 
     # -- commands ---------------------------------------------------------------------------
 
-    def _issue(self, kind: str, name: str | None, data: dict[str, Any]) -> HistoryEvent:
+    def _issue(self, kind: str, name: str | None, data: JsonObject) -> HistoryEvent:
         """The code issues a command: matched against the next recorded one (returned, with
         its recorded values), or new (recorded by the caller)."""
         if self._divergence is not None:

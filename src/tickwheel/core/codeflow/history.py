@@ -28,6 +28,7 @@ __all__ = [
     "ENDINGS",
     "INPUTS",
     "HistoryEvent",
+    "JsonObject",
     "as_data",
     "digest",
     "events_from_json",
@@ -66,6 +67,9 @@ COMMANDS = (
     | ENDINGS
 )
 _FIELDS = ("type", "at_ms", "position", "name")
+# A JSON object as it is read from or written to a history (never a record of ours: those are
+# typed in tickwheel.records).
+JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +93,9 @@ class HistoryEvent:
     def is_command(self) -> bool:
         return self.type in COMMANDS
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """A flat JSON object: the four fields (those set), then `data`'s keys."""
-        out: dict[str, Any] = {"type": self.type, "at_ms": self.at_ms}
+        out: JsonObject = {"type": self.type, "at_ms": self.at_ms}
         if self.position is not None:
             out["position"] = self.position
         if self.name is not None:
@@ -123,7 +127,7 @@ class HistoryEvent:
         )
 
 
-def events_to_json(events: Iterable[HistoryEvent]) -> list[dict[str, Any]]:
+def events_to_json(events: Iterable[HistoryEvent]) -> list[JsonObject]:
     return [event.to_json() for event in events]
 
 

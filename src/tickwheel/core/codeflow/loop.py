@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any, NoReturn, TypeVar, TypeVarTuple, Unpack
 
 from tickwheel.core.codeflow.errors import NondeterministicCall, WorkflowStuck
@@ -75,7 +75,7 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self._max_turns = max_turns
         self._closed = False
         self._running = False
-        self.unhandled: list[dict[str, Any]] = []
+        self.unhandled: list[Mapping[str, object]] = []
 
     # -- what the engine calls --------------------------------------------------------------
 
@@ -144,12 +144,12 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self._closed = True
         self._ready.clear()
 
-    def call_exception_handler(self, context: dict[str, Any]) -> None:
+    def call_exception_handler(self, context: Mapping[str, object]) -> None:
         # A task destroyed while pending (an evicted instance) or an exception nobody
         # retrieved: kept for the engine to look at, never printed from inside a replay.
         self.unhandled.append(context)
 
-    def default_exception_handler(self, context: dict[str, Any]) -> None:
+    def default_exception_handler(self, context: Mapping[str, object]) -> None:
         self.unhandled.append(context)
 
     def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:

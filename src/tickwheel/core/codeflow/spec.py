@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tickwheel.core.codeflow.history import JsonObject
 from tickwheel.core.retry import RetryPolicy
 
 __all__ = [
@@ -36,7 +37,7 @@ class StepInfo:
     timeout_ms: int | None = None
     permanent: tuple[type[BaseException], ...] = ()
 
-    def options_json(self) -> dict[str, Any]:
+    def options_json(self) -> JsonObject:
         """What a step's scheduling records of how to run it (not compared on replay)."""
         return {
             "ref": self.ref,
