@@ -42,6 +42,7 @@ class Driver(Protocol):
     workflow_id: str
     run_number: int
     custom_status: Any
+    history_length: int
 
     def is_replaying(self) -> bool: ...
     def schedule_step(
@@ -88,6 +89,12 @@ class WorkflowContext:
     def run_number(self) -> int:
         """1 for the first run, one more after each `continue_as_new`."""
         return self._driver.run_number
+
+    @property
+    def history_length(self) -> int:
+        """How many events the history holds up to the input being handled (the same on
+        every replay): past a few thousand, `continue_as_new` keeps replays fast."""
+        return self._driver.history_length
 
     @property
     def is_replaying(self) -> bool:

@@ -156,6 +156,7 @@ class WorkflowRun:
         self.workflow_id = "?"
         self.run_number = 1
         self.custom_status: Any = None
+        self.history_length = 0  # events up to the input being handled (deterministic)
         self._guard = Guard()
         # asyncio's base declares every loop method abstract; the ones workflow code may reach
         # are implemented (or refused), the rest are never called.
@@ -202,6 +203,7 @@ class WorkflowRun:
             for index, event in inputs:
                 self._pending_inputs -= 1
                 self._time_ms = max(self._time_ms, event.at_ms)
+                self.history_length = index + 1
                 self._deliver(index, event)
                 self._settle()
             self._fed += len(batch)

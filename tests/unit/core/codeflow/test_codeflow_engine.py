@@ -154,6 +154,20 @@ def test_the_workflow_s_time_is_its_last_input_s() -> None:
     ]
 
 
+def test_history_length_is_the_same_live_and_replayed() -> None:
+    async def measures(ctx: WorkflowContext, _: Any) -> list[int]:
+        lengths = [ctx.history_length]
+        await ctx.sleep("1h")
+        lengths.append(ctx.history_length)
+        await ctx.run(flows.notify, {})
+        return [*lengths, ctx.history_length]
+
+    spec = WorkflowSpec("measures", measures)
+    history = drive(spec, [HistoryEvent("timer_fired", T0, 1), done(2, "sent")], input=None)
+    assert history[-1].data["result"] == [1, 3, 5]
+    assert replay(spec, history[:-1]).commands[0].data["result"] == [1, 3, 5]
+
+
 def test_sleep_until_records_its_instant_and_compares_it() -> None:
     until = datetime(2027, 1, 1, tzinfo=UTC)
 
