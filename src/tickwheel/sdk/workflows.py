@@ -37,7 +37,7 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
-from tickwheel.adapters.kafka.reader import partition_count, read_to_end
+from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.workflow import (
     TERMINAL,
@@ -146,9 +146,10 @@ class WorkflowsClient:
         self.events_topic = topic_name("workflows.events")
         self._producer: EventProducer | None = None
         self._acks: AckedSends | None = None
-        # Every published version read so far, where the read stopped, and when (monotonic).
+        # Every published version read so far, the reader that goes on from where it stopped,
+        # and when it last read (monotonic).
         self._known: dict[tuple[str, int], dict[str, Any]] = {}
-        self._known_offsets: dict[int, int] = {}
+        self._definitions_tail = TopicTail(self.definitions_topic, bootstrap)
         self._known_at: float | None = None
         self._lock = threading.Lock()
 
@@ -195,13 +196,7 @@ class WorkflowsClient:
     def _read_definitions(self) -> None:
         """What was published since the last read (the whole topic the first time)."""
         with self._lock:
-            for record in read_to_end(
-                self.definitions_topic,
-                None,
-                self.bootstrap,
-                from_offsets=dict(self._known_offsets),
-            ):
-                self._known_offsets[record.partition] = record.offset + 1
+            for record in self._definitions_tail.read():
                 if record.value is None:
                     continue
                 try:

@@ -165,6 +165,27 @@ _TRANSIENT = {
 }
 
 
+class TopicTail:
+    """A topic read in steps: each `read()` yields what was written since the previous one
+    (the whole topic the first time), up to the end offsets seen when it began. The callers
+    that hold a compacted topic in memory by reading it when asked (the orchestrator's
+    workflow definitions, the API's keys, the SDK's workflow definitions) read it this way.
+    Not thread-safe: a caller reads under its own lock."""
+
+    def __init__(self, topic: str, bootstrap: str | None = None, timeout: float = 120.0) -> None:
+        self.topic = topic
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.next: dict[int, int] = {}  # per partition, the next offset to read
+
+    def read(self) -> Iterator[Record]:
+        for record in read_to_end(
+            self.topic, None, self.bootstrap, self.timeout, from_offsets=dict(self.next)
+        ):
+            self.next[record.partition] = record.offset + 1
+            yield record
+
+
 def watermarks(consumer: Consumer, tp: TopicPartition, within_s: float = 30.0) -> tuple[int, int]:
     """The partition's (low, high) offsets, asked of the broker, and asked again while the
     partition has no leader yet (a topic created a moment ago, a leader that just died), for

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode, record_name
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.adapters.kafka.reader import TopicTail
 from tickwheel.topology import topic_name
 
 log = logging.getLogger("tickwheel.api")
@@ -36,7 +36,7 @@ class TopicView(Generic[R]):
         self.bootstrap = bootstrap
         self.refresh_s = refresh_s
         self._items: dict[str, R] = {}
-        self._offsets: dict[int, int] = {}
+        self._tail = TopicTail(self.topic, bootstrap, READ_TIMEOUT_S)
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._stop = threading.Event()
@@ -46,10 +46,7 @@ class TopicView(Generic[R]):
     def refresh(self) -> None:
         """Read what was written since the last read (the whole topic the first time)."""
         with self._read_lock:
-            for record in read_to_end(
-                self.topic, None, self.bootstrap, READ_TIMEOUT_S, from_offsets=self._offsets
-            ):
-                self._offsets[record.partition] = record.offset + 1
+            for record in self._tail.read():
                 if record.key is None or not record.key_is_text:
                     continue
                 if record.value is None:

@@ -14,7 +14,7 @@ import threading
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
-from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.adapters.kafka.reader import TopicTail
 from tickwheel.core.workflow import WorkflowDefinition, parse_definition
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # the parsed one is core's
 from tickwheel.topology import topic_name
@@ -35,7 +35,7 @@ class DefinitionCatalog:
         self._versions: dict[tuple[str, int], WorkflowDefinition] = {}
         self._latest: dict[str, int] = {}
         self._tenants: dict[tuple[str, int], str | None] = {}
-        self._next_offset: dict[int, int] = {}
+        self._tail = TopicTail(self.topic, bootstrap)
         self._lock = threading.Lock()
         self._dead_letters = dead_letters or DeadLetterWriter(bootstrap)
 
@@ -58,10 +58,7 @@ class DefinitionCatalog:
         """Read what was published since the last refresh; returns how many versions came."""
         with self._lock:
             added = 0
-            for record in read_to_end(
-                self.topic, None, self.bootstrap, from_offsets=dict(self._next_offset)
-            ):
-                self._next_offset[record.partition] = record.offset + 1
+            for record in self._tail.read():
                 if record.value is None:
                     continue
                 try:
