@@ -328,9 +328,12 @@ def _alert_lifecycle(alert: Alert, details: Mapping[str, Any]) -> Row:
         return optional_instant(value, name) if isinstance(value, int) else None
 
     return {
-        "incident_id": text("incident_id"), "fingerprint": text("fingerprint"),
-        "transition": text("transition"), "subject": text("subject"),
-        "opened_at": when("opened_at"), "resolved_at": when("resolved_at"),
+        "incident_id": text("incident_id"),
+        "fingerprint": text("fingerprint"),
+        "transition": text("transition"),
+        "subject": text("subject"),
+        "opened_at": when("opened_at"),
+        "resolved_at": when("resolved_at"),
         "acknowledged_by": _str_or_none(alert.get("acknowledged_by")),
         "suppressed_by": _str_or_none(field("suppressed_by")),
-    }  # fmt: skip
+    }

@@ -56,11 +56,13 @@ class BatchWriter:
         try:
             producer.begin()
             for event in batch.events:
-                producer.send(self.topics.events, event["workflow_id"],
-                              encode_record("WorkflowEvent", event))  # fmt: skip
+                producer.send(
+                    self.topics.events, event["workflow_id"], encode_record("WorkflowEvent", event)
+                )
             for workflow_id, snapshot in batch.snapshot_records().items():
-                producer.send(self.topics.state, workflow_id,
-                              encode_record("WorkflowSnapshot", snapshot))  # fmt: skip
+                producer.send(
+                    self.topics.state, workflow_id, encode_record("WorkflowSnapshot", snapshot)
+                )
             for workflow_id in batch.pruned:
                 producer.send(self.topics.state, workflow_id, None)  # tombstone: compacted away
             for out in batch.outgoing:
@@ -75,10 +77,15 @@ class BatchWriter:
                     partition=forwarded.partition,
                     headers=list(forwarded.headers),
                 )
-            checkpoint = checkpoint_record(partition, {self.topics.inputs: write.next_input},
-                                           write.at_ms)  # fmt: skip
-            producer.send(self.topics.state, checkpoint_key(partition),
-                          encode_record("WorkflowSnapshot", checkpoint), partition=partition)  # fmt: skip
+            checkpoint = checkpoint_record(
+                partition, {self.topics.inputs: write.next_input}, write.at_ms
+            )
+            producer.send(
+                self.topics.state,
+                checkpoint_key(partition),
+                encode_record("WorkflowSnapshot", checkpoint),
+                partition=partition,
+            )
             producer.commit()
         except KafkaException as exc:
             return ended_in_failure(producer, exc, partition, started, log)

@@ -125,11 +125,22 @@ class RecordGate:
     def dead_letter(self, record: ReadRecord, reason: str, kind: str) -> DeadLetter:
         log.error(
             f"{kind} record sent to the dead-letter topic",
-            extra={"action": "record_dead_lettered", "topic": record.topic,
-                   "partition": record.partition, "offset": record.offset, "reason": reason},
-        )  # fmt: skip
+            extra={
+                "action": "record_dead_lettered",
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "reason": reason,
+            },
+        )
         letter = dead_letter_record(
-            record.topic, record.partition, record.offset, record.key, record.value, reason,
-            kind, self.now_ms(),
-        )  # fmt: skip
+            record.topic,
+            record.partition,
+            record.offset,
+            record.key,
+            record.value,
+            reason,
+            kind,
+            self.now_ms(),
+        )
         return letter

@@ -62,10 +62,13 @@ class RequestIntake:
                 except UndecodableRecord as exc:
                     key = msg.key()
                     self.dead_letters.undecodable(
-                        msg.topic() or "", partition, offset,
-                        key.decode(errors="replace") if key is not None else None, msg.value(),
+                        msg.topic() or "",
+                        partition,
+                        offset,
+                        key.decode(errors="replace") if key is not None else None,
+                        msg.value(),
                         exc.reason,
-                    )  # fmt: skip
+                    )
                     settled.append((partition, offset))
                     continue
                 if (request["queue"] or DEFAULT_QUEUE) != queue:
