@@ -28,3 +28,8 @@ def project_root() -> Path:
 def state_home() -> Path:
     """The local stack's data, logs and pid files: `TICKWHEEL_HOME`, default `./.tickwheel`."""
     return Path(os.environ.get("TICKWHEEL_HOME", ".tickwheel")).resolve()
+
+
+def stack_approval_keys_file(home: Path | None = None) -> Path:
+    """Where the local development stack keeps the approval key it made (owner-only)."""
+    return (home or state_home()) / "stack" / "approval-keys"

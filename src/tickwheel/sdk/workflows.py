@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
+from tickwheel.adapters.kafka.config import recorded_stack_bootstrap
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
 from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_end
@@ -60,6 +61,7 @@ from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verif
 from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.paths import stack_approval_keys_file
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 from tickwheel.records import WorkflowEvent, WorkflowSnapshot
 from tickwheel.sdk.acked_sends import AckedSends
@@ -114,9 +116,21 @@ class WorkflowTimeline:
         }
 
 
+def _local_stack_keys() -> str:
+    """The approval key the running local stack made (`tickwheel stack up`), if one runs."""
+    if recorded_stack_bootstrap() is None:
+        return ""
+    try:
+        return stack_approval_keys_file().read_text().strip()
+    except OSError:
+        return ""
+
+
 def approval_keys(text: str | None = None) -> dict[str, bytes]:
-    """`kid:secret,...` (default TICKWHEEL_APPROVAL_KEYS) as a key map, in order."""
-    text = os.environ.get("TICKWHEEL_APPROVAL_KEYS", "") if text is None else text
+    """`kid:secret,...` (default TICKWHEEL_APPROVAL_KEYS, else the running local stack's own
+    key) as a key map, in order."""
+    if text is None:
+        text = os.environ.get("TICKWHEEL_APPROVAL_KEYS", "") or _local_stack_keys()
     keys: dict[str, bytes] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         kid, sep, secret = part.partition(":")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tickwheel.errors import StackError
-from tickwheel.paths import state_home
+from tickwheel.paths import stack_approval_keys_file, state_home
 from tickwheel.stack.broker import broker_serves_metadata
 from tickwheel.stack.services import STOP_BROKER_S, STOP_SERVICES_S, StackOptions
 
@@ -135,3 +136,22 @@ def stop(timeout: float = STOP_SERVICES_S + STOP_BROKER_S + 15) -> list[int]:
     while any(pid_alive(pid) for pid in left) and time.monotonic() < deadline:
         time.sleep(0.1)
     return stopped
+
+
+def dev_approval_keys() -> str:
+    """The development stack's approval keys (`dev:<secret>`): made at its first start and
+    kept in its home, readable by its owner only, so that an approval step on `make run`'s
+    stack can be given a link and decided from the CLI out of the box (the CLI finds the key
+    while the stack runs). Never printed. A deployment sets TICKWHEEL_APPROVAL_KEYS itself."""
+    path = stack_approval_keys_file()
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        text = ""
+    if not text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = f"dev:{secrets.token_urlsafe(32)}"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(text + "\n")
+    return text

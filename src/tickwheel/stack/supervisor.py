@@ -35,6 +35,7 @@ from tickwheel.stack.broker import (
 from tickwheel.stack.cluster import LocalCluster, cluster_configs
 from tickwheel.stack.control import (
     _signal,
+    dev_approval_keys,
     pid_alive,
     pid_path,
     read_status,
@@ -107,6 +108,9 @@ class Supervisor:
             replicas = min(self.options.brokers, 3)
             os.environ.setdefault("TICKWHEEL_REPLICATION_FACTOR", str(replicas))
             os.environ.setdefault("TICKWHEEL_MIN_INSYNC_REPLICAS", str(min_insync_for(replicas)))
+        # Approval links work out of the box: the stack's own key, unless one is given.
+        if not os.environ.get("TICKWHEEL_APPROVAL_KEYS"):
+            os.environ["TICKWHEEL_APPROVAL_KEYS"] = dev_approval_keys()
         try:
             self._start_broker(on_event)
             if self.stopping:
