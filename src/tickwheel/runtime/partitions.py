@@ -86,7 +86,10 @@ class OwnedPartitions(Generic[P]):
     the in-memory broker is one thread's) and returns the service's state for the partition.
     `position(state)` is the offset of `topic` its input resumes from. `dropped(partition,
     state)` is told whenever a partition leaves `served` (revoked, failed, fenced), with its
-    state if it was served, so the service lets go of what it held beside it."""
+    state if it was served and whether the group took it away (`revoked`: its producer has
+    its last records to deliver; a partition dropped after a failed transaction has none, and
+    a fenced producer's flush would only raise), so the service lets go of what it held
+    beside it."""
 
     def __init__(
         self,
@@ -99,7 +102,7 @@ class OwnedPartitions(Generic[P]):
         clock: Clock,
         deadline: ShutdownDeadline | None,
         log: logging.Logger,
-        dropped: Callable[[int, P | None], None] | None = None,
+        dropped: Callable[[int, P | None, bool], None] | None = None,
         inline: bool = False,
     ) -> None:
         self.name = name
@@ -172,7 +175,7 @@ class OwnedPartitions(Generic[P]):
             self.due.pop(tp.partition, None)
             self.restores.cancel(tp.partition)  # a restore under way is now stale
             state = self.served.pop(tp.partition, None)
-            self._tell_dropped(tp.partition, state)
+            self._tell_dropped(tp.partition, state, revoked=True)
             if state is not None:
                 self.log.info(
                     "partition revoked",
@@ -229,7 +232,7 @@ class OwnedPartitions(Generic[P]):
         """Forget the partition's memory and pause its input; it is restored from Kafka in
         `retry_in_s` if the group still gives it to us then."""
         state = self.served.pop(partition, None)
-        self._tell_dropped(partition, state)
+        self._tell_dropped(partition, state, revoked=False)
         with contextlib.suppress(KafkaException):  # paused until it is served again
             self.consumer.pause([TopicPartition(self.topic, partition)])
         self.due[partition] = self.now_ms() / 1000 + retry_in_s
@@ -247,9 +250,9 @@ class OwnedPartitions(Generic[P]):
                 del self.due[partition]
                 self.restores.begin(partition)
 
-    def _tell_dropped(self, partition: int, state: P | None) -> None:
+    def _tell_dropped(self, partition: int, state: P | None, *, revoked: bool) -> None:
         if self._dropped is not None:
-            self._dropped(partition, state)
+            self._dropped(partition, state, revoked)
 
 
 def restore_seconds(result: RestoreResult[Any]) -> float:

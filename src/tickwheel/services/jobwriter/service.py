@@ -186,7 +186,7 @@ class JobWriterService:
             self.consumer.close()
 
     # -- partitions coming and going -------------------------------------------------------
-    def _dropped(self, partition: int, runtime: PartitionRuntime | None) -> None:
+    def _dropped(self, partition: int, runtime: PartitionRuntime | None, _revoked: bool) -> None:
         """A partition left (revoked, or dropped after a failed transaction: no transaction is
         ever open then, each poll's ends first): stop following its definitions."""
         self.figures.metrics.partitions.set(len(self.partitions))

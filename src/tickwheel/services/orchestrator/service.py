@@ -220,10 +220,10 @@ class OrchestratorService:
         self.owned.stop()
 
     # -- partitions coming and going -------------------------------------------------------
-    def _dropped(self, partition: int, runtime: PartitionRuntime | None) -> None:
-        """A partition left: a served one's producer is flushed (its transaction in flight was
-        settled first)."""
-        if runtime is not None:
+    def _dropped(self, partition: int, runtime: PartitionRuntime | None, revoked: bool) -> None:
+        """A partition left: a revoked one's producer delivers what it holds (its transaction
+        in flight was settled first)."""
+        if runtime is not None and revoked:
             runtime.producer.flush(self.owned.flush_budget())
 
     def _serve(self, restored: RestoreResult[PartitionRuntime]) -> None:

@@ -188,11 +188,11 @@ class TimerService:
         self.owned.stop()
 
     # -- partitions coming and going -------------------------------------------------------
-    def _dropped(self, partition: int, runtime: PartitionRuntime | None) -> None:
-        """A partition left: stop reading its inputs; a served one's producer is flushed (no
-        transaction is ever left open between polls: nothing to abort)."""
+    def _dropped(self, partition: int, runtime: PartitionRuntime | None, revoked: bool) -> None:
+        """A partition left: stop reading its inputs; a revoked one's producer delivers what it
+        holds (no transaction is ever left open between polls: nothing to abort)."""
         self.inputs.unassign(partition)
-        if runtime is not None:
+        if runtime is not None and revoked:
             runtime.producer.flush(self.owned.flush_budget())
 
     def _serve(self, restored: RestoreResult[PartitionRuntime]) -> None:
