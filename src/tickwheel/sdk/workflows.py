@@ -37,7 +37,7 @@ from typing import Any
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.config import recorded_stack_bootstrap
 from tickwheel.adapters.kafka.partitioner import partition_for
-from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
+from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.workflow import (
@@ -330,28 +330,7 @@ class WorkflowsClient:
             self._start_record(definition_id, item, ids[n] if ids else None, version)
             for n, item in enumerate(inputs)
         ]
-        producer = self._writer()
-        done = threading.Event()
-        pending = [len(starts)]
-        failures: list[Any] = []
-
-        def delivered(err: Any, _msg: Any) -> None:
-            if err is not None:
-                failures.append(err)
-            pending[0] -= 1
-            if pending[0] == 0:
-                done.set()
-
-        for workflow_id, value in starts:
-            producer.send(self.inputs_topic, workflow_id, value, on_delivery=delivered)
-        # A duration, not an instant: the monotonic counter is no clock reading to inject.
-        deadline = time.monotonic() + SEND_TIMEOUT_S
-        while starts and not done.is_set():
-            if time.monotonic() > deadline:
-                raise ProduceFailed(f"{self.inputs_topic}: not delivered in {SEND_TIMEOUT_S}s")
-            producer.poll(0.005)
-        if failures:
-            raise ProduceFailed(f"{self.inputs_topic}: delivery failed: {failures[0]}")
+        self._writer().deliver_all(self.inputs_topic, starts, SEND_TIMEOUT_S)
         return [workflow_id for workflow_id, _value in starts]
 
     async def start_async(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -74,21 +74,35 @@ class EventProducer:
         """Send one record and wait for its own acknowledgement. Unlike `flush`, which waits
         until nothing is in flight (other threads' records too), concurrent callers each wait
         for their record only, and their records share batches. Raises ProduceFailed."""
+        self.deliver_all(topic, [(key, value)], timeout)
+
+    def deliver_all(
+        self,
+        topic: str,
+        records: Sequence[tuple[str | None, bytes | None]],
+        timeout: float = 30.0,
+    ) -> None:
+        """Send `records` (key, value) together and wait for their own acknowledgements, all of
+        them: a batch costs one wait, not one per record. Raises ProduceFailed."""
         done = threading.Event()
         failures: list[Any] = []
+        pending = [len(records)]
 
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
                 failures.append(err)
-            done.set()
+            pending[0] -= 1
+            if pending[0] == 0:
+                done.set()
 
-        self.send(topic, key, value, on_delivery=delivered)
+        for key, value in records:
+            self.send(topic, key, value, on_delivery=delivered)
         # A duration, not an instant: the monotonic counter is no clock reading to inject.
         deadline = time.monotonic() + timeout
-        while not done.is_set():
+        while records and not done.is_set():
             if time.monotonic() > deadline:
                 raise ProduceFailed(f"{topic}: not delivered within {timeout}s")
-            # Short polls: another caller's poll may serve this record's report.
+            # Short polls: another caller's poll may serve these records' reports.
             self._producer.poll(0.005)
         if failures:
             raise ProduceFailed(f"{topic}: delivery failed: {failures[0]}")

@@ -155,10 +155,6 @@ class OrchestratorService:
     def now_ms(self) -> int:
         return self.owned.now_ms()
 
-    @property
-    def running(self) -> bool:
-        return self.owned.running
-
     def adopt_partition_count(self, partitions: int) -> None:
         """Take `partitions` as the jobs group's partition count (the cluster's, which a
         resize made larger than the declared one): the owner of each input read from now on,

@@ -116,10 +116,6 @@ class TimerService:
         )
         self._next_tick_ms = 0  # when the wheels are due to turn again (the injected clock)
 
-    @property
-    def running(self) -> bool:
-        return self.owned.running
-
     def _calendar_rejected(self, record: ReadRecord, exc: Exception) -> None:
         # One instance writes it: the owner of partition 0 (every instance reads calendars).
         if 0 in self.partitions:
