@@ -10,6 +10,7 @@ from confluent_kafka import KafkaException
 from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.producer import EventProducer, ProduceFailed
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.ports.kafka import ReadRecord
 from tickwheel.records import DeadLetter
 from tickwheel.topology import topic_name
 
@@ -59,6 +60,20 @@ def dead_letter_record(
     if raw is not None and len(raw) > MAX_RAW_BYTES:
         record["reason"] += f" (raw value truncated to {MAX_RAW_BYTES} of {len(raw)} bytes)"
     return record
+
+
+def dead_letter_of(record: ReadRecord, reason: str, kind: str, now_ms: int) -> DeadLetter:
+    """`dead_letter_record` of a record read (its topic, partition, offset, key and bytes)."""
+    return dead_letter_record(
+        record.topic,
+        record.partition,
+        record.offset,
+        record.key,
+        record.value,
+        reason,
+        kind,
+        now_ms,
+    )
 
 
 class DeadLetterWriter:

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
-from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.adapters.kafka.placement import Forward
 from tickwheel.ports.kafka import ReadRecord
 from tickwheel.records import (
@@ -287,14 +287,5 @@ class PartitionJudge:
         self.batch.outcomes[outcome] = self.batch.outcomes.get(outcome, 0) + 1
 
     def _dead_letter(self, record: ReadRecord, reason: str, kind: str, now_ms: int) -> None:
-        letter = dead_letter_record(
-            record.topic,
-            record.partition,
-            record.offset,
-            record.key,
-            record.value,
-            reason,
-            kind,
-            now_ms,
-        )
+        letter = dead_letter_of(record, reason, kind, now_ms)
         self.batch.dead_letters.append((record.key, encode("DeadLetter", letter)))

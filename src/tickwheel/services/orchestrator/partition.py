@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
-from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.adapters.kafka.placement import Forward, step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import TERMINAL
@@ -283,14 +283,5 @@ class PartitionOrchestrator:
                 "reason": reason,
             },
         )
-        letter = dead_letter_record(
-            record.topic,
-            record.partition,
-            record.offset,
-            record.key,
-            record.value,
-            reason,
-            kind,
-            now_ms,
-        )
+        letter = dead_letter_of(record, reason, kind, now_ms)
         self.batch.dead_letters.append(letter)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
-from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.ports.kafka import KafkaClients, TransactionalWriter
 from tickwheel.records import WorkflowSnapshot
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
@@ -100,16 +100,7 @@ class PartitionRestorer:
                         snapshot = decode_as(WorkflowSnapshot, record.value)
                     except UndecodableRecord as exc:
                         orchestrator.batch.dead_letters.append(
-                            dead_letter_record(
-                                record.topic,
-                                record.partition,
-                                record.offset,
-                                record.key,
-                                record.value,
-                                exc.reason,
-                                "undecodable",
-                                self.now_ms(),
-                            )
+                            dead_letter_of(record, exc.reason, "undecodable", self.now_ms())
                         )
                         continue
                 if record.key == checkpoint_key(partition):

@@ -10,7 +10,7 @@ from typing import Any, Literal, cast, overload
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.avro.fast.execution_event import decode as decode_event
-from tickwheel.adapters.kafka.dead_letters import dead_letter_record
+from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.placement import foreign_owner
 from tickwheel.core.definition_record import check_definition_record
@@ -133,14 +133,5 @@ class RecordGate:
                 "reason": reason,
             },
         )
-        letter = dead_letter_record(
-            record.topic,
-            record.partition,
-            record.offset,
-            record.key,
-            record.value,
-            reason,
-            kind,
-            self.now_ms(),
-        )
+        letter = dead_letter_of(record, reason, kind, self.now_ms())
         return letter
