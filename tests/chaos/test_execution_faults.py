@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.chaos.execution_timeline import accepted_outcomes, execution_timeline
+from tests.chaos.execution_timeline import accepted_outcomes, execution_timeline, of_process
 from tests.chaos.worker_chaos_harness import LEASE_S, chaos_env
 from tests.integration.timer_harness import ServiceProcess, publish_jobs, wait_until
 from tickwheel.adapters.avro import decode
@@ -137,9 +137,13 @@ def test_a_stalled_workers_late_outcome_is_fenced_and_one_outcome_is_accepted(
         )
     events = _events_of(kafka_bootstrap, "stall")
     [accepted] = accepted_outcomes(events)
-    assert accepted["attempt"] == 2
+    assert accepted["attempt"] == 2 and of_process("other")(accepted["worker_id"])
+    # Whatever was fenced came from the stalled worker. Mostly its attempt 1; but once resumed
+    # it is a zombie consumer until the group tells it it was evicted, and it can still take
+    # attempt 2's request off its old partition and run it (seen in a clean-clone CI run):
+    # each event of that second run is fenced too, none of the current worker's is.
     fenced = [e for e in events if e["event_type"] == "fenced"]
-    assert all(e["attempt"] == 1 for e in fenced)
+    assert fenced and all(of_process("stalled")(e["worker_id"]) for e in fenced)
 
 
 def test_retries_jitter_survive_a_timer_restart_and_hopeless_jobs_are_dead_lettered(
