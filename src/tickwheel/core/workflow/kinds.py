@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
-from tickwheel.core.workflow.definition import WorkflowDefinition
+from tickwheel.core.codeflow.definition import (
+    CODE_KIND,
+    CodeWorkflowDefinition,
+    parse_code_definition,
+)
+from tickwheel.core.workflow.definition import WorkflowDefinition, parse_definition
 from tickwheel.core.workflow.events import Command, Event, effects
 from tickwheel.core.workflow.fold import decide_folded
 from tickwheel.core.workflow.inputs import Input
@@ -32,6 +37,7 @@ __all__ = [
     "kind_named",
     "kind_of",
     "kind_of_state",
+    "parse_workflow_definition",
     "state_from_snapshot",
     "state_to_snapshot",
 ]
@@ -150,6 +156,15 @@ def kind_of(definition: object) -> WorkflowKind:
         if kind.owns(definition):
             return kind
     raise ValueError(f"no workflow kind owns a {type(definition).__name__}")
+
+
+def parse_workflow_definition(body: object) -> WorkflowDefinition | CodeWorkflowDefinition:
+    """A published definition body, checked by its kind: `"kind": "code"` is a workflow
+    written as code (decision 0217), anything else a DAG. Every reader of the definitions
+    topic parses through here."""
+    if isinstance(body, dict) and body.get("kind") == CODE_KIND:
+        return parse_code_definition(body)
+    return parse_definition(body)
 
 
 def kind_of_state(state: object) -> WorkflowKind:

@@ -1,0 +1,55 @@
+"""A code workflow's definition as the catalogue holds it (decision 0217): its name, the
+version the catalogue numbered, and the digest of the code that version stands for. The code
+itself lives in the worker that has the module; the orchestrator never runs it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tickwheel.errors import InvalidInput
+
+__all__ = ["CODE_KIND", "CodeWorkflowDefinition", "parse_code_definition"]
+
+CODE_KIND = "code"
+_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_FIELDS = frozenset({"kind", "definitionId", "version", "codeVersion", "tenantId", "description"})
+
+
+@dataclass(frozen=True, slots=True)
+class CodeWorkflowDefinition:
+    definition_id: str
+    version: int
+    code_version: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": CODE_KIND,
+            "definitionId": self.definition_id,
+            "version": self.version,
+            "codeVersion": self.code_version,
+        }
+
+
+def parse_code_definition(body: object) -> CodeWorkflowDefinition:
+    """A `{"kind": "code", ...}` body checked; `InvalidInput` names the field at fault."""
+    if not isinstance(body, dict):
+        raise InvalidInput("definition", "accepted: a JSON object")
+    unknown = sorted(set(body) - _FIELDS, key=str)
+    if unknown:
+        raise InvalidInput(
+            str(unknown[0]), f"unknown field; accepted: {', '.join(sorted(_FIELDS))}"
+        )
+    if body.get("kind") != CODE_KIND:
+        raise InvalidInput("kind", f"{body.get('kind')!r}; accepted: {CODE_KIND!r}")
+    name = body.get("definitionId")
+    if not isinstance(name, str) or not _ID.fullmatch(name):
+        raise InvalidInput("definitionId", f"{name!r}; accepted: 1 to 100 of A-Z a-z 0-9 _ . -")
+    version = body.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version < 2**31:
+        raise InvalidInput("version", f"{version!r}; accepted: an integer from 1")
+    code_version = body.get("codeVersion")
+    if not isinstance(code_version, str) or not 1 <= len(code_version) <= 200:
+        raise InvalidInput("codeVersion", f"{code_version!r}; accepted: 1 to 200 characters")
+    return CodeWorkflowDefinition(name, version, code_version)
