@@ -52,12 +52,14 @@ from tickwheel.core.workflow import (
     RetryStep,
     SkipStep,
     Start,
+    WorkflowDefinition,
     check_compatible,
     evolve,
     initial_state,
     parse_definition,
 )
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
+from tickwheel.core.workflow.kinds import parse_workflow_definition
 from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.core.workflow.wire import input_record
 from tickwheel.errors import InvalidInput, TickwheelError
@@ -245,7 +247,7 @@ class WorkflowsClient:
         IncompatibleDefinition when it may not follow the previous version. Publishing the
         very same document again is a no-op; a different one under a published version is
         refused (versions are immutable)."""
-        definition = parse_definition(document)
+        definition = parse_workflow_definition(document)
         did, version = definition.definition_id, definition.version
         known = self.definitions(did)
         if (did, version) in known:
@@ -256,7 +258,9 @@ class WorkflowsClient:
                 f"{did} v{version} is published already and immutable; accepted: a new version",
             )
         earlier = sorted(v for (_, v) in known if v < version)
-        if earlier:
+        # A DAG's next version must keep its running steps; a code workflow's new code is
+        # judged by the deploy gate, against its instances' histories (decision 0217).
+        if earlier and isinstance(definition, WorkflowDefinition):
             old = parse_definition(known[(did, earlier[-1])])
             reasons = check_compatible(old, definition, self._live_steps(did, earlier[-1]))
             if reasons:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from tickwheel.core.workflow.definition import parse_definition
+from tickwheel.core.workflow.definition import WorkflowDefinition
+from tickwheel.core.workflow.kinds import parse_workflow_definition
 from tickwheel.core.workflow.state import _STEP_STATUS
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 from tickwheel.records import WorkflowEvent
@@ -46,7 +47,9 @@ class WorkflowFacts:
     def definition(self, record: DefinitionRecord) -> None:
         """A `WorkflowDefinition` record; one that does not parse declares nothing."""
         key = (str(record["definition_id"]), int(record["version"]))
-        parsed = parse_definition(json.loads(str(record["body"])))
+        parsed = parse_workflow_definition(json.loads(str(record["body"])))
+        if not isinstance(parsed, WorkflowDefinition):
+            return  # a code workflow's steps are not declared ahead: no expected durations
         self.expected[key] = {
             s.id: s.expected_duration_ms for s in parsed.steps if s.expected_duration_ms
         }

@@ -15,7 +15,9 @@ import threading
 from tickwheel.adapters.avro import UndecodableRecord, decode_as
 from tickwheel.adapters.kafka.dead_letters import DeadLetterWriter
 from tickwheel.adapters.kafka.reader import TopicTail
-from tickwheel.core.workflow import WorkflowDefinition, parse_definition
+from tickwheel.core.codeflow.definition import CodeWorkflowDefinition
+from tickwheel.core.workflow import WorkflowDefinition
+from tickwheel.core.workflow.kinds import parse_workflow_definition
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # the parsed one is core's
 from tickwheel.topology import topic_name
 
@@ -32,7 +34,7 @@ class DefinitionCatalog:
     def __init__(self, bootstrap: str, dead_letters: DeadLetterWriter | None = None) -> None:
         self.bootstrap = bootstrap
         self.topic = topic_name("workflows.definitions")
-        self._versions: dict[tuple[str, int], WorkflowDefinition] = {}
+        self._versions: dict[tuple[str, int], WorkflowDefinition | CodeWorkflowDefinition] = {}
         self._latest: dict[str, int] = {}
         self._tenants: dict[tuple[str, int], str | None] = {}
         self._tail = TopicTail(self.topic, bootstrap)
@@ -42,7 +44,9 @@ class DefinitionCatalog:
     def __len__(self) -> int:
         return len(self._versions)
 
-    def get(self, definition_id: str, version: int | None) -> WorkflowDefinition | None:
+    def get(
+        self, definition_id: str, version: int | None
+    ) -> WorkflowDefinition | CodeWorkflowDefinition | None:
         """Version `version` of `definition_id` (None: the latest known)."""
         if version is None:
             version = self._latest.get(definition_id)
@@ -50,7 +54,7 @@ class DefinitionCatalog:
                 return None
         return self._versions.get((definition_id, version))
 
-    def tenant_of(self, definition: WorkflowDefinition) -> str | None:
+    def tenant_of(self, definition: WorkflowDefinition | CodeWorkflowDefinition) -> str | None:
         """The `tenantId` the definition's document names, if any."""
         return self._tenants.get((definition.definition_id, definition.version))
 
@@ -86,7 +90,7 @@ class DefinitionCatalog:
         if key in self._versions:
             return 0
         body = json.loads(record["body"])
-        definition = parse_definition(body)
+        definition = parse_workflow_definition(body)
         if (definition.definition_id, definition.version) != key:
             raise ValueError(
                 f"the body is {definition.definition_id} v{definition.version}, "
