@@ -31,6 +31,7 @@ from tickwheel.core.workflow.inputs import (
     Input,
     Reassign,
     Reject,
+    Signal,
     Start,
     StepCancelled,
     StepFailed,
@@ -213,6 +214,17 @@ def _cancel(d: Decider, item: Cancel) -> None:
     )
 
 
+def _signal(d: Decider, item: Signal) -> None:
+    # Signals are for workflows written as code; one sent to a DAG instance is recorded, and
+    # changes nothing.
+    d.emit(
+        "signal_ignored",
+        name=item.name,
+        signal_id=item.signal_id,
+        reason="a DAG workflow takes no signals",
+    )
+
+
 _HANDLERS: dict[str, Callable[[Decider, Any], None]] = {
     "start": _start,
     "step_succeeded": _outcome,
@@ -223,6 +235,7 @@ _HANDLERS: dict[str, Callable[[Decider, Any], None]] = {
     "reject": _approval,
     "reassign": _reassign,
     "cancel": _cancel,
+    "signal": _signal,
     "retry_step": repair.retry_step,
     "complete_step": repair.complete_step,
     "skip_step": repair.skip_step,
@@ -260,7 +273,8 @@ def _decided(state: WorkflowState, definition: WorkflowDefinition, item: Input) 
     if state.status == "new" and item.kind != "start":
         d.emit(
             f"{item.kind}_ignored"
-            if item.kind in repair.OPERATOR or item.kind in ("cancel", "timer_fired", "reassign")
+            if item.kind in repair.OPERATOR
+            or item.kind in ("cancel", "timer_fired", "reassign", "signal")
             else "step_outcome_fenced"
             if item.kind.startswith("step_")
             else "approval_fenced",

@@ -20,6 +20,7 @@ __all__ = [
     "Reassign",
     "Reject",
     "RetryStep",
+    "Signal",
     "SkipStep",
     "Start",
     "StepCancelled",
@@ -153,6 +154,18 @@ class SkipStep(_StepRepair):
     kind: ClassVar[str] = "skip_step"
 
 
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A named signal for the instance (`ctx.wait_signal` of a workflow written as code,
+    decision 0217). `signal_id` names the sending: a repeat of it counts once."""
+
+    kind: ClassVar[str] = "signal"
+    at_ms: int
+    name: str
+    signal_id: str
+    payload: Any = None
+
+
 Input = (
     Start
     | StepSucceeded
@@ -166,6 +179,7 @@ Input = (
     | CompleteStep
     | SkipStep
     | Reassign
+    | Signal
 )
 INPUTS: dict[str, type[Input]] = {
     cls.kind: cls
@@ -182,6 +196,7 @@ INPUTS: dict[str, type[Input]] = {
         CompleteStep,
         SkipStep,
         Reassign,
+        Signal,
     )
 }
 
