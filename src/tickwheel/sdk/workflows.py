@@ -40,6 +40,8 @@ from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.codeflow.definition import CODE_KIND
+from tickwheel.core.codeflow.timeline import code_steps
 from tickwheel.core.workflow import (
     TERMINAL,
     Approve,
@@ -470,20 +472,52 @@ class WorkflowsClient:
                 continue
         return found
 
-    def _state(self, workflow_id: str) -> Any:
-        snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
+    def _state(self, workflow_id: str, snapshot: WorkflowSnapshot | None = None) -> Any:
+        """A DAG instance's state, from `snapshot` (read from the topic if not given)."""
+        if snapshot is None:
+            snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
         if snapshot is None:
             raise UnknownWorkflow("instance", workflow_id)
-        return state_from_json(json.loads(snapshot["state"] or "{}"))
+        data = json.loads(snapshot["state"] or "{}")
+        if data.get("kind") == CODE_KIND:
+            # Its state is its history, not steps a DAG declares (decision 0217).
+            raise InvalidInput(
+                "workflow_id", f"{workflow_id} is a workflow written as code; accepted: a DAG's"
+            )
+        return state_from_json(data)
+
+    def _code_timeline(
+        self, workflow_id: str, snapshot: WorkflowSnapshot | None, events: list[dict[str, Any]]
+    ) -> WorkflowTimeline | None:
+        """The timeline of a code workflow's instance (None: not one), from its events and
+        the status its snapshot (or, once pruned, its last event) holds."""
+        if snapshot is not None:
+            if json.loads(snapshot["state"] or "{}").get("kind") != CODE_KIND:
+                return None
+            did, version = snapshot["definition_id"], snapshot["definition_version"]
+            status = snapshot["status"]
+        elif events:
+            did, version = events[0]["definition_id"], events[0]["definition_version"]
+            document = self.definitions(did).get((did, version))
+            if document is None or document.get("kind") != CODE_KIND:
+                return None
+            status = events[-1]["status"]
+        else:
+            return None
+        return WorkflowTimeline(workflow_id, did, version, status, code_steps(events), events)
 
     def get(self, workflow_id: str) -> WorkflowTimeline:
         """The instance's timeline: its state now and every event, oldest first. An instance
         the orchestrator pruned after its retention (decision 0095) has no snapshot left: its
         state is folded from its events, which stay on workflows.events."""
         events = self._events(workflow_id)
-        try:
-            state = self._state(workflow_id)
-        except UnknownWorkflow:
+        snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
+        code = self._code_timeline(workflow_id, snapshot, events)
+        if code is not None:
+            return code
+        if snapshot is not None:
+            state = self._state(workflow_id, snapshot)
+        else:
             state = self._state_of_events(workflow_id, events)
         steps = {
             k: {
