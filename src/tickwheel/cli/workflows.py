@@ -177,6 +177,31 @@ def _cancel(args: argparse.Namespace) -> int:
     )
 
 
+def _add_signal(verbs: Any) -> None:
+    p = verbs.add_parser(
+        "signal",
+        help="send a signal to a workflow written as code (its ctx.wait_signal)",
+        description="A signal sent before the instance waits for it is kept for the wait; "
+        "sending the same --signal-id again delivers it once.",
+    )
+    p.add_argument("workflow_id", metavar="ID")
+    p.add_argument("name", help="the signal's name, as the workflow waits for it")
+    p.add_argument("--payload", help="what the wait returns, as JSON (default: null)")
+    p.add_argument("--signal-id", help="names this sending, so a retry counts once")
+    p.add_argument("--json", action="store_true", help="print what was sent as JSON")
+    p.set_defaults(handler=_signal)
+
+
+def _signal(args: argparse.Namespace) -> int:
+    payload = _json_arg(args.payload, "--payload")
+    signal_id = _client().signal(args.workflow_id, args.name, payload, signal_id=args.signal_id)
+    return _done(
+        args,
+        {"workflowId": args.workflow_id, "signal": args.name, "signalId": signal_id},
+        f"signal {args.name} sent to {args.workflow_id} ({signal_id})",
+    )
+
+
 def _repair(verb: str, help_text: str, with_output: bool = False) -> Callable[[Any], None]:
     def add(verbs: Any) -> None:
         p = verbs.add_parser(verb, help=help_text)
@@ -299,6 +324,7 @@ VERBS: list[Callable[[Any], None]] = [
     _add_get,
     _add_list,
     _add_cancel,
+    _add_signal,
     _repair("retry-step", "retry a step: its next attempt, same execution id"),
     _repair(
         "complete-step", "complete a stuck step (or failed compensation) by hand", with_output=True

@@ -61,6 +61,7 @@ from tickwheel.core.workflow import (
     parse_definition,
 )
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
+from tickwheel.core.workflow.inputs import Signal
 from tickwheel.core.workflow.kinds import parse_workflow_definition
 from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.core.workflow.wire import input_record
@@ -397,6 +398,22 @@ class WorkflowsClient:
     def cancel(self, workflow_id: str, *, actor: str, reason: str = "") -> None:
         self._send(workflow_id, Cancel(self._now_ms(), actor, reason))
 
+    def signal(
+        self, workflow_id: str, name: str, payload: Any = None, *, signal_id: str | None = None
+    ) -> str:
+        """Send signal `name` to a workflow written as code (`ctx.wait_signal`). One sent
+        before the instance waits for it is kept for the wait; sending the same `signal_id`
+        again (a retried call) delivers it once. Returns the signal id."""
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise InvalidInput("name", "accepted: 1 to 200 characters")
+        try:
+            json.dumps(payload)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput("payload", f"not JSON data ({exc})") from exc
+        signal_id = signal_id or f"sig-{uuid.uuid4()}"
+        self._send(workflow_id, Signal(self._now_ms(), name, signal_id, payload))
+        return signal_id
+
     def retry_step(self, workflow_id: str, step: str, *, actor: str) -> None:
         """The step's next attempt, same execution id (reopens a failed instance)."""
         self._send(workflow_id, RetryStep(self._now_ms(), step, actor))
@@ -472,10 +489,15 @@ class WorkflowsClient:
                 continue
         return found
 
-    def _state(self, workflow_id: str, snapshot: WorkflowSnapshot | None = None) -> Any:
-        """A DAG instance's state, from `snapshot` (read from the topic if not given)."""
-        if snapshot is None:
-            snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
+    def _snapshot(self, workflow_id: str) -> WorkflowSnapshot | None:
+        """The instance's latest snapshot (None: there is none)."""
+        return self._snapshots(self._partition(workflow_id)).get(workflow_id)
+
+    def _state(self, workflow_id: str) -> Any:
+        return self._state_of(workflow_id, self._snapshot(workflow_id))
+
+    def _state_of(self, workflow_id: str, snapshot: WorkflowSnapshot | None) -> Any:
+        """A DAG instance's state, from its snapshot."""
         if snapshot is None:
             raise UnknownWorkflow("instance", workflow_id)
         data = json.loads(snapshot["state"] or "{}")
@@ -511,12 +533,12 @@ class WorkflowsClient:
         the orchestrator pruned after its retention (decision 0095) has no snapshot left: its
         state is folded from its events, which stay on workflows.events."""
         events = self._events(workflow_id)
-        snapshot = self._snapshots(self._partition(workflow_id)).get(workflow_id)
+        snapshot = self._snapshot(workflow_id)
         code = self._code_timeline(workflow_id, snapshot, events)
         if code is not None:
             return code
         if snapshot is not None:
-            state = self._state(workflow_id, snapshot)
+            state = self._state_of(workflow_id, snapshot)
         else:
             state = self._state_of_events(workflow_id, events)
         steps = {

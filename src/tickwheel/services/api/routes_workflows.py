@@ -35,6 +35,7 @@ from tickwheel.services.api.workflow_models import (
     WorkflowAccepted,
     WorkflowCancelBody,
     WorkflowList,
+    WorkflowSignalBody,
     WorkflowStart,
     WorkflowTimelineView,
 )
@@ -192,6 +193,31 @@ def cancel_workflow(
     c.flows.get(workflow_id)
     c.client.cancel(workflow_id, actor=c.actor, reason=(body.reason if body else None) or "")
     return {"workflowId": workflow_id, "stepId": None, "action": "cancel", "actor": c.actor}
+
+
+@router.post(
+    "/workflows/{workflow_id}/signals/{name}",
+    status_code=202,
+    summary="Send a signal to a workflow written as code (its ctx.wait_signal)",
+    responses=ACCEPTED,
+)
+def signal_workflow(
+    c: CallerDep,
+    workflow_id: WorkflowId,
+    name: Annotated[str, Path(min_length=1, max_length=200)],
+    body: Annotated[
+        WorkflowSignalBody | None,
+        Body(openapi_examples={"approval": {"value": {"payload": {"approved": True}}}}),
+    ] = None,
+) -> dict[str, Any]:
+    c.flows.get(workflow_id)
+    signal_id = c.client.signal(
+        workflow_id,
+        name,
+        body.payload if body else None,
+        signal_id=body.signalId if body else None,
+    )
+    return {"workflowId": workflow_id, "signal": name, "signalId": signal_id, "actor": c.actor}
 
 
 def _repair(

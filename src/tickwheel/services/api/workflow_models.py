@@ -140,6 +140,14 @@ class WorkflowCancelBody(_Strict):
     reason: str | None = Field(default=None, max_length=500)
 
 
+class WorkflowSignalBody(_Strict):
+    """A signal for a workflow written as code: what its `ctx.wait_signal` returns, and the
+    id that makes a retried call count once (one is made when it is absent)."""
+
+    payload: Any = None
+    signalId: str | None = Field(default=None, min_length=1, max_length=200)
+
+
 class StepCompleteBody(_Strict):
     """The output the step is completed with by hand (JSON, as a handler would return)."""
 

@@ -20,9 +20,8 @@ from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.kafka.follower import TopicFollower
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.clock import Clock
-from tickwheel.core.workflow.snapshot import state_from_json
 from tickwheel.records import WorkflowSnapshot
-from tickwheel.sdk.workflows import UnknownWorkflow, WorkflowsClient
+from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.api.freshness import FreshReads, window_from_env
 
 # Keys the orchestrator writes on workflows.state for itself, not instances.
@@ -171,13 +170,11 @@ class FollowedWorkflows(WorkflowsClient):
         snapshots = view.read(places, lambda: self.memory.snapshots_in([p for _, p in places]))
         return cast("dict[str, WorkflowSnapshot]", snapshots)  # decoded WorkflowSnapshots
 
-    def _state(self, workflow_id: str) -> Any:
+    def _snapshot(self, workflow_id: str) -> WorkflowSnapshot | None:
         view = self.view()
         place = self._place(self.state_topic, workflow_id)
         snapshot = view.read([place], lambda: self.memory.snapshot_of(place[1], workflow_id))
-        if snapshot is None:
-            raise UnknownWorkflow("instance", workflow_id)
-        return state_from_json(json.loads(snapshot["state"]))
+        return cast("WorkflowSnapshot | None", snapshot)
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
         view = self.view()
