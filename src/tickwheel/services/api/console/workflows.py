@@ -8,6 +8,7 @@ SDK keeps one; the orchestrator folds it like any other input, so the timeline s
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from tickwheel.core.codeflow.definition import CODE_KIND
 from tickwheel.core.workflow import parse_definition
 from tickwheel.errors import InvalidInput
 from tickwheel.services.api.backend import Backend
@@ -79,6 +81,42 @@ def dag_steps(
     return dag, rows
 
 
+def code_steps_shown(
+    steps: Mapping[str, Mapping[str, Any]], now_ms: int
+) -> tuple[list[svg.DagStep], list[dict[str, Any]]]:
+    """A code workflow's steps, sleeps and waits in the order its run issued them (a chain:
+    its code, not a declared graph, decides what comes next), one row each; a sleep or a
+    wait shows its deadline."""
+    dag: list[svg.DagStep] = []
+    rows: list[dict[str, Any]] = []
+    for label, state in steps.items():
+        status = str(state.get("status") or "pending")
+        dag.append(svg.DagStep(label, (dag[-1].step_id,) if dag else (), status))
+        started, deadline = state.get("startedAt"), state.get("deadline")
+        rows.append(
+            {
+                "id": label,
+                "kind": state.get("kind"),
+                "status": status,
+                "stuck": False,
+                "attempt": state.get("attempt"),
+                "round": None,
+                "started": started,
+                "ended": state.get("endedAt"),
+                "compensation": None,
+                "for": approx_duration(now_ms - int(started)) if started else None,
+                "deadline": deadline,
+                # A code step is repaired through its workflow's code, not a DAG's step
+                # actions; a waiting signal is answered by sending it.
+                "code": True,
+                "signal": label.split(":", 1)[1].split("@", 1)[0]
+                if state.get("kind") == "signal" and status == "waiting"
+                else None,
+            }
+        )
+    return dag, rows
+
+
 @router.get("/workflows", response_class=HTMLResponse)
 def workflows_page(request: Request) -> Response:
     try:
@@ -101,7 +139,10 @@ def workflow_context(request: Request, workflow_id: str) -> dict[str, Any]:
             f"{timeline.definition_id} "
             f"v{timeline.definition_version} is not on workflows.definitions",
         )
-    dag, rows = dag_steps(document, timeline.steps, b.now_ms())
+    if document.get("kind") == CODE_KIND:
+        dag, rows = code_steps_shown(timeline.steps, b.now_ms())
+    else:
+        dag, rows = dag_steps(document, timeline.steps, b.now_ms())
     return {
         "section": "workflows",
         "w": timeline,
@@ -157,6 +198,25 @@ async def step_action(request: Request, workflow_id: str, step: str, action: str
         extra={"action": f"console_step_{action}", "workflow_id": workflow_id, "step": step},
     )
     return see_other(f"/workflows/{workflow_id}", said)
+
+
+@router.post("/workflows/{workflow_id}/signals/{name}")
+async def signal_workflow(request: Request, workflow_id: str, name: str) -> Response:
+    """A signal for a code workflow's wait, its payload typed as JSON (empty: null)."""
+    form = await read_form(request)
+    try:
+        text = (one(form, "payload") or "").strip()
+        try:
+            payload = json.loads(text) if text else None
+        except ValueError as exc:
+            raise InvalidInput(
+                "payload", f"not JSON ({exc.args[0]}); accepted: a JSON value"
+            ) from exc
+        client = _client(request)
+        await run_in_threadpool(lambda: client.signal(workflow_id, name, payload))
+    except Exception as exc:
+        return await run_in_threadpool(_refused, request, workflow_id, exc)
+    return see_other(f"/workflows/{workflow_id}", f"signal {name} sent")
 
 
 @router.post("/workflows/{workflow_id}/cancel")
