@@ -19,7 +19,14 @@ from tickwheel.logs import configure_logging
 from tickwheel.runtime.shutdown import KAFKA_BUDGET_S, ShutdownDeadline, serve
 from tickwheel.sdk import worker as sdk
 from tickwheel.sdk.worker import HandlerRegistry
+from tickwheel.sdk.workflows import WorkflowsClient
 from tickwheel.services.environment import log_level, service_parser
+from tickwheel.services.worker.code_workflows import (
+    CodeWorkflowRegistry,
+    CodeWorkflows,
+    is_code_job_type,
+    publish_definitions,
+)
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
 from tickwheel.services.worker.lane import PriorityLane
@@ -33,9 +40,21 @@ log = logging.getLogger("tickwheel.worker")
 
 
 def build_registry(settings: WorkerSettings) -> HandlerRegistry:
-    """Built-ins plus the `@job` handlers of `settings.modules`, narrowed to `settings.types`."""
+    """Built-ins plus the `@job` handlers of `settings.modules`, narrowed to `settings.types`;
+    with modules, their code workflows' and steps' job types too (decision 0217)."""
     sdk.load_modules(settings.modules)
-    return builtin_registry().merged(sdk.registry).only(settings.types)
+    # `workflow:`/`code:` names are resolved from the modules, not registered: `--types`
+    # narrows the registered ones.
+    types = (
+        None
+        if settings.types is None
+        else [name for name in settings.types if not is_code_job_type(name)]
+    )
+    registered = builtin_registry().merged(sdk.registry).only(types)
+    if not settings.modules:
+        return registered
+    code = CodeWorkflows.load(settings.modules, settings.workflow_cache)
+    return CodeWorkflowRegistry(registered, code)
 
 
 class WorkerService:
@@ -63,6 +82,7 @@ class WorkerService:
     def run(self) -> int:
         """Serve until `stop()` (SIGTERM/SIGINT) or a fatal error; returns the exit code."""
         verify_topology(bootstrap=self.settings.bootstrap)
+        self._publish_code_definitions()
         self.publisher = EventPublisher(self.settings.bootstrap)
         self.control = ControlListener(
             self.cancels,
@@ -106,6 +126,17 @@ class WorkerService:
             pass
         self._shutdown()
         return self.exit_code
+
+    def _publish_code_definitions(self) -> None:
+        """Before any task is taken, the definitions topic holds a version of each loaded
+        code workflow whose `codeVersion` is the code this worker runs."""
+        if not isinstance(self.registry, CodeWorkflowRegistry) or not self.registry.code.workflows:
+            return
+        client = WorkflowsClient(self.settings.bootstrap, self.clock)
+        try:
+            publish_definitions(self.registry.code, client, actor=self.settings.worker_id)
+        finally:
+            client.close()
 
     def stop(self, *_args: Any) -> None:
         self._stopping.set()

@@ -33,6 +33,9 @@ DEFAULT_MAX_RUN_SECONDS = 3600.0
 # How soon a lane's consumer fetches again once its prefetch was full (decision 0146): well
 # under the time one batch takes, so the prefetch never runs dry while requests wait in Kafka.
 FETCH_QUEUE_BACKOFF_MS = 20
+# Live code workflow runs kept per worker: each holds a suspended coroutine and its history's
+# bookkeeping, a few KiB for a typical workflow; a run not kept is rebuilt by a full replay.
+DEFAULT_WORKFLOW_CACHE = 10_000
 
 
 def _split(values: list[str] | str | None) -> tuple[str, ...]:
@@ -157,10 +160,18 @@ class WorkerSettings:
         "TICKWHEEL_WORKER_MODULES",
         Using(_names, _shown),
         (),
-        "Python modules whose @job handlers to load",
+        "Python modules to load: their @job handlers, and their @workflow functions and "
+        "steps (job types workflow:<name> and code:<module:qualname>, decision 0217)",
         flag="--module",
         many=True,
         shown="none",
+    )
+    workflow_cache: int = setting(
+        "TICKWHEEL_WORKER_WORKFLOW_CACHE",
+        Whole(),
+        DEFAULT_WORKFLOW_CACHE,
+        "live code workflow runs kept in memory; a task for a run not kept is answered "
+        "missed and the whole history is replayed",
     )
     shutdown_grace_s: float = setting(
         "TICKWHEEL_WORKER_SHUTDOWN_GRACE_S",
