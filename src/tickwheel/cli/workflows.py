@@ -7,6 +7,7 @@ under TICKWHEEL_TOPIC_PREFIX); the orchestrator folds it. Operator writes carry 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import json
 import os
@@ -202,6 +203,62 @@ def _signal(args: argparse.Namespace) -> int:
     )
 
 
+def _add_check(verbs: Any) -> None:
+    p = verbs.add_parser(
+        "check",
+        help="the deploy gate: replay running code workflows against new code",
+        description="Replays the recorded history of every open instance of a workflow "
+        "written as code (and of the last --finished ones) against the workflows in the "
+        "given modules, and lists each instance the new code would diverge on, with the "
+        "step, the history position and what changed. Exits 1 when any would, 0 when none.",
+    )
+    p.add_argument(
+        "--module",
+        dest="modules",
+        action="append",
+        required=True,
+        metavar="MODULE",
+        help="a module holding the new @workflow code (repeatable)",
+    )
+    p.add_argument(
+        "--finished",
+        type=int,
+        default=20,
+        metavar="N",
+        help="also replay the N instances that ended last (default 20)",
+    )
+    p.add_argument("--json", action="store_true", help="print every verdict as JSON")
+    p.set_defaults(handler=_check)
+
+
+def _check(args: argparse.Namespace) -> int:
+    import importlib
+    import sys
+
+    from tickwheel.sdk.workflow_gate import check_histories, workflows_in
+
+    if args.finished < 0:
+        raise InvalidInput("--finished", f"{args.finished}; accepted: 0 or more")
+    sys.path.insert(0, os.getcwd())  # the author's modules, as `python -m` would find them
+    try:
+        modules = [importlib.import_module(name) for name in args.modules]
+    except ImportError as exc:
+        raise InvalidInput("--module", f"cannot import it: {exc}") from exc
+    workflows = workflows_in(*modules)
+    found = _client().code_histories(args.finished)
+    report = check_histories(workflows, [history for _, _, history in found if history])
+    if args.json:
+        print(json.dumps([dataclasses.asdict(f) for f in report.findings], indent=2))
+    else:
+        for finding in report.findings:
+            print(finding.line())
+        verdict = "passes" if report.passed else f"{len(report.failures)} would diverge"
+        print(
+            f"{len(report.findings)} instance(s) replayed against {', '.join(args.modules)}: {verdict}"
+        )
+    return 0 if report.passed else 1
+
+
 def _repair(verb: str, help_text: str, with_output: bool = False) -> Callable[[Any], None]:
     def add(verbs: Any) -> None:
         p = verbs.add_parser(verb, help=help_text)
@@ -325,6 +382,7 @@ VERBS: list[Callable[[Any], None]] = [
     _add_list,
     _add_cancel,
     _add_signal,
+    _add_check,
     _repair("retry-step", "retry a step: its next attempt, same execution id"),
     _repair(
         "complete-step", "complete a stuck step (or failed compensation) by hand", with_output=True

@@ -40,6 +40,7 @@ from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
 from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_end
 from tickwheel.clock import Clock, SystemClock
+from tickwheel.core.codeflow import HistoryEvent
 from tickwheel.core.codeflow.definition import CODE_KIND
 from tickwheel.core.codeflow.timeline import code_steps
 from tickwheel.core.workflow import (
@@ -70,6 +71,7 @@ from tickwheel.paths import stack_approval_keys_file
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 from tickwheel.records import WorkflowEvent, WorkflowSnapshot
 from tickwheel.sdk.acked_sends import AckedSends
+from tickwheel.sdk.workflow_gate import history_of_events
 from tickwheel.topology import topic_name
 
 DEFAULT_APPROVAL_TTL_MS = 72 * 3_600_000
@@ -588,21 +590,44 @@ class WorkflowsClient:
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
         """The instance's events, oldest first, `data` as JSON."""
-        events = []
-        for record in read_to_end(
-            self.events_topic, [self._partition(workflow_id)], self.bootstrap
-        ):
-            if record.key != workflow_id or record.value is None:
+        return self._read_events([self._partition(workflow_id)]).get(workflow_id, [])
+
+    def _read_events(self, partitions: list[int] | None) -> dict[str, list[dict[str, Any]]]:
+        """Every event on `partitions` (None: all) by instance, oldest first, `data` as JSON
+        (a reader's view, not the record)."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for record in read_to_end(self.events_topic, partitions, self.bootstrap):
+            if record.key is None or record.value is None:
                 continue
             try:
                 decoded: WorkflowEvent = decode_as(WorkflowEvent, record.value)
             except UndecodableRecord:
                 continue
-            # A reader's view (JSON), not the record: `data` parsed.
             event: dict[str, Any] = dict(decoded)
             event["data"] = json.loads(decoded["data"]) if decoded["data"] else None
-            events.append(event)
-        return events
+            found.setdefault(record.key, []).append(event)
+        return found
+
+    def code_histories(self, finished: int = 20) -> list[tuple[str, str, list[HistoryEvent]]]:
+        """`(workflow id, status, the current run's history)` of every open instance of a
+        workflow written as code, and of the `finished` ones that ended last: what the deploy
+        gate replays against new code (`tickwheel workflows check`)."""
+        code = {k for k, d in self.definitions().items() if d.get("kind") == CODE_KIND}
+        statuses = {k: s["status"] for k, s in self._snapshots().items()}
+        still_open, ended = [], []
+        for workflow_id, events in sorted(self._read_events(None).items()):
+            first = events[0]
+            if (first["definition_id"], first["definition_version"]) not in code:
+                continue
+            status = statuses.get(workflow_id) or events[-1]["status"] or "running"
+            found = (workflow_id, status, history_of_events(events))
+            if status in TERMINAL:
+                ended.append((events[-1]["event_time"], found))
+            else:
+                still_open.append(found)
+        ended.sort(key=lambda pair: pair[0])
+        last = ended[-finished:] if finished > 0 else []
+        return still_open + [found for _, found in last]
 
     def list(self, status: str | None = None) -> list[dict[str, Any]]:
         """Every instance's summary (of one `status`, if given), by id."""
