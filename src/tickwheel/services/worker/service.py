@@ -5,6 +5,7 @@ decides what they mean (deadlines, retries, fencing, dead letters)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 import threading
@@ -170,11 +171,14 @@ class WorkerService:
             self.control.stop()
         if self.publisher is not None:
             self.publisher.close(self._remaining(10))
+        code = self.registry.code if isinstance(self.registry, CodeWorkflowRegistry) else None
         log.info(
             "worker stopped",
             extra={
                 "action": "worker_stopped",
                 "started": sum(lane.started_count for lane in self.lanes),
+                # How often workflow tasks found their run live (hits) or replayed it.
+                **({"workflow_cache": dataclasses.asdict(code.stats)} if code else {}),
             },
         )
 

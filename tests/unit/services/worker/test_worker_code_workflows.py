@@ -26,6 +26,8 @@ from tickwheel.services.worker.code_workflows import (
     publish_definitions,
 )
 from tickwheel.services.worker.runner import NO_HANDLER_REASON
+from tickwheel.services.worker.service import build_registry
+from tickwheel.services.worker.settings import WorkerSettings
 
 from .test_worker_runner import Harness, eventually
 
@@ -423,3 +425,20 @@ def test_a_name_published_as_a_dag_is_refused() -> None:
 class _Clock:
     def now(self) -> float:
         return 0.0
+
+
+def test_the_workers_registry_serves_its_modules_workflows_and_types_narrow_the_registered() -> (
+    None
+):
+    settings = WorkerSettings(modules=(APP,), types=("noop", WORKFLOW), workflow_cache=7)
+    registry = build_registry(settings)
+    assert isinstance(registry, CodeWorkflowRegistry)
+    assert registry.names() == ("noop", WORKFLOW)  # `sleep`, `http`, `fail` narrowed away
+    assert registry.code.cache_size == 7
+    assert f"code:{APP}:charge" in registry
+
+
+def test_a_worker_without_modules_serves_no_code_types() -> None:
+    registry = build_registry(WorkerSettings())
+    assert not isinstance(registry, CodeWorkflowRegistry)
+    assert f"code:{APP}:charge" not in registry
