@@ -6,6 +6,8 @@ docs/workflows-code.md).
 * `loop` — `DeterministicLoop`: asyncio without a clock, timers, threads or I/O.
 * `context` — `WorkflowContext`, the author's handle on the history.
 * `engine` — `WorkflowRun.feed(history) -> Activation` and `replay`; `Divergence` on a mismatch.
+* `kind` — `CodeKind`, the orchestrator's fold of code workflows (decision 0217): histories
+  and workflow tasks, no code run.
 * `errors` — `Divergence`, `NondeterministicCall`, `StepFailed`, `ChildFailed`, `ContinueAsNew`.
 """
 
@@ -27,6 +29,16 @@ from tickwheel.core.codeflow.history import (
     events_from_json,
     events_to_json,
 )
+from tickwheel.core.codeflow.kind import (
+    TASK_STEP,
+    CodeKind,
+    CodeState,
+    histories_from_events,
+    missed_answer,
+    read_answer,
+    read_task,
+    task_answer,
+)
 from tickwheel.core.codeflow.loop import in_workflow_code, report_violation
 from tickwheel.core.codeflow.spec import (
     STEP_ATTRIBUTE,
@@ -42,9 +54,12 @@ __all__ = [
     "ENDINGS",
     "INPUTS",
     "STEP_ATTRIBUTE",
+    "TASK_STEP",
     "WORKFLOW_ATTRIBUTE",
     "Activation",
     "ChildFailed",
+    "CodeKind",
+    "CodeState",
     "ContinueAsNew",
     "Divergence",
     "Duration",
@@ -60,9 +75,14 @@ __all__ = [
     "duration_ms",
     "events_from_json",
     "events_to_json",
+    "histories_from_events",
     "in_workflow_code",
+    "missed_answer",
+    "read_answer",
+    "read_task",
     "replay",
     "report_violation",
     "step_info_of",
+    "task_answer",
     "workflow_spec_of",
 ]

@@ -7,9 +7,10 @@ timers to start, alerts), says how many attempts a step may take, and writes its
 snapshot and reads it back. Events, commands and inputs are one vocabulary for every kind: the
 timer, the worker and the history see no difference.
 
-The DAG interpreter (`fold`, `state`, `events`, `snapshot`) is the first kind. A second —
-workflows written as code (issue 33) — is a new entry in `KINDS`, with its own definition and
-state types; the orchestrator's loop, its records and its callers do not change.
+The DAG interpreter (`fold`, `state`, `events`, `snapshot`) is the first kind. The second —
+workflows written as code (issue 33, `core.codeflow.kind`, decision 0217) — is a new entry in
+`KINDS`, with its own definition and state types; the orchestrator's loop, its records and
+its callers do not change.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tickwheel.core.codeflow.definition import (
     CodeWorkflowDefinition,
     parse_code_definition,
 )
+from tickwheel.core.codeflow.kind import CodeKind
 from tickwheel.core.workflow.definition import WorkflowDefinition, parse_definition
 from tickwheel.core.workflow.events import Command, Event, effects
 from tickwheel.core.workflow.fold import decide_folded
@@ -29,6 +31,7 @@ from tickwheel.core.workflow.snapshot import SnapshotJson, state_from_json, stat
 from tickwheel.core.workflow.state import WorkflowState, initial_state
 
 __all__ = [
+    "CODE",
     "DAG",
     "KINDS",
     "Decided",
@@ -138,15 +141,18 @@ class DagKind:
 
 
 DAG = DagKind()
+# Workflows written as code (decision 0217): histories and tasks; the code runs in workers.
+CODE = CodeKind()
 # Every kind the orchestrator folds, by the name a snapshot records (`kind`; none: "dag").
-KINDS: dict[str, WorkflowKind] = {DAG.name: DAG}
+KINDS: dict[str, WorkflowKind] = {DAG.name: DAG, CODE.name: CODE}
 
 
 def kind_named(name: str | None) -> WorkflowKind:
     """The kind a snapshot names (a snapshot written before kinds existed names none: a DAG)."""
     kind = KINDS.get(name or DAG.name)
     if kind is None:
-        raise ValueError(f"workflow kind {name!r} is unknown; accepted: {', '.join(sorted(KINDS))}")
+        # In registration order: the default (dag) first.
+        raise ValueError(f"workflow kind {name!r} is unknown; accepted: {', '.join(KINDS)}")
     return kind
 
 

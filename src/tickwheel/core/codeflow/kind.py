@@ -1,0 +1,1135 @@
+"""`CodeKind`: the orchestrator's fold for workflows written as code (decision 0217), pure.
+
+No workflow code runs here. The instance's state holds the current run's engine history;
+`decide` turns each input into history events (a step's outcome into `step_completed`, a
+signal into `signal_received`...) and sends the history to a worker as a *workflow task*, a
+step execution named `@task` on the path every step takes. The worker replays the history
+against the author's code and answers with the commands the code issued; the fold records
+them and turns each into what the other services do (a `step_scheduled` into a step
+execution, a `timer_started` into a timer...).
+
+One task is outstanding at a time: the commands of task *n* were decided on the history it
+carried, so they are appended right after it, and the inputs that arrived meanwhile are held
+and appended after them (recorded as `input_held` when they arrive). The engine history is
+therefore exactly the sequence of history events recorded on `workflows.events`, in order
+(`histories_from_events` reads it back, one list per run).
+
+Every event's `data` holds what `effects` needs, under the keys of `events.py` (a list,
+`cancel_executions`, where an ending may stop several steps) and `schedule_step`, so
+`effects` is a function of the event alone. A history event's `data` is its JSON beside
+those keys; none of them is a key the engine writes, and an answer that uses one is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from tickwheel.core.codeflow.definition import CODE_KIND, CodeWorkflowDefinition
+from tickwheel.core.codeflow.engine import Activation
+from tickwheel.core.codeflow.history import COMMANDS as HISTORY_COMMANDS
+from tickwheel.core.codeflow.history import INPUTS as HISTORY_INPUTS
+from tickwheel.core.codeflow.history import (
+    HistoryEvent,
+    JsonObject,
+    events_from_json,
+    events_to_json,
+)
+from tickwheel.core.errors import InvalidPolicy
+from tickwheel.core.identity import EXECUTION_NAMESPACE
+from tickwheel.core.retry import RetryPolicy
+from tickwheel.core.workflow.events import (
+    CancelExecution,
+    CancelTimer,
+    ClearAlert,
+    Command,
+    Event,
+    RaiseAlert,
+    ScheduleStep,
+    StartTimer,
+)
+from tickwheel.core.workflow.ids import alert_id
+from tickwheel.core.workflow.inputs import (
+    Cancel,
+    Input,
+    RetryStep,
+    Signal,
+    Start,
+    StepCancelled,
+    StepFailed,
+    StepSucceeded,
+    TimerFired,
+)
+from tickwheel.core.workflow.snapshot import SnapshotJson
+
+__all__ = [
+    "EFFECT_KEYS",
+    "MAX_ATTEMPTS_BOUND",
+    "TASK_MAX_ATTEMPTS",
+    "TASK_STEP",
+    "CodeDecided",
+    "CodeKind",
+    "CodeState",
+    "OpenStep",
+    "TaskAnswer",
+    "TaskPayload",
+    "code_effects",
+    "code_step_execution_id",
+    "code_timer_id",
+    "histories_from_events",
+    "missed_answer",
+    "parse_code_timer",
+    "read_answer",
+    "read_task",
+    "retry_delay_ms",
+    "task_answer",
+    "task_execution_id",
+    "task_job_type",
+    "task_payload",
+]
+
+# The step a workflow task runs as. The engine derives step names from functions (and
+# `name=`), never with `@`, so no step of the code can take it.
+TASK_STEP = "@task"
+# A step's attempts (and a task's number, its `attempt`) are counted by the fold, which
+# decides every retry: the timer only needs a bound no attempt reaches, so that it never
+# dead-letters an attempt for its number (a permanent failure still is). Avro's int.
+MAX_ATTEMPTS_BOUND = 2**31 - 1
+# A task that fails as retryable (its worker's lease expired, a worker without the workflow's
+# handler took it) is sent again, as the next task, this many times in a row at most before
+# the instance parks; one that fails as permanent (the activation raised) parks at once.
+TASK_MAX_ATTEMPTS = 5
+_TASK_RETRY = RetryPolicy()
+# The data keys that carry an event's effects (events.py's, and this kind's own).
+EFFECT_KEYS = frozenset(
+    {
+        "cancel_execution",
+        "cancel_executions",
+        "cancel_timers",
+        "clear_alerts",
+        "execution_id",
+        "raise_alert",
+        "schedule_step",
+        "start_timers",
+    }
+)
+_TIMER_PREFIX = "code"
+_ENDED = frozenset({"succeeded", "failed", "cancelled"})
+_STATUS_BY_ENDING = {
+    "workflow_completed": "succeeded",
+    "workflow_failed": "failed",
+    "workflow_cancelled": "cancelled",
+}
+
+
+# -- names ----------------------------------------------------------------------------------
+
+
+def _execution_uuid(workflow_id: str, run: int, tail: str) -> str:
+    # Length-prefixed like ids.step_execution_id, under its own prefix (`code1:`), so it
+    # never equals a DAG step's name (`wf1:`) or a job occurrence's (`v1:`).
+    name = f"code1:{len(workflow_id.encode())}:{workflow_id}:{run}:{tail}"
+    return str(uuid.uuid5(EXECUTION_NAMESPACE, name))
+
+
+def task_execution_id(workflow_id: str, run: int, task: int) -> str:
+    """The execution id of workflow task `task` (of run `run`): one execution per task."""
+    return _execution_uuid(workflow_id, run, f"{TASK_STEP}:{task}")
+
+
+def code_step_execution_id(workflow_id: str, run: int, position: int) -> str:
+    """The execution id of the step the code scheduled at `position` of run `run`, stable
+    across its attempts."""
+    return _execution_uuid(workflow_id, run, str(position))
+
+
+def code_timer_id(run: int, position: int) -> str:
+    """The timer of the sleep or signal wait at `position` of run `run`. `ids.parse_timer`
+    reads it as `unknown` (three parts, a first one it does not know): only this kind sees it."""
+    return f"{_TIMER_PREFIX}:{run}:{position}"
+
+
+def parse_code_timer(timer_id: str) -> tuple[int, int] | None:
+    """(run, position) of a `code_timer_id`, or None for any other id."""
+    parts = timer_id.split(":")
+    if len(parts) != 3 or parts[0] != _TIMER_PREFIX:
+        return None
+    if not (parts[1].isdigit() and parts[2].isdigit()):
+        return None
+    return int(parts[1]), int(parts[2])
+
+
+def task_job_type(workflow: str) -> str:
+    return f"workflow:{workflow}"
+
+
+def retry_delay_ms(execution_id: str, attempt: int, policy: RetryPolicy) -> int:
+    """The full-jitter delay after failed attempt `attempt`: uniform in [0, min(cap,
+    base·2^attempt)], drawn from a digest of the execution and the attempt (no random source
+    in the fold: a re-fold draws the same delay)."""
+    ceiling = policy.ceiling_ms(attempt)
+    raw = hashlib.sha256(f"{execution_id}:{attempt}".encode()).digest()
+    return int.from_bytes(raw[:8], "big") % (ceiling + 1)
+
+
+# -- the task and its answer ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPayload:
+    """What a workflow task carries: the history from `base` on (what the worker's cached
+    run has consumed; 0: the whole history, replayed from scratch)."""
+
+    workflow: str
+    workflow_id: str
+    run: int
+    code_version: str
+    task: int
+    base: int
+    events: tuple[HistoryEvent, ...]
+
+
+def task_payload(
+    workflow: str,
+    workflow_id: str,
+    run: int,
+    code_version: str,
+    task: int,
+    base: int,
+    events: Iterable[HistoryEvent],
+) -> JsonObject:
+    """The payload of a workflow task (decision 0217, "The task's payload")."""
+    return {
+        "workflow": workflow,
+        "workflow_id": workflow_id,
+        "run": run,
+        "code_version": code_version,
+        "task": task,
+        "base": base,
+        "events": events_to_json(events),
+    }
+
+
+def read_task(payload: Mapping[str, Any]) -> TaskPayload:
+    """A task's payload read back; `ValueError` naming the field at fault."""
+    for key, kind in (
+        ("workflow", str),
+        ("workflow_id", str),
+        ("run", int),
+        ("code_version", str),
+        ("task", int),
+        ("base", int),
+        ("events", list),
+    ):
+        value = payload.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(
+                f"workflow task field {key!r} is {value!r}; accepted: a {kind.__name__}"
+            )
+    return TaskPayload(
+        payload["workflow"],
+        payload["workflow_id"],
+        payload["run"],
+        payload["code_version"],
+        payload["task"],
+        payload["base"],
+        tuple(events_from_json(payload["events"])),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAnswer:
+    """A task execution's result: the commands the code issued on the task's history, and
+    what the run then was; or `missed` (the worker holds no run at the task's base)."""
+
+    task: int
+    missed: bool = False
+    base: int = 0
+    commands: tuple[HistoryEvent, ...] = ()
+    status: str | None = None
+    result: Any = None
+    error: str | None = None
+    query: Any = None
+    waiting_on: tuple[str, ...] = ()
+
+
+def task_answer(task: int, base: int, activation: Activation) -> JsonObject:
+    """The answer a worker gives for task `task` (sent with `base`) after `activation`."""
+    return {
+        "task": task,
+        "base": base,
+        "commands": events_to_json(activation.commands),
+        "status": activation.status,
+        "result": activation.result,
+        "error": activation.error,
+        "query": activation.query,
+        "waiting_on": list(activation.waiting_on),
+    }
+
+
+def missed_answer(task: int) -> JsonObject:
+    """The answer of a worker that holds no run at the task's base."""
+    return {"task": task, "missed": True}
+
+
+def read_answer(output: object) -> TaskAnswer:
+    """A task execution's result read; `ValueError` saying what is wrong with it."""
+    if not isinstance(output, Mapping):
+        raise ValueError(f"a workflow task's answer is a JSON object; got {type(output).__name__}")
+    task = output.get("task")
+    if not isinstance(task, int) or isinstance(task, bool):
+        raise ValueError(f"a workflow task's answer names its task number; got {task!r}")
+    if output.get("missed") is True:
+        return TaskAnswer(task, missed=True)
+    base, raw = output.get("base"), output.get("commands")
+    if not isinstance(base, int) or isinstance(base, bool) or base < 0:
+        raise ValueError(f"the answer to task {task} has base {base!r}; accepted: an integer >= 0")
+    if not isinstance(raw, list):
+        raise ValueError(f"the answer to task {task} has commands {raw!r}; accepted: a list")
+    commands = tuple(events_from_json(raw))
+    for command in commands:
+        if not command.is_command or command.position is None:
+            raise ValueError(
+                f"the answer to task {task} holds {command.type!r} without a command position"
+            )
+        clash = EFFECT_KEYS & set(command.data)
+        if clash:
+            raise ValueError(
+                f"the answer to task {task} has {command.type} with reserved key(s) {sorted(clash)}"
+            )
+    waiting = output.get("waiting_on") or ()
+    status, error = output.get("status"), output.get("error")
+    return TaskAnswer(
+        task,
+        base=base,
+        commands=commands,
+        status=None if status is None else str(status),
+        result=output.get("result"),
+        error=None if error is None else str(error),
+        query=output.get("query"),
+        waiting_on=tuple(str(w) for w in waiting) if isinstance(waiting, list) else (),
+    )
+
+
+# -- the state ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStep:
+    """A step the code scheduled and has no outcome for yet: its history position and name,
+    the attempt out now, and its retry policy as the code recorded it."""
+
+    position: int
+    name: str
+    attempt: int
+    max_attempts: int
+    base_ms: int
+    cap_ms: int
+
+    def policy(self) -> RetryPolicy:
+        try:
+            return RetryPolicy(self.base_ms, self.cap_ms, self.max_attempts)
+        except InvalidPolicy:  # options the SDK validated; a hand-written history may not be
+            return RetryPolicy(max_attempts=max(1, self.max_attempts))
+
+
+@dataclass(frozen=True, slots=True)
+class CodeState:
+    """One code workflow instance. Status: new → running ⇄ blocked → succeeded | failed |
+    cancelled. `history` is run `run`'s engine history; `task` the last task sent (numbered
+    across runs, so an answer from an earlier run is never taken for the current one),
+    `outstanding` whether it awaits its answer, `sent_length` the history length it carried,
+    `base` what the worker's cached run has consumed (0: unknown, the whole history goes).
+    `held`: inputs that arrived while the task was out. `steps` (by `name#occurrence`) and
+    `timers` (positions) are what is open in the current run; `signals` the signal ids
+    received; `task_error` why tasks stopped (a task failed), `parked` why the code parked."""
+
+    workflow_id: str
+    definition_id: str
+    definition_version: int
+    status: str = "new"
+    seq: int = 0
+    run: int = 1
+    history: tuple[HistoryEvent, ...] = ()
+    task: int = 0
+    outstanding: bool = False
+    sent_length: int = 0
+    base: int = 0
+    held: tuple[HistoryEvent, ...] = ()
+    steps: Mapping[str, OpenStep] = field(default_factory=dict)
+    timers: frozenset[int] = frozenset()
+    signals: frozenset[str] = frozenset()
+    alerts: frozenset[str] = frozenset()
+    task_failures: int = 0
+    task_error: str | None = None
+    parked: str | None = None
+    result: Any = None
+    error: str | None = None
+    query: Any = None
+    waiting_on: tuple[str, ...] = ()
+
+
+def _status(state: CodeState) -> str:
+    if state.status in _ENDED or state.status == "new":
+        return state.status
+    return "blocked" if state.task_error is not None or state.parked is not None else "running"
+
+
+# -- deciding -------------------------------------------------------------------------------
+
+
+class _Fold:
+    """One `decide` call: emits events, changing `state` as it goes."""
+
+    def __init__(self, state: CodeState, definition: CodeWorkflowDefinition, at_ms: int) -> None:
+        self.state = state
+        self.definition = definition
+        self.at_ms = at_ms
+        self.events: list[Event] = []
+        self.statuses: list[str] = []
+
+    def emit(
+        self,
+        type_: str,
+        step: str | None = None,
+        attempt: int = 0,
+        actor: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> None:
+        state = replace(self.state, seq=self.state.seq + 1, **changes)
+        state = replace(state, status=_status(state))
+        self.state = state
+        clean = {k: v for k, v in (data or {}).items() if v not in (None, [], ())}
+        self.events.append(Event(state.seq, type_, self.at_ms, step, attempt, actor, clean))
+        self.statuses.append(state.status)
+
+    def record(
+        self,
+        event: HistoryEvent,
+        step: str | None = None,
+        attempt: int = 0,
+        actor: str | None = None,
+        effects: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> None:
+        """Append `event` to the history, recorded as one event of its own type."""
+        data = {**event.to_json(), **{k: v for k, v in (effects or {}).items() if v}}
+        history = (*self.state.history, event)
+        self.emit(event.type, step, attempt, actor, data, history=history, **changes)
+        # The history's own data is kept whole (a null result is a result).
+        self.events[-1] = replace(self.events[-1], data=data)
+
+    # -- inputs into the history ------------------------------------------------------------
+
+    def add_input(
+        self,
+        event: HistoryEvent,
+        step: str | None = None,
+        attempt: int = 0,
+        actor: str | None = None,
+    ) -> None:
+        """An input for the history: held while a task is out, else appended and sent."""
+        if self.state.outstanding:
+            self.emit(
+                "input_held",
+                step,
+                attempt,
+                actor,
+                {"task": self.state.task, "event": event.to_json()},
+                held=(*self.state.held, event),
+            )
+            return
+        self.record(event, step, attempt, actor)
+        if self.state.task_error is None:
+            self.send_task()
+
+    def flush_held(self) -> None:
+        held = self.state.held
+        self.state = replace(self.state, held=())
+        for event in held:
+            self.record(event, self._step_of(event), int(event.data.get("attempts") or 0))
+
+    def _step_of(self, event: HistoryEvent) -> str | None:
+        if event.type in ("step_completed", "step_failed") and event.position is not None:
+            return f"{event.name}#{event.position}"
+        return None
+
+    def send_task(self, not_before_ms: int | None = None, **data: Any) -> None:
+        state = self.state
+        n, base = state.task + 1, state.base
+        execution_id = task_execution_id(state.workflow_id, state.run, n)
+        payload = task_payload(
+            state.definition_id,
+            state.workflow_id,
+            state.run,
+            self.definition.code_version,
+            n,
+            base,
+            state.history[base:],
+        )
+        self.emit(
+            "task_scheduled",
+            TASK_STEP,
+            n,
+            data={
+                "task": n,
+                "base": base,
+                "length": len(state.history),
+                **data,
+                "execution_id": execution_id,
+                "schedule_step": {
+                    "step": TASK_STEP,
+                    "attempt": n,
+                    "execution_id": execution_id,
+                    "job_type": task_job_type(state.definition_id),
+                    "payload": payload,
+                    "not_before_ms": self.at_ms if not_before_ms is None else not_before_ms,
+                },
+            },
+            task=n,
+            outstanding=True,
+            sent_length=len(state.history),
+        )
+
+    # -- the answer's commands --------------------------------------------------------------
+
+    def open_work(self) -> dict[str, Any]:
+        """The effects that stop what is open in the run (its steps, its timers, alerts)."""
+        state = self.state
+        return {
+            "cancel_executions": [
+                {
+                    "step": label,
+                    "attempt": st.attempt,
+                    "execution_id": code_step_execution_id(
+                        state.workflow_id, state.run, st.position
+                    ),
+                }
+                for label, st in sorted(state.steps.items())
+            ],
+            "cancel_timers": [code_timer_id(state.run, p) for p in sorted(state.timers)],
+            "clear_alerts": sorted(state.alerts),
+        }
+
+    def command(self, event: HistoryEvent) -> None:
+        state, kind, data = self.state, event.type, event.data
+        position = event.position or 0
+        if kind == "step_scheduled":
+            raw = data.get("options")
+            options: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+            label = f"{event.name}#{data.get('occurrence')}"
+            open_step = OpenStep(
+                position,
+                str(event.name),
+                1,
+                _int(options.get("max_attempts"), _TASK_RETRY.max_attempts),
+                _int(options.get("base_ms"), _TASK_RETRY.base_ms),
+                _int(options.get("cap_ms"), _TASK_RETRY.cap_ms),
+            )
+            execution_id = code_step_execution_id(state.workflow_id, state.run, position)
+            schedule = _schedule(label, 1, execution_id, event, self.at_ms)
+            steps = {**state.steps, label: open_step}
+            effects = {"execution_id": execution_id, "schedule_step": schedule}
+            self.record(event, label, 1, effects=effects, steps=steps)
+        elif kind in ("timer_started", "signal_wait_started"):
+            fire_at = data.get("fire_at_ms")
+            if fire_at is None:
+                self.record(event)
+            else:
+                start = [[code_timer_id(state.run, position), int(fire_at)]]
+                timers = state.timers | {position}
+                self.record(event, effects={"start_timers": start}, timers=timers)
+        elif kind == "timer_cancelled":
+            timer = _int(data.get("timer"), 0)
+            if timer in state.timers:
+                cancel = [code_timer_id(state.run, timer)]
+                self.record(event, effects={"cancel_timers": cancel}, timers=state.timers - {timer})
+            else:
+                self.record(event)
+        elif kind in ("workflow_parked", "child_started"):
+            self.park(event)
+        elif kind in _STATUS_BY_ENDING:
+            self.record(
+                event,
+                effects=self.open_work(),
+                status=_STATUS_BY_ENDING[kind],
+                steps={},
+                timers=frozenset(),
+                alerts=frozenset(),
+                held=(),
+                result=data.get("result"),
+                error=None if data.get("error") is None else str(data.get("error")),
+                waiting_on=(),
+            )
+        elif kind == "continued_as_new":
+            self.continue_as_new(event)
+        else:  # side_effect_recorded, patch_marker, rollback_registered: facts of the history
+            self.record(event)
+
+    def park(self, event: HistoryEvent) -> None:
+        """The code parked (a compensation failed finally), or started a child workflow,
+        which runs in-process only for now: blocked, with an alert for a person."""
+        state = self.state
+        if event.type == "child_started":
+            reason = "child_started"
+            message = (
+                f"workflow {state.definition_id} instance {state.workflow_id} started child "
+                f"workflow {event.name!r}; child workflows run in-process only"
+            )
+        else:
+            reason = str(event.data.get("reason") or "parked")
+            message = (
+                f"workflow {state.definition_id} instance {state.workflow_id} parked at "
+                f"{event.name!r} ({reason}): {event.data.get('error')}"
+            )
+        alert = alert_id(state.workflow_id, "blocked", f"@run{state.run}:{event.position}")
+        raise_alert = {
+            "alert_id": alert,
+            "step": TASK_STEP,
+            "kind": "workflow_parked",
+            "message": message,
+        }
+        self.record(
+            event,
+            effects={"raise_alert": raise_alert},
+            parked=reason,
+            alerts=state.alerts | {alert},
+        )
+
+    def continue_as_new(self, event: HistoryEvent) -> None:
+        """Run r ends; run r+1 starts with a fresh history whose `workflow_started` carries
+        the new input. Held signals and a held cancel are for the instance, not the run:
+        they go into the new run; the old run's outcomes and timers do not."""
+        carried = tuple(
+            e for e in self.state.held if e.type in ("signal_received", "cancel_requested")
+        )
+        self.record(
+            event,
+            effects=self.open_work(),
+            steps={},
+            timers=frozenset(),
+            alerts=frozenset(),
+            held=(),
+            parked=None,
+            waiting_on=(),
+        )
+        run = self.state.run + 1
+        self.state = replace(self.state, run=run, history=(), base=0, sent_length=0)
+        self.start(event.data.get("input"), carried)
+
+    def start(self, value: Any, carried: tuple[HistoryEvent, ...] = ()) -> None:
+        state = self.state
+        started = HistoryEvent(
+            "workflow_started",
+            self.at_ms,
+            name=state.definition_id,
+            data={
+                "workflow_id": state.workflow_id,
+                "run": state.run,
+                "input": value,
+                "seed": f"{state.workflow_id}:{state.run}",
+            },
+        )
+        self.record(started, status="running")
+        for event in carried:
+            self.record(event)
+        self.send_task()
+
+    # -- task outcomes ----------------------------------------------------------------------
+
+    def answered(self, item: StepSucceeded) -> None:
+        state = self.state
+        try:
+            answer = read_answer(item.output)
+        except ValueError as exc:
+            if not self._is_current(item.attempt):
+                self.stale(item.attempt, str(exc))
+            else:
+                self.task_failed(f"the answer is malformed: {exc}", permanent=True)
+            return
+        if not self._is_current(item.attempt) or answer.task != item.attempt:
+            self.stale(
+                item.attempt, f"task {answer.task} answered; outstanding: {self._outstanding()}"
+            )
+            return
+        if answer.missed:
+            self.emit(
+                "task_missed",
+                TASK_STEP,
+                answer.task,
+                data={"task": answer.task},
+                outstanding=False,
+                base=0,
+                task_failures=0,
+            )
+            self.flush_held()
+            self.send_task()
+            return
+        last = max((e.position or 0 for e in state.history if e.is_command), default=0)
+        problem = None
+        for command in answer.commands:
+            if (command.position or 0) <= last:
+                problem = f"command {command.type} has position {command.position}; the history is at {last}"
+                break
+            last = command.position or 0
+        if problem is None and answer.base != state.base:
+            problem = (
+                f"it was computed from base {answer.base}; the task was sent with {state.base}"
+            )
+        if problem is not None:
+            self.task_failed(f"the answer is malformed: {problem}", permanent=True)
+            return
+        self.emit(
+            "task_answered",
+            TASK_STEP,
+            answer.task,
+            data={
+                "task": answer.task,
+                "commands": len(answer.commands),
+                "status": answer.status,
+                "waiting_on": list(answer.waiting_on),
+                "query": answer.query,
+            },
+            outstanding=False,
+            base=state.sent_length + len(answer.commands),
+            task_failures=0,
+            query=answer.query,
+            waiting_on=answer.waiting_on,
+        )
+        # The commands were decided on the history the task carried, which nothing was
+        # appended to since (inputs are held while a task is out): they go right after it,
+        # before the held inputs, the order the worker's cached run consumes them in.
+        run = state.run
+        for command in answer.commands:
+            if self.state.status in _ENDED or self.state.run != run:
+                break  # nothing follows an ending (the engine issues nothing after one)
+            self.command(command)
+        if self.state.status in _ENDED or self.state.run != run:
+            return  # what was held is for a run that ended: recorded, and no further
+        held = bool(self.state.held)
+        self.flush_held()
+        if held and self.state.task_error is None and not self.state.outstanding:
+            self.send_task()
+
+    def _outstanding(self) -> str:
+        return str(self.state.task) if self.state.outstanding else "none"
+
+    def _is_current(self, task: int) -> bool:
+        return self.state.outstanding and task == self.state.task
+
+    def stale(self, task: int, reason: str) -> None:
+        self.emit("task_stale", TASK_STEP, task, data={"task": task, "reason": reason})
+
+    def task_failed(self, error: str, *, permanent: bool) -> None:
+        """The task's execution failed. A retryable failure (a lost worker, a worker without
+        the handler) is sent again as the next task, up to `TASK_MAX_ATTEMPTS` in a row; a
+        permanent one (the activation raised: the code cannot run on this history) parks the
+        instance until a signal, a cancel or an operator's retry of `@task`."""
+        state = self.state
+        failures = state.task_failures + 1
+        data: dict[str, Any] = {"task": state.task, "error": error, "permanent": permanent}
+        if not permanent and failures < TASK_MAX_ATTEMPTS:
+            execution_id = task_execution_id(state.workflow_id, state.run, state.task)
+            delay = retry_delay_ms(execution_id, failures, _TASK_RETRY)
+            self.emit(
+                "task_failed",
+                TASK_STEP,
+                state.task,
+                data={**data, "retry_delay_ms": delay},
+                outstanding=False,
+                base=0,
+                task_failures=failures,
+            )
+            self.flush_held()
+            self.send_task(self.at_ms + delay)
+            return
+        alert = alert_id(state.workflow_id, "blocked", TASK_STEP)
+        raise_alert = {
+            "alert_id": alert,
+            "step": TASK_STEP,
+            "kind": "workflow_task_failed",
+            "message": f"workflow {state.definition_id} instance {state.workflow_id}: task "
+            f"{state.task} failed ({error}); fix the code, then retry step {TASK_STEP}",
+        }
+        self.emit(
+            "task_failed",
+            TASK_STEP,
+            state.task,
+            data={**data, "raise_alert": raise_alert},
+            outstanding=False,
+            base=0,
+            task_failures=failures,
+            task_error=error,
+            alerts=state.alerts | {alert},
+        )
+        self.flush_held()
+
+    def resume(self, why: str, actor: str | None = None) -> None:
+        """Tasks stopped after a failure: clear its alert and send the whole history again."""
+        state = self.state
+        alert = alert_id(state.workflow_id, "blocked", TASK_STEP)
+        self.emit(
+            "task_resumed",
+            TASK_STEP,
+            state.task,
+            actor,
+            {"reason": why, "clear_alerts": [alert] if alert in state.alerts else []},
+            task_error=None,
+            task_failures=0,
+            base=0,
+            alerts=state.alerts - {alert},
+        )
+        if not self.state.outstanding:
+            self.send_task()
+
+    # -- step outcomes ----------------------------------------------------------------------
+
+    def step_outcome(self, item: StepSucceeded | StepFailed | StepCancelled) -> None:
+        state = self.state
+        about = {"outcome": item.kind.removeprefix("step_")}
+        open_step = state.steps.get(item.step)
+        if open_step is None:
+            self.emit(
+                "step_outcome_fenced",
+                item.step,
+                item.attempt,
+                data={**about, "reason": "unknown_step"},
+            )
+            return
+        if item.attempt != open_step.attempt:
+            reason = "stale_attempt" if item.attempt < open_step.attempt else "unknown_attempt"
+            self.emit(
+                "step_outcome_fenced", item.step, item.attempt, data={**about, "reason": reason}
+            )
+            return
+        steps = {k: v for k, v in state.steps.items() if k != item.step}
+        if isinstance(item, StepSucceeded):
+            event = HistoryEvent(
+                "step_completed",
+                self.at_ms,
+                open_step.position,
+                open_step.name,
+                {"result": item.output, "attempts": item.attempt},
+            )
+            self.state = replace(state, steps=steps)
+            self.add_input(event, item.step, item.attempt)
+            return
+        if isinstance(item, StepFailed):
+            error, permanent = item.error, item.permanent
+        else:  # cancelled without the fold asking (executions.control by hand)
+            error, permanent = "cancelled outside the workflow", True
+        policy = open_step.policy()
+        if not permanent and item.attempt < policy.max_attempts:
+            execution_id = code_step_execution_id(state.workflow_id, state.run, open_step.position)
+            delay = retry_delay_ms(execution_id, item.attempt, policy)
+            again = item.attempt + 1
+            scheduled = next(
+                e
+                for e in state.history
+                if e.type == "step_scheduled" and e.position == open_step.position
+            )
+            schedule = _schedule(item.step, again, execution_id, scheduled, self.at_ms + delay)
+            self.emit(
+                "step_attempt_failed",
+                item.step,
+                item.attempt,
+                data={
+                    "error": error,
+                    "retry_delay_ms": delay,
+                    "execution_id": execution_id,
+                    "schedule_step": schedule,
+                },
+                steps={**state.steps, item.step: replace(open_step, attempt=again)},
+            )
+            return
+        data = {
+            "error": error,
+            "error_kind": "permanent" if permanent else "retryable",
+            "attempts": item.attempt,
+            "reason": "permanent_error" if permanent else "max_attempts_exhausted",
+        }
+        event = HistoryEvent("step_failed", self.at_ms, open_step.position, open_step.name, data)
+        self.state = replace(state, steps=steps)
+        self.add_input(event, item.step, item.attempt)
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _schedule(
+    step: str, attempt: int, execution_id: str, scheduled: HistoryEvent, not_before_ms: int
+) -> dict[str, Any]:
+    """The `schedule_step` effect of an attempt of the step `scheduled` records: every
+    attempt runs the recorded function (`code:<module:qualname>`) on the recorded arguments."""
+    options = scheduled.data.get("options")
+    ref = options.get("ref") if isinstance(options, Mapping) else None
+    return {
+        "step": step,
+        "attempt": attempt,
+        "execution_id": execution_id,
+        "job_type": f"code:{ref}",
+        "payload": {"args": scheduled.data.get("input")},
+        "not_before_ms": not_before_ms,
+    }
+
+
+# -- the kind -------------------------------------------------------------------------------
+
+
+class CodeDecided(NamedTuple):
+    """`kinds.Decided` of this kind: the state, the events, the status after each."""
+
+    state: CodeState
+    events: list[Event]
+    statuses: list[str]
+
+
+def _decide(fold: _Fold, item: Input) -> None:
+    state = fold.state
+    if isinstance(item, Start):
+        if state.status != "new":
+            fold.emit("start_ignored", data={"reason": f"already {state.status}"})
+            return
+        try:
+            json.dumps(item.input, allow_nan=False)
+        except (TypeError, ValueError):
+            fold.emit("start_ignored", data={"reason": "the input is not JSON data"})
+            return
+        fold.start(item.input)
+        return
+    step = getattr(item, "step", None)
+    if state.status == "new" or state.status in _ENDED:
+        reason = "not_started" if state.status == "new" else f"workflow_{state.status}"
+        if isinstance(item, StepSucceeded | StepFailed | StepCancelled):
+            about = {"outcome": item.kind.removeprefix("step_"), "reason": reason}
+            fold.emit("step_outcome_fenced", step, item.attempt, data=about)
+        else:
+            fold.emit(
+                f"{item.kind}_ignored",
+                step,
+                actor=getattr(item, "actor", None),
+                data={"reason": reason},
+            )
+        return
+    if isinstance(item, StepSucceeded | StepFailed | StepCancelled):
+        if item.step != TASK_STEP:
+            fold.step_outcome(item)
+        elif isinstance(item, StepSucceeded):
+            fold.answered(item)
+        elif not fold._is_current(item.attempt):
+            fold.stale(
+                item.attempt,
+                f"task {item.attempt} {item.kind.removeprefix('step_')}; "
+                f"outstanding: {fold._outstanding()}",
+            )
+        elif isinstance(item, StepFailed):
+            fold.task_failed(item.error or "the task failed", permanent=item.permanent)
+        else:
+            fold.task_failed("the task was cancelled outside the workflow", permanent=True)
+    elif isinstance(item, TimerFired):
+        timer = parse_code_timer(item.timer_id)
+        if timer is None or timer[0] != state.run or timer[1] not in state.timers:
+            fold.emit("timer_fired_ignored", data={"timer_id": item.timer_id, "reason": "not_open"})
+            return
+        fold.state = replace(state, timers=state.timers - {timer[1]})
+        fold.add_input(HistoryEvent("timer_fired", item.at_ms, timer[1]))
+    elif isinstance(item, Signal):
+        if item.signal_id in state.signals:
+            fold.emit(
+                "signal_duplicate",
+                data={"name": item.name, "signal_id": item.signal_id},
+            )
+            return
+        fold.state = replace(state, signals=state.signals | {item.signal_id})
+        event = HistoryEvent(
+            "signal_received",
+            item.at_ms,
+            name=item.name,
+            data={"signal_id": item.signal_id, "payload": item.payload},
+        )
+        fold.add_input(event)
+        if fold.state.task_error is not None:
+            fold.resume("signal")
+    elif isinstance(item, Cancel):
+        event = HistoryEvent("cancel_requested", item.at_ms, data={"reason": item.reason})
+        fold.add_input(event, actor=item.actor)
+        if fold.state.task_error is not None:
+            fold.resume("cancel", item.actor)
+    elif isinstance(item, RetryStep) and item.step == TASK_STEP:
+        if state.task_error is None:
+            fold.emit(
+                "retry_step_ignored",
+                TASK_STEP,
+                actor=item.actor,
+                data={"reason": "the workflow task has not failed"},
+            )
+        else:
+            fold.resume("retry_step", item.actor)
+    else:
+        # Approvals, reassignments and the DAG's step repairs have nothing to act on here: a
+        # code step retries by its own policy, and its failure is the code's to handle.
+        fold.emit(
+            f"{item.kind}_ignored",
+            step,
+            actor=getattr(item, "actor", None),
+            data={"reason": "not_a_dag_workflow"},
+        )
+
+
+def code_effects(event: Event) -> list[Command]:
+    """The commands `event` stands for, in the order the services apply them (stop what
+    ended, then start what began), read from its data alone."""
+    data = event.data
+    commands: list[Command] = []
+    cancels = list(data.get("cancel_executions", ()))
+    if data.get("cancel_execution") is not None:
+        cancels.insert(0, data["cancel_execution"])
+    commands.extend(CancelExecution(c["step"], c["execution_id"], c["attempt"]) for c in cancels)
+    commands.extend(CancelTimer(timer_id) for timer_id in data.get("cancel_timers", ()))
+    commands.extend(ClearAlert(alert) for alert in data.get("clear_alerts", ()))
+    schedule = data.get("schedule_step")
+    if schedule is not None:
+        commands.append(
+            ScheduleStep(
+                schedule["step"],
+                schedule["attempt"],
+                schedule["execution_id"],
+                schedule["job_type"],
+                schedule["payload"],
+                schedule["not_before_ms"],
+            )
+        )
+    commands.extend(StartTimer(timer_id, at) for timer_id, at in data.get("start_timers", ()))
+    alert = data.get("raise_alert")
+    if alert is not None:
+        commands.append(
+            RaiseAlert(alert["alert_id"], alert["step"], alert["kind"], alert["message"])
+        )
+    return commands
+
+
+def histories_from_events(events: Iterable[Event]) -> list[list[HistoryEvent]]:
+    """The engine history of each run of an instance, read back from its recorded events
+    (`workflows.events`, in `seq` order): its history events, without the effects' keys,
+    split where a run starts."""
+    runs: list[list[HistoryEvent]] = []
+    for event in events:
+        if event.type not in HISTORY_INPUTS and event.type not in HISTORY_COMMANDS:
+            continue
+        raw = {k: v for k, v in event.data.items() if k not in EFFECT_KEYS}
+        if event.type == "workflow_started":
+            runs.append([])
+        if not runs:
+            raise ValueError(f"event {event.seq} ({event.type}) comes before any workflow_started")
+        runs[-1].append(HistoryEvent.from_json(raw))
+    return runs
+
+
+class CodeKind:
+    """Workflows written as Python code (decision 0217): the orchestrator's bookkeeping of
+    their histories and tasks; the code runs in the workers."""
+
+    name = CODE_KIND
+
+    def owns(self, definition: object) -> bool:
+        return isinstance(definition, CodeWorkflowDefinition)
+
+    def owns_state(self, state: object) -> bool:
+        return isinstance(state, CodeState)
+
+    def initial(self, workflow_id: str, definition: CodeWorkflowDefinition) -> CodeState:
+        return CodeState(workflow_id, definition.definition_id, definition.version)
+
+    def decide(self, state: CodeState, definition: CodeWorkflowDefinition, item: Input) -> Any:
+        """The state after `item`, its events, and the status after each: `kinds.Decided`'s
+        fields, as a `CodeDecided` (`kinds` imports this module, so it cannot import `kinds`;
+        the orchestrator unpacks either the same way)."""
+        if (definition.definition_id, definition.version) != (
+            state.definition_id,
+            state.definition_version,
+        ):
+            raise ValueError(
+                f"instance {state.workflow_id} is pinned to {state.definition_id} "
+                f"v{state.definition_version}, not {definition.definition_id} v{definition.version}"
+            )
+        fold = _Fold(state, definition, item.at_ms)
+        _decide(fold, item)
+        return CodeDecided(fold.state, fold.events, fold.statuses)
+
+    def effects(self, event: Event) -> list[Command]:
+        return code_effects(event)
+
+    def max_attempts(
+        self, definition: CodeWorkflowDefinition, step: str, compensation: bool
+    ) -> int:
+        return MAX_ATTEMPTS_BOUND
+
+    def to_json(self, state: CodeState) -> SnapshotJson:
+        return {
+            "workflow_id": state.workflow_id,
+            "definition_id": state.definition_id,
+            "definition_version": state.definition_version,
+            "status": state.status,
+            "seq": state.seq,
+            "run": state.run,
+            "history": events_to_json(state.history),
+            "task": state.task,
+            "outstanding": state.outstanding,
+            "sent_length": state.sent_length,
+            "base": state.base,
+            "held": events_to_json(state.held),
+            "steps": {
+                label: {
+                    "position": st.position,
+                    "name": st.name,
+                    "attempt": st.attempt,
+                    "max_attempts": st.max_attempts,
+                    "base_ms": st.base_ms,
+                    "cap_ms": st.cap_ms,
+                }
+                for label, st in sorted(state.steps.items())
+            },
+            "timers": sorted(state.timers),
+            "signals": sorted(state.signals),
+            "alerts": sorted(state.alerts),
+            "task_failures": state.task_failures,
+            "task_error": state.task_error,
+            "parked": state.parked,
+            "result": state.result,
+            "error": state.error,
+            "query": state.query,
+            "waiting_on": list(state.waiting_on),
+        }
+
+    def from_json(self, data: SnapshotJson) -> CodeState:
+        return CodeState(
+            workflow_id=str(data["workflow_id"]),
+            definition_id=str(data["definition_id"]),
+            definition_version=int(data["definition_version"]),
+            status=str(data["status"]),
+            seq=int(data["seq"]),
+            run=int(data["run"]),
+            history=tuple(events_from_json(data["history"])),
+            task=int(data["task"]),
+            outstanding=bool(data["outstanding"]),
+            sent_length=int(data["sent_length"]),
+            base=int(data["base"]),
+            held=tuple(events_from_json(data["held"])),
+            steps={label: OpenStep(**st) for label, st in data["steps"].items()},
+            timers=frozenset(int(p) for p in data["timers"]),
+            signals=frozenset(str(s) for s in data["signals"]),
+            alerts=frozenset(str(a) for a in data["alerts"]),
+            task_failures=int(data["task_failures"]),
+            task_error=data.get("task_error"),
+            parked=data.get("parked"),
+            result=data.get("result"),
+            error=data.get("error"),
+            query=data.get("query"),
+            waiting_on=tuple(data.get("waiting_on", ())),
+        )
