@@ -34,6 +34,8 @@ class WorkflowStack:
     tmp: Path
     env: dict[str, str]
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
+    # What the worker loads: the handlers of the DAG tests, and any workflow code modules.
+    modules: tuple[str, ...] = ("tests.integration.workflow_handlers",)
 
     def add(self, name: str, service: str, *args: str) -> ServiceProcess:
         process = ServiceProcess(name, self.tmp / f"{name}.log", self.env, service, args)
@@ -43,8 +45,8 @@ class WorkflowStack:
     def start(self) -> WorkflowStack:
         self.add("timer", "timer")
         self.add("orchestrator", "orchestrator")
-        self.add("worker", "worker", "--concurrency", "8", "--shutdown-grace", "2",
-                 "--module", "tests.integration.workflow_handlers")  # fmt: skip
+        modules = [arg for module in self.modules for arg in ("--module", module)]
+        self.add("worker", "worker", "--concurrency", "8", "--shutdown-grace", "2", *modules)
         for process in self.processes.values():
             process.start()
         return self

@@ -1,0 +1,197 @@
+"""Workflows written as code on the real stack (decision 0217): a timer, an orchestrator and a
+worker that loads the author's module (`--module`), all real processes on the real broker.
+The worker publishes the workflow's definition; instances are started and signalled through
+the SDK; what happened is judged from the recorded workflow events and execution requests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.timer_harness import wait_until
+from tests.integration.workflow_harness import (
+    WorkflowStack,
+    outcome_inputs,
+    status_of,
+    step_requests,
+    workflow_env,
+    workflow_events,
+)
+from tickwheel.adapters.avro import decode
+from tickwheel.adapters.kafka.reader import read_to_end
+from tickwheel.sdk.workflows import WorkflowsClient
+from tickwheel.topology import topic_name
+
+pytestmark = pytest.mark.integration
+
+APP = "tests.integration.code_workflow_app"
+
+
+@pytest.fixture
+def stack(kafka_bootstrap: str, applied_topology: str, tmp_path: Path) -> Iterator[WorkflowStack]:
+    env = workflow_env(kafka_bootstrap, applied_topology)
+    running = WorkflowStack(tmp_path, env, modules=("tests.integration.workflow_handlers", APP))
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tickwheel.cli", "workflows", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def _code_definitions(bootstrap: str) -> list[dict[str, Any]]:
+    found = []
+    for record in read_to_end(topic_name("workflows.definitions"), None, bootstrap):
+        if record.value is None:
+            continue
+        body = json.loads(decode(record.value, "WorkflowDefinition")[1]["body"])
+        if body.get("kind") == "code":
+            found.append(body)
+    return found
+
+
+def _history_types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["event_type"] for e in events]
+
+
+def _waiting_for_signal(bootstrap: str, workflow_id: str) -> bool:
+    return "signal_wait_started" in _history_types(workflow_events(bootstrap).get(workflow_id, []))
+
+
+def _ended(bootstrap: str, ids: list[str]) -> bool:
+    events = workflow_events(bootstrap)
+    return all(status_of(events.get(i, [])) in ("succeeded", "failed", "cancelled") for i in ids)
+
+
+def test_code_workflows_run_to_their_end_with_each_step_run_once(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    assert wait_until(lambda: _code_definitions(kafka_bootstrap), 60), "no code definition"
+    [definition] = [
+        d for d in _code_definitions(kafka_bootstrap) if d["definitionId"] == "code_order"
+    ]
+    assert definition["version"] == 1 and definition["codeVersion"]
+    client = WorkflowsClient(kafka_bootstrap)
+    orders = [{"id": f"o{i}", "amount": 10 * i, "items": ["x"], "nap": "1s"} for i in range(3)]
+    amounts = {client.start("code_order", order): order["amount"] for order in orders}
+    approved = list(amounts)
+    # Nobody approves this one: its wait times out, the workflow fails, its rollback runs.
+    refused = client.start(
+        "code_order", {"id": "late", "amount": 5, "items": ["x"], "nap": "1s", "patience": "2s"}
+    )
+    for workflow_id in approved:
+        assert wait_until(lambda w=workflow_id: _waiting_for_signal(kafka_bootstrap, w), 90)
+
+    # The deploy gate, before anyone is approved: the code they run passes; a version that
+    # renamed a step they have run already is refused, naming each of them and the step.
+    same = _cli(stack.env, "check", "--module", APP)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert all(f"{w} (code_order): passes" in same.stdout for w in approved), same.stdout
+    renamed = _cli(stack.env, "check", "--module", f"{APP}_v2")
+    assert renamed.returncode == 1, renamed.stdout + renamed.stderr
+    for workflow_id in approved:
+        [line] = [x for x in renamed.stdout.splitlines() if x.startswith(f"{workflow_id} ")]
+        assert "diverges" in line and "pack" in line and "box" in line, line
+
+    first, *others = approved
+    approval = '{"approved": true, "by": "ann"}'
+    sent = _cli(
+        stack.env,
+        "signal",
+        first,
+        "approval",
+        "--payload",
+        approval,
+        "--signal-id",
+        f"approve-{first}",
+        "--json",
+    )
+    assert sent.returncode == 0 and json.loads(sent.stdout)["signalId"] == f"approve-{first}"
+    for workflow_id in others:
+        signal_id = f"approve-{workflow_id}"
+        client.signal(workflow_id, "approval", {"approved": True, "by": "ann"}, signal_id=signal_id)
+    for workflow_id in approved:
+        # The same signal again (a retried call) is recorded once and delivered once.
+        signal_id = f"approve-{workflow_id}"
+        client.signal(workflow_id, "approval", {"approved": True, "by": "ann"}, signal_id=signal_id)
+    everyone = [*approved, refused]
+    assert wait_until(lambda: _ended(kafka_bootstrap, everyone), 120), {
+        w: _history_types(workflow_events(kafka_bootstrap).get(w, [])) for w in everyone
+    }
+
+    events = workflow_events(kafka_bootstrap)
+    for workflow_id in approved:
+        history = events[workflow_id]
+        assert status_of(history) == "succeeded", _history_types(history)
+        seqs = [e["seq"] for e in history]
+        assert seqs == list(range(1, len(seqs) + 1))
+        steps = [e["step_id"] for e in history if e["event_type"] == "step_scheduled"]
+        assert steps == [
+            "authorize#1",
+            "reserve_inventory#1",
+            "pack#1",
+            "notify#1",
+            "capture_payment#1",
+        ], _history_types(history)
+        completed = Counter(e["step_id"] for e in history if e["event_type"] == "step_completed")
+        assert completed == Counter(steps), completed
+        assert _history_types(history).count("timer_fired") == 1  # the nap, once
+        assert _history_types(history).count("signal_received") == 1
+        assert _history_types(history).count("signal_duplicate") == 1
+        [ending] = [e for e in history if e["event_type"] == "workflow_completed"]
+        assert ending["data"]["result"] == {"captured": amounts[workflow_id]}
+
+    # The timeline people read: the steps, the sleep and the wait (the CLI prints JSON with
+    # its keys sorted; code_steps' own test holds the order they ran in).
+    got = _cli(stack.env, "get", first, "--json")
+    assert got.returncode == 0, got.stderr
+    timeline = json.loads(got.stdout)
+    assert timeline["status"] == "succeeded"
+    labels = list(timeline["steps"])
+    sleep = next(k for k in labels if k.startswith("sleep@"))
+    wait = next(k for k in labels if k.startswith("signal:approval@"))
+    assert {label: step["status"] for label, step in timeline["steps"].items()} == {
+        "authorize#1": "succeeded",
+        "reserve_inventory#1": "succeeded",
+        "pack#1": "succeeded",
+        sleep: "succeeded",
+        wait: "succeeded",
+        "notify#1": "succeeded",
+        "capture_payment#1": "succeeded",
+    }
+    assert timeline["steps"][wait]["output"] == {"approved": True, "by": "ann"}
+
+    late = events[refused]
+    assert status_of(late) == "failed", _history_types(late)
+    rollbacks = [
+        e["step_id"]
+        for e in late
+        if e["event_type"] == "step_scheduled" and e["data"].get("compensation")
+    ]
+    assert rollbacks == ["release_authorization#1"], _history_types(late)
+
+    # Every step and task execution was requested once per attempt, and each attempt has one
+    # accepted outcome: the timer's exactly-once path, which code workflows travel unchanged.
+    ours = set(everyone)
+    requests = [r for r in step_requests(kafka_bootstrap) if r["workflow_id"] in ours]
+    requested = Counter((r["execution_id"], r["attempt"]) for r in requests)
+    assert requested and all(n == 1 for n in requested.values()), requested.most_common(3)
+    outcomes = outcome_inputs(kafka_bootstrap)
+    assert all(outcomes[key] == 1 for key in requested), [k for k in requested if outcomes[k] != 1]
