@@ -45,6 +45,7 @@ from tickwheel.core.codeflow import (
     step_info_of,
 )
 from tickwheel.core.codeflow.definition import CODE_KIND, CodeWorkflowDefinition
+from tickwheel.core.codeflow.history import JsonObject
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.worker import (
     ExecutionContext,
@@ -275,12 +276,12 @@ class CodeWorkflows:
     # -- workflow tasks ----------------------------------------------------------------------
 
     def _task_handler(self, spec: WorkflowSpec) -> Callable[[ExecutionContext], Any]:
-        def handle(ctx: ExecutionContext) -> dict[str, Any]:
+        def handle(ctx: ExecutionContext) -> JsonObject:
             return self.answer(spec, ctx.payload)
 
         return handle
 
-    def answer(self, spec: WorkflowSpec, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def answer(self, spec: WorkflowSpec, payload: Mapping[str, Any]) -> JsonObject:
         """Answer one workflow task (the task execution's result): the commands the code
         issues after the task's events, or `missed`. Raises `PermanentError` when the
         activation raised (the run is dropped) or the payload is not a task's."""
@@ -372,7 +373,7 @@ class CodeWorkflows:
         }
 
 
-def _answer(task: _Task, activation: Activation) -> dict[str, Any]:
+def _answer(task: _Task, activation: Activation) -> JsonObject:
     return {
         "task": task.task,
         "base": task.base,
@@ -451,9 +452,9 @@ class DefinitionVersions(Protocol):
 
     def definitions(
         self, definition_id: str | None = None
-    ) -> dict[tuple[str, int], dict[str, Any]]: ...
+    ) -> dict[tuple[str, int], JsonObject]: ...
 
-    def define(self, document: dict[str, Any], *, actor: str | None = None) -> dict[str, Any]: ...
+    def define(self, document: JsonObject, *, actor: str | None = None) -> JsonObject: ...
 
 
 def publish_definitions(
