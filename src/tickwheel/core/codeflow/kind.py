@@ -455,8 +455,13 @@ class _Fold:
             self.record(event, self._step_of(event), int(event.data.get("attempts") or 0))
 
     def _step_of(self, event: HistoryEvent) -> str | None:
-        if event.type in ("step_completed", "step_failed") and event.position is not None:
-            return f"{event.name}#{event.position}"
+        """`name#occurrence` of the step an outcome answers (its scheduling has the
+        occurrence)."""
+        if event.type not in ("step_completed", "step_failed"):
+            return None
+        for scheduled in reversed(self.state.history):
+            if scheduled.type == "step_scheduled" and scheduled.position == event.position:
+                return f"{scheduled.name}#{scheduled.data.get('occurrence')}"
         return None
 
     def send_task(self, not_before_ms: int | None = None, **data: Any) -> None:

@@ -169,6 +169,23 @@ async def forgiving(ctx: WorkflowContext, order: dict[str, Any]) -> str:
     return "charged"
 
 
+@workflow("both")
+async def both(ctx: WorkflowContext, order: dict[str, Any]) -> list[Any]:
+    return list(await asyncio.gather(ctx.run(reserve, order), ctx.run(charge, order)))
+
+
+@workflow("undo_fails")
+async def undo_fails(ctx: WorkflowContext, order: dict[str, Any]) -> None:
+    reservation = await ctx.run(reserve, order)
+    ctx.on_rollback(release, reservation)
+    await ctx.run(decline, order)
+
+
+@workflow("parent")
+async def parent(ctx: WorkflowContext, order: dict[str, Any]) -> Any:
+    return await ctx.child(napper, order)
+
+
 @workflow("counter")
 async def counter(ctx: WorkflowContext, count: int) -> int:
     await ctx.sleep("1d")
@@ -742,6 +759,7 @@ def test_the_recorded_events_rebuild_exactly_the_engine_history() -> None:
     instance.complete("reserve#1")
     [run] = histories_from_events(instance.events)
     assert run == instance.history()
+    step_labels(instance)
     # Through JSON, as the events topic holds them.
     recorded = [Event.from_json(json.loads(json.dumps(e.to_json()))) for e in instance.events]
     assert histories_from_events(recorded) == [instance.history()]
@@ -802,3 +820,50 @@ def test_a_signal_input_reads_back_from_json_and_a_dag_instance_ignores_it() -> 
     state, events, _ = DAG.decide(state, definition, item)
     assert [e.type for e in events] == ["signal_ignored"]
     assert state.status == before.status and state.steps == before.steps
+
+
+def step_labels(instance: Instance) -> None:
+    """Every recorded event of a step names it `name#occurrence`."""
+    occurrence = {
+        e.position: f"{e.name}#{e.data['occurrence']}"
+        for e in instance.history()
+        if e.type == "step_scheduled"
+    }
+    for event in instance.events:
+        if event.type in ("step_scheduled", "step_completed", "step_failed"):
+            assert event.step == occurrence[event.data["position"]]
+
+
+def test_a_step_outcome_held_while_a_task_is_out_goes_in_after_its_commands() -> None:
+    instance = Instance(both)
+    instance.start()
+    assert set(instance.steps) == {"reserve#1", "charge#1"}
+    instance.send(run_step(instance.steps.pop("reserve#1"), instance.tick()))
+    [held] = instance.send(run_step(instance.steps.pop("charge#1"), instance.tick()))
+    assert held.type == "input_held" and held.step == "charge#1" and held.attempt == 1
+    instance.settle()
+    assert instance.state.result == ["reservation-o-1", {"charged": 10}]
+    step_labels(instance)
+    assert histories_from_events(instance.events) == [instance.history()]
+
+
+def test_a_compensation_that_fails_finally_parks_the_instance_with_an_alert() -> None:
+    instance = Instance(undo_fails)
+    instance.start()
+    instance.complete("reserve#1")
+    instance.complete("decline#1")  # fails permanently: the rollback runs
+    instance.fail("release#1", "still broken", permanent=True)
+    assert instance.types()[-1] == "workflow_parked"
+    assert instance.state.status == "blocked" and instance.state.parked == "compensation_failed"
+    [alert] = instance.commands_of(RaiseAlert)
+    assert alert.kind == "workflow_parked" and "still broken" in alert.message
+    step_labels(instance)
+
+
+def test_a_child_workflow_parks_the_instance_for_now() -> None:
+    instance = Instance(parent)
+    instance.start()
+    assert instance.types()[-1] == "child_started"
+    assert instance.state.status == "blocked" and instance.state.parked == "child_started"
+    [alert] = instance.commands_of(RaiseAlert)
+    assert "child workflows run in-process only" in alert.message
