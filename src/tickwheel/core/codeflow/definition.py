@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from tickwheel.core.codeflow.history import JsonObject
 from tickwheel.errors import InvalidInput
 
 __all__ = ["CODE_KIND", "CodeWorkflowDefinition", "parse_code_definition"]
@@ -23,7 +23,7 @@ class CodeWorkflowDefinition:
     version: int
     code_version: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "kind": CODE_KIND,
             "definitionId": self.definition_id,

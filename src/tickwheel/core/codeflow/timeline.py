@@ -9,15 +9,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tickwheel.core.codeflow.history import JsonObject
+
 __all__ = ["code_steps"]
 
 
-def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
     """`{label: entry}` in the order the run issued them. A step's label is its
     `name#occurrence` (a rollback's too, marked `compensation`); a sleep's `sleep@<position>`;
     a signal wait's `signal:<name>@<position>`. Events of an earlier run (continue-as-new)
     are replaced by the later run's."""
-    steps: dict[str, dict[str, Any]] = {}
+    steps: dict[str, JsonObject] = {}
     by_position: dict[int, str] = {}
     run = None
     for event in events:
@@ -101,7 +103,7 @@ def _label_of(
     return None if position is None else by_position.get(int(position))
 
 
-def _ended(entry: dict[str, Any], kind: str, data: Mapping[str, Any], at: int) -> None:
+def _ended(entry: JsonObject, kind: str, data: Mapping[str, Any], at: int) -> None:
     if kind == "step_completed":
         entry.update(status="succeeded", endedAt=at, output=data.get("result"))
     elif kind == "step_failed":
