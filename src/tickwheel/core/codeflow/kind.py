@@ -503,7 +503,7 @@ class _Fold:
 
     # -- the answer's commands --------------------------------------------------------------
 
-    def open_work(self) -> dict[str, Any]:
+    def open_work(self) -> JsonObject:
         """The effects that stop what is open in the run (its steps, its timers, alerts)."""
         state = self.state
         return {
@@ -737,7 +737,7 @@ class _Fold:
         instance until a signal, a cancel or an operator's retry of `@task`."""
         state = self.state
         failures = state.task_failures + 1
-        data: dict[str, Any] = {"task": state.task, "error": error, "permanent": permanent}
+        data: JsonObject = {"task": state.task, "error": error, "permanent": permanent}
         if not permanent and failures < TASK_MAX_ATTEMPTS:
             execution_id = task_execution_id(state.workflow_id, state.run, state.task)
             delay = retry_delay_ms(execution_id, failures, _TASK_RETRY)
@@ -869,7 +869,7 @@ def _int(value: Any, default: int) -> int:
 
 def _schedule(
     step: str, attempt: int, execution_id: str, scheduled: HistoryEvent, not_before_ms: int
-) -> dict[str, Any]:
+) -> JsonObject:
     """The `schedule_step` effect of an attempt of the step `scheduled` records: every
     attempt runs the recorded function (`code:<module:qualname>`) on the recorded arguments."""
     options = scheduled.data.get("options")
