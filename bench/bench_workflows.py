@@ -10,6 +10,9 @@
 3. **Step-to-step latency through the whole pipeline** (timer, worker, orchestrator): M
    instances of a chain of `noop` steps; from a step's `succeeded` (the worker's event time)
    to the next step's request (the timer's `requested_at`), p50/p99.
+5. **Workflows written as code** (`--parts code`): the same no-op chain as a DAG and as code
+   through the whole pipeline in one run (transitions/s, step-to-step p50/p99), the replay of a
+   10,000-event history, and the restore of sleeping code instances with memory per instance.
 4. **Starts from one client** (`--parts starts`): T starts one after another, T in one
    `start_many`, T awaited together with `start_async`, each until acknowledged; with
    `--starts-ab REV`, that revision's `WorkflowsClient.start` one after another in the same
@@ -27,6 +30,7 @@ Run: `.venv/bin/python bench/bench_workflows.py [--instances N] [--steps K] [--s
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -67,7 +71,8 @@ def service(
     # The orchestrator at INFO: restores are read off its `partition_restored` lines (its loop
     # logs nothing more at INFO); the others at WARNING, so logging costs them nothing.
     level = "INFO" if "orchestrator" in module else "WARNING"
-    env = {**os.environ, "TICKWHEEL_LOG_LEVEL": level}
+    # The worker imports bench._code_chain by name, wherever the benchmark is run from.
+    env = {**os.environ, "TICKWHEEL_LOG_LEVEL": level, "PYTHONPATH": str(ROOT)}
     return track(subprocess.Popen([sys.executable, "-m", module, "--instance", name, *args],
                                   stdout=log, stderr=subprocess.STDOUT, env=env))  # fmt: skip
 
@@ -295,6 +300,140 @@ def leg_stamps(
     return outcomes, commands
 
 
+def pipeline(bootstrap: str, kind: str, instances: int, steps: int, logs: Path) -> dict[str, Any]:
+    """N instances of a K-step chain of no-op steps, a DAG or the same chain written as code
+    (`bench/_code_chain.py`), through the whole pipeline (timer, one orchestrator, one worker):
+    step transitions/s from the starts to the last success, and step-to-step latency (a
+    step's success → the next step's request; for code, the workflow task between them)."""
+    fresh_prefix(bootstrap)
+    flows = WorkflowsClient(bootstrap)
+    tag = f"{kind}-{uuid.uuid4().hex[:4]}"
+    processes = [
+        service(f"timer-{tag}", "tickwheel.services.timer", logs),
+        service(f"orchestrator-{tag}", "tickwheel.services.orchestrator", logs),
+        service(f"worker-{tag}", "tickwheel.services.worker", logs, "--concurrency", "8",
+                "--module", "bench._code_chain"),
+    ]  # fmt: skip
+    try:
+        wait_restored(logs / f"orchestrator-{tag}.log", 6, 120)
+        if kind == "dag":
+            name, payload = "bench_pipe", None
+            flows.define(chain(name, steps))
+        else:
+            name, payload = "bench_code_chain", steps
+            deadline = time.monotonic() + 60
+            while not flows.definitions(name) and time.monotonic() < deadline:
+                time.sleep(0.2)  # the worker publishes its workflows as it starts
+        time.sleep(5)  # the timer and the worker join their groups
+        started = time.monotonic()
+        ids = set(flows.start_many(name, [payload] * instances))
+        deadline = started + 900
+        while len([r for r in flows.list("succeeded") if r["workflowId"] in ids]) < instances:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{kind}: not every instance succeeded in 900 s")
+            time.sleep(0.5)
+        elapsed = time.monotonic() - started
+    finally:
+        for process in processes:
+            stop_process(process)
+    gaps = step_gaps(bootstrap, ids)
+    return {"kind": kind, "instances": instances, "steps": steps, "seconds": elapsed,
+            "transitions_per_s": instances * steps / elapsed, "samples": len(gaps),
+            "p50_ms": percentile(gaps, 0.5), "p99_ms": percentile(gaps, 0.99)}  # fmt: skip
+
+
+def step_gaps(bootstrap: str, ids: set[str]) -> list[float]:
+    """Per instance, from each step's success to the next step's first request (ms)."""
+    succeeded: dict[str, int] = {}
+    for record in read_to_end(topic_name("executions.events"), None, bootstrap):
+        event = decode(record.value or b"", "ExecutionEvent")[1]
+        if event["event_type"] == "succeeded":
+            succeeded[event["execution_id"]] = event["event_time"]
+    steps: dict[str, list[dict[str, Any]]] = {}
+    for priority in ("high", "normal", "low"):
+        for record in read_to_end(topic_name(f"executions.{priority}"), None, bootstrap):
+            request = decode(record.value or b"", "ExecutionRequest")[1]
+            is_step = request.get("step_id") not in (None, "@task") and request["attempt"] == 1
+            if request.get("workflow_id") in ids and is_step:
+                steps.setdefault(request["workflow_id"], []).append(request)
+    gaps: list[float] = []
+    for requests in steps.values():
+        requests.sort(key=lambda r: r["requested_at"])
+        for before, after in itertools.pairwise(requests):
+            done = succeeded.get(before["execution_id"])
+            if done is not None:
+                gaps.append(after["requested_at"] - done)
+    return gaps
+
+
+def replay_seconds(events: int) -> dict[str, Any]:
+    """Replaying a code workflow's history of about `events` events (a chain of events / 2
+    steps, run first by the in-process runner), best of three, in this process."""
+    import asyncio
+
+    from bench._code_chain import bench_code_chain
+    from tickwheel.core.codeflow import replay
+    from tickwheel.sdk.workflow_testing import WorkflowRunner
+
+    runner = WorkflowRunner(bench_code_chain, replay_check=False)
+    workflow_id = asyncio.run(runner.start(bench_code_chain, events // 2))
+    history = runner.history(workflow_id)
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        replay(bench_code_chain, history)
+        best = min(best, time.perf_counter() - began)
+    return {"events": len(history), "seconds": best}
+
+
+def code_restore(bootstrap: str, sleeping: int, logs: Path) -> dict[str, Any]:
+    """S code instances asleep for a day (each answered its first task: the worker ran its
+    code); the orchestrator is killed and a new one restores them. Also the orchestrator's RSS
+    with no instance, so the memory per sleeping instance can be read off."""
+    fresh_prefix(bootstrap)
+    flows = WorkflowsClient(bootstrap)
+    tag = uuid.uuid4().hex[:4]
+    first = service(f"orchestrator-n{tag}", "tickwheel.services.orchestrator", logs)
+    helpers = [
+        service(f"timer-n{tag}", "tickwheel.services.timer", logs),
+        service(f"worker-n{tag}", "tickwheel.services.worker", logs, "--concurrency", "8",
+                "--module", "bench._code_chain"),
+    ]  # fmt: skip
+    try:
+        wait_restored(logs / f"orchestrator-n{tag}.log", 6, 120)
+        empty_mb = rss_mb(first.pid)
+        deadline = time.monotonic() + 60
+        while not flows.definitions("bench_code_nap") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for begin in range(0, sleeping, 10_000):
+            flows.start_many("bench_code_nap", [None] * min(10_000, sleeping - begin))
+        # Each asleep: its timer_started is on workflows.events.
+        deadline = time.monotonic() + 3600
+        while True:
+            asleep = sum(
+                1
+                for record in read_to_end(topic_name("workflows.events"), None, bootstrap)
+                if record.value is not None
+                and decode(record.value, "WorkflowEvent")[1]["event_type"] == "timer_started"
+            )
+            if asleep >= sleeping or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+    finally:
+        for process in helpers:
+            stop_process(process)
+    first.kill()
+    first.wait(10)
+    started = time.monotonic()
+    heir = service(f"orchestrator-n{tag}", "tickwheel.services.orchestrator", logs,
+                   log_name=f"orchestrator-n{tag}-heir")  # fmt: skip
+    restored = wait_restored(logs / f"orchestrator-n{tag}-heir.log", 6, 600)
+    memory = rss_mb(heir.pid)
+    stop_process(heir)
+    return {"sleeping": asleep, "restore_s": restored - started, "rss_mb": memory,
+            "kib_per_instance": (memory - empty_mb) * 1024 / max(asleep, 1)}  # fmt: skip
+
+
 def starts(bootstrap: str, count: int, ab: str | None) -> dict[str, float]:
     """Milliseconds per start, acknowledged, from one client: by each way of starting."""
     import asyncio
@@ -345,10 +484,19 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="fold,latency,restore",
-        help="which parts to run, comma-separated (fold, latency, restore, starts), or cpu "
+        help="which parts to run, comma-separated (fold, latency, restore, starts, code), or cpu "
         "alone: the fold path's CPU per transition in one process, generic encoder against codec",
     )
     parser.add_argument("--starts", type=int, default=1000, help="starts per way (part starts)")
+    parser.add_argument(
+        "--code-instances", type=int, default=500, help="instances per chain (part code)"
+    )
+    parser.add_argument(
+        "--code-sleeping",
+        type=int,
+        default=100_000,
+        help="sleeping code instances to restore (part code; 0: skip)",
+    )
     parser.add_argument(
         "--starts-ab", metavar="REV", default=None, help="also time that revision's start"
     )
@@ -403,6 +551,35 @@ def main() -> None:
                        f"orchestrator killed and replaced: every partition serving in "
                        f"**{rest['restore_s']:.1f} s**, RSS {rest['rss_mb']:.0f} MB "
                        f"(aim < 20 s for 100,000); load average {load}")  # fmt: skip
+        if "code" in parts:
+            load = load_average()
+            dag = pipeline(broker.bootstrap, "dag", args.code_instances, args.steps, logs)
+            code = pipeline(broker.bootstrap, "code", args.code_instances, args.steps, logs)
+            report.add(
+                f"- **a {args.steps}-step no-op chain through the whole pipeline** (timer, one "
+                f"orchestrator, one worker), {args.code_instances:,} instances each, same run: "
+                f"written as code **{code['transitions_per_s']:,.0f} step transitions/s**, "
+                f"as a DAG {dag['transitions_per_s']:,.0f}/s (code/DAG "
+                f"{code['transitions_per_s'] / dag['transitions_per_s']:.0%}; aim ≥ 2,000/s and "
+                f"≥ 50%); step → step p50/p99: code **{code['p50_ms']:.0f}/{code['p99_ms']:.0f} "
+                f"ms** (the workflow task between them), DAG {dag['p50_ms']:.0f}/"
+                f"{dag['p99_ms']:.0f} ms (aim p99 < 250 ms); load average {load}"
+            )
+            rep = replay_seconds(10_000)
+            report.add(
+                f"- **replay** of a code workflow's history of {rep['events']:,} events, in "
+                f"one process: **{rep['seconds']:.2f} s** (aim < 1 s)"
+            )
+            if args.code_sleeping:
+                load = load_average()
+                nap = code_restore(broker.bootstrap, args.code_sleeping, logs)
+                report.add(
+                    f"- **restore**, {nap['sleeping']:,} sleeping code instances, one "
+                    f"orchestrator killed and replaced: every partition serving in "
+                    f"**{nap['restore_s']:.1f} s**, RSS {nap['rss_mb']:.0f} MB, "
+                    f"**{nap['kib_per_instance']:.1f} KiB per sleeping instance** (aim < 20 s "
+                    f"for 100,000); load average {load}"
+                )
         if "starts" in parts:
             load = load_average()
             st = starts(broker.bootstrap, args.starts, args.starts_ab)

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tickwheel.core.codeflow import (
-    COMMANDS,
-    INPUTS,
     WORKFLOW_ATTRIBUTE,
     Divergence,
     HistoryEvent,
@@ -33,7 +31,7 @@ from tickwheel.core.codeflow import (
 )
 from tickwheel.errors import InvalidInput
 
-__all__ = ["GateFinding", "GateReport", "check_histories", "history_of_events", "workflows_in"]
+__all__ = ["GateFinding", "GateReport", "check_histories", "workflows_in"]
 
 Verdict = Literal["passes", "diverges", "refused", "unknown_workflow"]
 
@@ -130,23 +128,3 @@ def check_histories(
             )
             findings.append(GateFinding(workflow_id, name, "passes", next_commands=upcoming))
     return GateReport(findings)
-
-
-def history_of_events(events: Iterable[Mapping[str, object]]) -> list[HistoryEvent]:
-    """The current run's history of a code workflow's instance, from its recorded
-    `workflows.events` (oldest first, `data` as JSON): each event of the engine's vocabulary
-    carries its history event as its `data` (decision 0217); the orchestrator's bookkeeping
-    (`task_*`, `signal_duplicate`) is not history. A continued instance's earlier runs end at
-    its `continued_as_new`: only the last run is replayed."""
-    history: list[HistoryEvent] = []
-    for event in events:
-        kind = event.get("event_type")
-        if kind not in INPUTS and kind not in COMMANDS:
-            continue
-        data = event.get("data")
-        if not isinstance(data, Mapping):
-            raise InvalidInput("data", f"a recorded {kind} event without its history event")
-        if kind == "workflow_started":
-            history = []
-        history.append(HistoryEvent.from_json(data))
-    return history

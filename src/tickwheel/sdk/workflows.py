@@ -42,6 +42,7 @@ from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.codeflow import HistoryEvent
 from tickwheel.core.codeflow.definition import CODE_KIND
+from tickwheel.core.codeflow.kind import histories_from_events
 from tickwheel.core.codeflow.timeline import code_steps
 from tickwheel.core.workflow import (
     TERMINAL,
@@ -71,7 +72,6 @@ from tickwheel.paths import stack_approval_keys_file
 from tickwheel.records import WorkflowDefinition as DefinitionRecord  # core's is the parsed one
 from tickwheel.records import WorkflowEvent, WorkflowSnapshot
 from tickwheel.sdk.acked_sends import AckedSends
-from tickwheel.sdk.workflow_gate import history_of_events
 from tickwheel.topology import topic_name
 
 DEFAULT_APPROVAL_TTL_MS = 72 * 3_600_000
@@ -574,18 +574,7 @@ class WorkflowsClient:
             )
         state = initial_state(workflow_id, parse_definition(document))
         for event in sorted(events, key=lambda e: e["seq"]):
-            state = evolve(
-                state,
-                Event(
-                    event["seq"],
-                    event["event_type"],
-                    event["event_time"],
-                    event["step_id"],
-                    event["attempt"],
-                    event["actor"],
-                    event["data"] or {},
-                ),
-            )
+            state = evolve(state, _as_event(event))
         return state
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
@@ -620,7 +609,8 @@ class WorkflowsClient:
             if (first["definition_id"], first["definition_version"]) not in code:
                 continue
             status = statuses.get(workflow_id) or events[-1]["status"] or "running"
-            found = (workflow_id, status, history_of_events(events))
+            runs = histories_from_events(_as_event(view) for view in events)
+            found = (workflow_id, status, runs[-1] if runs else [])
             if status in TERMINAL:
                 ended.append((events[-1]["event_time"], found))
             else:
@@ -644,3 +634,16 @@ class WorkflowsClient:
             if status is None or s["status"] == status
         ]
         return sorted(rows, key=lambda r: r["workflowId"])
+
+
+def _as_event(view: Mapping[str, Any]) -> Event:
+    """A recorded event as the fold's `Event`, from its reader's view (`data` parsed)."""
+    return Event(
+        view["seq"],
+        view["event_type"],
+        view["event_time"],
+        view["step_id"],
+        view["attempt"],
+        view["actor"],
+        view["data"] or {},
+    )

@@ -14,7 +14,7 @@ from tests.unit.core.codeflow import flows
 from tickwheel.core.codeflow import HistoryEvent, events_from_json
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk import WorkflowContext, workflow
-from tickwheel.sdk.workflow_gate import check_histories, history_of_events, workflows_in
+from tickwheel.sdk.workflow_gate import check_histories, workflows_in
 
 GOLDEN = Path(__file__).resolve().parents[1] / "core" / "codeflow" / "golden"
 # Open instances of `order` at three points, and a finished one.
@@ -103,26 +103,3 @@ def test_a_name_declared_twice_is_refused() -> None:
     with pytest.raises(InvalidInput, match="workflow 'order' is declared twice"):
         workflows_in(module_with(flows.order, flows.order_renamed))
     assert workflows_in(module_with(flows.order, flows.order))["order"].fn is flows.order
-
-
-def _recorded(history: list[HistoryEvent]) -> list[dict[str, object]]:
-    """`history` as the orchestrator records it on workflows.events (decision 0217): each
-    event's data is the history event, between bookkeeping events that are not history."""
-    recorded: list[dict[str, object]] = []
-    for event in history:
-        recorded.append({"event_type": event.type, "data": event.to_json()})
-        if event.type == "workflow_started":
-            recorded.append({"event_type": "task_scheduled", "data": {"task": 1}})
-    recorded.append({"event_type": "signal_duplicate", "data": {"signal_id": "s"}})
-    return recorded
-
-
-def test_the_recorded_events_give_back_the_history_the_gate_replays() -> None:
-    [history] = histories(["open_before_its_end"])
-    assert history_of_events(_recorded(history)) == history
-
-
-def test_only_the_last_run_of_a_continued_instance_is_its_history() -> None:
-    [first] = histories(["happy_path"])
-    [second] = histories(["open_before_its_end"])
-    assert history_of_events(_recorded(first) + _recorded(second)) == second
