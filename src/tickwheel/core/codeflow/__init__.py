@@ -29,16 +29,7 @@ from tickwheel.core.codeflow.history import (
     events_from_json,
     events_to_json,
 )
-from tickwheel.core.codeflow.kind import (
-    TASK_STEP,
-    CodeKind,
-    CodeState,
-    histories_from_events,
-    missed_answer,
-    read_answer,
-    read_task,
-    task_answer,
-)
+from tickwheel.core.codeflow.kind import CodeKind, CodeState, histories_from_events
 from tickwheel.core.codeflow.loop import in_workflow_code, report_violation
 from tickwheel.core.codeflow.spec import (
     STEP_ATTRIBUTE,
@@ -47,6 +38,13 @@ from tickwheel.core.codeflow.spec import (
     WorkflowSpec,
     step_info_of,
     workflow_spec_of,
+)
+from tickwheel.core.codeflow.tasks import (
+    TASK_STEP,
+    missed_answer,
+    read_answer,
+    read_task,
+    task_answer,
 )
 
 __all__ = [

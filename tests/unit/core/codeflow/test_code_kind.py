@@ -17,15 +17,17 @@ import pytest
 from tickwheel.core.codeflow import HistoryEvent, WorkflowRun, replay, workflow_spec_of
 from tickwheel.core.codeflow.definition import CodeWorkflowDefinition
 from tickwheel.core.codeflow.kind import (
-    EFFECT_KEYS,
     MAX_ATTEMPTS_BOUND,
     TASK_MAX_ATTEMPTS,
-    TASK_STEP,
     CodeKind,
     CodeState,
+    histories_from_events,
+)
+from tickwheel.core.codeflow.tasks import (
+    EFFECT_KEYS,
+    TASK_STEP,
     code_step_execution_id,
     code_timer_id,
-    histories_from_events,
     missed_answer,
     parse_code_timer,
     read_task,
