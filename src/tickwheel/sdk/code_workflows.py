@@ -49,6 +49,7 @@ from tickwheel.core.codeflow import (
 )
 from tickwheel.core.retry import RetryPolicy
 from tickwheel.errors import InvalidInput, TickwheelError
+from tickwheel.sdk.worker import PermanentError
 
 __all__ = [
     "ChildFailed",
@@ -392,3 +393,10 @@ def step(
         return function
 
     return declare(fn) if fn is not None else declare
+
+
+def fails_permanently(exc: BaseException, info: StepInfo) -> bool:
+    """A step's exception that retrying cannot help: a `PermanentError`, or one of the types
+    the step's `permanent=` names. Anything else is retryable (its retry policy decides
+    whether attempts are left). The in-process runner and the worker judge by this."""
+    return isinstance(exc, (PermanentError, *info.permanent))

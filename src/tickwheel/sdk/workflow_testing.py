@@ -52,7 +52,7 @@ from tickwheel.core.codeflow import (
 from tickwheel.core.codeflow.history import JsonObject, as_data
 from tickwheel.core.retry import ErrorKind, decide_retry
 from tickwheel.errors import TickwheelError
-from tickwheel.sdk.worker import PermanentError
+from tickwheel.sdk.code_workflows import fails_permanently
 
 __all__ = [
     "WorkflowNotCompleted",
@@ -380,7 +380,7 @@ class WorkflowRunner:
                 not_data = True  # the same on every attempt: not worth retrying
                 raise
         except Exception as exc:
-            permanent = not_data or isinstance(exc, (PermanentError, *info.permanent))
+            permanent = not_data or fails_permanently(exc, info)
             kind: ErrorKind = "permanent" if permanent else "retryable"
             if isinstance(exc, TimeoutError):
                 text = f"TimeoutError: the attempt ran past its timeout of {info.timeout_ms} ms"

@@ -47,6 +47,7 @@ from tickwheel.core.codeflow import (
 from tickwheel.core.codeflow.definition import CODE_KIND, CodeWorkflowDefinition
 from tickwheel.core.codeflow.history import JsonObject
 from tickwheel.errors import InvalidInput
+from tickwheel.sdk.code_workflows import fails_permanently
 from tickwheel.sdk.worker import (
     ExecutionContext,
     HandlerRegistry,
@@ -69,7 +70,6 @@ __all__ = [
     "is_code_job_type",
     "module_digest",
     "publish_definitions",
-    "step_failure_is_permanent",
 ]
 
 log = logging.getLogger("tickwheel.worker")
@@ -84,13 +84,6 @@ _MAX_JOB_TYPE = 100
 def is_code_job_type(name: str) -> bool:
     """Whether `name` is one of the job types this module resolves (by its prefix)."""
     return name.startswith((WORKFLOW_PREFIX, CODE_PREFIX))
-
-
-def step_failure_is_permanent(exc: BaseException, info: StepInfo) -> bool:
-    """A step's exception that retrying cannot help: a `PermanentError`, or one of the types
-    the step's `permanent=` names. Everything else is retryable; the fold decides whether
-    attempts are left."""
-    return isinstance(exc, (PermanentError, *info.permanent))
 
 
 def module_digest(module: types.ModuleType) -> str:
@@ -400,7 +393,7 @@ def _step_handler(fn: Callable[..., Any], info: StepInfo) -> Callable[[Execution
                 # On the attempt's slot thread: a loop of its own for as long as it runs.
                 value = asyncio.run(_awaited(value))
         except Exception as exc:
-            if not isinstance(exc, PermanentError) and step_failure_is_permanent(exc, info):
+            if not isinstance(exc, PermanentError) and fails_permanently(exc, info):
                 raise PermanentError(_one_line(exc)) from exc
             raise  # PermanentError as it is; anything else retryable
         return value
