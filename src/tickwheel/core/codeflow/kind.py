@@ -63,6 +63,7 @@ from tickwheel.core.workflow.events import (
 from tickwheel.core.workflow.ids import alert_id
 from tickwheel.core.workflow.inputs import (
     Cancel,
+    CompleteStep,
     Input,
     RetryStep,
     Signal,
@@ -753,6 +754,8 @@ def _decide(fold: _Fold, item: Input) -> None:
         fold.add_input(event, actor=item.actor)
         if fold.state.task_error is not None:
             fold.resume("cancel", item.actor)
+    elif isinstance(item, RetryStep | CompleteStep) and item.step in state.steps:
+        _repair(fold, item)
     elif isinstance(item, RetryStep) and item.step == TASK_STEP:
         if state.task_error is None:
             fold.emit(
@@ -764,14 +767,51 @@ def _decide(fold: _Fold, item: Input) -> None:
         else:
             fold.resume("retry_step", item.actor)
     else:
-        # Approvals, reassignments and the DAG's step repairs have nothing to act on here: a
-        # code step retries by its own policy, and its failure is the code's to handle.
+        # Approvals, reassignments, skips, and repairs of a step that is not open have
+        # nothing to act on here: a step's final failure is the code's to handle.
         fold.emit(
             f"{item.kind}_ignored",
             step,
             actor=getattr(item, "actor", None),
             data={"reason": "not_a_dag_workflow"},
         )
+
+
+def _repair(fold: _Fold, item: RetryStep | CompleteStep) -> None:
+    """An operator's repair of an open step (a stuck or slow one): a retry stops the attempt
+    out now and runs the next at once, past the step's own `max_attempts` if need be; a
+    completion stops it and hands the code the output given, as if the step had returned it."""
+    state = fold.state
+    open_step = state.steps[item.step]
+    execution_id = code_step_execution_id(state.workflow_id, state.run, open_step.position)
+    stop = {"step": item.step, "execution_id": execution_id, "attempt": open_step.attempt}
+    if isinstance(item, CompleteStep):
+        repaired = {"action": "complete", "cancel_execution": stop}
+        fold.emit("step_repaired", item.step, open_step.attempt, item.actor, repaired)
+        fold.step_outcome(StepSucceeded(item.at_ms, item.step, open_step.attempt, item.output))
+        return
+    again = open_step.attempt + 1
+    scheduled = next(
+        e for e in state.history if e.type == "step_scheduled" and e.position == open_step.position
+    )
+    fold.emit(
+        "step_repaired",
+        item.step,
+        again,
+        item.actor,
+        {
+            "action": "retry",
+            "execution_id": execution_id,
+            "cancel_execution": stop,
+            "schedule_step": _schedule(item.step, again, execution_id, scheduled, fold.at_ms),
+        },
+        steps={
+            **state.steps,
+            item.step: replace(
+                open_step, attempt=again, max_attempts=max(open_step.max_attempts, again)
+            ),
+        },
+    )
 
 
 def code_effects(event: Event) -> list[Command]:

@@ -50,9 +50,11 @@ from tickwheel.core.workflow.events import (
 from tickwheel.core.workflow.ids import parse_timer
 from tickwheel.core.workflow.inputs import (
     Cancel,
+    CompleteStep,
     Input,
     RetryStep,
     Signal,
+    SkipStep,
     Start,
     StepCancelled,
     StepFailed,
@@ -869,3 +871,50 @@ def test_a_child_workflow_parks_the_instance_for_now() -> None:
     assert instance.state.status == "blocked" and instance.state.parked == "child_started"
     [alert] = instance.commands_of(RaiseAlert)
     assert "child workflows run in-process only" in alert.message
+
+
+def test_an_operator_retry_of_an_open_step_stops_its_attempt_and_runs_the_next_at_once() -> None:
+    instance = Instance(saga)
+    instance.start()
+    first = instance.steps["reserve#1"]
+    at = instance.tick()
+    [repaired] = instance.send(RetryStep(at, "reserve#1", "ops"))
+    assert (repaired.type, repaired.actor, repaired.data["action"]) == (
+        "step_repaired",
+        "ops",
+        "retry",
+    )
+    stop = instance.commands_of(CancelExecution)[-1]
+    assert (stop.step, stop.execution_id, stop.attempt) == ("reserve#1", first.execution_id, 1)
+    again = instance.steps["reserve#1"]
+    assert (again.attempt, again.execution_id, again.not_before_ms) == (2, first.execution_id, at)
+    # The stopped attempt's late verdict is fenced; the new attempt's goes on to the code.
+    [fenced] = instance.send(StepSucceeded(instance.tick(), "reserve#1", 1, output="late"))
+    assert fenced.data["reason"] == "stale_attempt"
+    instance.complete("reserve#1")
+    assert "hold#1" in instance.steps
+
+
+def test_an_operator_completes_a_stuck_step_with_an_output_the_code_receives() -> None:
+    instance = Instance(saga)
+    instance.start()
+    first = instance.steps["reserve#1"]
+    instance.send(CompleteStep(instance.tick(), "reserve#1", "ops", output="by-hand"))
+    stop = instance.commands_of(CancelExecution)[-1]
+    assert (stop.execution_id, stop.attempt) == (first.execution_id, 1)
+    [completed] = [e for e in instance.state.history if e.type == "step_completed"]
+    assert completed.data["result"] == "by-hand"
+    instance.settle()
+    assert "hold#1" in instance.steps  # the code went on with the output given
+
+
+def test_a_skip_or_a_repair_of_a_step_that_is_not_open_changes_nothing() -> None:
+    instance = Instance(saga)
+    instance.start()
+    for item in (
+        SkipStep(instance.tick(), "reserve#1", "ops"),
+        CompleteStep(instance.tick(), "nowhere#1", "ops"),
+    ):
+        [ignored] = instance.send(item)
+        assert ignored.type == f"{item.kind}_ignored"
+    assert set(instance.steps) == {"reserve#1"}
