@@ -37,6 +37,9 @@ DISPATCH_TIMEOUT_MS = 900_000
 # After a change of owner, leases taken while nobody owned the partition are still unread:
 # a queued request gets at least this long before its dispatch deadline passes.
 DISPATCH_RESTORE_GRACE_MS = 60_000
+# While worker events lag behind, an expired lease waits at most this long past its deadline
+# for a heartbeat that may be among them: a worker that is really gone is still replaced.
+MAX_LEASE_HOLD_MS = 60_000
 # A worker without the job's handler hands the attempt back (reason `no_handler`, a rolling
 # deploy): it is offered again after about this long, as a new attempt that spends none of the
 # job's `maxAttempts`, up to MAX_UNHANDLED times (decision 0053).
@@ -139,6 +142,28 @@ class ExecutionTracker(FlightBook, StepFlights):
             self._add(flight)
             restored.append(flight)
         return restored
+
+    def extend_restored_deadline(self, flight: InFlight, now_ms: int) -> None:
+        """A restored flight's deadline as its new owner holds it from `now_ms`: what happened
+        while nobody owned the partition is still unread."""
+        if flight.state == "running" and flight.deadline_ms is not None:
+            # Heartbeats sent meanwhile are among it: give the worker a full lease from now
+            # before calling it dead.
+            lease_ms = int(flight.request.get("lease_seconds") or 30) * 1000
+            flight.deadline_ms = max(flight.deadline_ms, now_ms + lease_ms + LEASE_GRACE_MS)
+        elif flight.state == "queued":
+            # Leases taken meanwhile are among it, too.
+            flight.deadline_ms = self.dispatch_deadline(flight.request, now_ms)
+
+    def lease_held(self, execution_id: str, deadline_ms: int, now_ms: int) -> bool:
+        """Whether an expired deadline of `execution_id` waits, while worker events lag behind,
+        for a lease or heartbeat that may be among them (at most MAX_LEASE_HOLD_MS past it)."""
+        flight = self.in_flight.get(execution_id)
+        return (
+            flight is not None
+            and flight.state != "retry_wait"  # a retry timer is ours alone: it never waits
+            and now_ms - deadline_ms < MAX_LEASE_HOLD_MS
+        )
 
     # -- worker events ---------------------------------------------------------------------
     def on_event(self, event: ExecutionEvent, now_ms: int) -> tuple[Decision, InFlight | None]:

@@ -1,6 +1,7 @@
 """What is due within one partition's horizon: each job's next slot and each execution's
-deadline in a timing wheel, and the jobs whose next slot lies beyond it, parked until the
-horizon reaches them. Pure: every instant is an argument.
+lease deadline or retry time in a timing wheel, the dispatch deadlines of queued requests in
+their own queue, and the jobs whose next slot lies beyond the horizon, parked until it reaches
+them. Pure: every instant is an argument.
 
 Wheel entries are ints; `targets` maps each back to what it stands for:
 ("slot", job_id, slot_ms) or ("exec", execution_id, attempt, deadline_ms).
@@ -8,7 +9,9 @@ Wheel entries are ints; `targets` maps each back to what it stands for:
 
 from __future__ import annotations
 
+import bisect
 import heapq
+from collections import deque
 from typing import Any
 
 from tickwheel.core.wheel import TimingWheel
@@ -28,8 +31,13 @@ class Horizon:
         # ... and compacted when stale ones outnumber the live ones (edits of far-off jobs):
         # per job, the pair parked last is its live one.
         self._parked_last: dict[str, int] = {}
+        # Dispatch deadlines of queued requests, oldest first: every request gets the same
+        # timeout, so they come due in the order they were set (a deque, not a wheel entry each:
+        # a burst of a million requests costs a million appends).
+        self._dispatch: deque[tuple[int, str, int]] = deque()
 
     def __len__(self) -> int:
+        """What the wheel holds (the wheel-size metric; dispatch deadlines are not in it)."""
         return len(self.wheel)
 
     def add_slot(self, job_id: str, slot_ms: int, fire_ms: int) -> tuple[int, int]:
@@ -41,6 +49,26 @@ class Horizon:
         """An execution's lease deadline, dispatch deadline or retry time. Superseded ones are
         not cancelled: they are recognised as stale when they come due."""
         self.wheel.insert(deadline_ms, self._entry(("exec", execution_id, attempt, deadline_ms)))
+
+    def add_dispatch_deadline(self, execution_id: str, attempt: int, deadline_ms: int) -> None:
+        """A queued request's dispatch deadline. Superseded ones (the request was leased, or
+        reissued) are not taken out: they are recognised as stale when they come due."""
+        entry = (deadline_ms, execution_id, attempt)
+        if self._dispatch and self._dispatch[-1][0] > deadline_ms:
+            bisect.insort(self._dispatch, entry)  # a restored one: rare
+        else:
+            self._dispatch.append(entry)
+
+    def next_dispatch_due(self, now_ms: int) -> tuple[int, str, int] | None:
+        """The earliest dispatch deadline, (deadline_ms, execution_id, attempt), if it is due
+        by `now_ms`; it stays first until `pass_dispatch_due` takes it."""
+        if self._dispatch and self._dispatch[0][0] <= now_ms:
+            return self._dispatch[0]
+        return None
+
+    def pass_dispatch_due(self) -> None:
+        """Take out the earliest dispatch deadline (the one `next_dispatch_due` gave)."""
+        self._dispatch.popleft()
 
     def cancel(self, entry: int, handle: int) -> None:
         self.wheel.cancel(handle)

@@ -7,16 +7,15 @@ is always an argument, so the tests drive it with a fake clock.
 
 `PartitionScheduler` is one class because its decisions share one state: a job's slot, its
 executions in flight, its held occurrence and its timer state change together. The pieces that
-own a part of that state on their own are its members: the wheel (`Horizon`), the executions
-(`ExecutionTracker`), the ready queue, the restoring states and the workflow timers.
+own a part of that state on their own are its members: the wheel, the parked slots and the
+dispatch deadlines (`Horizon`), the executions (`ExecutionTracker`), the ready queue, the
+restoring states and the workflow timers.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,7 +26,6 @@ from tickwheel.core.overlap import OVERLAP_POLICIES, OverlapDecision, decide_ove
 from tickwheel.core.timer.commands import RejectedCommand, backfill_execution_id, command_slots
 from tickwheel.core.timer.executions import (
     DISPATCH_TIMEOUT_MS,
-    LEASE_GRACE_MS,
     Decision,
     ExecutionTracker,
     InFlight,
@@ -52,7 +50,6 @@ from tickwheel.core.timer.states import (
     pending_entries,
 )
 from tickwheel.core.timer.workflow_steps import (
-    START_PREFIX,
     OneOff,
     WorkflowTimers,
     cancel_control,
@@ -83,10 +80,6 @@ def _unreported(_action: str, _message: str, _fields: dict[str, Any]) -> None:
 # Slots missed by less than this are simply late, not misfired: a failover of a few seconds
 # must not make a `skip` job skip (Quartz's misfireThreshold plays the same role).
 MISFIRE_GRACE_MS = 60_000
-
-# While worker events lag behind, an expired lease waits at most this long past its deadline
-# for a heartbeat that may be among them: a worker that is really gone is still replaced.
-MAX_LEASE_HOLD_MS = 60_000
 
 
 class PartitionScheduler:
@@ -127,10 +120,6 @@ class PartitionScheduler:
         self.jobs: dict[str, JobEntry] = {}
         self.tick_ms = tick_ms
         self.horizon = Horizon(tick_ms, start_ms)
-        # Dispatch deadlines of queued requests, oldest first: every request gets the same
-        # timeout, so they come due in the order they were set (a deque, not a wheel entry each:
-        # a burst of a million requests costs a million appends).
-        self.dispatch_deadlines: deque[tuple[int, str, int]] = deque()
         self.executions = ExecutionTracker(
             retry_base_ms, retry_cap_ms, rng or random.Random(0), dispatch_timeout_ms
         )
@@ -218,15 +207,9 @@ class PartitionScheduler:
     def restore_in_flight(self, state: Mapping[str, Any], now_ms: int) -> None:
         """A restored state's executions in flight, its held occurrence and its workflow
         timers, back in their places."""
-        for flight in self.executions.restore(state.get("pending") or []):
-            if flight.state == "running" and flight.deadline_ms is not None:
-                # Heartbeats sent while nobody owned the partition are still unread: give
-                # the worker a full lease from now before calling it dead.
-                lease_ms = int(flight.request.get("lease_seconds") or 30) * 1000
-                flight.deadline_ms = max(flight.deadline_ms, now_ms + lease_ms + LEASE_GRACE_MS)
-            elif flight.state == "queued":
-                # Leases taken while nobody owned the partition are still unread, too.
-                flight.deadline_ms = self.executions.dispatch_deadline(flight.request, now_ms)
+        executions = self.executions
+        for flight in executions.restore(state.get("pending") or []):
+            executions.extend_restored_deadline(flight, now_ms)
             self.hold_deadline(flight)
         for entry in state.get("pending") or []:
             if entry["kind"] == "manual" and entry["timer_id"].startswith("held:"):
@@ -432,11 +415,9 @@ class PartitionScheduler:
         if flight.deadline_ms is None:
             return
         if flight.state == "queued":
-            entry = (flight.deadline_ms, flight.request["execution_id"], flight.attempt)
-            if self.dispatch_deadlines and self.dispatch_deadlines[-1][0] > flight.deadline_ms:
-                bisect.insort(self.dispatch_deadlines, entry)  # a restored one: rare
-            else:
-                self.dispatch_deadlines.append(entry)
+            self.horizon.add_dispatch_deadline(
+                flight.request["execution_id"], flight.attempt, flight.deadline_ms
+            )
             return
         self.horizon.add_deadline(
             flight.request["execution_id"], flight.attempt, flight.deadline_ms
@@ -517,11 +498,12 @@ class PartitionScheduler:
     def dispatch_due(self, now_ms: int, hold_leases: bool, emission: PartitionWrites) -> None:
         """Requests whose dispatch deadline passed without a lease (most were leased long ago:
         their entries are stale and pass by)."""
-        while self.dispatch_deadlines and self.dispatch_deadlines[0][0] <= now_ms:
-            deadline, execution_id, attempt = self.dispatch_deadlines[0]
-            if hold_leases and self.lease_held(execution_id, deadline, now_ms):
+        horizon = self.horizon
+        while (due := horizon.next_dispatch_due(now_ms)) is not None:
+            deadline, execution_id, attempt = due
+            if hold_leases and self.executions.lease_held(execution_id, deadline, now_ms):
                 return  # its lease may be among the unread events; later ones wait behind it
-            self.dispatch_deadlines.popleft()
+            horizon.pass_dispatch_due()
             try:
                 decision, flight = self.executions.on_deadline(
                     execution_id, attempt, deadline, now_ms
@@ -577,7 +559,7 @@ class PartitionScheduler:
         in the ready queue, within the job's backlog bound)."""
         if target[0] == "exec":
             _, execution_id, attempt, deadline = target
-            if hold_leases and self.lease_held(execution_id, deadline, now_ms):
+            if hold_leases and self.executions.lease_held(execution_id, deadline, now_ms):
                 self.horizon.later(entry, target, now_ms + self.tick_ms)  # looked at next tick
                 return
             decision, flight = self.executions.on_deadline(execution_id, attempt, deadline, now_ms)
@@ -612,14 +594,6 @@ class PartitionScheduler:
                 self.insert(job, nxt)
             else:
                 self.horizon.park(job_id, nxt)
-
-    def lease_held(self, execution_id: str, deadline_ms: int, now_ms: int) -> bool:
-        flight = self.executions.in_flight.get(execution_id)
-        return (
-            flight is not None
-            and flight.state != "retry_wait"  # a retry timer is ours alone: it never waits
-            and now_ms - deadline_ms < MAX_LEASE_HOLD_MS
-        )
 
     def fire(self, job: JobEntry, slot: int, now_ms: int, emission: PartitionWrites) -> None:
         """Emit one scheduled occurrence, unless the overlap or misfire policy says otherwise."""
@@ -727,18 +701,11 @@ class PartitionScheduler:
             return  # this attempt (or a later one) is out already: a repeat changes nothing
         if flight is not None:
             self.executions.drop(execution_id)  # an operator's retry replaces the attempt
-        delayed_prefix = f"{START_PREFIX}{execution_id}:"
-        for timer_id in [
-            t for t in self.workflows.by_key.get(key, ()) if t.startswith(delayed_prefix)
-        ]:
-            self.workflows.remove(key, timer_id)
+        self.workflows.remove_all_delayed(key, execution_id)
         request = step_request(command, now_ms, (self.lease_seconds, self.heartbeat_seconds))
         not_before = int(command.get("fire_at") or 0)
         if not_before > now_ms:
-            timer_id = f"{START_PREFIX}{execution_id}:{attempt}"
-            self.workflows.add(
-                OneOff(key, timer_id, request["workflow_id"] or "", not_before, request)
-            )
+            self.workflows.delay(key, request, not_before)
             return
         self.start_execution(request, emission)
 
@@ -750,7 +717,7 @@ class PartitionScheduler:
         attempt already over has had its verdict sent: nothing to do."""
         key, execution_id = command["job_id"], required(command, "execution_id")
         attempt = int(command["attempt"])
-        delayed = self.workflows.remove(key, f"{START_PREFIX}{execution_id}:{attempt}")
+        delayed = self.workflows.remove_delayed(key, execution_id, attempt)
         if delayed is not None and delayed.request is not None:
             self.workflows.inputs.append(step_outcome(delayed.request, "cancelled", now_ms))
             return

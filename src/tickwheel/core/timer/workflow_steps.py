@@ -195,6 +195,22 @@ class WorkflowTimers:
                 del self.by_key[key]
         return timer  # its heap entry passes by when it comes due
 
+    def delay(self, key: str, request: ExecutionRequest, not_before: int) -> None:
+        """Hold a step's attempt `request` until `not_before` (a delayed attempt: started, not
+        fired, when it comes due)."""
+        timer_id = f"{START_PREFIX}{request['execution_id']}:{request['attempt']}"
+        self.add(OneOff(key, timer_id, request["workflow_id"] or "", not_before, request))
+
+    def remove_delayed(self, key: str, execution_id: str, attempt: int) -> OneOff | None:
+        """Take out the delayed attempt `attempt` of `execution_id`, if one waits."""
+        return self.remove(key, f"{START_PREFIX}{execution_id}:{attempt}")
+
+    def remove_all_delayed(self, key: str, execution_id: str) -> None:
+        """Take out every delayed attempt of `execution_id` (a newer attempt replaces them)."""
+        prefix = f"{START_PREFIX}{execution_id}:"
+        for timer_id in [t for t in self.by_key.get(key, ()) if t.startswith(prefix)]:
+            self.remove(key, timer_id)
+
     def due(self, now_ms: int) -> list[OneOff]:
         """Timers due at `now_ms`, taken out (the caller fires or starts each once)."""
         fired = []

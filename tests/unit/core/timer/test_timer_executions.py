@@ -7,8 +7,7 @@ import random
 from typing import Any
 
 from tests.unit.core.timer.test_timer_scheduler import T0, _job
-from tickwheel.core.timer.executions import LEASE_GRACE_MS
-from tickwheel.core.timer.partition import MAX_LEASE_HOLD_MS
+from tickwheel.core.timer.executions import LEASE_GRACE_MS, MAX_LEASE_HOLD_MS
 from tickwheel.services.timer.scheduler import PartitionTimer
 
 LEASE_MS = 30_000
