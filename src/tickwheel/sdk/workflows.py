@@ -510,39 +510,37 @@ class WorkflowsClient:
             )
         return state_from_json(data)
 
-    def _code_timeline(
-        self, workflow_id: str, snapshot: WorkflowSnapshot | None, events: list[dict[str, Any]]
-    ) -> WorkflowTimeline | None:
-        """The timeline of a code workflow's instance (None: not one), from its events and
-        the status its snapshot (or, once pruned, its last event) holds."""
-        if snapshot is not None:
-            if json.loads(snapshot["state"] or "{}").get("kind") != CODE_KIND:
-                return None
-            did, version = snapshot["definition_id"], snapshot["definition_version"]
-            status = snapshot["status"]
-        elif events:
-            did, version = events[0]["definition_id"], events[0]["definition_version"]
-            document = self.definitions(did).get((did, version))
-            if document is None or document.get("kind") != CODE_KIND:
-                return None
-            status = events[-1]["status"]
-        else:
-            return None
-        return WorkflowTimeline(workflow_id, did, version, status, code_steps(events), events)
-
     def get(self, workflow_id: str) -> WorkflowTimeline:
         """The instance's timeline: its state now and every event, oldest first. An instance
         the orchestrator pruned after its retention (decision 0095) has no snapshot left: its
-        state is folded from its events, which stay on workflows.events."""
+        state is folded from its events, which stay on workflows.events. A workflow written
+        as code is told by its steps, sleeps and waits as its events record them."""
         events = self._events(workflow_id)
         snapshot = self._snapshot(workflow_id)
-        code = self._code_timeline(workflow_id, snapshot, events)
-        if code is not None:
-            return code
         if snapshot is not None:
+            did, version = snapshot["definition_id"], snapshot["definition_version"]
+            data = json.loads(snapshot["state"] or "{}")
+            if data.get("kind") == CODE_KIND:
+                steps = code_steps(events)
+                return WorkflowTimeline(
+                    workflow_id, did, version, snapshot["status"], steps, events
+                )
             state = self._state_of(workflow_id, snapshot)
         else:
-            state = self._state_of_events(workflow_id, events)
+            if not events:
+                raise UnknownWorkflow("instance", workflow_id)
+            did, version = events[0]["definition_id"], events[0]["definition_version"]
+            document = self.definitions(did).get((did, version))
+            if document is None:
+                raise UnknownWorkflow("definition", f"{did} v{version}")
+            if document.get("kind") == CODE_KIND:
+                status = events[-1]["status"]
+                return WorkflowTimeline(
+                    workflow_id, did, version, status, code_steps(events), events
+                )
+            state = initial_state(workflow_id, parse_definition(document))
+            for event in sorted(events, key=lambda e: e["seq"]):
+                state = evolve(state, _as_event(event))
         steps = {
             k: {
                 "status": s.status,
@@ -558,24 +556,6 @@ class WorkflowsClient:
         return WorkflowTimeline(
             workflow_id, state.definition_id, state.definition_version, state.status, steps, events
         )
-
-    def _state_of_events(self, workflow_id: str, events: list[dict[str, Any]]) -> Any:
-        """`evolve` over the instance's recorded events (the fold's own replay), pinned to
-        the definition version they name; UnknownWorkflow when there are none."""
-        if not events:
-            raise UnknownWorkflow("instance", workflow_id)
-        first = events[0]
-        document = self.definitions(first["definition_id"]).get(
-            (first["definition_id"], first["definition_version"])
-        )
-        if document is None:
-            raise UnknownWorkflow(
-                "definition", f"{first['definition_id']} v{first['definition_version']}"
-            )
-        state = initial_state(workflow_id, parse_definition(document))
-        for event in sorted(events, key=lambda e: e["seq"]):
-            state = evolve(state, _as_event(event))
-        return state
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
         """The instance's events, oldest first, `data` as JSON."""
