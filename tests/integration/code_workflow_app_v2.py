@@ -1,45 +1,24 @@
 """The next version of `code_workflow_app`, as a careless change would make it: its third
 step renamed (`pack` is now `box`), in the middle of the run. The deploy gate must report every
-open instance that already ran `pack`.
-"""
+open instance that already ran `pack`. The other steps are the first version's own."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from tests.integration.code_workflow_app import (
+    authorize,
+    capture_payment,
+    notify,
+    release_authorization,
+    reserve_inventory,
+)
 from tickwheel.sdk import PermanentError, WorkflowContext, step, workflow
-
-
-@step(max_attempts=3, backoff="100ms", max_backoff="200ms")
-async def authorize(order: dict[str, Any]) -> dict[str, Any]:
-    return {"authorization": f"auth-{order['id']}", "amount": order["amount"]}
-
-
-@step
-def release_authorization(auth: dict[str, Any]) -> str:
-    return f"released {auth['authorization']}"
-
-
-@step(max_attempts=3)
-async def reserve_inventory(order: dict[str, Any]) -> str:
-    if not order.get("items"):
-        raise PermanentError("an order needs items")
-    return f"reservation-{order['id']}"
 
 
 @step
 async def box(reservation: str) -> str:
     return f"parcel-{reservation}"
-
-
-@step
-async def notify(order: dict[str, Any], text: str) -> str:
-    return f"told {order['id']}: {text}"
-
-
-@step(max_attempts=5, backoff="100ms", max_backoff="500ms")
-async def capture_payment(auth: dict[str, Any]) -> dict[str, Any]:
-    return {"captured": auth["amount"]}
 
 
 @workflow("code_order")
