@@ -596,8 +596,11 @@ def main() -> None:
                 f"{st['async_ms']:.3f} ms each (aim ≤ 5 ms one after another){before}; the raw "
                 f"client's limits above; load average {load}"
             )
-    report.write("workflows.md" if parts == {"fold", "latency", "restore"} else
-                 "workflows-partial.md")  # fmt: skip
+    name = {
+        frozenset({"fold", "latency", "restore"}): "workflows.md",
+        frozenset({"code"}): "workflows-code.md",
+    }.get(frozenset(parts), "workflows-partial.md")
+    report.write(name)
 
 
 if __name__ == "__main__":
