@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 from tickwheel.core.codeflow.definition import CODE_KIND, CodeWorkflowDefinition
 from tickwheel.core.codeflow.history import COMMANDS as HISTORY_COMMANDS
@@ -50,6 +50,7 @@ from tickwheel.core.codeflow.tasks import (
 )
 from tickwheel.core.errors import InvalidPolicy
 from tickwheel.core.retry import RetryPolicy
+from tickwheel.core.workflow.deciding import Decided, check_pinned
 from tickwheel.core.workflow.events import (
     CancelExecution,
     CancelTimer,
@@ -78,7 +79,6 @@ from tickwheel.core.workflow.snapshot import SnapshotJson
 __all__ = [
     "MAX_ATTEMPTS_BOUND",
     "TASK_MAX_ATTEMPTS",
-    "CodeDecided",
     "CodeKind",
     "CodeState",
     "OpenStep",
@@ -675,14 +675,6 @@ def _schedule(
 # -- the kind -------------------------------------------------------------------------------
 
 
-class CodeDecided(NamedTuple):
-    """`kinds.Decided` of this kind: the state, the events, the status after each."""
-
-    state: CodeState
-    events: list[Event]
-    statuses: list[str]
-
-
 def _decide(fold: _Fold, item: Input) -> None:
     state = fold.state
     if isinstance(item, Start):
@@ -878,21 +870,11 @@ class CodeKind:
     def initial(self, workflow_id: str, definition: CodeWorkflowDefinition) -> CodeState:
         return CodeState(workflow_id, definition.definition_id, definition.version)
 
-    def decide(self, state: CodeState, definition: CodeWorkflowDefinition, item: Input) -> Any:
-        """The state after `item`, its events, and the status after each: `kinds.Decided`'s
-        fields, as a `CodeDecided` (`kinds` imports this module, so it cannot import `kinds`;
-        the orchestrator unpacks either the same way)."""
-        if (definition.definition_id, definition.version) != (
-            state.definition_id,
-            state.definition_version,
-        ):
-            raise ValueError(
-                f"instance {state.workflow_id} is pinned to {state.definition_id} "
-                f"v{state.definition_version}, not {definition.definition_id} v{definition.version}"
-            )
+    def decide(self, state: CodeState, definition: CodeWorkflowDefinition, item: Input) -> Decided:
+        check_pinned(state, definition)
         fold = _Fold(state, definition, item.at_ms)
         _decide(fold, item)
-        return CodeDecided(fold.state, fold.events, fold.statuses)
+        return Decided(fold.state, fold.events, fold.statuses)
 
     def effects(self, event: Event) -> list[Command]:
         return code_effects(event)

@@ -22,6 +22,7 @@ from typing import Any
 
 from tickwheel.core.workflow import repair
 from tickwheel.core.workflow.decider import Decider
+from tickwheel.core.workflow.deciding import check_pinned
 from tickwheel.core.workflow.definition import WorkflowDefinition
 from tickwheel.core.workflow.events import Command, Event, effects
 from tickwheel.core.workflow.ids import approval_timer, parse_timer
@@ -261,14 +262,7 @@ def decide_folded(
 
 
 def _decided(state: WorkflowState, definition: WorkflowDefinition, item: Input) -> Decider:
-    if (definition.definition_id, definition.version) != (
-        state.definition_id,
-        state.definition_version,
-    ):
-        raise ValueError(
-            f"instance {state.workflow_id} is pinned to {state.definition_id} "
-            f"v{state.definition_version}, not {definition.definition_id} v{definition.version}"
-        )
+    check_pinned(state, definition)
     d = Decider(state, definition, item.at_ms)
     if state.status == "new" and item.kind != "start":
         d.emit(

@@ -15,7 +15,7 @@ its callers do not change.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from tickwheel.core.codeflow.definition import (
     CODE_KIND,
@@ -23,6 +23,7 @@ from tickwheel.core.codeflow.definition import (
     parse_code_definition,
 )
 from tickwheel.core.codeflow.kind import CodeKind
+from tickwheel.core.workflow.deciding import Decided
 from tickwheel.core.workflow.definition import WorkflowDefinition, parse_definition
 from tickwheel.core.workflow.events import Command, Event, effects
 from tickwheel.core.workflow.fold import decide_folded
@@ -34,7 +35,6 @@ __all__ = [
     "CODE",
     "DAG",
     "KINDS",
-    "Decided",
     "InstanceState",
     "WorkflowKind",
     "kind_named",
@@ -59,15 +59,6 @@ class InstanceState(Protocol):
     def status(self) -> str: ...
     @property
     def seq(self) -> int: ...
-
-
-class Decided(NamedTuple):
-    """An input decided: the state after its events, the events, and the instance's status
-    right after each one."""
-
-    state: Any
-    events: list[Event]
-    statuses: list[str]
 
 
 class WorkflowKind(Protocol):

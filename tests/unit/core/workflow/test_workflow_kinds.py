@@ -14,12 +14,12 @@ from tickwheel.adapters.avro import encode
 from tickwheel.adapters.kafka.placement import step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import Start, TimerFired, parse_definition
+from tickwheel.core.workflow.deciding import Decided
 from tickwheel.core.workflow.events import Command, Event, StartTimer
 from tickwheel.core.workflow.inputs import Input
 from tickwheel.core.workflow.kinds import (
     DAG,
     KINDS,
-    Decided,
     kind_named,
     kind_of,
     kind_of_state,
