@@ -84,6 +84,7 @@ __all__ = [
     "OpenStep",
     "code_effects",
     "histories_from_events",
+    "step_label",
 ]
 
 # A step's attempts (and a task's number, its `attempt`) are counted by the fold, which
@@ -165,6 +166,15 @@ def _status(state: CodeState) -> str:
     if state.status in _ENDED or state.status == "new":
         return state.status
     return "blocked" if state.task_error is not None or state.parked is not None else "running"
+
+
+def step_label(scheduled: HistoryEvent, run: int) -> str:
+    """The step id a `step_scheduled` stands for on the execution path: `name#occurrence`,
+    and `@run` after it past the first run. A step's outcome names its step and attempt only,
+    so a step the last run left running (stopped by its continue-as-new) must not share an id
+    with the next run's step of the same name: its late verdict would be taken for it."""
+    label = f"{scheduled.name}#{scheduled.data.get('occurrence')}"
+    return label if run == 1 else f"{label}@{run}"
 
 
 # -- deciding -------------------------------------------------------------------------------
@@ -249,7 +259,7 @@ class _Fold:
             return None
         for scheduled in reversed(self.state.history):
             if scheduled.type == "step_scheduled" and scheduled.position == event.position:
-                return f"{scheduled.name}#{scheduled.data.get('occurrence')}"
+                return step_label(scheduled, self.state.run)
         return None
 
     def send_task(self, not_before_ms: int | None = None, **data: Any) -> None:
@@ -315,7 +325,7 @@ class _Fold:
         if kind == "step_scheduled":
             raw = data.get("options")
             options: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-            label = f"{event.name}#{data.get('occurrence')}"
+            label = step_label(event, state.run)
             open_step = OpenStep(
                 position,
                 str(event.name),

@@ -918,3 +918,25 @@ def test_a_skip_or_a_repair_of_a_step_that_is_not_open_changes_nothing() -> None
         [ignored] = instance.send(item)
         assert ignored.type == f"{item.kind}_ignored"
     assert set(instance.steps) == {"reserve#1"}
+
+
+@workflow("impatient")
+async def impatient(ctx: WorkflowContext, run: int) -> int:
+    # Run 1 starts a step and moves on to its next run before the step answers.
+    pending = asyncio.ensure_future(ctx.run(reserve, {"id": run}))
+    if run == 1:
+        ctx.continue_as_new(2)
+    return len(await pending)
+
+
+def test_a_step_left_running_by_continue_as_new_cannot_answer_for_the_next_runs_step() -> None:
+    instance = Instance(impatient)
+    instance.start(1)
+    assert instance.state.run == 2
+    [old] = [c for c in instance.commands_of(CancelExecution) if c.step == "reserve#1"]
+    assert set(instance.steps) == {"reserve#1@2"}
+    # The stopped run-1 attempt's verdict comes in late: fenced, never the run-2 step's.
+    [fenced] = instance.send(StepCancelled(instance.tick(), old.step, old.attempt))
+    assert (fenced.type, fenced.data["reason"]) == ("step_outcome_fenced", "unknown_step")
+    instance.complete("reserve#1@2")
+    assert instance.state.status == "succeeded"
