@@ -93,9 +93,11 @@ def test_code_workflows_run_to_their_end_with_each_step_run_once(
     amounts = {client.start("code_order", order): order["amount"] for order in orders}
     approved = list(amounts)
     # Nobody approves this one: its wait times out, the workflow fails, its rollback runs.
-    refused = client.start(
-        "code_order", {"id": "late", "amount": 5, "items": ["x"], "nap": "1s", "patience": "2s"}
-    )
+    # Started from the command line, as a person would.
+    late = '{"id": "late", "amount": 5, "items": ["x"], "nap": "1s", "patience": "2s"}'
+    started = _cli(stack.env, "start", "code_order", "--input", late, "--json")
+    assert started.returncode == 0, started.stderr
+    refused = json.loads(started.stdout)["workflowId"]
     for workflow_id in approved:
         assert wait_until(lambda w=workflow_id: _waiting_for_signal(kafka_bootstrap, w), 90)
 
