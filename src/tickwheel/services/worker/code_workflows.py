@@ -46,6 +46,7 @@ from tickwheel.core.codeflow import (
 )
 from tickwheel.core.codeflow.definition import CODE_KIND, CodeWorkflowDefinition
 from tickwheel.core.codeflow.history import JsonObject
+from tickwheel.core.codeflow.tasks import TASK_STEP
 from tickwheel.errors import InvalidInput
 from tickwheel.sdk.code_workflows import fails_permanently
 from tickwheel.sdk.worker import (
@@ -70,6 +71,7 @@ __all__ = [
     "is_code_job_type",
     "module_digest",
     "publish_definitions",
+    "resume_parked",
 ]
 
 log = logging.getLogger("tickwheel.worker")
@@ -484,3 +486,30 @@ def publish_definitions(
         )
         published.append(definition)
     return published
+
+
+class ParkedInstances(Protocol):
+    """The instances `resume_parked` asks again (`WorkflowsClient` is one)."""
+
+    def list(self, status: str | None = None) -> list[JsonObject]: ...
+
+    def retry_step(self, workflow_id: str, step: str, *, actor: str) -> None: ...
+
+
+def resume_parked(instances: ParkedInstances, workflows: Iterable[str], actor: str) -> list[str]:
+    """New code for `workflows` is a fix's chance: every instance of theirs that is parked
+    (`blocked`) is sent its workflow task again (`retry-step ID @task`), replayed from the
+    start against the code now running. One that still diverges parks again, with its alert;
+    one blocked for another reason (a failed rollback) ignores the retry. Returns the ids."""
+    names = set(workflows)
+    resumed = [
+        row["workflowId"] for row in instances.list("blocked") if row["definitionId"] in names
+    ]
+    for workflow_id in resumed:
+        instances.retry_step(workflow_id, TASK_STEP, actor=actor)
+    if resumed:
+        log.info(
+            "parked code workflow instances sent to the new code",
+            extra={"action": "code_instances_resumed", "count": len(resumed)},
+        )
+    return resumed

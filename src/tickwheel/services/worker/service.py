@@ -27,6 +27,7 @@ from tickwheel.services.worker.code_workflows import (
     CodeWorkflows,
     is_code_job_type,
     publish_definitions,
+    resume_parked,
 )
 from tickwheel.services.worker.control import CancelRegistry, ControlListener
 from tickwheel.services.worker.heartbeats import HeartbeatScheduler
@@ -135,7 +136,10 @@ class WorkerService:
             return
         client = WorkflowsClient(self.settings.bootstrap, self.clock)
         try:
-            publish_definitions(self.registry.code, client, actor=self.settings.worker_id)
+            actor = self.settings.worker_id
+            published = publish_definitions(self.registry.code, client, actor=actor)
+            if published:
+                resume_parked(client, (d.definition_id for d in published), actor)
         finally:
             client.close()
 

@@ -24,6 +24,7 @@ from tickwheel.services.worker.code_workflows import (
     CodeWorkflows,
     module_digest,
     publish_definitions,
+    resume_parked,
 )
 from tickwheel.services.worker.runner import NO_HANDLER_REASON
 from tickwheel.services.worker.service import build_registry
@@ -442,3 +443,30 @@ def test_a_worker_without_modules_serves_no_code_types() -> None:
     registry = build_registry(WorkerSettings())
     assert not isinstance(registry, CodeWorkflowRegistry)
     assert f"code:{APP}:charge" not in registry
+
+
+class _Instances:
+    """The instances' summaries as `WorkflowsClient.list` gives them, and the retries sent."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.retried: list[tuple[str, str, str]] = []
+
+    def list(self, status: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in self.rows if status is None or r["status"] == status]
+
+    def retry_step(self, workflow_id: str, step: str, *, actor: str) -> None:
+        self.retried.append((workflow_id, step, actor))
+
+
+def test_new_code_sends_the_parked_instances_of_its_workflows_their_task_again() -> None:
+    instances = _Instances(
+        [
+            {"workflowId": "a", "definitionId": "order", "status": "blocked"},
+            {"workflowId": "b", "definitionId": "order", "status": "running"},
+            {"workflowId": "c", "definitionId": "invoice", "status": "blocked"},
+            {"workflowId": "d", "definitionId": "order", "status": "blocked"},
+        ]
+    )
+    assert resume_parked(instances, ["order"], "w-1") == ["a", "d"]
+    assert instances.retried == [("a", "@task", "w-1"), ("d", "@task", "w-1")]
