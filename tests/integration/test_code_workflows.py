@@ -21,6 +21,7 @@ from tests.integration.workflow_harness import (
     outcome_inputs,
     status_of,
     step_requests,
+    workflow_alerts,
     workflow_env,
     workflow_events,
 )
@@ -197,3 +198,45 @@ def test_code_workflows_run_to_their_end_with_each_step_run_once(
     assert requested and all(n == 1 for n in requested.values()), requested.most_common(3)
     outcomes = outcome_inputs(kafka_bootstrap)
     assert all(outcomes[key] == 1 for key in requested), [k for k in requested if outcomes[k] != 1]
+
+
+def _swap_worker(stack: WorkflowStack, name: str, app: str) -> None:
+    """Stop the worker that runs and start one that loads `app` instead, as a deploy would."""
+    for running in [n for n in stack.processes if n.startswith("worker")]:
+        stack.processes.pop(running).stop()
+    modules = ("--module", "tests.integration.workflow_handlers", "--module", app)
+    stack.add(name, "worker", "--concurrency", "8", "--shutdown-grace", "2", *modules).start()
+
+
+def test_code_that_diverges_parks_the_instance_with_an_alert_and_a_fix_resumes_it(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    client = WorkflowsClient(kafka_bootstrap)
+    assert wait_until(lambda: client.definitions("code_order"), 60), "no code definition"
+    order = {"id": "p1", "amount": 7, "items": ["x"], "nap": "1s", "patience": "5m"}
+    workflow_id = client.start("code_order", order, workflow_id="parked-1")
+    assert wait_until(lambda: _waiting_for_signal(kafka_bootstrap, workflow_id), 90)
+
+    # A deploy renames a step the instance has run: its next task diverges.
+    _swap_worker(stack, "worker-v2", f"{APP}_v2")
+    assert wait_until(lambda: len(client.definitions("code_order")) == 2, 60)
+    client.signal(workflow_id, "approval", {"approved": True, "by": "ann"}, signal_id="s-1")
+
+    def parked() -> bool:
+        return status_of(workflow_events(kafka_bootstrap).get(workflow_id, [])) == "blocked"
+
+    assert wait_until(parked, 90), _history_types(workflow_events(kafka_bootstrap)[workflow_id])
+    [alert] = [a for a in workflow_alerts(kafka_bootstrap, workflow_id) if a["state"] == "firing"]
+    assert "pack" in alert["message"] and "box" in alert["message"], alert["message"]
+
+    # The fix (here: the first version back) publishes a version and resumes the instance,
+    # which replays its history, takes the signal it was given, and ends.
+    _swap_worker(stack, "worker-v1", APP)
+
+    def done() -> bool:
+        return status_of(workflow_events(kafka_bootstrap)[workflow_id]) == "succeeded"
+
+    assert wait_until(done, 120), _history_types(workflow_events(kafka_bootstrap)[workflow_id])
+    history = workflow_events(kafka_bootstrap)[workflow_id]
+    assert _history_types(history).count("signal_received") == 1
+    assert [a["state"] for a in workflow_alerts(kafka_bootstrap, workflow_id)][-1] == "resolved"
