@@ -355,6 +355,7 @@ def step(
     backoff: str = "1s",
     max_backoff: str = "5m",
     permanent: tuple[type[BaseException], ...] = (),
+    expected: str | None = None,
 ) -> Callable[[F], F]: ...
 def step(
     fn: F | None = None,
@@ -366,6 +367,7 @@ def step(
     backoff: str = "1s",
     max_backoff: str = "5m",
     permanent: tuple[type[BaseException], ...] = (),
+    expected: str | None = None,
 ) -> F | Callable[[F], F]:
     """Declare a step: a function a workflow runs with `await ctx.run(f, ...)`, recorded once.
 
@@ -373,13 +375,15 @@ def step(
     from [0, min(max_backoff, backoff·2^attempt)] between them (full jitter), a `timeout` per
     attempt; `PermanentError` or any of the `permanent` exception types fails the step at
     once. A step runs at least once: make it idempotent. Its input and result are JSON data.
-    `name` (default: the function's name) is its identity in histories."""
+    `name` (default: the function's name) is its identity in histories. `expected` is how
+    long it usually takes: a step running longer raises the watchdog's stuck-step alarm."""
     retry = RetryPolicy(
         base_ms=duration_ms(backoff, "backoff"),
         cap_ms=duration_ms(max_backoff, "max_backoff"),
         max_attempts=max_attempts,
     )
     timeout_ms = None if timeout is None else duration_ms(timeout, "timeout")
+    expected_ms = None if expected is None else duration_ms(expected, "expected")
 
     def declare(function: F) -> F:
         info = StepInfo(
@@ -388,6 +392,7 @@ def step(
             retry=retry,
             timeout_ms=timeout_ms,
             permanent=tuple(permanent),
+            expected_ms=expected_ms,
         )
         setattr(function, STEP_ATTRIBUTE, info)
         return function

@@ -4,7 +4,7 @@ attached to the functions by the SDK's `@workflow` and `@step` decorators."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tickwheel.core.codeflow.history import JsonObject
@@ -36,16 +36,21 @@ class StepInfo:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_ms: int | None = None
     permanent: tuple[type[BaseException], ...] = ()
+    # How long it usually takes: past it the watchdog calls it stuck (`workflow_step_stuck`).
+    expected_ms: int | None = None
 
     def options_json(self) -> JsonObject:
         """What a step's scheduling records of how to run it (not compared on replay)."""
-        return {
+        options: JsonObject = {
             "ref": self.ref,
             "max_attempts": self.retry.max_attempts,
             "base_ms": self.retry.base_ms,
             "cap_ms": self.retry.cap_ms,
             "timeout_ms": self.timeout_ms,
         }
+        if self.expected_ms is not None:  # absent otherwise: histories stay as they were
+            options["expected_ms"] = self.expected_ms
+        return options
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,7 @@ def step_info_of(fn: Callable[..., Any], name: str | None = None) -> StepInfo:
             raise TypeError(f"a step is a function; got {fn!r}")
         info = StepInfo(name=str(derived), ref=_ref(fn))
     if name is not None and name != info.name:
-        info = StepInfo(name, info.ref, info.retry, info.timeout_ms, info.permanent)
+        info = replace(info, name=name)
     return info
 
 

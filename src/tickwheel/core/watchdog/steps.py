@@ -24,6 +24,18 @@ from tickwheel.records import WorkflowEvent
 # that could drift from it).
 STEP_STATUS = _STEP_STATUS
 STUCK_STATUSES = frozenset({"running", "waiting"})
+# A code workflow's step events (core.codeflow): scheduled (each attempt), completed, failed
+# (its final failure; a retried attempt is `step_attempt_failed`, the step still running),
+# stopped by an operator's completion (`step_repaired` then `step_completed`).
+CODE_STEP_STATUS = {
+    "step_scheduled": "running",
+    "step_repaired": "running",
+    "step_completed": "succeeded",
+    "step_failed": "failed",
+}
+CODE_RUN_ENDINGS = frozenset(
+    {"workflow_completed", "workflow_failed", "workflow_cancelled", "continued_as_new"}
+)
 
 
 @dataclass(slots=True)
@@ -36,6 +48,8 @@ class StepFacts:
     attempt: int = 0
     execution_id: str | None = None
     last_seen_ms: int = 0
+    # A code step's own `expected` (from its scheduling; a DAG's comes from its definition).
+    expected_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -43,13 +57,17 @@ class WorkflowFacts:
     # (definition id, version) → step id → expectedDuration (ms), the steps that declare one.
     expected: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
     steps: dict[tuple[str, str], StepFacts] = field(default_factory=dict)
+    # The (definition id, version)s of workflows written as code (decision 0217), whose
+    # events name their steps' statuses in the engine's words.
+    code: set[tuple[str, int]] = field(default_factory=set)
 
     def definition(self, record: DefinitionRecord) -> None:
         """A `WorkflowDefinition` record; one that does not parse declares nothing."""
         key = (str(record["definition_id"]), int(record["version"]))
         parsed = parse_workflow_definition(json.loads(str(record["body"])))
         if not isinstance(parsed, WorkflowDefinition):
-            return  # a code workflow's steps are not declared ahead: no expected durations
+            self.code.add(key)  # its steps say their own expected duration as they start
+            return
         self.expected[key] = {
             s.id: s.expected_duration_ms for s in parsed.steps if s.expected_duration_ms
         }
@@ -58,19 +76,27 @@ class WorkflowFacts:
         """A `WorkflowEvent` record about one step (events of the instance alone are skipped:
         a step's own events say when it ends, including by a cancel or a repair)."""
         step_id = record.get("step_id")
-        if step_id is None:
-            return
         kind, seq, at = str(record["event_type"]), int(record["seq"]), int(record["event_time"])
+        definition = (str(record["definition_id"]), int(record["definition_version"]))
+        code = definition in self.code
+        if step_id is None:
+            if code and kind in CODE_RUN_ENDINGS:
+                self._run_ended(str(record["workflow_id"]), seq, at)
+            return
         key = (str(record["workflow_id"]), str(step_id))
         step = self.steps.get(key)
         if step is None:
-            definition = (str(record["definition_id"]), int(record["definition_version"]))
             step = self.steps[key] = StepFacts(definition)
         step.tenant_id = step.tenant_id or record.get("tenant_id")
         step.last_seen_ms = max(step.last_seen_ms, at)
-        status = STEP_STATUS.get(kind)
-        if kind == "step_failed":
-            status = "failed" if _final(record) else None
+        if code:
+            status = CODE_STEP_STATUS.get(kind)
+            if kind == "step_scheduled":
+                step.expected_ms = _expected_ms(record)
+        else:
+            status = STEP_STATUS.get(kind)
+            if kind == "step_failed":
+                status = "failed" if _final(record) else None
         if status is None:
             return
         if status in STUCK_STATUSES:
@@ -80,6 +106,14 @@ class WorkflowFacts:
             step.attempt = int(record.get("attempt") or 0)
             step.execution_id = record.get("execution_id")
 
+    def _run_ended(self, workflow_id: str, seq: int, at: int) -> None:
+        """A code run's ending (or its continue-as-new) stops what it left running: those
+        steps record no event of their own."""
+        for (owner, _), step in self.steps.items():
+            if owner == workflow_id and step.status in STUCK_STATUSES and seq > step.status_seq:
+                step.status_seq, step.status = seq, "cancelled"
+                step.last_seen_ms = max(step.last_seen_ms, at)
+
     def prune(self, horizon: int) -> None:
         for key in [
             k
@@ -87,6 +121,16 @@ class WorkflowFacts:
             if s.status not in STUCK_STATUSES and s.last_seen_ms < horizon
         ]:
             del self.steps[key]
+
+
+def _expected_ms(record: WorkflowEvent) -> int | None:
+    """The `expected_ms` a code step's scheduling recorded in its options (None: none)."""
+    try:
+        options = json.loads(record.get("data") or "{}").get("options") or {}
+        expected = options.get("expected_ms")
+    except (ValueError, AttributeError):
+        return None
+    return expected if isinstance(expected, int) and not isinstance(expected, bool) else None
 
 
 def _final(record: WorkflowEvent) -> bool:

@@ -13,11 +13,14 @@ KIND = "workflow_step_stuck"
 
 
 def stuck_steps(facts: WorkflowFacts, watermark: int) -> Iterator[Condition]:
-    """Every step running or waiting longer than its definition's `expectedDuration`."""
+    """Every step running or waiting longer than its definition's `expectedDuration` (a code
+    step: its own `expected`)."""
     for (workflow_id, step_id), step in sorted(facts.steps.items()):
         if step.status not in STUCK_STATUSES or step.started_at is None:
             continue
-        expected = facts.expected.get(step.definition, {}).get(step_id)
+        expected = step.expected_ms
+        if expected is None:
+            expected = facts.expected.get(step.definition, {}).get(step_id)
         if expected is None:
             continue
         took = watermark - step.started_at

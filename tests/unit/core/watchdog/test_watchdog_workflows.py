@@ -115,3 +115,47 @@ def test_reordered_or_redelivered_workflow_events_give_identical_transitions() -
             rng.shuffle(copy)
             shuffled.append((watermark, copy))
         assert [t.record() for t in run(shuffled, QUICK)] == expected, seed
+
+
+# -- workflows written as code (decision 0217) ----------------------------------------------
+
+
+def code_published() -> Observed:
+    body = {"kind": "code", "definitionId": "orders", "version": 1, "codeVersion": "abc"}
+    return Observed("workflow_definition", "orders/1", {
+        "definition_id": "orders", "version": 1, "body": json.dumps(body),
+        "published_at": T0 - 100 * S, "published_by": None})  # fmt: skip
+
+
+def code_event(seq: int, kind: str, at: int, step: str | None, **data: Any) -> Observed:
+    recorded = wf_event(seq, kind, at, step, data={"type": kind, "at_ms": at, **data})
+    assert recorded.record is not None
+    record = {**recorded.record, "definition_id": "orders", "definition_version": 1}
+    return Observed(recorded.kind, recorded.key, record)
+
+
+def scheduled(seq: int, at: int, label: str, expected_ms: int | None) -> Observed:
+    options = {"ref": "orders:charge", "max_attempts": 3}
+    if expected_ms is not None:
+        options["expected_ms"] = expected_ms
+    return code_event(seq, "step_scheduled", at, label, position=seq, options=options)
+
+
+def test_a_code_step_past_its_own_expected_duration_opens_and_resolves_when_it_completes() -> None:
+    log = [code_published(), code_event(0, "workflow_started", T0, None),
+           scheduled(1, T0, "charge#1", 10 * S)]  # fmt: skip
+    done = code_event(2, "step_completed", T0 + 15 * S, "charge#1", position=1, result=1)
+    got = run([(T0 + 5 * S, log), (T0 + 11 * S, []), (T0 + 16 * S, [done])], QUICK)
+    assert kinds(got) == [("workflow_step_stuck", "wf-1/charge#1", "opened"),
+                          ("workflow_step_stuck", "wf-1/charge#1", "resolved")]  # fmt: skip
+    assert details(got[0])["expected_duration_ms"] == 10 * S
+
+
+def test_code_steps_without_an_expectation_or_ended_with_their_run_raise_nothing() -> None:
+    log = [code_published(), code_event(0, "workflow_started", T0, None),
+           # No `expected`: running for ever is not this alert's business.
+           scheduled(1, T0, "charge#1", None),
+           scheduled(2, T0, "ship#1", 10 * S),
+           # The run is cancelled at 5 s: what it left running records nothing more.
+           code_event(3, "workflow_cancelled", T0 + 5 * S, None)]  # fmt: skip
+    assert run(batched(log, T0 - S, T0 + 100 * S, S), QUICK) == []
