@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -88,39 +84,6 @@ def finished(
         return None
 
     return check
-
-
-@pytest.fixture
-def worker(
-    applied_topology: str, kafka_bootstrap: str, tmp_path: Path
-) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start(*args: str) -> subprocess.Popen[bytes]:
-        log = (tmp_path / f"worker-{len(processes)}.log").open("ab")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tickwheel.services.worker", "--instance", f"w{len(processes)}", *args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-                 "TICKWHEEL_TOPIC_PREFIX": applied_topology},
-        )  # fmt: skip
-        log.close()
-        processes.append(process)
-        return process
-
-    yield start
-    for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-    for log in sorted(tmp_path.glob("worker-*.log")):
-        text = log.read_text()
-        assert "Traceback" not in text, text[-3000:]
 
 
 def types_of(evts: list[dict[str, Any]]) -> list[str]:

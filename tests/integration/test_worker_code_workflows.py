@@ -6,12 +6,9 @@ Requests are published straight to `executions.normal`, standing in for the time
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,6 +23,7 @@ from tickwheel.topology import topic_name
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 APP = app.__name__
+WORKER_ARGS = ("--module", APP, "--shutdown-grace", "1")
 STARTED = {
     "type": "workflow_started",
     "at_ms": 0,
@@ -35,41 +33,6 @@ STARTED = {
     "seed": "s",
     "input": {"id": "o-1", "amount": 30},
 }
-
-
-@pytest.fixture
-def worker(
-    applied_topology: str, kafka_bootstrap: str, tmp_path: Path
-) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start() -> subprocess.Popen[bytes]:
-        log = (tmp_path / f"worker-{len(processes)}.log").open("ab")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tickwheel.services.worker", "--instance",
-             f"w{len(processes)}", "--module", APP, "--shutdown-grace", "1"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-                 "TICKWHEEL_TOPIC_PREFIX": applied_topology},
-        )  # fmt: skip
-        log.close()
-        processes.append(process)
-        return process
-
-    yield start
-    for process in processes:
-        stop(process)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
 
 
 def code_definitions(bootstrap: str) -> list[dict[str, Any]]:
@@ -101,7 +64,7 @@ def outcome(bootstrap: str, execution_id: str) -> dict[str, Any]:
 def test_the_worker_publishes_its_code_version_once_and_answers_tasks_from_its_live_run(
     kafka_bootstrap: str, worker: Callable[[], subprocess.Popen[bytes]]
 ) -> None:
-    first = worker()
+    first = worker(*WORKER_ARGS)
     wanted = {"kind": "code", "definitionId": "unit_order", "version": 1}
     published = wait_for(lambda: code_definitions(kafka_bootstrap), 60, "the definition")
     assert published == [{**wanted, "codeVersion": module_digest(app)}]
@@ -129,8 +92,9 @@ def test_the_worker_publishes_its_code_version_once_and_answers_tasks_from_its_l
     assert missed == {"task": 2, "missed": True}
 
     # A restart with the same code publishes nothing new.
-    stop(first)
-    worker()
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(20) == 0
+    worker(*WORKER_ARGS)
     step = make_request(f"code:{APP}:charge", {"args": [{"id": "o-1", "amount": 30}]})
     publish(kafka_bootstrap, [step])
     done = outcome(kafka_bootstrap, step["execution_id"])  # the restarted worker is serving
@@ -141,7 +105,7 @@ def test_the_worker_publishes_its_code_version_once_and_answers_tasks_from_its_l
 def test_a_code_step_outside_the_workers_modules_has_no_handler_and_a_declared_failure_is_permanent(
     kafka_bootstrap: str, worker: Callable[[], subprocess.Popen[bytes]]
 ) -> None:
-    worker()
+    worker(*WORKER_ARGS)
     foreign = make_request("code:os:system", {"args": ["true"]}, max_attempts=1)
     declined = make_request(
         f"code:{APP}:charge", {"args": [{"id": "o-2", "amount": 1, "decline": True}]}
