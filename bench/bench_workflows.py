@@ -311,9 +311,16 @@ def pipeline(bootstrap: str, kind: str, instances: int, steps: int, logs: Path) 
     processes = [
         service(f"timer-{tag}", "tickwheel.services.timer", logs),
         service(f"orchestrator-{tag}", "tickwheel.services.orchestrator", logs),
-        service(f"worker-{tag}", "tickwheel.services.worker", logs, "--concurrency", "8",
-                "--module", "bench._code_chain"),
-    ]  # fmt: skip
+        service(
+            f"worker-{tag}",
+            "tickwheel.services.worker",
+            logs,
+            "--concurrency",
+            "8",
+            "--module",
+            "bench._code_chain",
+        ),
+    ]
     try:
         wait_restored(logs / f"orchestrator-{tag}.log", 6, 120)
         if kind == "dag":
@@ -337,9 +344,16 @@ def pipeline(bootstrap: str, kind: str, instances: int, steps: int, logs: Path) 
         for process in processes:
             stop_process(process)
     gaps = step_gaps(bootstrap, ids)
-    return {"kind": kind, "instances": instances, "steps": steps, "seconds": elapsed,
-            "transitions_per_s": instances * steps / elapsed, "samples": len(gaps),
-            "p50_ms": percentile(gaps, 0.5), "p99_ms": percentile(gaps, 0.99)}  # fmt: skip
+    return {
+        "kind": kind,
+        "instances": instances,
+        "steps": steps,
+        "seconds": elapsed,
+        "transitions_per_s": instances * steps / elapsed,
+        "samples": len(gaps),
+        "p50_ms": percentile(gaps, 0.5),
+        "p99_ms": percentile(gaps, 0.99),
+    }
 
 
 def step_gaps(bootstrap: str, ids: set[str]) -> list[float]:
@@ -396,9 +410,16 @@ def code_restore(bootstrap: str, sleeping: int, logs: Path) -> dict[str, Any]:
     first = service(f"orchestrator-n{tag}", "tickwheel.services.orchestrator", logs)
     helpers = [
         service(f"timer-n{tag}", "tickwheel.services.timer", logs),
-        service(f"worker-n{tag}", "tickwheel.services.worker", logs, "--concurrency", "8",
-                "--module", "bench._code_chain"),
-    ]  # fmt: skip
+        service(
+            f"worker-n{tag}",
+            "tickwheel.services.worker",
+            logs,
+            "--concurrency",
+            "8",
+            "--module",
+            "bench._code_chain",
+        ),
+    ]
     try:
         wait_restored(logs / f"orchestrator-n{tag}.log", 6, 120)
         empty_mb = rss_mb(first.pid)
@@ -425,13 +446,21 @@ def code_restore(bootstrap: str, sleeping: int, logs: Path) -> dict[str, Any]:
     first.kill()
     first.wait(10)
     started = time.monotonic()
-    heir = service(f"orchestrator-n{tag}", "tickwheel.services.orchestrator", logs,
-                   log_name=f"orchestrator-n{tag}-heir")  # fmt: skip
+    heir = service(
+        f"orchestrator-n{tag}",
+        "tickwheel.services.orchestrator",
+        logs,
+        log_name=f"orchestrator-n{tag}-heir",
+    )
     restored = wait_restored(logs / f"orchestrator-n{tag}-heir.log", 6, 600)
     memory = rss_mb(heir.pid)
     stop_process(heir)
-    return {"sleeping": asleep, "restore_s": restored - started, "rss_mb": memory,
-            "kib_per_instance": (memory - empty_mb) * 1024 / max(asleep, 1)}  # fmt: skip
+    return {
+        "sleeping": asleep,
+        "restore_s": restored - started,
+        "rss_mb": memory,
+        "kib_per_instance": (memory - empty_mb) * 1024 / max(asleep, 1),
+    }
 
 
 def starts(bootstrap: str, count: int, ab: str | None) -> dict[str, float]:

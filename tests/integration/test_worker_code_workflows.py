@@ -78,9 +78,15 @@ def test_the_worker_publishes_its_code_version_once_and_answers_tasks_from_its_l
     # The next task carries only what happened since: the worker's live run takes it.
     history += answer["commands"]
     history.append(
-        {"type": "step_completed", "at_ms": 5, "position": 1, "name": "charge",
-         "result": {"charged": 30}, "attempts": 1}
-    )  # fmt: skip
+        {
+            "type": "step_completed",
+            "at_ms": 5,
+            "position": 1,
+            "name": "charge",
+            "result": {"charged": 30},
+            "attempts": 1,
+        }
+    )
     two = make_request("workflow:unit_order", task(2, 2, history))
     # A base the worker never answered at: it holds no run there.
     stale = make_request("workflow:unit_order", task(2, 1, history))

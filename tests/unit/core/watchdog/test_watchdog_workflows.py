@@ -122,9 +122,17 @@ def test_reordered_or_redelivered_workflow_events_give_identical_transitions() -
 
 def code_published() -> Observed:
     body = {"kind": "code", "definitionId": "orders", "version": 1, "codeVersion": "abc"}
-    return Observed("workflow_definition", "orders/1", {
-        "definition_id": "orders", "version": 1, "body": json.dumps(body),
-        "published_at": T0 - 100 * S, "published_by": None})  # fmt: skip
+    return Observed(
+        "workflow_definition",
+        "orders/1",
+        {
+            "definition_id": "orders",
+            "version": 1,
+            "body": json.dumps(body),
+            "published_at": T0 - 100 * S,
+            "published_by": None,
+        },
+    )
 
 
 def code_event(seq: int, kind: str, at: int, step: str | None, **data: Any) -> Observed:
@@ -142,20 +150,28 @@ def scheduled(seq: int, at: int, label: str, expected_ms: int | None) -> Observe
 
 
 def test_a_code_step_past_its_own_expected_duration_opens_and_resolves_when_it_completes() -> None:
-    log = [code_published(), code_event(0, "workflow_started", T0, None),
-           scheduled(1, T0, "charge#1", 10 * S)]  # fmt: skip
+    log = [
+        code_published(),
+        code_event(0, "workflow_started", T0, None),
+        scheduled(1, T0, "charge#1", 10 * S),
+    ]
     done = code_event(2, "step_completed", T0 + 15 * S, "charge#1", position=1, result=1)
     got = run([(T0 + 5 * S, log), (T0 + 11 * S, []), (T0 + 16 * S, [done])], QUICK)
-    assert kinds(got) == [("workflow_step_stuck", "wf-1/charge#1", "opened"),
-                          ("workflow_step_stuck", "wf-1/charge#1", "resolved")]  # fmt: skip
+    assert kinds(got) == [
+        ("workflow_step_stuck", "wf-1/charge#1", "opened"),
+        ("workflow_step_stuck", "wf-1/charge#1", "resolved"),
+    ]
     assert details(got[0])["expected_duration_ms"] == 10 * S
 
 
 def test_code_steps_without_an_expectation_or_ended_with_their_run_raise_nothing() -> None:
-    log = [code_published(), code_event(0, "workflow_started", T0, None),
-           # No `expected`: running for ever is not this alert's business.
-           scheduled(1, T0, "charge#1", None),
-           scheduled(2, T0, "ship#1", 10 * S),
-           # The run is cancelled at 5 s: what it left running records nothing more.
-           code_event(3, "workflow_cancelled", T0 + 5 * S, None)]  # fmt: skip
+    log = [
+        code_published(),
+        code_event(0, "workflow_started", T0, None),
+        # No `expected`: running for ever is not this alert's business.
+        scheduled(1, T0, "charge#1", None),
+        scheduled(2, T0, "ship#1", 10 * S),
+        # The run is cancelled at 5 s: what it left running records nothing more.
+        code_event(3, "workflow_cancelled", T0 + 5 * S, None),
+    ]
     assert run(batched(log, T0 - S, T0 + 100 * S, S), QUICK) == []
