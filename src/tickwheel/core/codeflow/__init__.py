@@ -29,7 +29,7 @@ from tickwheel.core.codeflow.history import (
     events_from_json,
     events_to_json,
 )
-from tickwheel.core.codeflow.kind import CodeKind, CodeState, histories_from_events
+from tickwheel.core.codeflow.kind import CodeKind, histories_from_events
 from tickwheel.core.codeflow.loop import in_workflow_code, report_violation
 from tickwheel.core.codeflow.spec import (
     STEP_ATTRIBUTE,
@@ -39,6 +39,7 @@ from tickwheel.core.codeflow.spec import (
     step_info_of,
     workflow_spec_of,
 )
+from tickwheel.core.codeflow.state import CodeState
 from tickwheel.core.codeflow.tasks import (
     TASK_STEP,
     missed_answer,

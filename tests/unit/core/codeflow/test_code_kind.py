@@ -16,13 +16,9 @@ import pytest
 
 from tickwheel.core.codeflow import HistoryEvent, WorkflowRun, replay, workflow_spec_of
 from tickwheel.core.codeflow.definition import CodeWorkflowDefinition
-from tickwheel.core.codeflow.kind import (
-    MAX_ATTEMPTS_BOUND,
-    TASK_MAX_ATTEMPTS,
-    CodeKind,
-    CodeState,
-    histories_from_events,
-)
+from tickwheel.core.codeflow.fold import TASK_MAX_ATTEMPTS
+from tickwheel.core.codeflow.kind import MAX_ATTEMPTS_BOUND, CodeKind, histories_from_events
+from tickwheel.core.codeflow.state import CodeState
 from tickwheel.core.codeflow.tasks import (
     EFFECT_KEYS,
     TASK_STEP,
