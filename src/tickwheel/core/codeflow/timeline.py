@@ -55,6 +55,7 @@ def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
                 "endedAt": None,
                 "deadline": data.get("fire_at_ms"),
                 "output": None,
+                "name": data.get("name"),
             }
         elif kind == "signal_received":
             # A signal answers the oldest wait for its name; one sent before any wait is
@@ -63,10 +64,8 @@ def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
             waiting = next(
                 (
                     e
-                    for label, e in steps.items()
-                    if e["kind"] == "signal"
-                    and e["status"] == "waiting"
-                    and label.startswith(f"signal:{name}@")
+                    for e in steps.values()
+                    if e["kind"] == "signal" and e["status"] == "waiting" and e["name"] == name
                 ),
                 None,
             )
@@ -80,6 +79,7 @@ def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
                     "startedAt": at,
                     "endedAt": at,
                     "output": data.get("payload"),
+                    "name": name,
                 }
         else:
             answered = _label_of(event, position, by_position)

@@ -109,7 +109,7 @@ def code_steps_shown(
                 # A code step is repaired through its workflow's code, not a DAG's step
                 # actions; a waiting signal is answered by sending it.
                 "code": True,
-                "signal": label.split(":", 1)[1].split("@", 1)[0]
+                "signal": state.get("name")
                 if state.get("kind") == "signal" and status == "waiting"
                 else None,
             }

@@ -16,6 +16,7 @@ def test_a_code_run_is_shown_in_the_order_it_ran_with_its_waiting_signal_answera
             "status": "waiting",
             "startedAt": 20,
             "deadline": 99,
+            "name": "approval",
         },
     }
     dag, rows = code_steps_shown(steps, now_ms=50)
