@@ -13,11 +13,9 @@ import pytest
 
 from tickwheel.cli import executions as executions_cli
 
-from .test_worker import events, finished, make_request, publish, types_of, wait_for, worker
+from .test_worker import events, finished, make_request, publish, types_of, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
-
-__all__ = ["worker"]  # the fixture, shared with test_worker.py
 
 MODULE = ("--module", "tests.integration.worker_async_handlers")
 
