@@ -154,7 +154,9 @@ class _Fold:
         held = self.state.held
         self.state = replace(self.state, held=())
         for event in held:
-            self.record(event, self._step_of(event), int(event.data.get("attempts") or 0))
+            # A held cancel carries who asked in its data, so the flush records them.
+            actor = event.data.get("actor") if event.type == "cancel_requested" else None
+            self.record(event, self._step_of(event), int(event.data.get("attempts") or 0), actor)
 
     def _step_of(self, event: HistoryEvent) -> str | None:
         """`name#occurrence` of the step an outcome answers (its scheduling has the
@@ -656,7 +658,8 @@ def _decide(fold: _Fold, item: Input) -> None:
         if fold.state.task_error is not None:
             fold.resume("signal")
     elif isinstance(item, Cancel):
-        event = HistoryEvent("cancel_requested", item.at_ms, data={"reason": item.reason})
+        data = {"reason": item.reason, "actor": item.actor}
+        event = HistoryEvent("cancel_requested", item.at_ms, data=data)
         fold.add_input(event, actor=item.actor)
         if fold.state.task_error is not None:
             fold.resume("cancel", item.actor)

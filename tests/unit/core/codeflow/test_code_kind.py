@@ -628,6 +628,17 @@ def test_inputs_that_arrive_while_a_task_is_out_are_held_and_go_after_its_comman
     assert instance.state.result == {"decision": "early"}
 
 
+def test_a_cancel_held_while_a_task_is_out_is_recorded_with_who_asked() -> None:
+    instance = Instance(approval)
+    instance.send(Start(instance.now, ORDER))
+    [held] = instance.send(Cancel(instance.tick(), "ops", "no longer wanted"))
+    assert held.type == "input_held" and held.actor == "ops"
+    task = instance.tasks.pop(0)
+    events = instance.send(instance.worker.answer(task, instance.tick()))
+    [cancel] = [e for e in events if e.type == "cancel_requested"]
+    assert cancel.actor == "ops" and cancel.data["reason"] == "no longer wanted"
+
+
 def test_a_missed_task_sends_the_next_one_with_the_whole_history() -> None:
     instance = Instance(three_steps)
     instance.start()
