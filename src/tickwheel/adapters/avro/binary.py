@@ -7,7 +7,9 @@ schema is the one it was made for and otherwise falls back to the generic codec.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 NULL = b"\x00"
 SOME = b"\x02"  # union branch 1 (the non-null type), zig-zag encoded
@@ -144,6 +146,39 @@ def read_string(data: bytes, pos: int) -> tuple[str, int]:
     if size < 0 or end > len(data):
         raise Unusual
     return data[pos:end].decode(), end
+
+
+def read_string_map(data: bytes, pos: int) -> tuple[dict[str, str], int]:
+    """An Avro map of strings at `pos`, in blocks (a negative count is followed by the
+    block's size in bytes, which is not needed here)."""
+    result: dict[str, str] = {}
+    while True:
+        count, pos = read_long(data, pos)
+        if count == 0:
+            return result, pos
+        if count < 0:
+            count = -count
+            _, pos = read_long(data, pos)
+        for _ in range(count):
+            key, pos = read_string(data, pos)
+            result[key], pos = read_string(data, pos)
+
+
+def read_array(
+    data: bytes, pos: int, read_item: Callable[[bytes, int], tuple[T, int]]
+) -> tuple[list[T], int]:
+    """An Avro array at `pos`, in blocks, each item read by `read_item`."""
+    items: list[T] = []
+    while True:
+        count, pos = read_long(data, pos)
+        if count == 0:
+            return items, pos
+        if count < 0:
+            count = -count
+            _, pos = read_long(data, pos)
+        for _ in range(count):
+            item, pos = read_item(data, pos)
+            items.append(item)
 
 
 def read_opt_string(data: bytes, pos: int) -> tuple[str | None, int]:

@@ -54,6 +54,7 @@ FAST: dict[str, Fast] = {
     "ExecutionRequest": Fast(
         write=True, read=True, unique=("execution_id", "job_id"), tail_memo=True
     ),
+    "JobDefinition": Fast(read=True, instants=("createdAt", "updatedAt"), null_tail=17),
     "ExecutionEvent": Fast(
         read=True,
         instants=("event_time", "scheduled_time", "fire_time", "lease_deadline"),
@@ -120,6 +121,7 @@ class _Module:
         self.writers: list[str] = []
         self.written: set[str] = set()  # records whose writer is in `writers`
         self.memos: list[str] = []
+        self.item_readers: dict[str, str] = {}  # function name -> text (records in arrays)
         self.uses: set[str] = set()  # names taken from `binary`
 
     def _use(self, name: str) -> str:
@@ -304,6 +306,14 @@ class _Module:
                 f"{indent}    raise {self._use('Unusual')}",
                 f"{indent}{target} = {constant}[n]",
             ]
+        if kind == "map" and _kind(detail)[0] == "string":  # usually empty: one byte
+            return [
+                f"{indent}if data[pos] == 0:",
+                f"{indent}    {target}: dict[str, str] = {{}}",
+                f"{indent}    pos += 1",
+                f"{indent}else:",
+                f"{indent}    {target}, pos = {self._use('read_string_map')}(data, pos)",
+            ]
         if kind == "opt":
             null_index, inner = detail
             inner_kind = _kind(inner)[0]
@@ -312,7 +322,41 @@ class _Module:
             if null_index == 0 and inner_kind in ("long", "int"):
                 reader = "read_opt_instant" if instant else "read_opt_long"
                 return [f"{indent}{target}, pos = {self._use(reader)}(data, pos)"]
+            if null_index == 0 and inner_kind in ("array", "map", "record"):
+                return [
+                    f"{indent}if data[pos] == 0:",
+                    f"{indent}    {target} = None",
+                    f"{indent}    pos += 1",
+                    f"{indent}elif data[pos] != 2:",
+                    f"{indent}    raise {self._use('Unusual')}",
+                    f"{indent}else:",
+                    f"{indent}    pos += 1",
+                    *self.read_lines(inner, target, indent + "    ", False),
+                ]
+        if kind == "array":
+            reader = self.item_reader(detail)
+            return [f"{indent}{target}, pos = {self._use('read_array')}(data, pos, {reader})"]
+        if kind == "record":
+            return [f"{indent}{target}, pos = {self.item_reader(avro)}(data, pos)"]
         raise ValueError(f"{self.name}: cannot read {avro!r}")
+
+    def item_reader(self, avro: Any) -> str:
+        """The name of a function `(data, pos) -> (value, pos)` reading one `avro` value: a
+        primitive's from `binary`, a record's generated into this module."""
+        kind, _ = _kind(avro)
+        if kind in ("string", "long", "int"):
+            return self._use("read_string" if kind == "string" else "read_long")
+        if kind != "record":
+            raise ValueError(f"{self.name}: cannot read an array of {avro!r}")
+        function = f"_read_{snake(avro['name'])}"
+        if function not in self.item_readers:
+            lines = [f"def {function}(data: bytes, pos: int) -> tuple[dict[str, object], int]:"]
+            for f in avro["fields"]:
+                lines += self.read_lines(f["type"], f["name"], "    ", False)
+            values = ", ".join(f"{f['name']!r}: {f['name']}" for f in avro["fields"])
+            lines.append(f"    return {{{values}}}, pos")
+            self.item_readers[function] = "\n".join(lines) + "\n"
+        return function
 
     def reader(self) -> str:
         fast, fields = self.fast, self.schema["fields"]
@@ -472,6 +516,7 @@ class _Module:
             )
         if fast.read:
             parts.append("\n\n" if fast.write else "")
+            parts.extend(text + "\n\n" for text in self.item_readers.values())
             parts.append(read)
             parts.append(
                 f"\n\ndef decode(data: bytes) -> {self.name}:\n"

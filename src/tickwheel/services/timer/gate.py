@@ -10,6 +10,7 @@ from typing import Any, Literal, cast, overload
 
 from tickwheel.adapters.avro import UndecodableRecord, decode
 from tickwheel.adapters.avro.fast.execution_event import decode as decode_event
+from tickwheel.adapters.avro.fast.job_definition import decode as decode_definition
 from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.placement import foreign_owner
@@ -87,6 +88,8 @@ class RecordGate:
                 return decode_state(record.value or b"")
             if expected == "ExecutionEvent":  # two per execution: read by hand (decision 0144)
                 return decode_event(record.value or b"")
+            if expected == "JobDefinition":  # a million at a restore: read by hand too
+                return decode_definition(record.value or b"")
             value = decode(record.value or b"", expected)[1]
         except UndecodableRecord as exc:
             rejects.append(self.dead_letter(record, exc.reason, "undecodable"))
