@@ -47,6 +47,7 @@ from tickwheel.core.codeflow import (
     in_workflow_code,
     report_violation,
 )
+from tickwheel.core.codeflow.definition import check_workflow_name
 from tickwheel.core.retry import RetryPolicy
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.sdk.worker import PermanentError
@@ -323,8 +324,7 @@ def workflow(
     The body is checked for calls that are not deterministic (`check=False` skips it, for
     code you vouch for); `compensate_on_cancel=False` makes a cancel skip the rollbacks.
     The function is returned unchanged, with its spec attached."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput("workflow", f"a workflow needs a non-blank name; got {name!r}")
+    check_workflow_name(name, "workflow")
 
     def register(fn: F) -> F:
         if not inspect.iscoroutinefunction(fn):

@@ -25,6 +25,7 @@ from tickwheel.core.codeflow import (
     in_workflow_code,
     replay,
 )
+from tickwheel.core.codeflow.tasks import task_job_type
 from tickwheel.errors import InvalidInput, TickwheelError
 from tickwheel.sdk import (
     NondeterministicWorkflow,
@@ -34,6 +35,7 @@ from tickwheel.sdk import (
     workflow,
 )
 from tickwheel.sdk.code_workflows import check_workflow_code
+from tickwheel.sdk.jobs import validate_job
 
 
 def line_of(fn: Any, text: str) -> int:
@@ -153,8 +155,13 @@ def test_a_workflow_must_be_async_and_named() -> None:
 
     with pytest.raises(InvalidInput, match="must be an `async def"):
         workflow("sync")(not_async)
-    with pytest.raises(InvalidInput, match="non-blank name"):
-        workflow("  ")
+    for name in ("  ", "two words", "a:b", "x" * 92):
+        with pytest.raises(InvalidInput, match=r"accepted: 1 to 91 of A-Z a-z 0-9 _ \. -"):
+            workflow(name)
+    # The longest name accepted is one whose tasks' job type (`workflow:<name>`) is valid.
+    assert validate_job(
+        {"jobId": "j", "type": task_job_type("x" * 91), "runAt": "2030-01-01T00:00:00Z"}, 0
+    )
 
 
 def started(name: str, input: Any = None) -> list[HistoryEvent]:

@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from tickwheel.core.codeflow.history import JsonObject
 from tickwheel.errors import InvalidInput
 
-__all__ = ["CODE_KIND", "CodeWorkflowDefinition", "parse_code_definition"]
+__all__ = ["CODE_KIND", "CodeWorkflowDefinition", "check_workflow_name", "parse_code_definition"]
 
 CODE_KIND = "code"
-_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+# A code workflow's tasks run as the job type `workflow:<name>`, and a job type is at most
+# 100 characters: so a name is at most 91.
+MAX_NAME_LENGTH = 91
+_ID = re.compile(rf"[A-Za-z0-9_.-]{{1,{MAX_NAME_LENGTH}}}")
 _FIELDS = frozenset({"kind", "definitionId", "version", "codeVersion", "tenantId", "description"})
 
 
@@ -32,6 +35,15 @@ class CodeWorkflowDefinition:
         }
 
 
+def check_workflow_name(name: object, field: str) -> str:
+    """A code workflow's name, or `InvalidInput` naming `field` and what is accepted."""
+    if not isinstance(name, str) or not _ID.fullmatch(name):
+        raise InvalidInput(
+            field, f"{name!r}; accepted: 1 to {MAX_NAME_LENGTH} of A-Z a-z 0-9 _ . -"
+        )
+    return name
+
+
 def parse_code_definition(body: object) -> CodeWorkflowDefinition:
     """A `{"kind": "code", ...}` body checked; `InvalidInput` names the field at fault."""
     if not isinstance(body, dict):
@@ -43,9 +55,7 @@ def parse_code_definition(body: object) -> CodeWorkflowDefinition:
         )
     if body.get("kind") != CODE_KIND:
         raise InvalidInput("kind", f"{body.get('kind')!r}; accepted: {CODE_KIND!r}")
-    name = body.get("definitionId")
-    if not isinstance(name, str) or not _ID.fullmatch(name):
-        raise InvalidInput("definitionId", f"{name!r}; accepted: 1 to 100 of A-Z a-z 0-9 _ . -")
+    name = check_workflow_name(body.get("definitionId"), "definitionId")
     version = body.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version < 2**31:
         raise InvalidInput("version", f"{version!r}; accepted: an integer from 1")
