@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -15,6 +16,7 @@ from tickwheel.adapters.kafka.admin import apply_topology, verify_topology
 from tickwheel.adapters.kafka.config import consumer_config
 from tickwheel.adapters.kafka.partitioner import murmur2, partition_for
 from tickwheel.adapters.kafka.producer import EventProducer, TransactionalProducer
+from tickwheel.adapters.kafka.reader import Record, read_back
 from tickwheel.errors import TopologyMismatch
 from tickwheel.topology import load_topology
 
@@ -157,3 +159,32 @@ def test_missing_topic_is_named(
     with pytest.raises(TopologyMismatch) as refused:
         verify_topology(bootstrap=kafka_bootstrap)
     assert f"topic '{unique_prefix}jobs.definitions' is missing" in str(refused.value)
+
+
+def test_reading_back_stops_at_the_first_window_that_is_enough(
+    kafka_bootstrap: str, unique_prefix: str
+) -> None:
+    """`read_back` (what finds one workflow instance's events): a record near the end is found
+    in the last window alone, whatever the partition holds before it; one at the beginning
+    makes it read everything."""
+    topic = f"{unique_prefix}back"
+    _create(kafka_bootstrap, (topic, 1))
+    producer = EventProducer(kafka_bootstrap)
+    for i in range(5000):
+        producer.send(topic, "first" if i == 0 else ("last" if i == 4990 else "other"), b"x")
+    producer.flush(30)
+    windows: list[int] = []
+
+    def holds(key: str) -> Callable[[list[Record]], bool]:
+        def enough(records: list[Record]) -> bool:
+            windows.append(len(records))
+            return any(r.key == key for r in records)
+
+        return enough
+
+    records = read_back(topic, 0, holds("last"), kafka_bootstrap, first_window=100)
+    assert windows == [100] and [r.offset for r in records] == list(range(4900, 5000))
+    windows.clear()
+    records = read_back(topic, 0, holds("first"), kafka_bootstrap, first_window=100)
+    # 100, 800, 5000 (6,400 reaches the beginning: all of it, with no need to ask).
+    assert windows == [100, 800] and [r.offset for r in records] == list(range(5000))

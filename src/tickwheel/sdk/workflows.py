@@ -38,7 +38,13 @@ from tickwheel.adapters.avro import UndecodableRecord, decode_as, encode
 from tickwheel.adapters.kafka.config import recorded_stack_bootstrap
 from tickwheel.adapters.kafka.partitioner import partition_for
 from tickwheel.adapters.kafka.producer import EventProducer
-from tickwheel.adapters.kafka.reader import TopicTail, partition_count, read_to_end
+from tickwheel.adapters.kafka.reader import (
+    Record,
+    TopicTail,
+    partition_count,
+    read_back,
+    read_to_end,
+)
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.core.codeflow import HistoryEvent
 from tickwheel.core.codeflow.definition import CODE_KIND
@@ -558,14 +564,28 @@ class WorkflowsClient:
         )
 
     def _events(self, workflow_id: str) -> list[dict[str, Any]]:
-        """The instance's events, oldest first, `data` as JSON."""
-        return self._read_events([self._partition(workflow_id)]).get(workflow_id, [])
+        """The instance's events, oldest first, `data` as JSON: read back from the end of its
+        partition until its first event (seq 1) is found, so one instance costs what was
+        written since it began, not the partition's whole history."""
+
+        def begun(records: list[Record]) -> bool:
+            mine = self._decode_events(r for r in records if r.key == workflow_id)
+            return any(e["seq"] == 1 for e in mine.get(workflow_id, []))
+
+        partition = self._partition(workflow_id)
+        records = read_back(self.events_topic, partition, begun, self.bootstrap)
+        mine = self._decode_events(r for r in records if r.key == workflow_id)
+        return mine.get(workflow_id, [])
 
     def _read_events(self, partitions: list[int] | None) -> dict[str, list[dict[str, Any]]]:
         """Every event on `partitions` (None: all) by instance, oldest first, `data` as JSON
         (a reader's view, not the record)."""
+        return self._decode_events(read_to_end(self.events_topic, partitions, self.bootstrap))
+
+    @staticmethod
+    def _decode_events(records: Iterable[Record]) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {}
-        for record in read_to_end(self.events_topic, partitions, self.bootstrap):
+        for record in records:
             if record.key is None or record.value is None:
                 continue
             try:

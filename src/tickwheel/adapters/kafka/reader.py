@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +143,34 @@ def read_to_end(
                         open_partitions.discard(tp.partition)
     finally:
         consumer.close()
+
+
+def read_back(
+    topic: str,
+    partition: int,
+    enough: Callable[[list[Record]], bool],
+    bootstrap: str | None = None,
+    first_window: int = 1024,
+    timeout: float = 120.0,
+) -> list[Record]:
+    """The partition's last records, oldest first: read from the end back in windows that grow
+    eightfold, until what a window holds is `enough` (or it reaches the beginning). What one
+    instance's history costs to find then grows with what was written since it began, not
+    with everything the partition holds."""
+    consumer = Consumer(consumer_config(f"tickwheel-meta-{uuid.uuid4()}", bootstrap))
+    try:
+        low, high = watermarks(consumer, TopicPartition(topic, partition))
+    finally:
+        consumer.close()
+    window = first_window
+    while True:
+        start = max(low, high - window)
+        records = list(
+            read_to_end(topic, [partition], bootstrap, timeout, from_offsets={partition: start})
+        )
+        if start == low or enough(records):
+            return records
+        window *= 8
 
 
 # What a partition answers while it has just been created or is changing leaders: the broker's
