@@ -53,3 +53,22 @@ async def code_order(ctx: WorkflowContext, order: dict[str, Any]) -> dict[str, A
         raise PermanentError(f"not approved: {decision}")
     await ctx.run(notify, order, f"{parcel} approved by {decision.get('by')}")
     return await ctx.run(capture_payment, auth)
+
+
+@workflow("code_child")
+async def code_child(ctx: WorkflowContext, order: dict[str, Any]) -> str:
+    reservation = await ctx.run(reserve_inventory, order)
+    return await ctx.run(pack, reservation)
+
+
+@workflow("code_parent")
+async def code_parent(ctx: WorkflowContext, orders: list[dict[str, Any]]) -> list[str]:
+    """Children, each an instance of its own (decision 0218): one per order, a failing one
+    (no items) caught by the parent."""
+    parcels = []
+    for order in orders:
+        try:
+            parcels.append(await ctx.child(code_child, order))
+        except Exception as exc:
+            parcels.append(f"failed: {exc}")
+    return parcels

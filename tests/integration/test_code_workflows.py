@@ -240,3 +240,44 @@ def test_code_that_diverges_parks_the_instance_with_an_alert_and_a_fix_resumes_i
     history = workflow_events(kafka_bootstrap)[workflow_id]
     assert _history_types(history).count("signal_received") == 1
     assert [a["state"] for a in workflow_alerts(kafka_bootstrap, workflow_id)][-1] == "resolved"
+
+
+def test_a_parent_runs_each_child_as_an_instance_of_its_own_and_takes_its_end(
+    kafka_bootstrap: str, stack: WorkflowStack
+) -> None:
+    """Child workflows on the stack (decision 0218): each child is started as an instance of
+    its own, on its own partition, runs its steps once, and its end (a result, or a failure
+    the parent catches) is delivered to the parent's wait."""
+
+    def published() -> bool:
+        return any(d["definitionId"] == "code_parent" for d in _code_definitions(kafka_bootstrap))
+
+    assert wait_until(published, 60), "no definition of code_parent"
+    client = WorkflowsClient(kafka_bootstrap)
+    orders = [{"id": "c1", "amount": 1, "items": ["x"]}, {"id": "c2", "amount": 2, "items": []}]
+    parent_id = client.start("code_parent", orders)
+    children = [f"{parent_id}/code_child#1", f"{parent_id}/code_child#2"]
+    everyone = [parent_id, *children]
+    assert wait_until(lambda: _ended(kafka_bootstrap, everyone), 120), {
+        w: _history_types(workflow_events(kafka_bootstrap).get(w, [])) for w in everyone
+    }
+    events = workflow_events(kafka_bootstrap)
+    assert status_of(events[children[0]]) == "succeeded"
+    assert status_of(events[children[1]]) == "failed"
+    parent_history = events[parent_id]
+    assert status_of(parent_history) == "succeeded", _history_types(parent_history)
+    types = _history_types(parent_history)
+    assert (types.count("child_started"), types.count("child_completed")) == (2, 1), types
+    assert types.count("child_failed") == 1, types
+    [ending] = [e for e in parent_history if e["event_type"] == "workflow_completed"]
+    parcel, failure = ending["data"]["result"]
+    assert parcel == "parcel-reservation-c1"
+    assert failure.startswith("failed: ") and "an order needs items" in failure, failure
+    # The parent's timeline reads back from its own partition's end (not the whole topic).
+    assert client.get(parent_id).status == "succeeded"
+
+    requests = [r for r in step_requests(kafka_bootstrap) if r["workflow_id"] in set(everyone)]
+    requested = Counter((r["execution_id"], r["attempt"]) for r in requests)
+    assert requested and all(n == 1 for n in requested.values()), requested.most_common(3)
+    outcomes = outcome_inputs(kafka_bootstrap)
+    assert all(outcomes[key] == 1 for key in requested), [k for k in requested if outcomes[k] != 1]

@@ -50,15 +50,18 @@ from tickwheel.core.workflow.events import (
 from tickwheel.core.workflow.ids import alert_id
 from tickwheel.core.workflow.inputs import (
     Cancel,
+    ChildEnded,
     CompleteStep,
     Input,
     RetryStep,
     Signal,
     Start,
+    StartChild,
     StepCancelled,
     StepFailed,
     StepSucceeded,
     TimerFired,
+    input_to_json,
 )
 
 __all__ = ["TASK_MAX_ATTEMPTS", "decide", "step_label"]
@@ -207,8 +210,9 @@ class _Fold:
 
     # -- the answer's commands --------------------------------------------------------------
 
-    def open_work(self) -> JsonObject:
-        """The effects that stop what is open in the run (its steps, its timers, alerts)."""
+    def open_work(self, also_send: list[JsonObject] | None = None) -> JsonObject:
+        """The effects that stop what is open in the run (its steps, its timers, alerts, its
+        children), with `also_send` among the inputs sent."""
         state = self.state
         return {
             "cancel_executions": [
@@ -223,7 +227,67 @@ class _Fold:
             ],
             "cancel_timers": [code_timer_id(state.run, p) for p in sorted(state.timers)],
             "clear_alerts": sorted(state.alerts),
+            # A run's end ends its open children (a parent that is gone waits for nobody).
+            "send_inputs": [
+                _send(
+                    child_id,
+                    f"wf:{state.workflow_id}:cancel-child:{child_id}",
+                    Cancel(self.at_ms, f"workflow:{state.workflow_id}", "its parent ended"),
+                )
+                for child_id in sorted(state.children)
+            ]
+            + (also_send or []),
         }
+
+    def start_child(self, event: HistoryEvent) -> None:
+        """The code started a child workflow: it is started as an instance of its own, told
+        its parent and the position its end answers (decision 0218)."""
+        state = self.state
+        child_id = str(event.data.get("child_id"))
+        position = event.position or 0
+        start = StartChild(self.at_ms, state.workflow_id, position, event.data.get("input"))
+        send = _send(
+            child_id, f"wf:{state.workflow_id}:child:{child_id}", start, definition_id=event.name
+        )
+        children = {**state.children, child_id: position}
+        self.record(event, effects={"send_inputs": [send]}, children=children)
+
+    def tell_parent(self, kind: str, data: Mapping[str, Any]) -> list[JsonObject]:
+        """A child's end, for its parent (nothing for an instance that has none)."""
+        state = self.state
+        if state.parent is None:
+            return []
+        parent_id, position = state.parent
+        status = _STATUS_BY_ENDING[kind]
+        error = data.get("error")
+        ended = ChildEnded(
+            self.at_ms,
+            state.workflow_id,
+            position,
+            status,
+            data.get("result") if status == "succeeded" else None,
+            None if status == "succeeded" else str(error or status),
+        )
+        return [_send(parent_id, f"wf:{state.workflow_id}:ended:{parent_id}", ended)]
+
+    def child_ended(self, item: ChildEnded) -> None:
+        """A child's end, as the history event its wait in the code answers to."""
+        state = self.state
+        if state.children.get(item.child_id) != item.position:
+            self.emit(
+                "child_ended_ignored",
+                data={"child_id": item.child_id, "reason": "not_an_open_child"},
+            )
+            return
+        children = {k: v for k, v in state.children.items() if k != item.child_id}
+        self.state = replace(state, children=children)
+        if item.status == "succeeded":
+            data: JsonObject = {"result": item.result}
+            event = HistoryEvent("child_completed", self.at_ms, item.position, item.child_id, data)
+        else:
+            data = {"error": item.error or item.status, "status": item.status}
+            event = HistoryEvent("child_failed", self.at_ms, item.position, item.child_id, data)
+        self.add_input(event)
 
     def command(self, event: HistoryEvent) -> None:
         state, kind, data = self.state, event.type, event.data
@@ -260,14 +324,17 @@ class _Fold:
                 self.record(event, effects={"cancel_timers": cancel}, timers=state.timers - {timer})
             else:
                 self.record(event)
-        elif kind in ("workflow_parked", "child_started"):
+        elif kind == "child_started":
+            self.start_child(event)
+        elif kind == "workflow_parked":
             self.park(event)
         elif kind in _STATUS_BY_ENDING:
             self.record(
                 event,
-                effects=self.open_work(),
+                effects=self.open_work(also_send=self.tell_parent(kind, data)),
                 status=_STATUS_BY_ENDING[kind],
                 steps={},
+                children={},
                 timers=frozenset(),
                 alerts=frozenset(),
                 held=(),
@@ -281,21 +348,14 @@ class _Fold:
             self.record(event)
 
     def park(self, event: HistoryEvent) -> None:
-        """The code parked (a compensation failed finally), or started a child workflow,
-        which runs in-process only for now: blocked, with an alert for a person."""
+        """The code parked (a compensation failed finally): blocked, with an alert for a
+        person."""
         state = self.state
-        if event.type == "child_started":
-            reason = "child_started"
-            message = (
-                f"workflow {state.definition_id} instance {state.workflow_id} started child "
-                f"workflow {event.name!r}; child workflows run in-process only"
-            )
-        else:
-            reason = str(event.data.get("reason") or "parked")
-            message = (
-                f"workflow {state.definition_id} instance {state.workflow_id} parked at "
-                f"{event.name!r} ({reason}): {event.data.get('error')}"
-            )
+        reason = str(event.data.get("reason") or "parked")
+        message = (
+            f"workflow {state.definition_id} instance {state.workflow_id} parked at "
+            f"{event.name!r} ({reason}): {event.data.get('error')}"
+        )
         alert = alert_id(state.workflow_id, "blocked", f"@run{state.run}:{event.position}")
         raise_alert = {
             "alert_id": alert,
@@ -321,6 +381,7 @@ class _Fold:
             event,
             effects=self.open_work(),
             steps={},
+            children={},
             timers=frozenset(),
             alerts=frozenset(),
             held=(),
@@ -591,17 +652,42 @@ def _schedule(
 # -- the kind -------------------------------------------------------------------------------
 
 
+def _send(
+    workflow_id: str, input_id: str, item: Input, definition_id: str | None = None
+) -> JsonObject:
+    """A `send_inputs` entry (`code_effects` makes it a `SendInput`)."""
+    send: JsonObject = {
+        "workflow_id": workflow_id,
+        "input_id": input_id,
+        "input": input_to_json(item),
+    }
+    if definition_id is not None:
+        send["definition_id"] = definition_id
+    return send
+
+
 def _decide(fold: _Fold, item: Input) -> None:
     state = fold.state
-    if isinstance(item, Start):
+    if isinstance(item, Start | StartChild):
         if state.status != "new":
-            fold.emit("start_ignored", data={"reason": f"already {state.status}"})
+            data: JsonObject = {"reason": f"already {state.status}"}
+            if isinstance(item, StartChild) and state.parent != (item.parent_id, item.position):
+                # Another instance has this id: the parent that asked is told at once.
+                error = f"an instance {state.workflow_id} exists already ({state.status})"
+                ended = ChildEnded(
+                    item.at_ms, state.workflow_id, item.position, "failed", error=error
+                )
+                input_id = f"wf:{state.workflow_id}:taken:{item.parent_id}:{item.position}"
+                data["send_inputs"] = [_send(item.parent_id, input_id, ended)]
+            fold.emit("start_ignored", data=data)
             return
         try:
             json.dumps(item.input, allow_nan=False)
         except (TypeError, ValueError):
             fold.emit("start_ignored", data={"reason": "the input is not JSON data"})
             return
+        if isinstance(item, StartChild):
+            fold.state = replace(state, parent=(item.parent_id, item.position))
         fold.start(item.input)
         return
     step = getattr(item, "step", None)
@@ -640,6 +726,8 @@ def _decide(fold: _Fold, item: Input) -> None:
             return
         fold.state = replace(state, timers=state.timers - {timer[1]})
         fold.add_input(HistoryEvent("timer_fired", item.at_ms, timer[1]))
+    elif isinstance(item, ChildEnded):
+        fold.child_ended(item)
     elif isinstance(item, Signal):
         if item.signal_id in state.signals:
             fold.emit(

@@ -29,6 +29,7 @@ from tickwheel.core.workflow.events import (
     RaiseAlert,
     ScheduleStep,
     StartTimer,
+    sent_inputs,
 )
 from tickwheel.core.workflow.inputs import (
     Input,
@@ -72,6 +73,7 @@ def code_effects(event: Event) -> list[Command]:
         commands.append(
             RaiseAlert(alert["alert_id"], alert["step"], alert["kind"], alert["message"])
         )
+    commands.extend(sent_inputs(data))
     return commands
 
 

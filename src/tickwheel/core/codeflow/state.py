@@ -50,7 +50,9 @@ class CodeState:
     `base` what the worker's cached run has consumed (0: unknown, the whole history goes).
     `held`: inputs that arrived while the task was out. `steps` (by `name#occurrence`) and
     `timers` (positions) are what is open in the current run; `signals` the signal ids
-    received; `task_error` why tasks stopped (a task failed), `parked` why the code parked."""
+    received; `task_error` why tasks stopped (a task failed), `parked` why the code parked.
+    `parent`: (parent instance, position) of a child, told its end; `children`: the current
+    run's open children, by id, with the position their end answers (decision 0218)."""
 
     workflow_id: str
     definition_id: str
@@ -75,6 +77,8 @@ class CodeState:
     error: str | None = None
     query: Any = None
     waiting_on: tuple[str, ...] = ()
+    parent: tuple[str, int] | None = None
+    children: Mapping[str, int] = field(default_factory=dict)
 
 
 def status_of(state: CodeState) -> str:
@@ -121,6 +125,8 @@ def state_to_json(state: CodeState) -> SnapshotJson:
         "error": state.error,
         "query": state.query,
         "waiting_on": list(state.waiting_on),
+        "parent": None if state.parent is None else list(state.parent),
+        "children": dict(sorted(state.children.items())),
     }
 
 
@@ -150,4 +156,13 @@ def state_from_json(data: SnapshotJson) -> CodeState:
         error=data.get("error"),
         query=data.get("query"),
         waiting_on=tuple(data.get("waiting_on", ())),
+        parent=_parent(data.get("parent")),
+        children={str(k): int(v) for k, v in (data.get("children") or {}).items()},
     )
+
+
+def _parent(value: Any) -> tuple[str, int] | None:
+    if not value:
+        return None
+    parent_id, position = value
+    return str(parent_id), int(position)

@@ -52,6 +52,7 @@ EFFECT_KEYS = frozenset(
         "execution_id",
         "raise_alert",
         "schedule_step",
+        "send_inputs",
         "start_timers",
     }
 )

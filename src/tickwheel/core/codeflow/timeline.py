@@ -17,7 +17,7 @@ __all__ = ["code_steps"]
 def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
     """`{label: entry}` in the order the run issued them. A step's label is its
     `name#occurrence` (a rollback's too, marked `compensation`); a sleep's `sleep@<position>`;
-    a signal wait's `signal:<name>@<position>`. Events of an earlier run (continue-as-new)
+    a signal wait's `signal:<name>@<position>`; a child's `child:<its workflow id>`. Events of an earlier run (continue-as-new)
     are replaced by the later run's."""
     steps: dict[str, JsonObject] = {}
     by_position: dict[int, str] = {}
@@ -57,6 +57,17 @@ def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
                 "output": None,
                 "name": data.get("name"),
             }
+        elif kind == "child_started" and position is not None:
+            label = f"child:{data.get('child_id')}"
+            steps[label] = {
+                "kind": "child",
+                "status": "running",
+                "attempt": None,
+                "startedAt": at,
+                "endedAt": None,
+                "output": None,
+                "name": data.get("name"),
+            }
         elif kind == "signal_received":
             # A signal answers the oldest wait for its name; one sent before any wait is
             # buffered by the run, and shows when a wait takes it (its start is its end).
@@ -90,6 +101,7 @@ def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
             "step_scheduled",
             "timer_started",
             "signal_wait_started",
+            "child_started",
         ):
             by_position[int(position)] = label
     return steps
@@ -107,6 +119,10 @@ def _ended(entry: JsonObject, kind: str, data: Mapping[str, Any], at: int) -> No
     if kind == "step_completed":
         entry.update(status="succeeded", endedAt=at, output=data.get("result"))
     elif kind == "step_failed":
+        entry.update(status="failed", endedAt=at, output={"error": data.get("error")})
+    elif kind == "child_completed":
+        entry.update(status="succeeded", endedAt=at, output=data.get("result"))
+    elif kind == "child_failed":
         entry.update(status="failed", endedAt=at, output={"error": data.get("error")})
     elif kind == "timer_fired":
         timed_out = entry["kind"] == "signal"

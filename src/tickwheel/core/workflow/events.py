@@ -7,15 +7,18 @@ the state and, if asked, the very same commands with the very same ids.
 
 Side effects are carried in `data` under fixed keys, the same for every event type:
 `cancel_execution` ({step, execution_id, attempt}), `cancel_timers` ([id]), `clear_alerts`
-([id]), `start_timers` ([[id, fire_at_ms]]) and `raise_alert` ({alert_id, step, kind,
-message}). `effects` turns those into commands, after the one command an event type may
+([id]), `start_timers` ([[id, fire_at_ms]]), `raise_alert` ({alert_id, step, kind,
+message}) and `send_inputs` (inputs for other instances, `sent_inputs`). `effects` turns those into commands, after the one command an event type may
 stand for itself (`step_scheduled` → `ScheduleStep`, ...).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from tickwheel.core.workflow.inputs import Input, input_from_json, input_to_json
 
 __all__ = [
     "CancelExecution",
@@ -27,9 +30,11 @@ __all__ = [
     "RaiseAlert",
     "ScheduleCompensation",
     "ScheduleStep",
+    "SendInput",
     "StartTimer",
     "command_to_json",
     "effects",
+    "sent_inputs",
 ]
 
 
@@ -122,6 +127,19 @@ class ClearAlert:
     alert_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class SendInput:
+    """Tell another instance, `workflow_id`, `item` as input `input_id` on workflows.inputs:
+    a child's start (with its `definition_id`), a parent its child's end, a child its
+    parent's cancel (decision 0218). The id is deterministic: a retried batch sends it again,
+    and the receiver's fold counts it once."""
+
+    workflow_id: str
+    input_id: str
+    item: Input
+    definition_id: str | None = None
+
+
 Command = (
     ScheduleStep
     | ScheduleCompensation
@@ -131,6 +149,7 @@ Command = (
     | OpenApproval
     | RaiseAlert
     | ClearAlert
+    | SendInput
 )
 _COMMAND_KINDS = {
     ScheduleStep: "schedule_step",
@@ -141,6 +160,7 @@ _COMMAND_KINDS = {
     OpenApproval: "open_approval",
     RaiseAlert: "raise_alert",
     ClearAlert: "clear_alert",
+    SendInput: "send_input",
 }
 
 
@@ -148,6 +168,8 @@ def command_to_json(command: Command) -> dict[str, Any]:
     out = {"command": _COMMAND_KINDS[type(command)], **asdict(command)}
     if isinstance(command, OpenApproval):
         out["assignees"] = list(command.assignees)
+    if isinstance(command, SendInput):
+        out["item"] = input_to_json(command.item)
     return out
 
 
@@ -191,4 +213,19 @@ def effects(event: Event) -> list[Command]:
         commands.append(
             RaiseAlert(alert["alert_id"], alert["step"], alert["kind"], alert["message"])
         )
+    commands.extend(sent_inputs(data))
     return commands
+
+
+def sent_inputs(data: Mapping[str, Any]) -> list[SendInput]:
+    """The `send_inputs` of an event's data (`[{workflow_id, input_id, input, definition_id?}]`,
+    the input as `input_to_json` writes it) as commands."""
+    return [
+        SendInput(
+            send["workflow_id"],
+            send["input_id"],
+            input_from_json(send["input"]),
+            send.get("definition_id"),
+        )
+        for send in data.get("send_inputs", ())
+    ]

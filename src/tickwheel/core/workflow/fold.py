@@ -29,15 +29,18 @@ from tickwheel.core.workflow.ids import approval_timer, parse_timer
 from tickwheel.core.workflow.inputs import (
     Approve,
     Cancel,
+    ChildEnded,
     Input,
     Reassign,
     Reject,
     Signal,
     Start,
+    StartChild,
     StepCancelled,
     StepFailed,
     StepSucceeded,
     TimerFired,
+    input_to_json,
 )
 from tickwheel.core.workflow.state import WorkflowState, evolve
 
@@ -226,8 +229,27 @@ def _signal(d: Decider, item: Signal) -> None:
     )
 
 
+def _start_child(d: Decider, item: StartChild) -> None:
+    # A child must be written as code (`ctx.child`): its parent is told at once that this
+    # one cannot be, and the instance is not started.
+    reason = f"{d.state.definition_id} is a DAG workflow; a child must be written as code"
+    ended = ChildEnded(item.at_ms, d.state.workflow_id, item.position, "failed", error=reason)
+    send = {
+        "workflow_id": item.parent_id,
+        "input_id": f"wf:{d.state.workflow_id}:ended:{item.parent_id}",
+        "input": input_to_json(ended),
+    }
+    d.emit("start_child_refused", reason=reason, send_inputs=[send])
+
+
+def _child_ended(d: Decider, item: ChildEnded) -> None:
+    d.emit("child_ended_ignored", child_id=item.child_id, reason="a DAG workflow has no children")
+
+
 _HANDLERS: dict[str, Callable[[Decider, Any], None]] = {
     "start": _start,
+    "start_child": _start_child,
+    "child_ended": _child_ended,
     "step_succeeded": _outcome,
     "step_failed": _outcome,
     "step_cancelled": _outcome,
@@ -264,7 +286,7 @@ def decide_folded(
 def _decided(state: WorkflowState, definition: WorkflowDefinition, item: Input) -> Decider:
     check_pinned(state, definition)
     d = Decider(state, definition, item.at_ms)
-    if state.status == "new" and item.kind != "start":
+    if state.status == "new" and item.kind not in ("start", "start_child"):
         d.emit(
             f"{item.kind}_ignored"
             if item.kind in repair.OPERATOR

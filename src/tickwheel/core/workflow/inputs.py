@@ -15,6 +15,7 @@ __all__ = [
     "INPUTS",
     "Approve",
     "Cancel",
+    "ChildEnded",
     "CompleteStep",
     "Input",
     "Reassign",
@@ -23,6 +24,7 @@ __all__ = [
     "Signal",
     "SkipStep",
     "Start",
+    "StartChild",
     "StepCancelled",
     "StepFailed",
     "StepSucceeded",
@@ -166,6 +168,32 @@ class Signal:
     payload: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class StartChild:
+    """A start sent by a parent workflow written as code (`ctx.child`, decision 0218): the
+    child learns its parent and the position in the parent's history its end answers."""
+
+    kind: ClassVar[str] = "start_child"
+    at_ms: int
+    parent_id: str
+    position: int
+    input: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildEnded:
+    """A child's end, told to its parent (decision 0218): `status` succeeded (with its
+    `result`), failed or cancelled (with its `error`)."""
+
+    kind: ClassVar[str] = "child_ended"
+    at_ms: int
+    child_id: str
+    position: int
+    status: str
+    result: Any = None
+    error: str | None = None
+
+
 Input = (
     Start
     | StepSucceeded
@@ -180,6 +208,8 @@ Input = (
     | SkipStep
     | Reassign
     | Signal
+    | StartChild
+    | ChildEnded
 )
 INPUTS: dict[str, type[Input]] = {
     cls.kind: cls
@@ -197,6 +227,8 @@ INPUTS: dict[str, type[Input]] = {
         SkipStep,
         Reassign,
         Signal,
+        StartChild,
+        ChildEnded,
     )
 }
 

@@ -241,7 +241,7 @@ class PartitionOrchestrator:
         if state is None and workflow_id in self.pruned:
             raise InstancePruned(workflow_id, item.kind, self.retention_ms)
         if state is None:
-            if item.kind != "start":
+            if item.kind not in ("start", "start_child"):
                 raise ValueError(f"no workflow instance {workflow_id!r} (a {item.kind} for it)")
             definition_id = value["definition_id"]
             if not definition_id:

@@ -8,6 +8,7 @@ the topics they go to (docs/decisions/0061), and its snapshots and checkpoint.
 | `StartTimer`, `CancelTimer` | `TimerCommand` start_timer, cancel_timer | timers.commands, step key |
 | `CancelExecution` | `TimerCommand` cancel_execution (the timer stops it and answers) | timers.commands, step key |
 | `RaiseAlert`, `ClearAlert` | `Alert` (details.state firing / resolved) | alerts, alert_id |
+| `SendInput` | `WorkflowInput` (a child's start, its end, a cancel) | workflows.inputs, workflow_id |
 | `OpenApproval` | nothing more: `approval_requested` is the event the notifier reads | |
 
 Command ids are deterministic (the workflow, the command, the step or timer, the attempt or
@@ -32,13 +33,22 @@ from tickwheel.core.workflow import (
     ScheduleStep,
     StartTimer,
 )
+from tickwheel.core.workflow.events import SendInput
 from tickwheel.core.workflow.kinds import (
     InstanceState,
     kind_of,
     state_from_snapshot,
     state_to_snapshot,
 )
-from tickwheel.records import Alert, TimerCommand, TimerCommandKind, WorkflowEvent, WorkflowSnapshot
+from tickwheel.core.workflow.wire import input_record
+from tickwheel.records import (
+    Alert,
+    TimerCommand,
+    TimerCommandKind,
+    WorkflowEvent,
+    WorkflowInput,
+    WorkflowSnapshot,
+)
 
 CHECKPOINT_PREFIX = PARTITION_KEY_PREFIX
 # Built once: json.dumps with keyword arguments builds an encoder per call, and every event,
@@ -93,7 +103,7 @@ class Outgoing:
     topic: str
     key: str
     record: str
-    value: TimerCommand | Alert
+    value: TimerCommand | Alert | WorkflowInput
 
 
 def command_records(
@@ -171,6 +181,11 @@ def command_records(
             details=json.dumps(details),
         )
         return [Outgoing("alerts", alert["alert_id"], "Alert", alert)]
+    if isinstance(command, SendInput):
+        sent = input_record(
+            command.workflow_id, command.item, command.input_id, definition_id=command.definition_id
+        )
+        return [Outgoing("workflows.inputs", command.workflow_id, "WorkflowInput", sent)]
     return []  # OpenApproval: the approval_requested event is the notice
 
 

@@ -10,6 +10,7 @@ import asyncio
 import importlib
 import inspect
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -41,17 +42,20 @@ from tickwheel.core.workflow.events import (
     Event,
     RaiseAlert,
     ScheduleStep,
+    SendInput,
     StartTimer,
 )
 from tickwheel.core.workflow.ids import parse_timer
 from tickwheel.core.workflow.inputs import (
     Cancel,
+    ChildEnded,
     CompleteStep,
     Input,
     RetryStep,
     Signal,
     SkipStep,
     Start,
+    StartChild,
     StepCancelled,
     StepFailed,
     StepSucceeded,
@@ -263,11 +267,13 @@ class Instance:
     """One instance of `code`, folded by `CodeKind`, its commands carried out by hand or by
     `settle` (tasks answered by `worker`, steps run), the clock moved by the test."""
 
-    def __init__(self, code: object, *, worker_code: object | None = None) -> None:
+    def __init__(
+        self, code: object, *, worker_code: object | None = None, workflow_id: str = "wf-1"
+    ) -> None:
         self.kind = CodeKind()
         name = workflow_spec_of(code).name
         self.definition = CodeWorkflowDefinition(name, 1, "code-v1")
-        self.state: CodeState = self.kind.initial("wf-1", self.definition)
+        self.state: CodeState = self.kind.initial(workflow_id, self.definition)
         self.worker = Worker(worker_code or code)
         self.code = code
         self.now = T0
@@ -871,13 +877,109 @@ def test_a_compensation_that_fails_finally_parks_the_instance_with_an_alert() ->
     step_labels(instance)
 
 
-def test_a_child_workflow_parks_the_instance_for_now() -> None:
-    instance = Instance(parent)
-    instance.start()
-    assert instance.types()[-1] == "child_started"
-    assert instance.state.status == "blocked" and instance.state.parked == "child_started"
-    [alert] = instance.commands_of(RaiseAlert)
-    assert "child workflows run in-process only" in alert.message
+def started_child(parent_run: Instance) -> tuple[SendInput, Instance]:
+    """The parent's start of its child, and the child told it (as the orchestrator does)."""
+    [start] = parent_run.commands_of(SendInput)
+    child = Instance(napper, workflow_id=start.workflow_id)
+    child.now = parent_run.now
+    child.send(start.item)
+    child.settle()
+    return start, child
+
+
+def test_a_child_workflow_runs_as_an_instance_of_its_own_and_its_end_answers_the_parent() -> None:
+    parent_run = Instance(parent)
+    parent_run.start()
+    assert parent_run.types()[-1] == "child_started" and parent_run.state.status == "running"
+    start, child = started_child(parent_run)
+    assert (start.workflow_id, start.definition_id) == ("wf-1/napper#1", "napper")
+    assert start.input_id == "wf:wf-1:child:wf-1/napper#1"  # the same on a retried batch
+    position = parent_run.history()[-1].position
+    assert start.item == StartChild(parent_run.now, "wf-1", position, ORDER)
+    assert parent_run.state.children == {"wf-1/napper#1": position}
+    assert child.state.parent == ("wf-1", position) and child.state.status == "running"
+    [timer_id] = child.timers
+    child.fire(timer_id)
+    child.complete("ship#1")
+    assert child.state.status == "succeeded"
+    [ended] = child.commands_of(SendInput)
+    assert ended.workflow_id == "wf-1" and ended.input_id == "wf:wf-1/napper#1:ended:wf-1"
+    assert ended.item == ChildEnded(
+        child.now, "wf-1/napper#1", position, "succeeded", "shipped-o-1"
+    )
+    parent_run.now = child.now
+    parent_run.send(ended.item)
+    parent_run.settle()
+    assert parent_run.types()[-2:] == ["child_completed", "workflow_completed"]
+    assert parent_run.state.status == "succeeded" and parent_run.state.result == "shipped-o-1"
+    assert parent_run.state.children == {}
+    # Told again (a retried batch): recorded, and changes nothing.
+    [again] = parent_run.send(ended.item)
+    assert again.type == "child_ended_ignored"
+
+
+@workflow("careful_parent")
+async def careful_parent(ctx: WorkflowContext, order: dict[str, Any]) -> str:
+    try:
+        return str(await ctx.child(napper, order))
+    except Exception as exc:
+        return f"the child failed: {exc}"
+
+
+def test_a_child_that_fails_or_is_cancelled_fails_the_parents_wait() -> None:
+    parent_run = Instance(careful_parent)
+    parent_run.start()
+    _, child = started_child(parent_run)
+    child.send(Cancel(child.tick(), "ops", "not needed"))
+    child.settle()
+    assert child.state.status == "cancelled"
+    [ended] = child.commands_of(SendInput)
+    assert ended.item.status == "cancelled" and ended.item.error
+    parent_run.send(ended.item)
+    parent_run.settle()
+    assert parent_run.types()[-2] == "child_failed"
+    assert parent_run.state.result.startswith("the child failed:")
+
+
+def test_a_child_id_another_instance_has_fails_the_parents_wait_at_once() -> None:
+    parent_run = Instance(careful_parent)
+    parent_run.start()
+    start, child = started_child(parent_run)
+    # The same start again changes nothing; another parent's start of that id is told no.
+    [ignored] = child.send(start.item)
+    assert ignored.type == "start_ignored" and not child.kind.effects(ignored)
+    [refused] = child.send(replace(start.item, parent_id="wf-2"))
+    [told] = child.kind.effects(refused)
+    assert isinstance(told, SendInput) and told.workflow_id == "wf-2"
+    assert told.item.status == "failed" and "exists already" in (told.item.error or "")
+
+
+def test_a_parent_that_ends_cancels_its_open_children() -> None:
+    parent_run = Instance(parent)
+    parent_run.start()
+    parent_run.send(Cancel(parent_run.tick(), "ops", "stop everything"))
+    parent_run.settle()
+    assert parent_run.state.status == "cancelled" and parent_run.state.children == {}
+    _, cancel = parent_run.commands_of(SendInput)
+    assert cancel.workflow_id == "wf-1/napper#1"
+    assert isinstance(cancel.item, Cancel) and cancel.item.actor == "workflow:wf-1"
+
+
+def test_a_dag_named_as_a_child_refuses_and_tells_the_parent_at_once() -> None:
+    document = {
+        "definitionId": "a_dag",
+        "version": 1,
+        "steps": [{"id": "a", "type": "noop"}],
+    }
+    definition = parse_definition(document)
+    dag = kind_of(definition)
+    state = dag.initial("wf-1/a_dag#1", definition)
+    _, [event], _ = dag.decide(state, definition, StartChild(T0, "wf-1", 2, {}))
+    assert event.type == "start_child_refused"
+    [send] = dag.effects(event)
+    assert isinstance(send, SendInput) and send.workflow_id == "wf-1"
+    assert send.item == ChildEnded(T0, "wf-1/a_dag#1", 2, "failed", error=event.data["reason"])
+    assert "must be written as code" in send.item.error
 
 
 def test_an_operator_retry_of_an_open_step_stops_its_attempt_and_runs_the_next_at_once() -> None:

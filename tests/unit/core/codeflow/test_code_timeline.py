@@ -67,3 +67,20 @@ def test_a_continued_run_replaces_the_steps_of_the_run_before() -> None:
     ]
     steps = code_steps(events)
     assert list(steps) == ["tick#1"] and steps["tick#1"]["status"] == "running"
+
+
+def test_children_show_running_then_with_their_result_or_error() -> None:
+    events = [
+        _event(1, "workflow_started", 0, name="parent", run=1),
+        _event(2, "child_started", 1, position=1, name="pack", child_id="p/pack#1"),
+        _event(3, "child_started", 2, position=2, name="pack", child_id="p/pack#2"),
+        _event(4, "child_completed", 30, position=1, result="parcel"),
+    ]
+    steps = code_steps(events)
+    assert list(steps) == ["child:p/pack#1", "child:p/pack#2"]
+    assert steps["child:p/pack#1"]["status"] == "succeeded"
+    assert steps["child:p/pack#1"]["output"] == "parcel"
+    assert steps["child:p/pack#2"]["status"] == "running"
+    failed = code_steps([*events, _event(5, "child_failed", 40, position=2, error="no items")])
+    assert failed["child:p/pack#2"]["status"] == "failed"
+    assert failed["child:p/pack#2"]["output"] == {"error": "no items"}
