@@ -118,11 +118,17 @@ class _Live:
     consumed: int  # history events fed to `run`: its inputs, and the commands answered
 
 
+class CodeVersionDeclined(Exception):
+    """A task this worker's code cannot answer for an instance that started on other code: a
+    retryable failure, so that a worker of the instance's own code may take it (decision
+    0218)."""
+
+
 class _Task:
     """A workflow task's payload, checked: each field named when it is not what the
     contract (decision 0217, "The instance") says."""
 
-    __slots__ = ("base", "events", "run", "task", "workflow", "workflow_id")
+    __slots__ = ("base", "code_version", "events", "run", "task", "workflow", "workflow_id")
 
     def __init__(self, name: str, payload: Mapping[str, Any]) -> None:
         workflow = payload.get("workflow")
@@ -142,6 +148,8 @@ class _Task:
         self.run = _whole(payload, "run", 1)
         self.task = _whole(payload, "task", 0)
         self.base = _whole(payload, "base", 0)
+        code_version = payload.get("code_version")
+        self.code_version = code_version if isinstance(code_version, str) else None
         raw = payload.get("events")
         if not isinstance(raw, list):
             raise PermanentError(
@@ -319,6 +327,15 @@ class CodeWorkflows:
                     "error": _one_line(exc),
                 },
             )
+            mine = self.code_versions().get(spec.name)
+            if task.code_version is not None and task.code_version != mine:
+                # Not the code the instance started on: another worker may still have that
+                # code, so the task is declined (retryable: sent again, to whoever takes it)
+                # rather than failed; after the fold's bound, the instance parks as below.
+                raise CodeVersionDeclined(
+                    f"code version {mine} cannot run {task.workflow_id} (started on "
+                    f"{task.code_version}): {_one_line(exc)}"
+                ) from exc
             raise PermanentError(_one_line(exc)) from exc
         if size > MAX_RESULT_BYTES:
             live.run.close()

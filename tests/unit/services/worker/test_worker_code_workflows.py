@@ -52,8 +52,15 @@ class Instance:
     """What the orchestrator keeps of one instance (decision 0217, "The instance"): its
     history, and the base the worker's cached run has consumed."""
 
-    def __init__(self, workflow_id: str = "o-1", order: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        workflow_id: str = "o-1",
+        order: dict[str, Any] | None = None,
+        code_version: str | None = None,
+    ) -> None:
         self.workflow_id = workflow_id
+        # The code the instance started on: the fixture module's own, unless said otherwise.
+        self.code_version = code_version or module_digest(app)
         self.history: list[dict[str, Any]] = [
             {
                 "type": "workflow_started",
@@ -77,7 +84,7 @@ class Instance:
             "workflow": "unit_order",
             "workflow_id": self.workflow_id,
             "run": 1,
-            "code_version": "any",
+            "code_version": self.code_version,
             "task": self.tasks,
             "base": start,
             "events": self.history[start:],
@@ -223,6 +230,27 @@ def test_a_divergence_fails_the_attempt_as_permanent_through_the_worker() -> Non
     outcome = run_handler(registry.get(WORKFLOW), ctx, _Clock(), lambda: None)
     assert (outcome.event_type, outcome.error_kind) == ("failed", "permanent")
     assert "'refund'#1" in (outcome.error or "")
+
+
+def test_code_other_than_the_instances_declines_a_task_it_diverges_on_as_retryable() -> None:
+    """Decision 0218: during a rolling deploy a worker of the new code may take a task of an
+    instance started on the old code. It runs it when the history replays; when it diverges,
+    it declines (a retryable failure: the task is sent again, maybe to a worker of the old
+    code) rather than park the instance."""
+    code = CodeWorkflows.load([APP])
+    instance = Instance(code_version="an-older-release")
+    instance.history.append(
+        {"type": "step_scheduled", "at_ms": 0, "position": 1, "name": "refund", "occurrence": 1}
+    )
+    registry = CodeWorkflowRegistry(HandlerRegistry(), code)
+    ctx = context(WORKFLOW, instance.task())
+    outcome = run_handler(registry.get(WORKFLOW), ctx, _Clock(), lambda: None)
+    assert (outcome.event_type, outcome.error_kind) == ("failed", "retryable")
+    assert "started on an-older-release" in (outcome.error or "")
+    assert "'refund'#1" in (outcome.error or "")
+    # A history the new code replays is simply answered, whatever code it started on.
+    fresh = Instance("o-2", code_version="an-older-release")
+    assert step_types(answer(code, fresh.task()))[0] == ("step_scheduled", "charge")
 
 
 def test_an_ended_run_is_answered_then_evicted() -> None:
