@@ -498,8 +498,24 @@ class WorkflowsClient:
         return found
 
     def _snapshot(self, workflow_id: str) -> WorkflowSnapshot | None:
-        """The instance's latest snapshot (None: there is none)."""
-        return self._snapshots(self._partition(workflow_id)).get(workflow_id)
+        """The instance's latest snapshot (None: there is none): its partition read back from
+        the end until a record of the instance is found (the last one is the latest), so
+        one instance costs what was written since its last change, not the whole partition
+        (compaction keeps the latest snapshot per instance, lazily)."""
+
+        def found(records: list[Record]) -> bool:
+            return any(r.key == workflow_id for r in records)
+
+        partition = self._partition(workflow_id)
+        records = read_back(self.state_topic, partition, found, self.bootstrap)
+        for record in reversed([r for r in records if r.key == workflow_id]):
+            if record.value is None:
+                return None  # pruned (decision 0095)
+            try:
+                return decode_as(WorkflowSnapshot, record.value)
+            except UndecodableRecord:
+                continue  # as a full read would: the one before it stands
+        return None
 
     def _state(self, workflow_id: str) -> Any:
         return self._state_of(workflow_id, self._snapshot(workflow_id))
