@@ -256,7 +256,7 @@ def test_a_parent_runs_each_child_as_an_instance_of_its_own_and_takes_its_end(
     client = WorkflowsClient(kafka_bootstrap)
     orders = [{"id": "c1", "amount": 1, "items": ["x"]}, {"id": "c2", "amount": 2, "items": []}]
     parent_id = client.start("code_parent", orders)
-    children = [f"{parent_id}/code_child#1", f"{parent_id}/code_child#2"]
+    children = [f"{parent_id}:code_child:1", f"{parent_id}:code_child:2"]
     everyone = [parent_id, *children]
     assert wait_until(lambda: _ended(kafka_bootstrap, everyone), 120), {
         w: _history_types(workflow_events(kafka_bootstrap).get(w, [])) for w in everyone

@@ -590,8 +590,12 @@ class WorkflowsClient:
 
         partition = self._partition(workflow_id)
         records = read_back(self.events_topic, partition, begun, self.bootstrap)
-        mine = self._decode_events(r for r in records if r.key == workflow_id)
-        return mine.get(workflow_id, [])
+        events = self._decode_events(r for r in records if r.key == workflow_id).get(
+            workflow_id, []
+        )
+        # An id used again after its instance was pruned: the latest instance's events only.
+        firsts = [i for i, event in enumerate(events) if event["seq"] == 1]
+        return events[firsts[-1] :] if firsts else events
 
     def _read_events(self, partitions: list[int] | None) -> dict[str, list[dict[str, Any]]]:
         """Every event on `partitions` (None: all) by instance, oldest first, `data` as JSON

@@ -246,7 +246,7 @@ def test_child_workflows_and_a_failed_child() -> None:
             {"captured": 1},
             {"captured": 2},
         ]
-        assert runner.status("p/order#2").result == {"captured": 2}
+        assert runner.status("p:order:2").result == {"captured": 2}
         outcome = await runner.execute(declining_parent, ORDER)
         assert outcome.startswith("child failed: StepFailed")
         assert runner.status("child-of-mine").status == "failed"

@@ -610,9 +610,10 @@ class WorkflowRun:
         value = as_data(input, f"the input of child workflow {name!r}")
         occurrence = self._occurrence("child", name)
         # Past the first run the run is in the default id: a continued instance's next run
-        # starting "the same" child starts a new one, not the last run's again.
+        # starting "the same" child starts a new one, not the last run's again. The id is a
+        # path segment of the HTTP API's routes: no "/" or "#" in it.
         run = "" if self.run_number == 1 else f"@{self.run_number}"
-        child_id = workflow_id or f"{self.workflow_id}/{name}#{occurrence}{run}"
+        child_id = workflow_id or f"{self.workflow_id}:{name}:{occurrence}{run}"
         event = self._issue(
             "child_started", name, {"child_id": child_id, "input": value, "digest": digest(value)}
         )

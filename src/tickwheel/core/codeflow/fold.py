@@ -231,7 +231,7 @@ class _Fold:
             "send_inputs": [
                 _send(
                     child_id,
-                    f"wf:{state.workflow_id}:cancel-child:{child_id}",
+                    f"wf:{state.workflow_id}:cancel-child:{state.run}:{child_id}",
                     Cancel(self.at_ms, f"workflow:{state.workflow_id}", "its parent ended"),
                 )
                 for child_id in sorted(state.children)
@@ -245,10 +245,18 @@ class _Fold:
         state = self.state
         child_id = str(event.data.get("child_id"))
         position = event.position or 0
-        start = StartChild(self.at_ms, state.workflow_id, position, event.data.get("input"))
-        send = _send(
-            child_id, f"wf:{state.workflow_id}:child:{child_id}", start, definition_id=event.name
+        if child_id in state.children:
+            # The run started this id already (an explicit `workflow_id` used twice): the
+            # second wait fails, after the answer's commands, as a held input does.
+            error = f"a child {child_id} of this run is running already"
+            failed = HistoryEvent("child_failed", self.at_ms, position, child_id, {"error": error})
+            self.record(event, held=(*state.held, failed))
+            return
+        start = StartChild(
+            self.at_ms, state.workflow_id, position, event.data.get("input"), state.run
         )
+        input_id = f"wf:{state.workflow_id}:child:{state.run}:{child_id}"
+        send = _send(child_id, input_id, start, definition_id=event.name)
         children = {**state.children, child_id: position}
         self.record(event, effects={"send_inputs": [send]}, children=children)
 
@@ -257,7 +265,7 @@ class _Fold:
         state = self.state
         if state.parent is None:
             return []
-        parent_id, position = state.parent
+        parent_id, run, position = state.parent
         status = _STATUS_BY_ENDING[kind]
         error = data.get("error")
         ended = ChildEnded(
@@ -267,13 +275,15 @@ class _Fold:
             status,
             data.get("result") if status == "succeeded" else None,
             None if status == "succeeded" else str(error or status),
+            run,
         )
-        return [_send(parent_id, f"wf:{state.workflow_id}:ended:{parent_id}", ended)]
+        input_id = f"wf:{state.workflow_id}:ended:{parent_id}:{run}"
+        return [_send(parent_id, input_id, ended)]
 
     def child_ended(self, item: ChildEnded) -> None:
         """A child's end, as the history event its wait in the code answers to."""
         state = self.state
-        if state.children.get(item.child_id) != item.position:
+        if item.run != state.run or state.children.get(item.child_id) != item.position:
             self.emit(
                 "child_ended_ignored",
                 data={"child_id": item.child_id, "reason": "not_an_open_child"},
@@ -671,13 +681,25 @@ def _decide(fold: _Fold, item: Input) -> None:
     if isinstance(item, Start | StartChild):
         if state.status != "new":
             data: JsonObject = {"reason": f"already {state.status}"}
-            if isinstance(item, StartChild) and state.parent != (item.parent_id, item.position):
-                # Another instance has this id: the parent that asked is told at once.
+            if isinstance(item, StartChild) and state.parent != (
+                item.parent_id,
+                item.run,
+                item.position,
+            ):
+                # Another instance has this id (or had: a child of an earlier run of the same
+                # parent): the parent that asked is told at once.
                 error = f"an instance {state.workflow_id} exists already ({state.status})"
                 ended = ChildEnded(
-                    item.at_ms, state.workflow_id, item.position, "failed", error=error
+                    item.at_ms,
+                    state.workflow_id,
+                    item.position,
+                    "failed",
+                    error=error,
+                    run=item.run,
                 )
-                input_id = f"wf:{state.workflow_id}:taken:{item.parent_id}:{item.position}"
+                input_id = (
+                    f"wf:{state.workflow_id}:taken:{item.parent_id}:{item.run}:{item.position}"
+                )
                 data["send_inputs"] = [_send(item.parent_id, input_id, ended)]
             fold.emit("start_ignored", data=data)
             return
@@ -687,7 +709,7 @@ def _decide(fold: _Fold, item: Input) -> None:
             fold.emit("start_ignored", data={"reason": "the input is not JSON data"})
             return
         if isinstance(item, StartChild):
-            fold.state = replace(state, parent=(item.parent_id, item.position))
+            fold.state = replace(state, parent=(item.parent_id, item.run, item.position))
         fold.start(item.input)
         return
     step = getattr(item, "step", None)

@@ -51,8 +51,8 @@ class CodeState:
     `held`: inputs that arrived while the task was out. `steps` (by `name#occurrence`) and
     `timers` (positions) are what is open in the current run; `signals` the signal ids
     received; `task_error` why tasks stopped (a task failed), `parked` why the code parked.
-    `parent`: (parent instance, position) of a child, told its end; `children`: the current
-    run's open children, by id, with the position their end answers (decision 0218)."""
+    `parent`: (parent instance, its run, position) of a child, told its end; `children`:
+    the current run's open children, by id, with the position their end answers (0218)."""
 
     workflow_id: str
     definition_id: str
@@ -77,7 +77,7 @@ class CodeState:
     error: str | None = None
     query: Any = None
     waiting_on: tuple[str, ...] = ()
-    parent: tuple[str, int] | None = None
+    parent: tuple[str, int, int] | None = None
     children: Mapping[str, int] = field(default_factory=dict)
 
 
@@ -161,8 +161,8 @@ def state_from_json(data: SnapshotJson) -> CodeState:
     )
 
 
-def _parent(value: Any) -> tuple[str, int] | None:
+def _parent(value: Any) -> tuple[str, int, int] | None:
     if not value:
         return None
-    parent_id, position = value
-    return str(parent_id), int(position)
+    parent_id, run, position = value
+    return str(parent_id), int(run), int(position)

@@ -178,6 +178,7 @@ class StartChild:
     parent_id: str
     position: int
     input: Any = None
+    run: int = 1  # the parent's run that started it: positions count from 1 in each run
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +193,7 @@ class ChildEnded:
     status: str
     result: Any = None
     error: str | None = None
+    run: int = 1  # the parent's run whose wait it answers
 
 
 Input = (

@@ -29,8 +29,9 @@ from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.adapters.kafka.placement import Forward, step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import TERMINAL
+from tickwheel.core.workflow.inputs import ChildEnded, StartChild
 from tickwheel.core.workflow.kinds import InstanceState, kind_of
-from tickwheel.core.workflow.wire import input_of_record
+from tickwheel.core.workflow.wire import input_of_record, input_record
 from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
 from tickwheel.records import DeadLetter, WorkflowEvent, WorkflowInput, WorkflowSnapshot
@@ -218,6 +219,7 @@ class PartitionOrchestrator:
             raise
         except Exception as exc:  # one input is its own problem, never its partition's
             self._dead_letter(record, str(exc) or repr(exc), "rejected", now_ms)
+            self._tell_parent(record, str(exc) or repr(exc), now_ms)
 
     def forward(self, record: Record, owner: int) -> None:
         """Pass `record` on to partition `owner`, which owns its key: not folded here."""
@@ -233,6 +235,7 @@ class PartitionOrchestrator:
         """Dead-letter `record` (its definition never came)."""
         self.batch.inputs += 1
         self._dead_letter(record, reason, "rejected", now_ms)
+        self._tell_parent(record, reason, now_ms)
 
     def _fold(self, value: WorkflowInput) -> None:
         workflow_id = value["workflow_id"]
@@ -271,6 +274,26 @@ class PartitionOrchestrator:
         self.instances[workflow_id] = state
         batch.states[workflow_id] = (state, item.at_ms)
         self._track(workflow_id, state.status, item.at_ms)
+
+    def _tell_parent(self, record: Record, reason: str, now_ms: int) -> None:
+        """A child's start that cannot be folded (its definition never came, its id names a
+        pruned instance, ...) fails the parent's wait at once, rather than leave the parent
+        waiting for a child that will never run (decision 0218)."""
+        try:
+            value = decode_as(WorkflowInput, record.value or b"")
+            item = input_of_record(value)
+        except (UndecodableRecord, ValueError):
+            return
+        if not isinstance(item, StartChild):
+            return
+        child_id = value["workflow_id"]
+        error = f"the child {child_id} could not be started: {reason}"
+        ended = ChildEnded(now_ms, child_id, item.position, "failed", error=error, run=item.run)
+        input_id = f"wf:{child_id}:refused:{item.parent_id}:{item.run}:{item.position}"
+        sent = input_record(item.parent_id, ended, input_id)
+        self.batch.outgoing.append(
+            Outgoing("workflows.inputs", item.parent_id, "WorkflowInput", sent)
+        )
 
     def _dead_letter(self, record: Record, reason: str, kind: str, now_ms: int) -> None:
         log.error(

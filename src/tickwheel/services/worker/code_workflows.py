@@ -203,6 +203,7 @@ class CodeWorkflows:
         self._runs: OrderedDict[tuple[str, int], _Live] = OrderedDict()
         self._lock = threading.Lock()
         self._types: dict[str, JobType] = {}
+        self._versions: dict[str, str] | None = None
         for name, spec in self.workflows.items():
             job_type = f"{WORKFLOW_PREFIX}{name}"
             self._types[job_type] = JobType(
@@ -378,11 +379,14 @@ class CodeWorkflows:
     # -- definitions -------------------------------------------------------------------------
 
     def code_versions(self) -> dict[str, str]:
-        """Each workflow's code version: the digest of the module that defines it."""
-        return {
-            name: module_digest(sys.modules[spec.fn.__module__])
-            for name, spec in sorted(self.workflows.items())
-        }
+        """Each workflow's code version: the digest of the module that defines it, as it was
+        loaded (taken once: the source file edited under a running worker is not its code)."""
+        if self._versions is None:
+            self._versions = {
+                name: module_digest(sys.modules[spec.fn.__module__])
+                for name, spec in sorted(self.workflows.items())
+            }
+        return dict(self._versions)
 
 
 def _answer(task: _Task, activation: Activation) -> JsonObject:

@@ -892,20 +892,20 @@ def test_a_child_workflow_runs_as_an_instance_of_its_own_and_its_end_answers_the
     parent_run.start()
     assert parent_run.types()[-1] == "child_started" and parent_run.state.status == "running"
     start, child = started_child(parent_run)
-    assert (start.workflow_id, start.definition_id) == ("wf-1/napper#1", "napper")
-    assert start.input_id == "wf:wf-1:child:wf-1/napper#1"  # the same on a retried batch
+    assert (start.workflow_id, start.definition_id) == ("wf-1:napper:1", "napper")
+    assert start.input_id == "wf:wf-1:child:1:wf-1:napper:1"  # the same on a retried batch
     position = parent_run.history()[-1].position
     assert start.item == StartChild(parent_run.now, "wf-1", position, ORDER)
-    assert parent_run.state.children == {"wf-1/napper#1": position}
-    assert child.state.parent == ("wf-1", position) and child.state.status == "running"
+    assert parent_run.state.children == {"wf-1:napper:1": position}
+    assert child.state.parent == ("wf-1", 1, position) and child.state.status == "running"
     [timer_id] = child.timers
     child.fire(timer_id)
     child.complete("ship#1")
     assert child.state.status == "succeeded"
     [ended] = child.commands_of(SendInput)
-    assert ended.workflow_id == "wf-1" and ended.input_id == "wf:wf-1/napper#1:ended:wf-1"
+    assert ended.workflow_id == "wf-1" and ended.input_id == "wf:wf-1:napper:1:ended:wf-1:1"
     assert ended.item == ChildEnded(
-        child.now, "wf-1/napper#1", position, "succeeded", "shipped-o-1"
+        child.now, "wf-1:napper:1", position, "succeeded", "shipped-o-1"
     )
     parent_run.now = child.now
     parent_run.send(ended.item)
@@ -954,6 +954,71 @@ def test_a_child_id_another_instance_has_fails_the_parents_wait_at_once() -> Non
     assert told.item.status == "failed" and "exists already" in (told.item.error or "")
 
 
+@workflow("looping_parent")
+async def looping_parent(ctx: WorkflowContext, count: int) -> Any:
+    result = await ctx.child(napper, ORDER, workflow_id="fixed-child")
+    if count < 2:
+        ctx.continue_as_new(count + 1)
+    return result
+
+
+def test_a_fixed_child_id_started_again_by_the_next_run_fails_that_wait_at_once() -> None:
+    """The id names an instance that ended (a child of the parent's first run): the second run
+    must not wait for it forever, nor take the first child's end for its own."""
+    parent_run = Instance(looping_parent)
+    parent_run.start(1)
+    start, child = started_child(parent_run)
+    [timer_id] = child.timers
+    child.fire(timer_id)
+    child.complete("ship#1")
+    [ended] = child.commands_of(SendInput)
+    assert ended.item.run == 1
+    parent_run.send(ended.item)
+    parent_run.settle()
+    assert parent_run.state.run == 2
+    [_, again] = parent_run.commands_of(SendInput)
+    assert again.workflow_id == "fixed-child" and again.item.run == 2
+    assert again.input_id != start.input_id
+    [refused] = child.send(again.item)
+    [told] = child.kind.effects(refused)
+    assert isinstance(told, SendInput) and told.item.run == 2 and told.item.status == "failed"
+    # The first run's end, delivered late to the second run, answers nothing.
+    [late] = parent_run.send(ended.item)
+    assert late.type == "child_ended_ignored"
+    parent_run.send(told.item)
+    parent_run.settle()
+    assert parent_run.types()[-2] == "child_failed" and parent_run.state.status == "failed"
+    assert "exists already" in (parent_run.state.error or "")
+
+
+@workflow("twins")
+async def twins(ctx: WorkflowContext, order: dict[str, Any]) -> list[Any]:
+    both = await asyncio.gather(
+        ctx.child(napper, order, workflow_id="twin"),
+        ctx.child(napper, order, workflow_id="twin"),
+        return_exceptions=True,
+    )
+    return [str(result) for result in both]
+
+
+def test_one_run_starting_one_child_id_twice_fails_the_second_wait_and_keeps_the_first() -> None:
+    parent_run = Instance(twins)
+    parent_run.start()
+    [start] = parent_run.commands_of(SendInput)  # one start: the second is no new instance
+    assert parent_run.types().count("child_started") == 2
+    assert parent_run.types()[-1] == "child_failed"
+    _, child = started_child(parent_run)
+    [timer_id] = child.timers
+    child.fire(timer_id)
+    child.complete("ship#1")
+    [ended] = child.commands_of(SendInput)
+    parent_run.send(ended.item)
+    parent_run.settle()
+    assert parent_run.state.status == "succeeded"
+    first, second = parent_run.state.result
+    assert first == "shipped-o-1" and "running already" in second
+
+
 def test_a_parent_that_ends_cancels_its_open_children() -> None:
     parent_run = Instance(parent)
     parent_run.start()
@@ -961,7 +1026,7 @@ def test_a_parent_that_ends_cancels_its_open_children() -> None:
     parent_run.settle()
     assert parent_run.state.status == "cancelled" and parent_run.state.children == {}
     _, cancel = parent_run.commands_of(SendInput)
-    assert cancel.workflow_id == "wf-1/napper#1"
+    assert cancel.workflow_id == "wf-1:napper:1"
     assert isinstance(cancel.item, Cancel) and cancel.item.actor == "workflow:wf-1"
 
 
@@ -973,12 +1038,12 @@ def test_a_dag_named_as_a_child_refuses_and_tells_the_parent_at_once() -> None:
     }
     definition = parse_definition(document)
     dag = kind_of(definition)
-    state = dag.initial("wf-1/a_dag#1", definition)
+    state = dag.initial("wf-1:a_dag:1", definition)
     _, [event], _ = dag.decide(state, definition, StartChild(T0, "wf-1", 2, {}))
     assert event.type == "start_child_refused"
     [send] = dag.effects(event)
     assert isinstance(send, SendInput) and send.workflow_id == "wf-1"
-    assert send.item == ChildEnded(T0, "wf-1/a_dag#1", 2, "failed", error=event.data["reason"])
+    assert send.item == ChildEnded(T0, "wf-1:a_dag:1", 2, "failed", error=event.data["reason"])
     assert "must be written as code" in send.item.error
 
 

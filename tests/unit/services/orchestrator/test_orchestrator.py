@@ -17,8 +17,9 @@ from tickwheel.adapters.kafka.placement import step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import initial_state, input_from_json, parse_definition, step
 from tickwheel.core.workflow.approval import ApprovalClaim, sign_approval, verify_approval
+from tickwheel.core.workflow.inputs import ChildEnded, StartChild
 from tickwheel.core.workflow.snapshot import state_from_json, state_to_json
-from tickwheel.core.workflow.wire import input_record
+from tickwheel.core.workflow.wire import input_of_record, input_record
 from tickwheel.errors import InvalidInput
 from tickwheel.services.orchestrator.definitions import DefinitionCatalog
 from tickwheel.services.orchestrator.partition import PartitionOrchestrator, UnknownDefinition
@@ -113,6 +114,33 @@ def test_a_start_for_a_definition_not_read_yet_raises_and_can_be_refused() -> No
     assert orchestrator.batch.inputs == 0 and not orchestrator.batch
     orchestrator.refuse(start, "no workflow definition 'golden'", 0)
     assert len(orchestrator.take().dead_letters) == 1
+
+
+def test_a_childs_start_that_is_refused_fails_its_parents_wait_at_once() -> None:
+    """Decision 0218: a child whose definition never came (a typo in `ctx.child("...")`)
+    is dead-lettered, and its parent is told, rather than left waiting for nobody."""
+    orchestrator = PartitionOrchestrator(0, 6, _catalog())
+    item = StartChild(7, "parent-1", 3, {"n": 1}, run=2)
+    value = encode(
+        "WorkflowInput", input_record("parent-1:typo:1", item, "in-0", definition_id="typo")
+    )
+    start = Record("workflows.inputs", 0, 0, "parent-1:typo:1", value, 0)
+    with pytest.raises(UnknownDefinition):
+        orchestrator.receive(start, 9)
+    orchestrator.refuse(start, "no workflow definition 'typo'", 9)
+    batch = orchestrator.take()
+    assert len(batch.dead_letters) == 1
+    [told] = batch.outgoing
+    assert (told.topic, told.key, told.record) == ("workflows.inputs", "parent-1", "WorkflowInput")
+    ended = input_of_record(told.value)  # type: ignore[arg-type]
+    assert isinstance(ended, ChildEnded)
+    assert (ended.child_id, ended.position, ended.run, ended.status) == (
+        "parent-1:typo:1",
+        3,
+        2,
+        "failed",
+    )
+    assert "no workflow definition 'typo'" in (ended.error or "")
 
 
 def test_a_step_key_is_reserved_and_lands_on_the_workflows_own_partition() -> None:
