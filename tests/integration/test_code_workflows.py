@@ -84,10 +84,12 @@ def _ended(bootstrap: str, ids: list[str]) -> bool:
 def test_code_workflows_run_to_their_end_with_each_step_run_once(
     kafka_bootstrap: str, stack: WorkflowStack
 ) -> None:
-    assert wait_until(lambda: _code_definitions(kafka_bootstrap), 60), "no code definition"
-    [definition] = [
-        d for d in _code_definitions(kafka_bootstrap) if d["definitionId"] == "code_order"
-    ]
+    def orders() -> list[dict[str, Any]]:
+        # The module's workflows are published one after another: this one may come last.
+        return [d for d in _code_definitions(kafka_bootstrap) if d["definitionId"] == "code_order"]
+
+    assert wait_until(orders, 60), "no code definition of code_order"
+    [definition] = orders()
     assert definition["version"] == 1 and definition["codeVersion"]
     client = WorkflowsClient(kafka_bootstrap)
     orders = [{"id": f"o{i}", "amount": 10 * i, "items": ["x"], "nap": "1s"} for i in range(3)]
@@ -250,7 +252,8 @@ def test_a_parent_runs_each_child_as_an_instance_of_its_own_and_takes_its_end(
     the parent catches) is delivered to the parent's wait."""
 
     def published() -> bool:
-        return any(d["definitionId"] == "code_parent" for d in _code_definitions(kafka_bootstrap))
+        names = {d["definitionId"] for d in _code_definitions(kafka_bootstrap)}
+        return {"code_parent", "code_child"} <= names
 
     assert wait_until(published, 60), "no definition of code_parent"
     client = WorkflowsClient(kafka_bootstrap)
