@@ -13,6 +13,10 @@ from tickwheel.core.codeflow.history import JsonObject
 
 __all__ = ["code_steps"]
 
+_RUN_ENDINGS = frozenset(
+    {"workflow_completed", "workflow_failed", "workflow_cancelled", "continued_as_new"}
+)
+
 
 def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
     """`{label: entry}` in the order the run issued them. A step's label is its
@@ -68,6 +72,11 @@ def code_steps(events: Iterable[Mapping[str, Any]]) -> dict[str, JsonObject]:
                 "output": None,
                 "name": data.get("name"),
             }
+        elif kind in _RUN_ENDINGS:
+            # A run's end cancels the children it left running (decision 0218).
+            for entry in steps.values():
+                if entry["kind"] == "child" and entry["status"] == "running":
+                    entry.update(status="cancelled", endedAt=at)
         elif kind == "signal_received":
             # A signal answers the oldest wait for its name; one sent before any wait is
             # buffered by the run, and shows when a wait takes it (its start is its end).

@@ -84,3 +84,12 @@ def test_children_show_running_then_with_their_result_or_error() -> None:
     failed = code_steps([*events, _event(5, "child_failed", 40, position=2, error="no items")])
     assert failed["child:p/pack#2"]["status"] == "failed"
     assert failed["child:p/pack#2"]["output"] == {"error": "no items"}
+
+
+def test_a_child_the_parents_end_left_running_shows_cancelled() -> None:
+    events = [
+        _event(1, "workflow_started", 0, name="parent", run=1),
+        _event(2, "child_started", 1, position=1, name="pack", child_id="p:pack:1"),
+        _event(3, "workflow_cancelled", 5, position=2),
+    ]
+    assert code_steps(events)["child:p:pack:1"]["status"] == "cancelled"
