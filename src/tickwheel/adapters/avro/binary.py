@@ -149,19 +149,15 @@ def read_string(data: bytes, pos: int) -> tuple[str, int]:
 
 
 def read_string_map(data: bytes, pos: int) -> tuple[dict[str, str], int]:
-    """An Avro map of strings at `pos`, in blocks (a negative count is followed by the
-    block's size in bytes, which is not needed here)."""
-    result: dict[str, str] = {}
-    while True:
-        count, pos = read_long(data, pos)
-        if count == 0:
-            return result, pos
-        if count < 0:
-            count = -count
-            _, pos = read_long(data, pos)
-        for _ in range(count):
-            key, pos = read_string(data, pos)
-            result[key], pos = read_string(data, pos)
+    """An Avro map of strings at `pos`: blocks of (key, value) pairs, as an array's are."""
+    pairs, pos = read_array(data, pos, _read_string_pair)
+    return dict(pairs), pos
+
+
+def _read_string_pair(data: bytes, pos: int) -> tuple[tuple[str, str], int]:
+    key, pos = read_string(data, pos)
+    value, pos = read_string(data, pos)
+    return (key, value), pos
 
 
 def read_array(

@@ -46,6 +46,9 @@ from tickwheel.core.retry import RetryPolicy
 from tickwheel.core.workflow.deciding import Decided, check_pinned
 from tickwheel.core.workflow.events import (
     Event,
+    SendInput,
+    child_start_refused,
+    send_input_entry,
 )
 from tickwheel.core.workflow.ids import alert_id
 from tickwheel.core.workflow.inputs import (
@@ -61,7 +64,6 @@ from tickwheel.core.workflow.inputs import (
     StepFailed,
     StepSucceeded,
     TimerFired,
-    input_to_json,
 )
 
 __all__ = ["TASK_MAX_ATTEMPTS", "decide", "step_label"]
@@ -665,15 +667,7 @@ def _schedule(
 def _send(
     workflow_id: str, input_id: str, item: Input, definition_id: str | None = None
 ) -> JsonObject:
-    """A `send_inputs` entry (`code_effects` makes it a `SendInput`)."""
-    send: JsonObject = {
-        "workflow_id": workflow_id,
-        "input_id": input_id,
-        "input": input_to_json(item),
-    }
-    if definition_id is not None:
-        send["definition_id"] = definition_id
-    return send
+    return send_input_entry(SendInput(workflow_id, input_id, item, definition_id))
 
 
 def _decide(fold: _Fold, item: Input) -> None:
@@ -689,18 +683,8 @@ def _decide(fold: _Fold, item: Input) -> None:
                 # Another instance has this id (or had: a child of an earlier run of the same
                 # parent): the parent that asked is told at once.
                 error = f"an instance {state.workflow_id} exists already ({state.status})"
-                ended = ChildEnded(
-                    item.at_ms,
-                    state.workflow_id,
-                    item.position,
-                    "failed",
-                    error=error,
-                    run=item.run,
-                )
-                input_id = (
-                    f"wf:{state.workflow_id}:taken:{item.parent_id}:{item.run}:{item.position}"
-                )
-                data["send_inputs"] = [_send(item.parent_id, input_id, ended)]
+                told = child_start_refused(state.workflow_id, item, item.at_ms, "taken", error)
+                data["send_inputs"] = [send_input_entry(told)]
             fold.emit("start_ignored", data=data)
             return
         try:

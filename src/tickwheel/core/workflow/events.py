@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tickwheel.core.workflow.inputs import Input, input_from_json, input_to_json
+from tickwheel.core.workflow.inputs import (
+    ChildEnded,
+    Input,
+    StartChild,
+    input_from_json,
+    input_to_json,
+)
 
 __all__ = [
     "CancelExecution",
@@ -32,8 +38,10 @@ __all__ = [
     "ScheduleStep",
     "SendInput",
     "StartTimer",
+    "child_start_refused",
     "command_to_json",
     "effects",
+    "send_input_entry",
     "sent_inputs",
 ]
 
@@ -215,6 +223,30 @@ def effects(event: Event) -> list[Command]:
         )
     commands.extend(sent_inputs(data))
     return commands
+
+
+def send_input_entry(command: SendInput) -> dict[str, object]:
+    """`command` as an entry of an event's `send_inputs` (the inverse of `sent_inputs`)."""
+    entry: dict[str, object] = {
+        "workflow_id": command.workflow_id,
+        "input_id": command.input_id,
+        "input": input_to_json(command.item),
+    }
+    if command.definition_id is not None:
+        entry["definition_id"] = command.definition_id
+    return entry
+
+
+def child_start_refused(
+    child_id: str, start: StartChild, at_ms: int, why: str, error: str
+) -> SendInput:
+    """Tell the parent of `start` that its child `child_id` failed at once (`why`: the id is
+    taken, the child is a DAG, the start could not be folded): no wait is left without an
+    answer (decision 0218). The id names the parent's run and position, so it is the same
+    when a batch is retried and differs between two runs' starts."""
+    ended = ChildEnded(at_ms, child_id, start.position, "failed", error=error, run=start.run)
+    input_id = f"wf:{child_id}:{why}:{start.parent_id}:{start.run}:{start.position}"
+    return SendInput(start.parent_id, input_id, ended)
 
 
 def sent_inputs(data: Mapping[str, Any]) -> list[SendInput]:

@@ -24,7 +24,13 @@ from tickwheel.core.workflow import repair
 from tickwheel.core.workflow.decider import Decider
 from tickwheel.core.workflow.deciding import check_pinned
 from tickwheel.core.workflow.definition import WorkflowDefinition
-from tickwheel.core.workflow.events import Command, Event, effects
+from tickwheel.core.workflow.events import (
+    Command,
+    Event,
+    child_start_refused,
+    effects,
+    send_input_entry,
+)
 from tickwheel.core.workflow.ids import approval_timer, parse_timer
 from tickwheel.core.workflow.inputs import (
     Approve,
@@ -40,7 +46,6 @@ from tickwheel.core.workflow.inputs import (
     StepFailed,
     StepSucceeded,
     TimerFired,
-    input_to_json,
 )
 from tickwheel.core.workflow.state import WorkflowState, evolve
 
@@ -233,13 +238,8 @@ def _start_child(d: Decider, item: StartChild) -> None:
     # A child must be written as code (`ctx.child`): its parent is told at once that this
     # one cannot be, and the instance is not started.
     reason = f"{d.state.definition_id} is a DAG workflow; a child must be written as code"
-    ended = ChildEnded(item.at_ms, d.state.workflow_id, item.position, "failed", error=reason)
-    send = {
-        "workflow_id": item.parent_id,
-        "input_id": f"wf:{d.state.workflow_id}:ended:{item.parent_id}",
-        "input": input_to_json(ended),
-    }
-    d.emit("start_child_refused", reason=reason, send_inputs=[send])
+    told = child_start_refused(d.state.workflow_id, item, item.at_ms, "dag", reason)
+    d.emit("start_child_refused", reason=reason, send_inputs=[send_input_entry(told)])
 
 
 def _child_ended(d: Decider, item: ChildEnded) -> None:

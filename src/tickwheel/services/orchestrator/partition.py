@@ -29,9 +29,10 @@ from tickwheel.adapters.kafka.dead_letters import dead_letter_of
 from tickwheel.adapters.kafka.placement import Forward, step_key
 from tickwheel.adapters.kafka.reader import Record
 from tickwheel.core.workflow import TERMINAL
-from tickwheel.core.workflow.inputs import ChildEnded, StartChild
+from tickwheel.core.workflow.events import child_start_refused
+from tickwheel.core.workflow.inputs import StartChild
 from tickwheel.core.workflow.kinds import InstanceState, kind_of
-from tickwheel.core.workflow.wire import input_of_record, input_record
+from tickwheel.core.workflow.wire import input_of_record
 from tickwheel.durations import format_duration_ms
 from tickwheel.errors import TickwheelError
 from tickwheel.records import DeadLetter, WorkflowEvent, WorkflowInput, WorkflowSnapshot
@@ -40,6 +41,7 @@ from tickwheel.services.orchestrator.records import (
     Outgoing,
     command_records,
     event_record,
+    input_outgoing,
     snapshot_record,
     state_of_snapshot,
 )
@@ -286,14 +288,9 @@ class PartitionOrchestrator:
             return
         if not isinstance(item, StartChild):
             return
-        child_id = value["workflow_id"]
-        error = f"the child {child_id} could not be started: {reason}"
-        ended = ChildEnded(now_ms, child_id, item.position, "failed", error=error, run=item.run)
-        input_id = f"wf:{child_id}:refused:{item.parent_id}:{item.run}:{item.position}"
-        sent = input_record(item.parent_id, ended, input_id)
-        self.batch.outgoing.append(
-            Outgoing("workflows.inputs", item.parent_id, "WorkflowInput", sent)
-        )
+        error = f"the child {value['workflow_id']} could not be started: {reason}"
+        told = child_start_refused(value["workflow_id"], item, now_ms, "refused", error)
+        self.batch.outgoing.append(input_outgoing(told))
 
     def _dead_letter(self, record: Record, reason: str, kind: str, now_ms: int) -> None:
         log.error(

@@ -182,11 +182,16 @@ def command_records(
         )
         return [Outgoing("alerts", alert["alert_id"], "Alert", alert)]
     if isinstance(command, SendInput):
-        sent = input_record(
-            command.workflow_id, command.item, command.input_id, definition_id=command.definition_id
-        )
-        return [Outgoing("workflows.inputs", command.workflow_id, "WorkflowInput", sent)]
+        return [input_outgoing(command)]
     return []  # OpenApproval: the approval_requested event is the notice
+
+
+def input_outgoing(command: SendInput) -> Outgoing:
+    """An input for another instance (a child's start or end, a cancel) on workflows.inputs."""
+    sent = input_record(
+        command.workflow_id, command.item, command.input_id, definition_id=command.definition_id
+    )
+    return Outgoing("workflows.inputs", command.workflow_id, "WorkflowInput", sent)
 
 
 def timer_command(
