@@ -497,7 +497,7 @@ class WorkflowsClient:
                 continue
         return found
 
-    def _snapshot(self, workflow_id: str) -> WorkflowSnapshot | None:
+    def _snapshot(self, workflow_id: str, partition: int | None = None) -> WorkflowSnapshot | None:
         """The instance's latest snapshot (None: there is none): its partition read back from
         the end until a record of the instance is found (the last one is the latest), so
         one instance costs what was written since its last change, not the whole partition
@@ -506,7 +506,8 @@ class WorkflowsClient:
         def found(records: list[Record]) -> bool:
             return any(r.key == workflow_id for r in records)
 
-        partition = self._partition(workflow_id)
+        if partition is None:
+            partition = self._partition(workflow_id)
         records = read_back(self.state_topic, partition, found, self.bootstrap)
         for record in reversed([r for r in records if r.key == workflow_id]):
             if record.value is None:
@@ -537,8 +538,10 @@ class WorkflowsClient:
         the orchestrator pruned after its retention (decision 0095) has no snapshot left: its
         state is folded from its events, which stay on workflows.events. A workflow written
         as code is told by its steps, sleeps and waits as its events record them."""
-        events = self._events(workflow_id)
-        snapshot = self._snapshot(workflow_id)
+        # Events and snapshots are co-partitioned: the cluster's count is asked once.
+        partition = self._partition(workflow_id)
+        events = self._events(workflow_id, partition)
+        snapshot = self._snapshot(workflow_id, partition)
         if snapshot is not None:
             did, version = snapshot["definition_id"], snapshot["definition_version"]
             data = json.loads(snapshot["state"] or "{}")
@@ -579,7 +582,7 @@ class WorkflowsClient:
             workflow_id, state.definition_id, state.definition_version, state.status, steps, events
         )
 
-    def _events(self, workflow_id: str) -> list[dict[str, Any]]:
+    def _events(self, workflow_id: str, partition: int | None = None) -> list[dict[str, Any]]:
         """The instance's events, oldest first, `data` as JSON: read back from the end of its
         partition until its first event (seq 1) is found, so one instance costs what was
         written since it began, not the partition's whole history."""
@@ -588,7 +591,8 @@ class WorkflowsClient:
             mine = self._decode_events(r for r in records if r.key == workflow_id)
             return any(e["seq"] == 1 for e in mine.get(workflow_id, []))
 
-        partition = self._partition(workflow_id)
+        if partition is None:
+            partition = self._partition(workflow_id)
         records = read_back(self.events_topic, partition, begun, self.bootstrap)
         events = self._decode_events(r for r in records if r.key == workflow_id).get(
             workflow_id, []

@@ -144,6 +144,10 @@ class FollowedWorkflows(WorkflowsClient):
     def _place(self, topic: str, key: str) -> tuple[str, int]:
         return (topic, partition_for(key, len(self.view().follower.partitions[topic])))
 
+    def _partition(self, workflow_id: str) -> int:
+        # The followed partitions, not a question to the cluster per call.
+        return self._place(self.state_topic, workflow_id)[1]
+
     def _publish(self, topic: str, key: str, value: bytes) -> None:
         super()._publish(topic, key, value)
         if topic == self.definitions_topic:  # the one followed topic this client writes
@@ -170,13 +174,14 @@ class FollowedWorkflows(WorkflowsClient):
         snapshots = view.read(places, lambda: self.memory.snapshots_in([p for _, p in places]))
         return cast("dict[str, WorkflowSnapshot]", snapshots)  # decoded WorkflowSnapshots
 
-    def _snapshot(self, workflow_id: str) -> WorkflowSnapshot | None:
+    def _snapshot(self, workflow_id: str, partition: int | None = None) -> WorkflowSnapshot | None:
+        # The view knows where the instance lives: `partition` is the SDK's shortcut.
         view = self.view()
         place = self._place(self.state_topic, workflow_id)
         snapshot = view.read([place], lambda: self.memory.snapshot_of(place[1], workflow_id))
         return cast("WorkflowSnapshot | None", snapshot)
 
-    def _events(self, workflow_id: str) -> list[dict[str, Any]]:
+    def _events(self, workflow_id: str, partition: int | None = None) -> list[dict[str, Any]]:
         view = self.view()
         place = self._place(self.events_topic, workflow_id)
         return view.read([place], lambda: self.memory.events_of(workflow_id))
